@@ -1,0 +1,110 @@
+/* gpu/gpu.h - PageFault's GPU stage behind a plain C API.
+ *
+ * What it is: a device block pool (one allocation holding K and V of every
+ * frame), a kernel that appends tokens' K/V through the block table, a naive
+ * decode-attention kernel over contiguous per-sequence buffers and a paged
+ * one that reads every K/V through the block table. Implemented in CUDA
+ * (gpu/*.cu, extern "C"); when the build has no CUDA compiler the same
+ * functions exist and return PF_ERR_UNAVAILABLE with a reason.
+ *
+ * Layouts (see core/paging.h):
+ *   q        [num_seqs][num_q_heads][head_dim]
+ *   out      [num_seqs][num_q_heads][head_dim]
+ *   k_pool   [pool_frames][num_kv_heads][block_size][head_dim]  (v_pool same)
+ *   block_tables [num_seqs][max_blocks_per_seq] int32 frame ids
+ *   seq_lens [num_seqs] int32, 1 <= len <= max_blocks_per_seq * block_size
+ *   naive k/v [num_seqs][num_kv_heads][cap][head_dim]
+ * Elements are fp32, fp16 or bf16 (pf_gpu_dtype); accumulation is fp32.
+ * Query head h uses kv head h / (num_q_heads / num_kv_heads) (GQA).
+ *
+ * Callers: `pagefault bench` (tui/), the dashboard's GPU panel (tui/), any
+ * program through the shared library libpagefault_gpu.so (ctypes...).
+ */
+#ifndef PF_GPU_GPU_H
+#define PF_GPU_GPU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { PF_GPU_F32 = 0, PF_GPU_F16 = 1, PF_GPU_BF16 = 2 } pf_gpu_dtype;
+
+const char *pf_gpu_dtype_name(pf_gpu_dtype t); /* "fp32", "fp16", "bf16" */
+size_t pf_gpu_dtype_size(pf_gpu_dtype t);
+
+/* 1 if the library was built with CUDA and a device is usable; otherwise 0
+ * and a one-line reason in why ("built without CUDA", "no CUDA device: ..."). */
+int pf_gpu_available(char *why, size_t whylen);
+
+/* Name of device 0 ("NVIDIA H200"), or the reason it is unavailable. */
+int pf_gpu_device_name(char *name, size_t len);
+
+typedef struct {
+    int num_seqs;
+    int num_q_heads;
+    int num_kv_heads;
+    int head_dim;          /* 64 or 128 */
+    int block_size;        /* 8..256, paged only */
+    int max_blocks_per_seq;/* row stride of block_tables */
+    int naive_cap;         /* tokens per sequence in the naive buffers */
+    pf_gpu_dtype dtype;
+    float scale;           /* 0 -> 1/sqrt(head_dim) */
+} pf_gpu_attn_shape;
+
+/* ---- (a) kernels on device pointers (stream: a cudaStream_t or NULL) ---- */
+
+int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
+                           const void *v_pool, const int *block_tables, const int *seq_lens,
+                           void *out, void *stream);
+
+int pf_gpu_naive_attention(const pf_gpu_attn_shape *s, const void *q, const void *k,
+                           const void *v, const int *seq_lens, void *out, void *stream);
+
+/* Append: write n_tokens new K/V rows for each sequence at positions
+ * [seq_lens[i] - n_tokens, seq_lens[i]) through the block table.
+ * k_new/v_new: [num_seqs][n_tokens][num_kv_heads][head_dim]. */
+int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
+                     int n_tokens, const int *block_tables, const int *seq_lens,
+                     void *k_pool, void *v_pool, void *stream);
+
+/* ---- (b) the dashboard's call ------------------------------------------ */
+
+typedef struct {
+    int num_seqs;
+    const int *seq_lens;     /* host [num_seqs]                          */
+    const int *block_tables; /* host [num_seqs][max_blocks_per_seq]      */
+    int max_blocks_per_seq;
+    int pool_frames;
+    int block_size;
+} pf_gpu_layout;
+
+typedef struct {
+    int num_q_heads, num_kv_heads, head_dim;
+    pf_gpu_dtype dtype;
+} pf_gpu_head_shape;
+
+typedef struct {
+    char device[64];
+    double naive_ms, paged_ms, ordered_ms;       /* median of CUDA-event timings */
+    double naive_gbps, paged_gbps, ordered_gbps; /* effective KV bytes / time    */
+    double max_err_naive;   /* |naive - CPU reference|, max over elements */
+    double max_err_paged;   /* |paged (layout as given) - naive|          */
+    double max_err_ordered; /* |paged (frames renumbered in order) - naive| */
+    long long kv_bytes;
+} pf_gpu_pass_result;
+
+/* Fill a device pool laid out exactly as `layout` says with random K/V,
+ * run the naive pass, the paged pass on these frames and the paged pass on
+ * the same tables renumbered in order, check them, and time them. Blocking;
+ * call it from a background thread. Returns PF_OK, PF_ERR_UNAVAILABLE (no
+ * CUDA/device; reason in err) or another pf_err with err filled. */
+int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
+                      pf_gpu_pass_result *out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

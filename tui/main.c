@@ -1,0 +1,56 @@
+/* tui/main.c - `pagefault`: one binary, subcommands like git or perf.
+ *
+ *   pagefault [dashboard flags]   the live dashboard (default)
+ *   pagefault calc ...            memory accounting and model sizing
+ *   pagefault sim ...             headless serving simulation
+ *   pagefault bench ...           GPU naive vs paged decode attention
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tui/commands.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: pagefault [COMMAND] [FLAGS]\n"
+            "\n"
+            "A paged KV-cache, seen and measured.\n"
+            "\n"
+            "commands:\n"
+            "  (none)    the live dashboard of the block pool (pagefault --help-dash for flags)\n"
+            "  calc      memory accounting, block-size sweep, model sizing\n"
+            "  sim       serving simulation: naive vs paged, watermark, preemption\n"
+            "  bench     GPU naive vs paged decode attention\n"
+            "\n"
+            "`pagefault COMMAND --help` lists a command's flags.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+            usage(stdout);
+            return 0;
+        }
+        if (argc >= 2 && !strcmp(argv[1], "--help-dash"))
+            argv[1] = "--help";
+        /* flags only: they belong to the dashboard; argv[0] stands as its name */
+        return pf_cmd_dash(argc, argv);
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "calc"))
+        return pf_cmd_calc(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sim"))
+        return pf_cmd_sim(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench"))
+        return pf_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "dash") || !strcmp(cmd, "dashboard"))
+        return pf_cmd_dash(argc - 1, argv + 1);
+    if (!strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, or no command for the dashboard)\n", cmd);
+    return 2;
+}
