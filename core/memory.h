@@ -51,7 +51,8 @@ typedef struct {
 int pf_mem_fit_budget(size_t bytes_per_token, double budget_bytes, int max_len, int mean_len,
                       int block_size, pf_mem_budget *out);
 
-/* Naive capacity of a pool: pool_blocks * B / max_seq_len sequences. */
+/* Naive capacity of a pool: pool_blocks * B / max_seq_len sequences
+ * (clamped to INT_MAX), or PF_ERR_ARG for a bad size. */
 int pf_mem_naive_capacity(int pool_blocks, int block_size, int max_seq_len);
 
 #endif

@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #if defined(__CUDACC__)
-#define PF_HD __host__ __device__ __forceinline__
+#define PF_HD __host__ __device__ /* "static inline" is already written */
 #else
 #define PF_HD
 #endif

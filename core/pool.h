@@ -61,7 +61,10 @@ int pf_pool_free(pf_pool *pool, int owner, int frame);
  * number of frames dropped. Cost O(N). */
 int pf_pool_free_owner(pf_pool *pool, int owner, int *freed_out);
 
-/* Add a reference to a used frame (prefix sharing). */
+/* Add a reference to a used frame (prefix sharing). The frame keeps its
+ * first owner, and only that owner drops references (one per free call,
+ * one per frame in free_owner, whose count is of frames actually returned
+ * to the free list). PF_ERR_ARG for a free frame, PF_ERR_RANGE for a bad id. */
 int pf_pool_share(pf_pool *pool, int frame);
 
 /* Lock-free reads. */
@@ -75,7 +78,8 @@ uint64_t pf_pool_alloc_total(const pf_pool *pool);    /* frames handed out, ever
 void pf_pool_reset_peak(pf_pool *pool);
 
 /* Full consistency check under the lock (free list, owners, counts agree).
- * Returns PF_OK or PF_ERR_ARG; for tests and debug builds. */
+ * Returns PF_OK, PF_ERR_ARG when an invariant is broken, or PF_ERR_NOMEM if
+ * its scratch bitmap could not be allocated; for tests and debug builds. */
 int pf_pool_check(pf_pool *pool);
 
 #endif

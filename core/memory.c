@@ -1,0 +1,86 @@
+/* core/memory.c - naive vs paged accounting (formulas in memory.h). */
+#include "core/memory.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/err.h"
+
+/* ceil(len / B) in 64 bits: the int version in paging.h would overflow for
+ * lengths near INT_MAX, which calc's flags can reach. */
+static int64_t blocks_for(int64_t len, int64_t block_size)
+{
+    return (len + block_size - 1) / block_size;
+}
+
+int pf_mem_account(const int *lens, int n, int block_size, int max_seq_len,
+                   size_t bytes_per_token, pf_mem_report *out)
+{
+    if (!lens || !out || n < 1 || block_size < 1 || max_seq_len < 1)
+        return PF_ERR_ARG;
+    for (int i = 0; i < n; i++)
+        if (lens[i] < 1)
+            return PF_ERR_ARG;
+
+    memset(out, 0, sizeof *out);
+    out->num_seqs = n;
+    out->block_size = block_size;
+    out->max_seq_len = max_seq_len;
+    out->bytes_per_token = bytes_per_token;
+
+    int64_t naive_stored = 0; /* tokens the naive layout can actually hold */
+    for (int i = 0; i < n; i++) {
+        int64_t blocks = blocks_for(lens[i], block_size);
+        out->tokens += lens[i];
+        out->blocks += blocks;
+        out->frag_tokens += blocks * block_size - lens[i];
+        naive_stored += lens[i] < max_seq_len ? lens[i] : max_seq_len;
+    }
+    out->paged_reserved_tokens = out->blocks * block_size;
+    out->naive_reserved_tokens = (int64_t)n * max_seq_len;
+
+    double bpt = (double)bytes_per_token;
+    out->paged_bytes = (double)out->paged_reserved_tokens * bpt;
+    out->naive_bytes = (double)out->naive_reserved_tokens * bpt;
+    out->frag_bytes = (double)out->frag_tokens * bpt;
+    out->util_paged = (double)out->tokens / (double)out->paged_reserved_tokens;
+    out->util_naive = (double)naive_stored / (double)out->naive_reserved_tokens;
+    out->savings = (double)out->naive_reserved_tokens / (double)out->paged_reserved_tokens;
+    out->frag_per_seq = (double)out->frag_tokens / n;
+    out->table_entries_max = (int)blocks_for(max_seq_len, block_size);
+    return PF_OK;
+}
+
+int pf_mem_fit_budget(size_t bytes_per_token, double budget_bytes, int max_len, int mean_len,
+                      int block_size, pf_mem_budget *out)
+{
+    if (!out || bytes_per_token == 0 || !(budget_bytes > 0) || !isfinite(budget_bytes) ||
+        max_len < 1 || mean_len < 1 || block_size < 1)
+        return PF_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    out->bytes_per_token = bytes_per_token;
+    out->budget_bytes = budget_bytes;
+    out->max_len = max_len;
+    out->mean_len = mean_len;
+    out->block_size = block_size;
+    /* Integer sizes are exact in double up to 2^53; the quotient of exact
+     * operands is correctly rounded, so a budget that is an exact multiple
+     * floors to the exact count. */
+    double naive_seq = (double)max_len * (double)bytes_per_token;
+    double paged_seq = (double)blocks_for(mean_len, block_size) * block_size *
+                       (double)bytes_per_token;
+    out->naive_seqs = (int64_t)floor(budget_bytes / naive_seq);
+    out->paged_seqs = (int64_t)floor(budget_bytes / paged_seq);
+    /* 0 when not even one naive sequence fits (no finite ratio; JSON has no inf). */
+    out->ratio = out->naive_seqs > 0 ? (double)out->paged_seqs / (double)out->naive_seqs : 0.0;
+    return PF_OK;
+}
+
+int pf_mem_naive_capacity(int pool_blocks, int block_size, int max_seq_len)
+{
+    if (pool_blocks < 0 || block_size < 1 || max_seq_len < 1)
+        return PF_ERR_ARG;
+    int64_t cap = (int64_t)pool_blocks * block_size / max_seq_len;
+    return cap > INT_MAX ? INT_MAX : (int)cap;
+}

@@ -1,0 +1,246 @@
+/* tests/test_core_calc.c - `pagefault calc` end to end: runs the built
+ * binary (path PF_PAGEFAULT_BIN from CMake) and checks exit codes, that
+ * errors print one line on stderr naming the flag and nothing on stdout,
+ * and that the seed's numbers appear in table, CSV and JSON form. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PF_PAGEFAULT_BIN
+#error "PF_PAGEFAULT_BIN must name the pagefault binary"
+#endif
+
+typedef struct {
+    int status; /* exit status, or -1 if it did not exit normally */
+    char out[65536], err[4096];
+} run_result;
+
+/* Read a whole file into buf (NUL-terminated, truncated to cap - 1). */
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Run `pagefault calc ARGS...` (NULL-terminated) with stdout and stderr in
+ * temporary files. */
+static void run_calc(run_result *r, ...)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = PF_PAGEFAULT_BIN;
+    argv[argc++] = "calc";
+    va_list ap;
+    va_start(ap, r);
+    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 63;)
+        argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+
+    char out_path[] = "/tmp/pf_calc_out_XXXXXX", err_path[] = "/tmp/pf_calc_err_XXXXXX";
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    cr_assert(fo >= 0 && fe >= 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    close(fo);
+    close(fe);
+    slurp(out_path, r->out, sizeof r->out);
+    slurp(err_path, r->err, sizeof r->err);
+    unlink(out_path);
+    unlink(err_path);
+    cr_assert_neq(r->status, 127, "could not run %s", PF_PAGEFAULT_BIN);
+}
+
+static run_result res; /* large: keep it off the stack */
+
+#define HAS(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "missing '%s' in:\n%s", (needle), (hay))
+
+Test(calc, default_run_prints_every_section)
+{
+    run_calc(&res, NULL);
+    cr_assert_eq(res.status, 0, "stderr: %s", res.err);
+    cr_assert_str_empty(res.err);
+    HAS(res.out, "Configuration");
+    HAS(res.out, "512 B");         /* seed bytes per token */
+    HAS(res.out, "33.55 MB");      /* naive reserved: 32 x 2048 x 512 */
+    HAS(res.out, "Block-size sweep");
+    HAS(res.out, "expected (B-1)/2");
+    cr_assert(strstr(res.out, "Model sizing") == NULL, "model section only with --model");
+}
+
+Test(calc, worked_example_table)
+{
+    run_calc(&res, "--lengths", "1,16,17,100", NULL);
+    cr_assert_eq(res.status, 0, "stderr: %s", res.err);
+    /* "blocks used  ...  11" and "internal fragmentation ... 42 tokens" */
+    char *line = strstr(res.out, "blocks used");
+    cr_assert_not_null(line);
+    cr_assert_eq(strtol(line + strlen("blocks used"), NULL, 10), 11);
+    line = strstr(res.out, "internal fragmentation ");
+    cr_assert_not_null(line);
+    cr_assert_eq(strtol(line + strlen("internal fragmentation "), NULL, 10), 42);
+    HAS(res.out, "10.50 tokens"); /* 42 / 4 measured */
+    HAS(res.out, "7.50 tokens");  /* (16-1)/2 expected */
+}
+
+Test(calc, worked_example_json_and_csv)
+{
+    run_calc(&res, "--lengths", "1,16,17,100", "--format", "json", NULL);
+    cr_assert_eq(res.status, 0);
+    HAS(res.out, "\"blocks\": 11");
+    HAS(res.out, "\"frag_tokens\": 42");
+    HAS(res.out, "\"tokens\": 134");
+    HAS(res.out, "\"frag_per_seq\": 10.50");
+    cr_assert_eq(res.out[0], '{');
+    run_calc(&res, "--lengths", "1,16,17,100", "--format", "csv", NULL);
+    cr_assert_eq(res.status, 0);
+    HAS(res.out, "utilization,blocks,11\n");
+    HAS(res.out, "utilization,frag_tokens,42\n");
+    HAS(res.out, "block_size,blocks,reserved_mb");
+}
+
+Test(calc, llama3_70b_sizing)
+{
+    run_calc(&res, "--model", "llama3-70b", "--budget-gb", "80", "--max-len", "8192", "--mean-len",
+             "2000", NULL);
+    cr_assert_eq(res.status, 0, "stderr: %s", res.err);
+    HAS(res.out, "Model sizing");
+    HAS(res.out, "327680 B");
+    HAS(res.out, "320.00 KiB");
+    char *line = strstr(res.out, "sequences reserved at max length");
+    cr_assert_not_null(line);
+    cr_assert_eq(strtol(line + strlen("sequences reserved at max length"), NULL, 10), 29);
+    line = strstr(res.out, "paged sequences at mean length");
+    cr_assert_not_null(line);
+    cr_assert_eq(strtol(line + strlen("paged sequences at mean length"), NULL, 10), 122);
+
+    run_calc(&res, "--model", "llama3-70b", "--budget-gb", "80", "--max-len", "8192", "--mean-len",
+             "2000", "--format", "json", NULL);
+    cr_assert_eq(res.status, 0);
+    HAS(res.out, "\"bytes_per_token\": 327680");
+    HAS(res.out, "\"naive_seqs\": 29");
+    HAS(res.out, "\"paged_seqs\": 122");
+    HAS(res.out, "\"ratio\": 4.21");
+}
+
+Test(calc, custom_model_and_presets)
+{
+    run_calc(&res, "--model", "custom", "--layers", "32", "--kv-heads", "8", "--head-dim", "128",
+             "--dtype-bytes", "2", "--format", "csv", NULL);
+    cr_assert_eq(res.status, 0, "stderr: %s", res.err);
+    HAS(res.out, "model,bytes_per_token,131072\n");
+    run_calc(&res, "--model", "llama2-7b", "--format", "csv", NULL);
+    HAS(res.out, "model,bytes_per_token,524288\n");
+    run_calc(&res, "--model", "seed", "--format", "csv", NULL);
+    HAS(res.out, "model,bytes_per_token,512\n");
+    /* a preset with a shape flag on top: fp8 KV halves the bytes */
+    run_calc(&res, "--model", "llama3-70b", "--dtype-bytes", "1", "--format", "csv", NULL);
+    cr_assert_eq(res.status, 0);
+    HAS(res.out, "model,bytes_per_token,163840\n");
+    HAS(res.out, "(modified)");
+}
+
+Test(calc, same_seed_same_output_other_seed_differs)
+{
+    static char first[65536];
+    run_calc(&res, "--seed", "7", "--seqs", "100", NULL);
+    cr_assert_eq(res.status, 0);
+    strcpy(first, res.out);
+    run_calc(&res, "--seed", "7", "--seqs", "100", NULL);
+    cr_assert_str_eq(res.out, first);
+    run_calc(&res, "--seed", "8", "--seqs", "100", NULL);
+    cr_assert_str_neq(res.out, first);
+}
+
+Test(calc, sweep_sizes_flag)
+{
+    run_calc(&res, "--lengths", "1,16,17,100", "--sweep-sizes", "8,32", "--format", "csv", NULL);
+    cr_assert_eq(res.status, 0, "stderr: %s", res.err);
+    /* B = 8: blocks 1 + 2 + 3 + 13 = 19; B = 32: 1 + 1 + 1 + 4 = 7 */
+    HAS(res.out, "\n8,19,");
+    HAS(res.out, "\n32,7,");
+    cr_assert(strstr(res.out, "\n256,") == NULL, "only the sizes asked for");
+}
+
+Test(calc, help_lists_every_flag)
+{
+    run_calc(&res, "--help", NULL);
+    cr_assert_eq(res.status, 0);
+    const char *flags[] = {"--seqs", "--seed", "--model", "--budget-gb", "--max-len", "--mean-len",
+                           "--layers", "--kv-heads", "--head-dim", "--dtype-bytes", "--block-size",
+                           "--pool-blocks", "--lengths", "--sweep-sizes", "--format", NULL};
+    for (int i = 0; flags[i]; i++)
+        HAS(res.out, flags[i]);
+}
+
+/* Every bad input: status 2, nothing on stdout, one line on stderr that
+ * names the flag at fault. */
+Test(calc, usage_errors)
+{
+    struct {
+        const char *args[10];
+        const char *names;
+    } cases[] = {
+        {{"--seqs", "0"}, "--seqs"},
+        {{"--seqs", "abc"}, "--seqs"},
+        {{"--seqs", "12x"}, "--seqs"},
+        {{"--seqs"}, "--seqs"},
+        {{"--seed", "-1"}, "--seed"},
+        {{"--model", "gpt5"}, "--model"},
+        {{"--model", "custom", "--layers", "32", "--kv-heads", "8", "--head-dim", "128"},
+         "--dtype-bytes"},
+        {{"--model", "custom"}, "--layers"},
+        {{"--model", "llama3-70b", "--budget-gb", "0"}, "--budget-gb"},
+        {{"--model", "llama3-70b", "--budget-gb", "nan"}, "--budget-gb"},
+        {{"--budget-gb", "80"}, "--budget-gb"},
+        {{"--mean-len", "2000"}, "--mean-len"},
+        {{"--kv-heads", "8"}, "--kv-heads"},
+        {{"--max-len", "0"}, "--max-len"},
+        {{"--model", "llama3-8b", "--mean-len", "-5"}, "--mean-len"},
+        {{"--layers", "0", "--model", "custom"}, "--layers"},
+        {{"--head-dim", "99999", "--model", "custom"}, "--head-dim"},
+        {{"--dtype-bytes", "3.5", "--model", "custom"}, "--dtype-bytes"},
+        {{"--block-size", "0"}, "--block-size"},
+        {{"--block-size", "100000"}, "--block-size"},
+        {{"--pool-blocks", "-1"}, "--pool-blocks"},
+        {{"--lengths", "1,16,,17"}, "--lengths"},
+        {{"--lengths", "0"}, "--lengths"},
+        {{"--lengths", ""}, "--lengths"},
+        {{"--lengths", "5", "--seqs", "3"}, "--lengths"},
+        {{"--sweep-sizes", "16,abc"}, "--sweep-sizes"},
+        {{"--sweep-sizes", "70000"}, "--sweep-sizes"},
+        {{"--format", "xml"}, "--format"},
+        {{"--format"}, "--format"},
+        {{"--bogus"}, "--bogus"},
+        {{"positional"}, "positional"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const *a = cases[i].args;
+        run_calc(&res, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
+        cr_assert_eq(res.status, 2, "case %zu (%s %s): status %d", i, a[0], a[1] ? a[1] : "",
+                     res.status);
+        cr_assert_str_empty(res.out, "case %zu: stdout not empty: %s", i, res.out);
+        HAS(res.err, cases[i].names);
+        char *nl = strchr(res.err, '\n');
+        cr_assert(nl && nl[1] == '\0', "case %zu: not exactly one line: %s", i, res.err);
+        HAS(res.err, "pagefault calc: ");
+    }
+}

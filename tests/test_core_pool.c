@@ -1,0 +1,402 @@
+/* tests/test_core_pool.c - the frame pool (core/pool.h): exhaustion, double
+ * free, not-owner, range, all-or-nothing, watermark boundaries, peak,
+ * sharing, an 8-thread stress (tests/test_core_pool_race.c) and a
+ * randomized model-based test of >= 100k operations against a reference
+ * model that mirrors the contract (LIFO free list, owners, ref counts). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/pool.h"
+#include "core/rng.h"
+
+int pf_test_pool_stress(int nthreads, int nframes, int iters, char *msg, size_t msglen);
+
+Test(pool, create_rejects_bad_sizes)
+{
+    cr_assert_null(pf_pool_create(0));
+    cr_assert_null(pf_pool_create(-5));
+    cr_assert_null(pf_pool_create((1 << 24) + 1));
+    pf_pool *p = pf_pool_create(1);
+    cr_assert_not_null(p);
+    cr_assert_eq(pf_pool_capacity(p), 1);
+    pf_pool_destroy(p);
+}
+
+Test(pool, initial_order_is_ascending)
+{
+    pf_pool *p = pf_pool_create(8);
+    for (int i = 0; i < 8; i++) {
+        int f = -1;
+        cr_assert_eq(pf_pool_alloc(p, 3, &f), PF_OK);
+        cr_assert_eq(f, i);
+        cr_assert_eq(pf_pool_owner(p, f), 3);
+        cr_assert_eq(pf_pool_refcount(p, f), 1);
+    }
+    pf_pool_destroy(p);
+}
+
+Test(pool, exhaustion_then_recovery)
+{
+    pf_pool *p = pf_pool_create(4);
+    int f;
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 0);
+    f = 1234;
+    cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_ERR_NOMEM);
+    cr_assert_eq(f, 1234, "a failed alloc must not write the output");
+    cr_assert_eq(pf_pool_free(p, 1, 2), PF_OK);
+    cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_OK);
+    cr_assert_eq(f, 2, "LIFO: the frame just freed comes back first");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+Test(pool, double_free_and_not_owner_and_range)
+{
+    pf_pool *p = pf_pool_create(4);
+    int f;
+    cr_assert_eq(pf_pool_alloc(p, 7, &f), PF_OK);
+    cr_assert_eq(pf_pool_free(p, 8, f), PF_ERR_NOT_OWNER);
+    cr_assert_eq(pf_pool_owner(p, f), 7, "a refused free changes nothing");
+    cr_assert_eq(pf_pool_free(p, 7, f), PF_OK);
+    cr_assert_eq(pf_pool_free(p, 7, f), PF_ERR_DOUBLE_FREE);
+    cr_assert_eq(pf_pool_free(p, 7, 3), PF_ERR_DOUBLE_FREE, "never-allocated frame");
+    cr_assert_eq(pf_pool_free(p, 7, -1), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_free(p, 7, 4), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_share(p, 4), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_alloc(p, -1, &f), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_count(p), 4);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    cr_assert_str_neq(pf_strerror(PF_ERR_DOUBLE_FREE), pf_strerror(PF_ERR_NOT_OWNER));
+    cr_assert(strstr(pf_strerror(PF_ERR_DOUBLE_FREE), "double free") != NULL);
+    pf_pool_destroy(p);
+}
+
+Test(pool, alloc_n_all_or_nothing)
+{
+    pf_pool *p = pf_pool_create(10);
+    int frames[16];
+    cr_assert_eq(pf_pool_alloc_n(p, 1, 6, frames), PF_OK);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(frames[i], i);
+    for (int i = 0; i < 16; i++)
+        frames[i] = -7;
+    cr_assert_eq(pf_pool_alloc_n(p, 2, 5, frames), PF_ERR_NOMEM);
+    cr_assert_eq(pf_pool_free_count(p), 4, "nothing taken on failure");
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(frames[i], -7);
+    for (int f = 6; f < 10; f++)
+        cr_assert_eq(pf_pool_owner(p, f), PF_POOL_NO_OWNER);
+    cr_assert_eq(pf_pool_alloc_n(p, 2, 4, frames), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 0);
+    cr_assert_eq(pf_pool_alloc_n(p, 2, 0, NULL), PF_OK, "n = 0 takes nothing");
+    cr_assert_eq(pf_pool_alloc_n(p, 2, -1, frames), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_alloc_n(p, 2, 11, frames), PF_ERR_NOMEM);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+Test(pool, watermark_boundaries)
+{
+    /* N = 100, watermark 0.10 -> reserve exactly 10 frames. */
+    pf_pool *p = pf_pool_create(100);
+    int frames[100];
+    cr_assert_eq(pf_pool_reserve_frames(p, 0.10), 10);
+    cr_assert_eq(pf_pool_reserve_frames(p, 0.07), 7, "0.07 * 100 is 7, not 8");
+    cr_assert_eq(pf_pool_reserve_frames(p, 0.071), 8, "ceil");
+    cr_assert_eq(pf_pool_reserve_frames(p, 0.0), 0);
+    cr_assert_eq(pf_pool_reserve_frames(p, 1.0), 100);
+    cr_assert_eq(pf_pool_reserve_frames(p, -0.01), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_reserve_frames(p, 1.01), PF_ERR_ARG);
+
+    /* Exactly at the reserve: 90 taken leaves exactly 10 free: admitted. */
+    cr_assert(pf_pool_can_admit(p, 90, 0.10));
+    cr_assert_not(pf_pool_can_admit(p, 91, 0.10));
+    cr_assert_eq(pf_pool_alloc_admit(p, 1, 91, 0.10, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_free_count(p), 100);
+    cr_assert_eq(pf_pool_alloc_admit(p, 1, 90, 0.10, frames), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 10);
+    /* Now at the reserve: even one more frame is refused with the watermark code,
+     * but plain alloc (a running sequence growing) may use the reserve. */
+    cr_assert_eq(pf_pool_alloc_admit(p, 2, 1, 0.10, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_alloc_admit(p, 2, 0, 0.10, frames), PF_OK);
+    cr_assert_eq(pf_pool_alloc_admit(p, 2, 11, 0.10, frames), PF_ERR_NOMEM,
+                 "more than free at all is NOMEM, not WATERMARK");
+    cr_assert_eq(pf_pool_alloc_admit(p, 2, 10, 0.0, frames), PF_OK, "watermark 0: every frame");
+    cr_assert_eq(pf_pool_free_count(p), 0);
+    cr_assert_eq(pf_pool_alloc_admit(p, 2, 1, 0.5, frames), PF_ERR_NOMEM);
+    cr_assert_eq(pf_pool_alloc_admit(p, 2, 1, 2.0, frames), PF_ERR_ARG);
+    int freed = -1;
+    cr_assert_eq(pf_pool_free_owner(p, 2, &freed), PF_OK);
+    cr_assert_eq(freed, 10);
+    /* watermark 1.0: nothing can ever be admitted except n = 0. */
+    pf_pool_reset(p);
+    cr_assert_eq(pf_pool_alloc_admit(p, 1, 1, 1.0, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_alloc_admit(p, 1, 0, 1.0, frames), PF_OK);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+Test(pool, peak_and_reset)
+{
+    pf_pool *p = pf_pool_create(16);
+    int frames[16];
+    cr_assert_eq(pf_pool_peak(p), 0);
+    cr_assert_eq(pf_pool_alloc_n(p, 1, 5, frames), PF_OK);
+    cr_assert_eq(pf_pool_alloc_n(p, 2, 7, frames + 5), PF_OK);
+    cr_assert_eq(pf_pool_peak(p), 12);
+    int freed;
+    cr_assert_eq(pf_pool_free_owner(p, 2, &freed), PF_OK);
+    cr_assert_eq(freed, 7);
+    cr_assert_eq(pf_pool_used_count(p), 5);
+    cr_assert_eq(pf_pool_peak(p), 12, "peak stays after frees");
+    pf_pool_reset_peak(p);
+    cr_assert_eq(pf_pool_peak(p), 5, "reset_peak drops to current use");
+    cr_assert_eq(pf_pool_alloc_total(p), 12u);
+    pf_pool_reset(p);
+    cr_assert_eq(pf_pool_peak(p), 0);
+    cr_assert_eq(pf_pool_used_count(p), 0);
+    cr_assert_eq(pf_pool_alloc_total(p), 0u);
+    int f;
+    cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_OK);
+    cr_assert_eq(f, 0, "reset restores the initial order");
+    pf_pool_destroy(p);
+}
+
+Test(pool, sharing_counts_references)
+{
+    pf_pool *p = pf_pool_create(4);
+    int f;
+    cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_OK);
+    cr_assert_eq(pf_pool_share(p, f), PF_OK);
+    cr_assert_eq(pf_pool_share(p, f), PF_OK);
+    cr_assert_eq(pf_pool_refcount(p, f), 3);
+    cr_assert_eq(pf_pool_share(p, 3), PF_ERR_ARG, "cannot share a free frame");
+    cr_assert_eq(pf_pool_free(p, 1, f), PF_OK);
+    cr_assert_eq(pf_pool_refcount(p, f), 2);
+    cr_assert_eq(pf_pool_free_count(p), 3, "still in use while referenced");
+    int freed = -1;
+    cr_assert_eq(pf_pool_free_owner(p, 1, &freed), PF_OK);
+    cr_assert_eq(freed, 0, "one reference dropped, frame not returned yet");
+    cr_assert_eq(pf_pool_free(p, 1, f), PF_OK);
+    cr_assert_eq(pf_pool_refcount(p, f), 0);
+    cr_assert_eq(pf_pool_owner(p, f), PF_POOL_NO_OWNER);
+    cr_assert_eq(pf_pool_free_count(p), 4);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+/* 8 threads allocate and free in loops; every frame handed out is claimed
+ * in a side array with an atomic exchange, so two holders of one frame are
+ * caught. The worker code is shared with the TSan race test. */
+Test(pool, eight_thread_stress)
+{
+    char msg[256] = "";
+    int rc = pf_test_pool_stress(8, 128, 20000, msg, sizeof msg);
+    cr_assert_eq(rc, 0, "%s", msg);
+}
+
+/* ---- randomized model-based test ---------------------------------------- */
+
+#define M_N 64
+#define M_OWNERS 6
+
+typedef struct {
+    int owner[M_N], ref[M_N];
+    int stack[M_N], top;
+    int peak;
+    uint64_t total;
+} model;
+
+static void model_init(model *m)
+{
+    for (int i = 0; i < M_N; i++) {
+        m->owner[i] = PF_POOL_NO_OWNER;
+        m->ref[i] = 0;
+        m->stack[i] = M_N - 1 - i;
+    }
+    m->top = M_N;
+    m->peak = 0;
+    m->total = 0;
+}
+
+static void model_took(model *m, int n)
+{
+    if (M_N - m->top > m->peak)
+        m->peak = M_N - m->top;
+    m->total += (uint64_t)n;
+}
+
+static int model_take_n(model *m, int owner, int n, int reserve, int *out)
+{
+    if (owner < 0 || n < 0)
+        return PF_ERR_ARG;
+    if (n > m->top)
+        return PF_ERR_NOMEM;
+    if (m->top - n < reserve)
+        return PF_ERR_WATERMARK;
+    for (int i = 0; i < n; i++) {
+        int f = m->stack[--m->top];
+        m->owner[f] = owner;
+        m->ref[f] = 1;
+        out[i] = f;
+    }
+    model_took(m, n);
+    return PF_OK;
+}
+
+static void model_release(model *m, int f)
+{
+    m->ref[f] = 0;
+    m->owner[f] = PF_POOL_NO_OWNER;
+    m->stack[m->top++] = f;
+}
+
+static int model_free(model *m, int owner, int f)
+{
+    if (owner < 0)
+        return PF_ERR_ARG;
+    if (f < 0 || f >= M_N)
+        return PF_ERR_RANGE;
+    if (m->ref[f] == 0)
+        return PF_ERR_DOUBLE_FREE;
+    if (m->owner[f] != owner)
+        return PF_ERR_NOT_OWNER;
+    if (--m->ref[f] == 0)
+        model_release(m, f);
+    return PF_OK;
+}
+
+static int model_free_owner(model *m, int owner, int *freed)
+{
+    if (owner < 0)
+        return PF_ERR_ARG;
+    *freed = 0;
+    for (int f = 0; f < M_N; f++) {
+        if (m->owner[f] != owner)
+            continue;
+        if (--m->ref[f] == 0) {
+            model_release(m, f);
+            (*freed)++;
+        }
+    }
+    return PF_OK;
+}
+
+static int model_share(model *m, int f)
+{
+    if (f < 0 || f >= M_N)
+        return PF_ERR_RANGE;
+    if (m->ref[f] == 0)
+        return PF_ERR_ARG;
+    m->ref[f]++;
+    return PF_OK;
+}
+
+Test(pool, model_based_random_operations)
+{
+    /* Watermarks whose reserve ceil(w * 64) is exact, plus invalid ones. */
+    static const double wms[] = {0.0, 1.0 / 64, 0.125, 0.25, 0.5, 1.0, -0.25, 1.5};
+    static const int reserves[] = {0, 1, 8, 16, 32, 64, -1, -1};
+    const int nops = 150000;
+    pf_pool *p = pf_pool_create(M_N);
+    model m;
+    model_init(&m);
+    pf_rng r;
+    pf_rng_seed(&r, 20261202);
+    int got[M_N + 4], want[M_N + 4];
+    int counts[6] = {0};
+    int codes[9] = {0}; /* how often each pf_err (by -code) was returned */
+
+    for (int op = 0; op < nops; op++) {
+        int kind = (int)pf_rng_range(&r, 0, 5);
+        /* mostly valid owners and frames, some invalid ones */
+        int owner = (int)pf_rng_range(&r, -1, M_OWNERS - 1);
+        int frame = (int)pf_rng_range(&r, -2, M_N + 1);
+        int rc_pool = 0, rc_model = 0;
+        counts[kind]++;
+        switch (kind) {
+        case 0: { /* alloc */
+            int f = -99, g = -99;
+            rc_pool = pf_pool_alloc(p, owner, &f);
+            rc_model = model_take_n(&m, owner, 1, 0, &g);
+            if (rc_model == PF_OK)
+                cr_assert_eq(f, g, "op %d: alloc gave %d, model %d", op, f, g);
+            break;
+        }
+        case 1: { /* alloc_n, sometimes more than free */
+            int n = (int)pf_rng_range(&r, -1, 12);
+            rc_pool = pf_pool_alloc_n(p, owner, n, got);
+            rc_model = model_take_n(&m, owner, n, 0, want);
+            if (rc_model == PF_OK)
+                cr_assert_arr_eq(got, want, (size_t)n * sizeof(int), "op %d: alloc_n frames", op);
+            break;
+        }
+        case 2: { /* alloc_admit */
+            int n = (int)pf_rng_range(&r, 0, 10);
+            int w = (int)pf_rng_range(&r, 0, 7);
+            rc_pool = pf_pool_alloc_admit(p, owner, n, wms[w], got);
+            rc_model = reserves[w] < 0 ? PF_ERR_ARG : model_take_n(&m, owner, n, reserves[w], want);
+            if (rc_model == PF_OK)
+                cr_assert_arr_eq(got, want, (size_t)n * sizeof(int), "op %d: admit frames", op);
+            if (reserves[w] >= 0)
+                cr_assert_eq(pf_pool_reserve_frames(p, wms[w]), reserves[w]);
+            break;
+        }
+        case 3: /* free: prefer a used frame with its owner so frees succeed often */
+            if (pf_rng_range(&r, 0, 2) && frame >= 0 && frame < M_N && m.ref[frame] > 0)
+                owner = m.owner[frame];
+            rc_pool = pf_pool_free(p, owner, frame);
+            rc_model = model_free(&m, owner, frame);
+            break;
+        case 4: { /* free_owner, rarer in effect because owners are few */
+            if (pf_rng_range(&r, 0, 3)) {
+                counts[kind]--;
+                continue;
+            }
+            int fp = -1, fm = -1;
+            rc_pool = pf_pool_free_owner(p, owner, &fp);
+            rc_model = model_free_owner(&m, owner, &fm);
+            if (rc_model == PF_OK)
+                cr_assert_eq(fp, fm, "op %d: free_owner freed %d, model %d", op, fp, fm);
+            break;
+        }
+        default: /* share */
+            rc_pool = pf_pool_share(p, frame);
+            rc_model = model_share(&m, frame);
+            break;
+        }
+        cr_assert_eq(rc_pool, rc_model, "op %d kind %d: pool %d (%s), model %d", op, kind,
+                     rc_pool, pf_strerror(rc_pool), rc_model);
+        codes[-rc_model]++;
+        cr_assert_eq(pf_pool_free_count(p), m.top, "op %d: free count", op);
+        cr_assert_eq(pf_pool_used_count(p), M_N - m.top);
+        cr_assert_eq(pf_pool_peak(p), m.peak, "op %d: peak", op);
+        if (op % 1000 == 0) {
+            cr_assert_eq(pf_pool_check(p), PF_OK, "op %d: check", op);
+            cr_assert_eq(pf_pool_alloc_total(p), m.total);
+            for (int f = 0; f < M_N; f++) {
+                cr_assert_eq(pf_pool_owner(p, f), m.owner[f], "op %d frame %d owner", op, f);
+                cr_assert_eq(pf_pool_refcount(p, f), m.ref[f], "op %d frame %d ref", op, f);
+            }
+        }
+        if (op % 20000 == 19999) { /* drain now and then so exhaustion is reached from empty too */
+            pf_pool_reset(p);
+            model_init(&m);
+        }
+    }
+    /* every kind of operation actually ran a meaningful number of times */
+    for (int k = 0; k < 6; k++)
+        cr_assert_gt(counts[k], 1000, "operation %d ran %d times", k, counts[k]);
+    /* and every outcome the pool can report was exercised */
+    static const int outcomes[] = {PF_OK, PF_ERR_NOMEM, PF_ERR_DOUBLE_FREE, PF_ERR_NOT_OWNER,
+                                   PF_ERR_RANGE, PF_ERR_ARG, PF_ERR_WATERMARK};
+    for (int i = 0; i < 7; i++)
+        cr_assert_gt(codes[-outcomes[i]], 100, "outcome %s seen %d times",
+                     pf_strerror(outcomes[i]), codes[-outcomes[i]]);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}

@@ -1,0 +1,398 @@
+/* tui/cmd_calc.c - `pagefault calc`: memory accounting on the CPU.
+ *
+ * Prints, from the formulas in core/memory.h:
+ *   config       paging sizes and the KV bytes per token of the model
+ *   workload     the lengths (the seed's 50/30/20 mix from --seed, or --lengths)
+ *   utilization  naive vs paged reserved memory at --block-size, and the
+ *                measured internal fragmentation next to the expected (B-1)/2
+ *   sweep        the same workload for each of --sweep-sizes
+ *   model        (only when --model is given) sequences that fit --budget-gb,
+ *                reserved at --max-len (naive) or paged at --mean-len
+ * Without --model the bytes per token are the seed's (1 layer, 1 KV head,
+ * D 64, fp32: 512 B); with --model, every byte figure uses that model's.
+ * Memory is shown in decimal MB (10^6 bytes) like the seed; the budget in
+ * GB is 10^9 bytes. Every flag is validated through the tui/cli.h table:
+ * a bad value prints one line on stderr and exits 2 with nothing on stdout.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/err.h"
+#include "core/memory.h"
+#include "core/workload.h"
+#include "tui/cli.h"
+#include "tui/commands.h"
+#include "tui/report.h"
+
+#define PROG "pagefault calc"
+#define CALC_MAX_SEQS 1000000
+#define CALC_MAX_SWEEP 32
+#define CALC_MAX_BLOCK 65536
+#define MB 1e6
+
+/* --model choices; index 0..3 are presets in this order, 4 is custom. */
+static const char *const model_names[] = {"seed", "llama2-7b", "llama3-8b", "llama3-70b", "custom",
+                                          NULL};
+enum { MODEL_CUSTOM = 4 };
+
+typedef struct {
+    int seqs;
+    long long seed;
+    int model;
+    double budget_gb;
+    int max_len, mean_len;
+    int layers, kv_heads, head_dim, dtype_bytes;
+    int block_size, pool_blocks;
+    const char *lengths;
+    const char *sweep;
+    int format;
+} calc_args;
+
+/* What the run computes before anything is printed. */
+typedef struct {
+    pf_config cfg;
+    size_t bpt;
+    const char *model_name; /* NULL: no model sizing */
+    int modified;           /* a preset with a shape flag on top */
+    int *lens;
+    int n;
+    int sweep[CALC_MAX_SWEEP];
+    int nsweep;
+} calc_run;
+
+/* --sweep-sizes into out[]; *count gets how many. PF_CLI_OK or PF_CLI_USAGE. */
+static int parse_sweep(const char *s, int *out, int *count)
+{
+    int n = pf_workload_parse_lengths(s, out, CALC_MAX_SWEEP);
+    if (n == PF_ERR_RANGE)
+        return pf_cli_error(PROG, "--sweep-sizes: at most %d block sizes, got '%s'", CALC_MAX_SWEEP, s);
+    if (n < 0)
+        return pf_cli_error(PROG,
+                            "--sweep-sizes: expected a comma-separated list of block sizes in [1, %d], "
+                            "got '%s'",
+                            CALC_MAX_BLOCK, s);
+    for (int i = 0; i < n; i++)
+        if (out[i] > CALC_MAX_BLOCK)
+            return pf_cli_error(PROG, "--sweep-sizes: block size %d out of range [1, %d]", out[i],
+                                CALC_MAX_BLOCK);
+    *count = n;
+    return PF_CLI_OK;
+}
+
+/* Validate the combinations the flag table cannot see, fill `run`. Returns
+ * PF_CLI_OK or PF_CLI_USAGE (message printed). */
+static int calc_setup(calc_args *a, pf_opt *opts, calc_run *run)
+{
+    pf_config_default(&run->cfg);
+    run->cfg.block_size = a->block_size;
+    run->cfg.pool_blocks = a->pool_blocks;
+    run->cfg.max_seq_len = a->max_len;
+
+    /* model shape: preset, then any shape flag on top; custom needs all four */
+    static const char *const shape_flags[] = {"layers", "kv-heads", "head-dim", "dtype-bytes"};
+    int *shape_vals[] = {&a->layers, &a->kv_heads, &a->head_dim, &a->dtype_bytes};
+    int model_given = pf_cli_find(opts, "model")->seen;
+    if (model_given && a->model == MODEL_CUSTOM) {
+        for (int i = 0; i < 4; i++)
+            if (!pf_cli_find(opts, shape_flags[i])->seen)
+                return pf_cli_error(PROG,
+                                    "--model custom: missing --%s (custom needs --layers, --kv-heads, "
+                                    "--head-dim and --dtype-bytes)",
+                                    shape_flags[i]);
+        run->model_name = "custom";
+    } else {
+        const pf_model *m = pf_model_find(model_names[model_given ? a->model : 0]);
+        pf_config_apply_model(&run->cfg, m);
+        run->model_name = model_given ? m->name : NULL;
+    }
+    int *cfg_fields[] = {&run->cfg.num_layers, &run->cfg.num_kv_heads, &run->cfg.head_dim,
+                         &run->cfg.dtype_bytes};
+    for (int i = 0; i < 4; i++)
+        if (pf_cli_find(opts, shape_flags[i])->seen) {
+            if (!model_given)
+                return pf_cli_error(PROG, "--%s: only used with --model (a preset to modify, or custom)",
+                                    shape_flags[i]);
+            if (*cfg_fields[i] != *shape_vals[i] && a->model != MODEL_CUSTOM)
+                run->modified = 1;
+            *cfg_fields[i] = *shape_vals[i];
+        }
+    if (!model_given)
+        for (int i = 0; i < 2; i++) {
+            const char *f = i ? "mean-len" : "budget-gb";
+            if (pf_cli_find(opts, f)->seen)
+                return pf_cli_error(PROG, "--%s: only used with --model (model sizing)", f);
+        }
+    run->bpt = pf_config_bytes_per_token(&run->cfg);
+
+    if (parse_sweep(a->sweep, run->sweep, &run->nsweep) != PF_CLI_OK)
+        return PF_CLI_USAGE;
+
+    /* the sequences: explicit lengths, or the seed mix */
+    if (a->lengths) {
+        if (pf_cli_find(opts, "seqs")->seen || pf_cli_find(opts, "seed")->seen)
+            return pf_cli_error(PROG, "--lengths: gives the sequences itself; do not combine it "
+                                      "with --seqs or --seed");
+        /* at most one length per character pair "1," */
+        int cap = (int)(strlen(a->lengths) / 2 + 1);
+        if (cap > CALC_MAX_SEQS)
+            cap = CALC_MAX_SEQS;
+        run->lens = malloc((size_t)cap * sizeof *run->lens);
+        if (!run->lens)
+            return pf_cli_error(PROG, "out of memory");
+        int n = pf_workload_parse_lengths(a->lengths, run->lens, cap);
+        if (n == PF_ERR_RANGE)
+            return pf_cli_error(PROG, "--lengths: at most %d lengths", CALC_MAX_SEQS);
+        if (n < 0)
+            return pf_cli_error(PROG,
+                                "--lengths: expected a comma-separated list of lengths >= 1 "
+                                "(e.g. 1,16,17,100), got '%s'",
+                                a->lengths);
+        run->n = n;
+    } else {
+        run->n = a->seqs;
+        run->lens = malloc((size_t)run->n * sizeof *run->lens);
+        if (!run->lens)
+            return pf_cli_error(PROG, "out of memory");
+        if (pf_workload_lengths(pf_mix_seed(), (uint64_t)a->seed, run->n, 1, 0, run->lens) != PF_OK)
+            return pf_cli_error(PROG, "internal error: workload generation failed");
+    }
+    return PF_CLI_OK;
+}
+
+static void add_config(pf_report *r, const calc_run *run)
+{
+    const pf_config *c = &run->cfg;
+    char model[64];
+    snprintf(model, sizeof model, "%s%s", run->model_name ? run->model_name : "seed",
+             run->modified ? " (modified)" : "");
+    pf_report_section(r, "config", "Configuration");
+    pf_report_num(r, "block_size", "block size", c->block_size, "%.0f", "tokens");
+    pf_report_num(r, "max_seq_len", "max sequence length", c->max_seq_len,
+                  "%.0f", "tokens");
+    pf_report_num(r, "pool_blocks", "pool", c->pool_blocks, "%.0f", "blocks");
+    pf_report_num(r, "pool_tokens", "pool tokens", (double)c->pool_blocks * c->block_size, "%.0f",
+                  "tokens");
+    pf_report_str(r, "model", "model", model);
+    pf_report_num(r, "layers", "layers", c->num_layers, "%.0f", NULL);
+    pf_report_num(r, "kv_heads", "KV heads", c->num_kv_heads, "%.0f", NULL);
+    pf_report_num(r, "head_dim", "head dim", c->head_dim, "%.0f", NULL);
+    pf_report_num(r, "dtype_bytes", "bytes per element", c->dtype_bytes, "%.0f", "B");
+    pf_report_num(r, "bytes_per_token", "KV bytes per token",
+                  (double)run->bpt, "%.0f", "B");
+    pf_report_num(r, "pool_mb", "pool memory", (double)c->pool_blocks * c->block_size * run->bpt / MB,
+                  "%.2f", "MB");
+    pf_report_num(r, "naive_capacity", "naive capacity",
+                  pf_mem_naive_capacity(c->pool_blocks, c->block_size, c->max_seq_len), "%.0f",
+                  "sequences");
+}
+
+static void add_workload(pf_report *r, const calc_args *a, const calc_run *run)
+{
+    int64_t sum = 0;
+    int lo = run->lens[0], hi = run->lens[0], over = 0;
+    int cls[3] = {0};
+    for (int i = 0; i < run->n; i++) {
+        int L = run->lens[i];
+        sum += L;
+        lo = L < lo ? L : lo;
+        hi = L > hi ? L : hi;
+        over += L > run->cfg.max_seq_len;
+        cls[L <= 128 ? 0 : L <= 512 ? 1 : 2]++;
+    }
+    char src[96];
+    if (a->lengths)
+        snprintf(src, sizeof src, "--lengths");
+    else
+        snprintf(src, sizeof src, "seed mix 50/30/20, seed %lld", a->seed);
+    pf_report_section(r, "workload", "Workload");
+    pf_report_str(r, "source", "source", src);
+    pf_report_num(r, "seqs", "sequences", run->n, "%.0f", NULL);
+    pf_report_num(r, "tokens", "tokens", (double)sum, "%.0f", NULL);
+    pf_report_num(r, "mean_len", "mean length", (double)sum / run->n, "%.1f", "tokens");
+    pf_report_num(r, "min_len", "shortest", lo, "%.0f", "tokens");
+    pf_report_num(r, "max_len", "longest", hi, "%.0f", "tokens");
+    pf_report_num(r, "short", "short (<= 128)", cls[0], "%.0f", NULL);
+    pf_report_num(r, "medium", "medium (129-512)", cls[1], "%.0f", NULL);
+    pf_report_num(r, "long", "long (> 512)", cls[2], "%.0f", NULL);
+    pf_report_num(r, "over_max_len", "longer than max length", over, "%.0f", NULL);
+    if (over)
+        pf_report_note(r, "%d sequence(s) exceed --max-len %d: naive cannot hold them (counted "
+                          "clamped), paged holds them whole",
+                       over, run->cfg.max_seq_len);
+}
+
+static void add_utilization(pf_report *r, const pf_mem_report *m, int pool_blocks)
+{
+    double expected = (m->block_size - 1) / 2.0;
+    pf_report_section(r, "utilization", "Utilization (naive vs paged)");
+    pf_report_num(r, "blocks", "blocks used", (double)m->blocks, "%.0f", NULL);
+    pf_report_num(r, "pool_blocks", "of pool", pool_blocks, "%.0f", "blocks");
+    pf_report_str(r, "fits_pool", "fits the pool", m->blocks <= pool_blocks ? "yes" : "no");
+    pf_report_num(r, "naive_reserved_tokens", "naive reserved", (double)m->naive_reserved_tokens,
+                  "%.0f", "tokens");
+    pf_report_num(r, "paged_reserved_tokens", "paged reserved", (double)m->paged_reserved_tokens,
+                  "%.0f", "tokens");
+    pf_report_num(r, "naive_mb", "naive reserved memory", m->naive_bytes / MB, "%.2f", "MB");
+    pf_report_num(r, "paged_mb", "paged reserved memory", m->paged_bytes / MB, "%.2f", "MB");
+    pf_report_num(r, "savings", "savings (naive / paged)", m->savings, "%.2f", "x");
+    pf_report_num(r, "util_naive_pct", "utilization naive", 100.0 * m->util_naive, "%.1f", "%");
+    pf_report_num(r, "util_paged_pct", "utilization paged", 100.0 * m->util_paged, "%.1f", "%");
+    pf_report_num(r, "frag_tokens", "internal fragmentation", (double)m->frag_tokens, "%.0f",
+                  "tokens");
+    pf_report_num(r, "frag_mb", "internal fragmentation mem", m->frag_bytes / MB, "%.2f", "MB");
+    pf_report_num(r, "frag_per_seq", "frag per sequence, measured", m->frag_per_seq,
+                  "%.2f", "tokens");
+    pf_report_num(r, "frag_per_seq_expected", "frag per sequence, expected (B-1)/2",
+                  expected, "%.2f", "tokens");
+    if (m->blocks > pool_blocks)
+        pf_report_note(r, "the workload needs %lld blocks, more than the pool's %d",
+                       (long long)m->blocks, pool_blocks);
+}
+
+static int add_sweep(pf_report *r, const calc_run *run)
+{
+    static const char *const keys[] = {"block_size", "blocks", "reserved_mb", "frag_mb",
+                                       "util_pct", "frag_per_seq", "frag_expected", "table_entries"};
+    static const char *const labels[] = {"block size", "blocks", "reserved MB", "frag MB",
+                                         "utilization %", "frag/seq", "(B-1)/2", "table entries/seq"};
+    pf_report_table(r, "sweep", "Block-size sweep", 8, keys, labels);
+    for (int i = 0; i < run->nsweep; i++) {
+        pf_mem_report m;
+        if (pf_mem_account(run->lens, run->n, run->sweep[i], run->cfg.max_seq_len, run->bpt, &m) !=
+            PF_OK)
+            return -1;
+        pf_report_cell_num(r, run->sweep[i], "%.0f");
+        pf_report_cell_num(r, (double)m.blocks, "%.0f");
+        pf_report_cell_num(r, m.paged_bytes / MB, "%.2f");
+        pf_report_cell_num(r, m.frag_bytes / MB, "%.2f");
+        pf_report_cell_num(r, 100.0 * m.util_paged, "%.1f");
+        pf_report_cell_num(r, m.frag_per_seq, "%.2f");
+        pf_report_cell_num(r, (run->sweep[i] - 1) / 2.0, "%.2f");
+        pf_report_cell_num(r, m.table_entries_max, "%.0f");
+    }
+    pf_report_note(r, "table entries per sequence at max length %d; smaller blocks waste less "
+                      "but need longer block tables",
+                   run->cfg.max_seq_len);
+    return 0;
+}
+
+/* Model sizing: how many sequences a budget holds, reserved at max_len
+ * (naive) or paged at mean_len (rounded up to whole blocks). */
+static void add_model(pf_report *r, const calc_args *a, const calc_run *run)
+{
+    int mean = a->mean_len;
+    pf_mem_budget b;
+    if (pf_mem_fit_budget(run->bpt, a->budget_gb * 1e9, run->cfg.max_seq_len, mean,
+                          run->cfg.block_size, &b) != PF_OK)
+        return; /* cannot happen: every input was validated */
+    char model[64];
+    snprintf(model, sizeof model, "%s%s", run->model_name, run->modified ? " (modified)" : "");
+    pf_report_section(r, "model", "Model sizing");
+    pf_report_str(r, "model", "model", model);
+    pf_report_num(r, "bytes_per_token", "KV bytes per token", (double)run->bpt, "%.0f", "B");
+    pf_report_num(r, "kib_per_token", "KV per token", (double)run->bpt / 1024.0, "%.2f", "KiB");
+    pf_report_num(r, "budget_gb", "budget", a->budget_gb, "%g", "GB");
+    pf_report_num(r, "max_len", "naive reservation per sequence", b.max_len, "%.0f", "tokens");
+    pf_report_num(r, "mean_len", "paged mean length", b.mean_len, "%.0f", "tokens");
+    pf_report_num(r, "naive_seqs", "sequences reserved at max length", (double)b.naive_seqs,
+                  "%.0f", NULL);
+    pf_report_num(r, "paged_seqs", "paged sequences at mean length", (double)b.paged_seqs, "%.0f",
+                  NULL);
+    pf_report_num(r, "ratio", "paged / naive", b.ratio, "%.2f", "x");
+    pf_report_note(r, "%s: 2 x %d layers x %d kv heads x %d dim x %d B = %zu B/token; "
+                      "%g GB / (%d x %zu B) = %lld naive, / (%d x %zu B) = %lld paged",
+                   model, run->cfg.num_layers, run->cfg.num_kv_heads, run->cfg.head_dim,
+                   run->cfg.dtype_bytes, run->bpt, a->budget_gb, b.max_len, run->bpt,
+                   (long long)b.naive_seqs,
+                   (int)((b.mean_len + b.block_size - 1) / b.block_size * b.block_size), run->bpt,
+                   (long long)b.paged_seqs);
+}
+
+static const char calc_summary[] =
+    "Memory accounting on the CPU: the configuration, a workload (the seed's 50/30/20 length mix\n"
+    "from --seed, or --lengths), naive vs paged reserved memory and internal fragmentation at\n"
+    "--block-size, a block-size sweep, and with --model the KV sizing of a real model against\n"
+    "--budget-gb. Byte figures use the model's KV bytes per token (the seed's 512 B without\n"
+    "--model); MB and GB are decimal (10^6, 10^9 bytes).";
+
+int pf_cmd_calc(int argc, char **argv)
+{
+    calc_args a = {
+        .seqs = 32, .seed = 42, .model = 0, .budget_gb = 80.0, .max_len = 2048, .mean_len = 2000,
+        .layers = 1, .kv_heads = 1, .head_dim = 64, .dtype_bytes = 4, .block_size = 16,
+        .pool_blocks = 4096, .lengths = NULL, .sweep = "1,16,64,256", .format = PF_FMT_TABLE,
+    };
+    pf_opt opts[] = {
+        {"seqs", PF_OPT_INT, &a.seqs, 1, CALC_MAX_SEQS, NULL, "N", "sequences drawn from the seed mix", 0},
+        {"seed", PF_OPT_I64, &a.seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
+        {"model", PF_OPT_CHOICE, &a.model, 0, 0, model_names, NULL,
+         "model for KV sizing (adds the model section)", 0},
+        {"budget-gb", PF_OPT_DOUBLE, &a.budget_gb, 0.001, 1e6, NULL, "F",
+         "KV memory budget for model sizing, GB = 1e9 bytes", 0},
+        {"max-len", PF_OPT_INT, &a.max_len, 1, 1 << 24, NULL, "N",
+         "max sequence length: the naive reservation per sequence", 0},
+        {"mean-len", PF_OPT_INT, &a.mean_len, 1, 1 << 24, NULL, "N",
+         "mean sequence length for paged model sizing", 0},
+        {"layers", PF_OPT_INT, &a.layers, 1, 1024, NULL, "N", "layers (custom model)", 0},
+        {"kv-heads", PF_OPT_INT, &a.kv_heads, 1, 1024, NULL, "N", "KV heads (custom model)", 0},
+        {"head-dim", PF_OPT_INT, &a.head_dim, 1, 4096, NULL, "N", "head dim (custom model)", 0},
+        {"dtype-bytes", PF_OPT_INT, &a.dtype_bytes, 1, 8, NULL, "N",
+         "bytes per KV element (custom model)", 0},
+        {"block-size", PF_OPT_INT, &a.block_size, 1, CALC_MAX_BLOCK, NULL, "N", "tokens per block", 0},
+        {"pool-blocks", PF_OPT_INT, &a.pool_blocks, 1, 1 << 24, NULL, "N", "blocks in the pool", 0},
+        {"lengths", PF_OPT_STRING, &a.lengths, 0, 0, NULL, "L1,L2,...",
+         "explicit sequence lengths instead of the seed mix", 0},
+        {"sweep-sizes", PF_OPT_STRING, &a.sweep, 0, 0, NULL, "B1,B2,...",
+         "block sizes for the sweep (default 1,16,64,256)", 0},
+        {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
+        {0},
+    };
+    int rc = pf_cli_parse(PROG, opts, argc, argv);
+    if (rc == PF_CLI_HELP) {
+        pf_cli_help(stdout, PROG, calc_summary, opts);
+        return 0;
+    }
+    if (rc != PF_CLI_OK)
+        return 2;
+
+    calc_run run = {0};
+    pf_report *r = NULL;
+    int status = 2;
+    if (calc_setup(&a, opts, &run) != PF_CLI_OK)
+        goto out;
+
+    pf_mem_report mem;
+    if (pf_mem_account(run.lens, run.n, run.cfg.block_size, run.cfg.max_seq_len, run.bpt, &mem) !=
+        PF_OK) {
+        pf_cli_error(PROG, "internal error: accounting failed");
+        goto out;
+    }
+    status = 1;
+    r = pf_report_new();
+    if (!r) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        goto out;
+    }
+    add_config(r, &run);
+    add_workload(r, &a, &run);
+    add_utilization(r, &mem, run.cfg.pool_blocks);
+    if (add_sweep(r, &run) != 0) {
+        fprintf(stderr, "%s: internal error: sweep failed\n", PROG);
+        goto out;
+    }
+    if (run.model_name)
+        add_model(r, &a, &run);
+    if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
+        fprintf(stderr, "%s: out of memory while building the report\n", PROG);
+        goto out;
+    }
+    status = 0;
+out:
+    pf_report_free(r);
+    free(run.lens);
+    return status;
+}
