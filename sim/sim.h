@@ -15,7 +15,7 @@
  *    paced by a tick length; workers can be added and removed while it runs.
  *
  * Contract for viewers (the dashboard): everything below marked "live" is
- * safe to call from another thread while the engine runs. pf_sim_snapshot
+ * safe to call from another thread while the engine runs. pf_sim_take_snapshot
  * copies state out and holds any lock only for a short copy.
  * Callers: tui/ (the `sim` subcommand and the dashboard), tests.
  */
@@ -96,6 +96,14 @@ typedef struct {
     int tick_us;              /* threaded engine: wall time per step       */
     int pingpong_window;      /* K: preempted again within K steps of readmission */
     uint64_t seed;
+    /* added after the first contract: */
+    int stall_limit;          /* a faulting sequence stalls up to this many
+                                 steps in a row before a victim is preempted
+                                 (0 = preempt at once, as vLLM does)        */
+    double naive_throughput;  /* baseline for throughput_vs_naive when the
+                                 caller already has it (tokens/step); 0 =
+                                 pf_sim_run/start compute it with a naive
+                                 deterministic run of the same jobs        */
 } pf_sim_params;
 
 void pf_sim_params_default(pf_sim_params *p);
@@ -119,6 +127,12 @@ typedef struct {
     double goodput;           /* tokens_generated / tokens_computed        */
     int pool_used, pool_free, pool_peak;
     int done;                 /* every job finished                        */
+    /* added after the first contract: */
+    int running_peak;         /* most sequences admitted at once           */
+    int64_t seq_steps;        /* sum over steps of admitted sequences (the
+                                 work the engine simulated)                */
+    double waiting_mean;      /* mean waiting requests per step            */
+    double running_mean;      /* mean admitted sequences per step          */
 } pf_sim_stats;
 
 /* ---- the simulator ------------------------------------------------------- */
@@ -145,6 +159,14 @@ int pf_sim_step(pf_sim *sim);
  * so a viewer always has something to show. */
 int pf_sim_start(pf_sim *sim);
 int pf_sim_stop(pf_sim *sim);
+
+/* Consistency check for tests (added after the first contract): the pool
+ * passes pf_pool_check, every frame a sequence lists is owned by it in the
+ * pool, and the pool's used count equals the frames the sequences hold (so
+ * after a finished run: none). PF_OK or PF_ERR_ARG. Exact when no step is
+ * in progress (stopped, or not started); while the threaded engine runs a
+ * worker may hold a frame it has not recorded yet. */
+int pf_sim_check(pf_sim *sim);
 
 /* ---- control (live) ------------------------------------------------------ */
 int pf_sim_set_watermark(pf_sim *sim, double watermark);
@@ -218,7 +240,9 @@ typedef struct {
     int paused;
     int nframes;             /* = params.cfg.pool_blocks              */
     pf_frame_view *frames;   /* [nframes], owned by the snapshot      */
-    int nseqs;               /* live (admitted, not done) sequences   */
+    int nseqs;               /* sequences in a worker slot (admitted, or
+                                bound and waiting for admission) and
+                                those swapped out to the host        */
     pf_seq_view *seqs;       /* [nseqs], owned by the snapshot        */
     int nevents;             /* oldest first                          */
     pf_event events[PF_SIM_EVENTS];
@@ -227,11 +251,14 @@ typedef struct {
     float hist_stalled[PF_SIM_HISTORY];
     float hist_preempt[PF_SIM_HISTORY]; /* preemptions in that step   */
     float hist_usage[PF_SIM_HISTORY];   /* kv usage 0..1              */
+    /* added after the first contract: */
+    int frames_cap, seqs_cap; /* allocated lengths of frames / seqs   */
+    int64_t hist_step0;       /* step number of the oldest history entry */
 } pf_sim_snapshot;
 
 /* Fill snap (allocating or growing its arrays as needed). The first call
  * takes a zeroed snapshot. */
-int pf_sim_snapshot(pf_sim *sim, pf_sim_snapshot *snap);
+int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap);
 void pf_sim_snapshot_free(pf_sim_snapshot *snap);
 
 /* Block tables of the live sequences, for the GPU pass on the current

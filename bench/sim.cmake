@@ -1,0 +1,4 @@
+# bench_sim: the simulator's speed (simulated sequence-steps per second,
+# the time of the default run) - figures for docs/simulator.md.
+add_executable(bench_sim ${CMAKE_CURRENT_SOURCE_DIR}/bench_sim.c)
+target_link_libraries(bench_sim PRIVATE pf_sim)

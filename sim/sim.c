@@ -1,0 +1,922 @@
+/* sim/sim.c - the scheduler step, the deterministic engine and the control
+ * API (contract in sim/sim.h; state in sim/sim_internal.h).
+ *
+ * The model. Time is counted in steps; one step is one decode iteration.
+ * There are `workers` slots; each slot serves one job at a time, as each of
+ * the seed's 128 worker threads did. In every step each slot takes exactly
+ * one action, decided by the functions in sim/policy.h:
+ *
+ *   idle      take the next job: a swapped-out sequence first (vLLM's
+ *             order), else the head of the waiting queue (FIFO; preempted
+ *             sequences go back to its front). The slot is then bound to it.
+ *   bound     try admission: take the job's frames (paged: ceil(tokens/B)
+ *             for the prompt plus anything generated before a preemption;
+ *             naive: ceil(max_seq_len/B)) only if, afterwards, watermark x
+ *             pool frames stay free (naive: no watermark). On failure the
+ *             job waits, bound to its slot, and retries next step.
+ *   busy      a readmitted sequence is rebuilding its KV (recompute costs
+ *             recompute_cost steps per token of prompt + generated) or
+ *             copying its pages back from the host (swap costs
+ *             swap_cost_per_page steps per page, out and in). No token.
+ *   running   decode one token. If the last frame is full, first take one
+ *             more frame (demand paging). No free frame = page fault: the
+ *             sequence stalls (holds its frames, decodes nothing); once it
+ *             has stalled more than stall_limit steps in a row a victim is
+ *             preempted (victim policy), by swap if the host pool has room,
+ *             else by recompute, and the faulting sequence tries again.
+ *             The output's last token frees every frame and the slot.
+ *
+ * Running sequences may use every frame (the watermark only gates
+ * admission), as in vLLM. The deterministic engine runs the slots one after
+ * another in a fixed rotating order (slot (step + i) mod n), so every slot
+ * gets to go first equally often, like threads racing, but reproducibly.
+ * The threaded engine (engine_thr.c) runs the same slot action for each
+ * slot on its own thread; the order within a step is then whatever the
+ * pool's lock decides.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "sim/sim_internal.h"
+
+/* ---- names and defaults ------------------------------------------------- */
+
+const char *pf_sim_mode_name(pf_sim_mode m)
+{
+    return m == PF_SIM_NAIVE ? "naive" : m == PF_SIM_PAGED ? "paged" : "?";
+}
+
+const char *pf_victim_name(pf_victim_policy p)
+{
+    static const char *const n[] = {"faulting", "newest", "fewest-generated", "most-frames",
+                                    "lowest-priority"};
+    return (unsigned)p < PF_VICTIM_COUNT ? n[p] : "?";
+}
+
+const char *pf_preempt_name(pf_preempt_mode m)
+{
+    return m == PF_PREEMPT_RECOMPUTE ? "recompute" : m == PF_PREEMPT_SWAP ? "swap" : "?";
+}
+
+const char *pf_engine_name(pf_engine e)
+{
+    return e == PF_ENGINE_DETERMINISTIC ? "deterministic" : e == PF_ENGINE_THREADED ? "threaded" : "?";
+}
+
+const char *pf_event_name(pf_event_kind k)
+{
+    static const char *const n[] = {"admit", "stall", "preempt", "swap-out",
+                                    "swap-in", "finish", "ping-pong", "reset"};
+    return (unsigned)k <= PF_EV_RESET ? n[k] : "?";
+}
+
+void pf_sim_params_default(pf_sim_params *p)
+{
+    memset(p, 0, sizeof *p);
+    pf_config_default(&p->cfg);
+    p->mode = PF_SIM_PAGED;
+    p->engine = PF_ENGINE_DETERMINISTIC;
+    p->watermark = 0.05;
+    p->workers = 128;
+    p->policy = PF_VICTIM_FAULTING;
+    p->preempt = PF_PREEMPT_RECOMPUTE;
+    p->swap_host_blocks = 4096;
+    p->swap_cost_per_page = 0.05;
+    p->recompute_cost = 0.25;
+    p->tick_us = 10000;
+    p->pingpong_window = 50;
+    p->seed = 42;
+    p->stall_limit = 4;
+}
+
+static int params_check(const pf_sim_params *p, char *err, size_t errlen)
+{
+    const pf_config *c = &p->cfg;
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return PF_ERR_ARG;                                                                         \
+    } while (0)
+    if (c->block_size < 1 || c->block_size > 65536)
+        BAD("block size must be in [1, 65536], got %d", c->block_size);
+    if (c->max_seq_len < 2 || c->max_seq_len > (1 << 24))
+        BAD("max sequence length must be in [2, 16777216], got %d", c->max_seq_len);
+    if (c->pool_blocks < 1 || c->pool_blocks > (1 << 22))
+        BAD("pool blocks must be in [1, 4194304], got %d", c->pool_blocks);
+    if ((unsigned)p->mode > PF_SIM_PAGED)
+        BAD("unknown mode %d", (int)p->mode);
+    if ((unsigned)p->engine > PF_ENGINE_THREADED)
+        BAD("unknown engine %d", (int)p->engine);
+    if (!(p->watermark >= 0.0 && p->watermark <= 1.0))
+        BAD("watermark must be in [0, 1], got %g", p->watermark);
+    if (p->workers < 1 || p->workers > PF_SIM_MAX_WORKERS)
+        BAD("workers must be in [1, %d], got %d", PF_SIM_MAX_WORKERS, p->workers);
+    if ((unsigned)p->policy >= PF_VICTIM_COUNT)
+        BAD("unknown victim policy %d", (int)p->policy);
+    if ((unsigned)p->preempt >= PF_PREEMPT_COUNT)
+        BAD("unknown preemption mode %d", (int)p->preempt);
+    if (p->swap_host_blocks < 0)
+        BAD("swap host blocks must be >= 0, got %d", p->swap_host_blocks);
+    if (!(p->swap_cost_per_page >= 0.0 && p->swap_cost_per_page <= 1e6))
+        BAD("swap cost per page must be in [0, 1e6] steps, got %g", p->swap_cost_per_page);
+    if (!(p->recompute_cost >= 0.0 && p->recompute_cost <= 1e6))
+        BAD("recompute cost must be in [0, 1e6] steps per token, got %g", p->recompute_cost);
+    if (p->tick_us < 0 || p->tick_us > 10000000)
+        BAD("tick must be in [0, 10000000] us, got %d", p->tick_us);
+    if (p->pingpong_window < 0)
+        BAD("ping-pong window must be >= 0, got %d", p->pingpong_window);
+    if (p->stall_limit < 0)
+        BAD("stall limit must be >= 0, got %d", p->stall_limit);
+    if (!(p->naive_throughput >= 0.0))
+        BAD("naive throughput must be >= 0, got %g", p->naive_throughput);
+#undef BAD
+    return PF_OK;
+}
+
+/* ---- events, queues -------------------------------------------------------- */
+
+static void event(pf_sim *s, pf_event_kind k, int seq, int frames)
+{
+    int i = (s->ev_head + s->ev_n) % PF_SIM_EVENTS;
+    if (s->ev_n == PF_SIM_EVENTS) {
+        i = s->ev_head;
+        s->ev_head = (s->ev_head + 1) % PF_SIM_EVENTS;
+    } else {
+        s->ev_n++;
+    }
+    s->ev[i].step = s->step;
+    s->ev[i].kind = (uint8_t)k;
+    s->ev[i].seq = seq;
+    s->ev[i].frames = frames;
+}
+
+static void q_push_back(int *q, int cap, int *head, int *len, int v)
+{
+    q[(*head + *len) % cap] = v;
+    (*len)++;
+}
+
+static void q_push_front(int *q, int cap, int *head, int *len, int v)
+{
+    *head = (*head + cap - 1) % cap;
+    q[*head] = v;
+    (*len)++;
+}
+
+static int q_pop_front(int *q, int cap, int *head, int *len)
+{
+    int v = q[*head];
+    *head = (*head + 1) % cap;
+    (*len)--;
+    return v;
+}
+
+/* ---- create / destroy ------------------------------------------------------ */
+
+pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, size_t errlen)
+{
+    char dummy[1];
+    if (!err || errlen == 0) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (!p || !jobs || !jobs->jobs || jobs->njobs < 1) {
+        snprintf(err, errlen, "no jobs");
+        return NULL;
+    }
+    if (params_check(p, err, errlen) != PF_OK)
+        return NULL;
+    const pf_config *c = &p->cfg;
+    int B = c->block_size;
+    int naive_frames = (c->max_seq_len + B - 1) / B;
+    if (naive_frames > c->pool_blocks && p->mode == PF_SIM_NAIVE) {
+        snprintf(err, errlen, "naive mode: one sequence's reservation (%d blocks) exceeds the pool (%d)",
+                 naive_frames, c->pool_blocks);
+        return NULL;
+    }
+    int max_frames = naive_frames;
+    for (int i = 0; i < jobs->njobs; i++) {
+        const pf_job *j = &jobs->jobs[i];
+        if (j->prompt < 1 || j->output < 1 || j->arrival < 0 ||
+            (int64_t)j->prompt + j->output > c->max_seq_len) {
+            snprintf(err, errlen, "job %d: prompt %d + output %d must be >= 1 each and fit max_seq_len %d",
+                     i, j->prompt, j->output, c->max_seq_len);
+            return NULL;
+        }
+        if (i > 0 && j->arrival < jobs->jobs[i - 1].arrival) {
+            snprintf(err, errlen, "jobs must be sorted by arrival (job %d)", i);
+            return NULL;
+        }
+        int need = (j->prompt + j->output + B - 1) / B;
+        if (need > c->pool_blocks) {
+            snprintf(err, errlen, "job %d needs %d blocks, more than the pool's %d", i, need,
+                     c->pool_blocks);
+            return NULL;
+        }
+        if (need > max_frames)
+            max_frames = need;
+    }
+    pf_sim *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    int n = jobs->njobs;
+    s->njobs = n;
+    s->max_frames = max_frames;
+    s->p = *p;
+    s->jobs = malloc((size_t)n * sizeof *s->jobs);
+    s->frame_store = malloc((size_t)n * (size_t)max_frames * sizeof(int));
+    s->seq = calloc((size_t)n, sizeof *s->seq);
+    s->q = malloc((size_t)n * sizeof(int));
+    s->sq = malloc((size_t)n * sizeof(int));
+    s->waits = malloc((size_t)n * sizeof(int));
+    s->tmp = malloc((size_t)max_frames * sizeof(int));
+    s->cand = malloc(PF_SIM_MAX_WORKERS * sizeof *s->cand);
+    s->pool = pf_pool_create(c->pool_blocks);
+    int mu_ok = pthread_mutex_init(&s->mu, NULL) == 0;
+    int cv_ok = mu_ok && pthread_cond_init(&s->go_cv, NULL) == 0;
+    int cv2_ok = cv_ok && pthread_cond_init(&s->done_cv, NULL) == 0;
+    int cv3_ok = cv2_ok && pthread_cond_init(&s->ctl_cv, NULL) == 0;
+    if (!s->jobs || !s->frame_store || !s->seq || !s->q || !s->sq || !s->waits || !s->tmp ||
+        !s->cand || !s->pool || !cv3_ok) {
+        if (cv3_ok)
+            pthread_cond_destroy(&s->ctl_cv);
+        if (cv2_ok)
+            pthread_cond_destroy(&s->done_cv);
+        if (cv_ok)
+            pthread_cond_destroy(&s->go_cv);
+        if (mu_ok)
+            pthread_mutex_destroy(&s->mu);
+        pf_pool_destroy(s->pool);
+        free(s->jobs);
+        free(s->frame_store);
+        free(s->seq);
+        free(s->q);
+        free(s->sq);
+        free(s->waits);
+        free(s->tmp);
+        free(s->cand);
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    memcpy(s->jobs, jobs->jobs, (size_t)n * sizeof *s->jobs);
+    for (int i = 0; i < n; i++)
+        s->seq[i].frames = s->frame_store + (size_t)i * (size_t)max_frames;
+    s->workers_target = p->workers;
+    pf_sim__reset_locked(s);
+    return s;
+}
+
+void pf_sim_destroy(pf_sim *sim)
+{
+    if (!sim)
+        return;
+    pf_sim_stop(sim);
+    pthread_cond_destroy(&sim->ctl_cv);
+    pthread_cond_destroy(&sim->done_cv);
+    pthread_cond_destroy(&sim->go_cv);
+    pthread_mutex_destroy(&sim->mu);
+    pf_pool_destroy(sim->pool);
+    free(sim->jobs);
+    free(sim->frame_store);
+    free(sim->seq);
+    free(sim->q);
+    free(sim->sq);
+    free(sim->waits);
+    free(sim->tmp);
+    free(sim->cand);
+    free(sim);
+}
+
+/* Everything back to step 0 on the same jobs: every frame returns to the
+ * pool (reset), every job to "not arrived". */
+void pf_sim__reset_locked(pf_sim *s)
+{
+    pf_pool_reset(s->pool);
+    for (int i = 0; i < s->njobs; i++) {
+        pf_seqrec *q = &s->seq[i];
+        int *fr = q->frames;
+        memset(q, 0, sizeof *q);
+        q->frames = fr;
+        q->st = SQ_PENDING;
+        q->slot = -1;
+    }
+    for (int w = 0; w < PF_SIM_MAX_WORKERS; w++) {
+        s->slot_seq[w] = -1;
+        s->slot_retire[w] = w >= s->p.workers;
+    }
+    s->slot_hi = s->p.workers;
+    s->qhead = s->qlen = s->sqhead = s->sqlen = 0;
+    s->next_arrival = 0;
+    s->host_used = 0;
+    s->step = 0;
+    s->admit_counter = 0;
+    s->admitted = s->finished = s->preemptions = s->recomputed = s->swapped_pages = s->pingpongs = 0;
+    s->tokens_gen = 0;
+    s->sum_decoding = s->sum_stalled = s->sum_used = s->sum_running = s->sum_waiting = 0;
+    s->peak_used = 0;
+    s->running_peak = 0;
+    s->nwaits = 0;
+    s->waits_sorted_n = 0;
+    s->wait_p50 = s->wait_p99 = 0;
+    memset(&s->cur, 0, sizeof s->cur);
+    s->last_waiting = s->last_running = s->last_decoding = s->last_stalled = s->last_swapped = 0;
+    s->done = 0;
+    s->stuck = 0;
+    s->ev_head = s->ev_n = 0;
+    s->h_head = s->h_n = 0;
+    event(s, PF_EV_RESET, -1, 0);
+}
+
+/* Change the number of worker slots at a step boundary. Slots beyond the
+ * new count drain: they finish the sequence they run (a job still waiting
+ * for admission goes back to the front of the queue) and take no more. */
+void pf_sim__apply_workers_locked(pf_sim *s, int workers)
+{
+    s->p.workers = workers;
+    for (int w = 0; w < PF_SIM_MAX_WORKERS; w++)
+        s->slot_retire[w] = w >= workers;
+    int hi = workers;
+    for (int w = workers; w < s->slot_hi; w++)
+        if (s->slot_seq[w] >= 0)
+            hi = w + 1;
+    s->slot_hi = hi;
+}
+
+/* ---- the step ------------------------------------------------------------- */
+
+/* Arrivals join the tail of the waiting queue; per-step counters reset. */
+void pf_sim__begin_step(pf_sim *s)
+{
+    while (s->next_arrival < s->njobs && s->jobs[s->next_arrival].arrival <= s->step) {
+        int id = s->next_arrival++;
+        s->seq[id].st = SQ_QUEUED;
+        q_push_back(s->q, s->njobs, &s->qhead, &s->qlen, id);
+    }
+    memset(&s->cur, 0, sizeof s->cur);
+}
+
+/* Return every frame of sequence id to the pool (under mu). */
+static void release_frames(pf_sim *s, int id)
+{
+    pf_seqrec *q = &s->seq[id];
+    for (int k = 0; k < q->nframes; k++)
+        (void)pf_pool_free(s->pool, id, q->frames[k]);
+    q->nframes = 0;
+}
+
+static void unbind(pf_sim *s, int id)
+{
+    pf_seqrec *q = &s->seq[id];
+    if (q->slot >= 0 && s->slot_seq[q->slot] == id)
+        s->slot_seq[q->slot] = -1;
+    q->slot = -1;
+}
+
+/* Preempt running sequence v: swap it to the host if the mode and the host
+ * pool allow, else recompute (free all, back to the front of the queue). */
+static void preempt(pf_sim *s, int v)
+{
+    pf_seqrec *q = &s->seq[v];
+    int n = q->nframes;
+    pf_preempt_mode how = pf_policy_preempt_how(s->p.preempt, s->p.swap_host_blocks - s->host_used, n);
+    /* ping-pong: this admission was itself a readmission after a
+     * preemption, and it lasted no more than K steps. */
+    if (q->preemptions > 0 && s->step - q->admit_step <= s->p.pingpong_window) {
+        s->pingpongs++;
+        event(s, PF_EV_PINGPONG, v, n);
+    }
+    release_frames(s, v);
+    q->epoch++;
+    q->busy = 0;
+    q->stalled = 0;
+    unbind(s, v);
+    s->preemptions++;
+    q->preemptions++;
+    s->cur.preempted++;
+    if (how == PF_PREEMPT_SWAP) {
+        s->host_used += n;
+        q->host_frames = n;
+        s->swapped_pages += n;
+        q->st = SQ_SWAPPED;
+        q_push_back(s->sq, s->njobs, &s->sqhead, &s->sqlen, v);
+        event(s, PF_EV_SWAP_OUT, v, n);
+    } else {
+        q->recompute = 1;
+        q->st = SQ_QUEUED;
+        q_push_front(s->q, s->njobs, &s->qhead, &s->qlen, v);
+        event(s, PF_EV_PREEMPT, v, n);
+    }
+}
+
+/* The victim among the running sequences (decoding or stalled, holding
+ * frames), chosen by the policy; `self` is the faulting one. */
+static int choose_victim(pf_sim *s, int self)
+{
+    int n = 0, me = -1;
+    for (int w = 0; w < s->slot_hi; w++) {
+        int id = s->slot_seq[w];
+        if (id < 0)
+            continue;
+        const pf_seqrec *q = &s->seq[id];
+        if ((q->st != SQ_DECODING && q->st != SQ_STALLED) || q->nframes == 0)
+            continue;
+        if (id == self)
+            me = n;
+        pf_victim_cand *c = &s->cand[n++];
+        c->id = id;
+        c->generated = q->generated;
+        c->frames = q->nframes;
+        c->priority = s->jobs[id].priority;
+        c->admit_order = q->admit_order;
+    }
+    int k = pf_policy_pick_victim(s->p.policy, s->cand, n, me);
+    return k < 0 ? self : s->cand[k].id;
+}
+
+static void finish(pf_sim *s, int id)
+{
+    pf_seqrec *q = &s->seq[id];
+    int n = q->nframes;
+    release_frames(s, id);
+    unbind(s, id);
+    q->st = SQ_DONE;
+    s->finished++;
+    event(s, PF_EV_FINISH, id, n);
+}
+
+/* Admission (or swap-in) of the job bound to slot w. */
+static void try_admit(pf_sim *s, int w, int id, int *tmp)
+{
+    pf_seqrec *q = &s->seq[id];
+    const pf_job *j = &s->jobs[id];
+    int swap_in = q->host_frames > 0;
+    int tokens = j->prompt + q->generated;
+    int need = swap_in ? q->host_frames : pf_policy_admit_frames(&s->p, tokens);
+    double wm = pf_policy_admit_watermark(&s->p);
+    /* A lock-free look first: most failed admissions end here, without
+     * touching the pool's lock. */
+    if (!pf_pool_can_admit(s->pool, need, wm))
+        return;
+    SIM_UNLOCK(s);
+    int rc = pf_pool_alloc_admit(s->pool, id, need, wm, tmp);
+    SIM_LOCK(s);
+    if (rc != PF_OK)
+        return;
+    if (s->slot_seq[w] != id) { /* reset meanwhile: not possible mid-step, but never leak */
+        for (int k = 0; k < need; k++)
+            (void)pf_pool_free(s->pool, id, tmp[k]);
+        return;
+    }
+    memcpy(q->frames, tmp, (size_t)need * sizeof(int));
+    q->nframes = need;
+    q->admit_step = s->step;
+    q->admit_order = s->admit_counter++;
+    q->stalled = 0;
+    s->cur.admitted++;
+    if (swap_in) {
+        s->host_used -= q->host_frames;
+        q->busy = pf_policy_cost_steps(2.0 * q->host_frames, s->p.swap_cost_per_page);
+        q->host_frames = 0;
+        q->st = q->busy > 0 ? SQ_SWAPIN : SQ_DECODING;
+        event(s, PF_EV_SWAP_IN, id, need);
+    } else if (q->recompute) {
+        s->recomputed += tokens;
+        q->recompute = 0;
+        q->busy = pf_policy_cost_steps(tokens, s->p.recompute_cost);
+        q->st = q->busy > 0 ? SQ_RECOMPUTING : SQ_DECODING;
+        event(s, PF_EV_ADMIT, id, need);
+    } else {
+        int64_t wait = s->step - j->arrival;
+        s->waits[s->nwaits++] = wait > 0x7fffffff ? 0x7fffffff : (int)wait;
+        s->admitted++;
+        q->st = SQ_DECODING;
+        event(s, PF_EV_ADMIT, id, need);
+    }
+}
+
+/* One frame for running sequence id (slot w), outside mu so that worker
+ * threads contend on the pool. Returns the frame, -1 if none was free, or
+ * -2 if the sequence was preempted by another worker meanwhile (then it
+ * is no longer ours to touch). */
+static int grab_frame(pf_sim *s, int w, int id)
+{
+    if (pf_pool_free_count(s->pool) == 0)
+        return -1;
+    uint32_t ep = s->seq[id].epoch;
+    int f;
+    SIM_UNLOCK(s);
+    int rc = pf_pool_alloc(s->pool, id, &f);
+    SIM_LOCK(s);
+    if (s->seq[id].epoch != ep || s->slot_seq[w] != id) {
+        if (rc == PF_OK)
+            (void)pf_pool_free(s->pool, id, f);
+        return -2;
+    }
+    return rc == PF_OK ? f : -1;
+}
+
+static void decode(pf_sim *s, int w, int id)
+{
+    pf_seqrec *q = &s->seq[id];
+    const pf_job *j = &s->jobs[id];
+    int B = s->p.cfg.block_size;
+    int tokens = j->prompt + q->generated;
+    if (tokens + 1 > q->nframes * B) {
+        /* Demand paging: the last frame is full. */
+        int f = grab_frame(s, w, id);
+        if (f == -2)
+            return;
+        if (f < 0) {
+            q->stalled++;
+            if (pf_policy_on_fault(q->stalled, s->p.stall_limit, 0) == PF_FAULT_PREEMPT) {
+                int v = choose_victim(s, id);
+                preempt(s, v);
+                if (v == id)
+                    return;
+                f = grab_frame(s, w, id);
+                if (f == -2)
+                    return;
+            }
+            if (f < 0) {
+                if (q->st != SQ_STALLED)
+                    event(s, PF_EV_STALL, id, q->nframes);
+                q->st = SQ_STALLED;
+                s->cur.stalled++;
+                return;
+            }
+        }
+        q->frames[q->nframes++] = f;
+    }
+    q->generated++;
+    q->stalled = 0;
+    q->st = SQ_DECODING;
+    s->tokens_gen++;
+    s->cur.decoding++;
+    if (q->generated >= j->output)
+        finish(s, id);
+}
+
+void pf_sim__slot_step(pf_sim *s, int w, int *tmp)
+{
+    int id = s->slot_seq[w];
+    if (id < 0) {
+        if (s->slot_retire[w])
+            return;
+        if (s->sqlen > 0)
+            id = q_pop_front(s->sq, s->njobs, &s->sqhead, &s->sqlen);
+        else if (s->qlen > 0)
+            id = q_pop_front(s->q, s->njobs, &s->qhead, &s->qlen);
+        else
+            return;
+        s->slot_seq[w] = id;
+        s->seq[id].slot = w;
+        if (s->seq[id].st != SQ_SWAPPED)
+            s->seq[id].st = SQ_BOUND;
+    }
+    pf_seqrec *q = &s->seq[id];
+    switch (q->st) {
+    case SQ_BOUND:
+    case SQ_SWAPPED:
+        if (s->slot_retire[w]) { /* draining slot: give the job back */
+            unbind(s, id);
+            if (q->st == SQ_SWAPPED)
+                q_push_front(s->sq, s->njobs, &s->sqhead, &s->sqlen, id);
+            else {
+                q->st = SQ_QUEUED;
+                q_push_front(s->q, s->njobs, &s->qhead, &s->qlen, id);
+            }
+            return;
+        }
+        try_admit(s, w, id, tmp);
+        return;
+    case SQ_RECOMPUTING:
+    case SQ_SWAPIN:
+        s->cur.busy++;
+        if (--q->busy <= 0) {
+            q->busy = 0;
+            q->st = SQ_DECODING;
+        }
+        return;
+    case SQ_DECODING:
+    case SQ_STALLED:
+        decode(s, w, id);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Fold the step's counters into the totals and the history. A run is
+ * stuck when nothing holds a frame, no job is in flight and the waiting
+ * ones still cannot be admitted: then no later step can differ. */
+void pf_sim__end_step(pf_sim *s)
+{
+    int running = 0, bound = 0, swapped = s->sqlen, hi = 0;
+    for (int w = 0; w < s->slot_hi; w++) {
+        int id = s->slot_seq[w];
+        if (id < 0)
+            continue;
+        hi = w + 1;
+        uint8_t st = s->seq[id].st;
+        if (st == SQ_BOUND)
+            bound++;
+        else if (st == SQ_SWAPPED)
+            swapped++;
+        else
+            running++;
+    }
+    if (hi < s->p.workers)
+        hi = s->p.workers;
+    s->slot_hi = hi;
+    s->last_waiting = s->qlen + bound;
+    s->last_running = running;
+    if (running > s->running_peak)
+        s->running_peak = running;
+    s->last_decoding = s->cur.decoding;
+    s->last_stalled = s->cur.stalled;
+    s->last_swapped = swapped;
+    s->sum_decoding += s->cur.decoding;
+    s->sum_running += running;
+    s->sum_waiting += s->last_waiting;
+    s->sum_stalled += s->cur.stalled;
+    int used = pf_pool_used_count(s->pool);
+    s->sum_used += used;
+    if (used > s->peak_used)
+        s->peak_used = used;
+    int h = (s->h_head + s->h_n) % PF_SIM_HISTORY;
+    if (s->h_n == PF_SIM_HISTORY)
+        s->h_head = (s->h_head + 1) % PF_SIM_HISTORY;
+    else
+        s->h_n++;
+    s->h_dec[h] = (float)s->cur.decoding;
+    s->h_stall[h] = (float)s->cur.stalled;
+    s->h_pre[h] = (float)s->cur.preempted;
+    s->h_use[h] = (float)used / (float)s->p.cfg.pool_blocks;
+    s->step++;
+    if (s->finished == s->njobs)
+        s->done = 1;
+    s->stuck = !s->done && running == 0 && used == 0 && s->cur.admitted == 0 && s->cur.busy == 0 &&
+               (s->qlen + bound + swapped) > 0;
+}
+
+/* ---- the deterministic engine ------------------------------------------- */
+
+void pf_sim__det_step(pf_sim *s)
+{
+    pf_sim__begin_step(s);
+    int n = s->slot_hi;
+    int start = (int)(s->step % n);
+    for (int i = 0; i < n; i++) {
+        int w = start + i;
+        if (w >= n)
+            w -= n;
+        pf_sim__slot_step(s, w, s->tmp);
+    }
+    pf_sim__end_step(s);
+}
+
+int pf_sim_step(pf_sim *sim)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    if (sim->running) {
+        if (sim->p.engine == PF_ENGINE_THREADED || sim->driver_started)
+            return pf_sim_single_step(sim) == PF_OK ? 0 : PF_ERR_ARG;
+    }
+    SIM_LOCK(sim);
+    if (!sim->done)
+        pf_sim__det_step(sim);
+    int r = sim->done ? 1 : 0;
+    SIM_UNLOCK(sim);
+    return r;
+}
+
+/* The same jobs and parameters under naive mode, deterministic engine:
+ * the baseline for throughput_vs_naive. */
+static double naive_throughput_of(const pf_sim_params *p, const pf_job *jobs, int njobs)
+{
+    pf_sim_params np = *p;
+    np.mode = PF_SIM_NAIVE;
+    np.engine = PF_ENGINE_DETERMINISTIC;
+    np.naive_throughput = 0.0;
+    pf_jobs j = {(pf_job *)jobs, njobs, 0};
+    pf_sim *n = pf_sim_create(&np, &j, NULL, 0);
+    if (!n)
+        return 0.0;
+    while (!n->done && !n->stuck)
+        pf_sim__det_step(n);
+    double t = n->done && n->step > 0 ? (double)n->tokens_gen / (double)n->step : 0.0;
+    pf_sim_destroy(n);
+    return t;
+}
+
+int pf_sim_run(pf_sim *sim, pf_sim_stats *out)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    if (sim->running)
+        return PF_ERR_ARG;
+    if (sim->done || sim->step > 0)
+        pf_sim__reset_locked(sim);
+    if (sim->p.mode == PF_SIM_NAIVE)
+        sim->naive_tput = 0.0;
+    else if (sim->p.naive_throughput > 0.0)
+        sim->naive_tput = sim->p.naive_throughput;
+    else if (!(sim->naive_tput > 0.0))
+        sim->naive_tput = naive_throughput_of(&sim->p, sim->jobs, sim->njobs);
+    int rc = PF_OK;
+    if (sim->p.engine == PF_ENGINE_THREADED) {
+        rc = pf_sim__thr_start(sim, 0);
+        if (rc == PF_OK)
+            rc = pf_sim__thr_wait_done(sim);
+        int rc2 = pf_sim__thr_stop(sim);
+        if (rc == PF_OK)
+            rc = rc2;
+    } else {
+        sim->locking = 0;
+        while (!sim->done && !sim->stuck) {
+            /* Nothing admitted, waiting or swapped: skip the empty steps up
+             * to the next arrival (they add nothing but the step count). */
+            if (sim->step > 0 && sim->last_running == 0 && sim->last_waiting == 0 &&
+                sim->last_swapped == 0 && sim->next_arrival < sim->njobs &&
+                sim->jobs[sim->next_arrival].arrival > sim->step)
+                sim->step = sim->jobs[sim->next_arrival].arrival;
+            pf_sim__det_step(sim);
+        }
+    }
+    if (rc == PF_OK && sim->stuck)
+        rc = PF_ERR_RANGE;
+    if (out)
+        pf_sim_get_stats(sim, out);
+    return rc;
+}
+
+/* ---- control ----------------------------------------------------------------- */
+
+int pf_sim_set_watermark(pf_sim *sim, double watermark)
+{
+    if (!sim || !(watermark >= 0.0 && watermark <= 1.0))
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    sim->p.watermark = watermark;
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+int pf_sim_set_workers(pf_sim *sim, int workers)
+{
+    if (!sim || workers < 1 || workers > PF_SIM_MAX_WORKERS)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    sim->workers_target = workers;
+    /* A running engine's driver applies it at the next step boundary (it
+     * owns the threads); otherwise nothing runs a step right now. */
+    if (!sim->running)
+        pf_sim__apply_workers_locked(sim, workers);
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+int pf_sim_set_policy(pf_sim *sim, pf_victim_policy policy)
+{
+    if (!sim || (unsigned)policy >= PF_VICTIM_COUNT)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    sim->p.policy = policy;
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+int pf_sim_set_preempt(pf_sim *sim, pf_preempt_mode mode)
+{
+    if (!sim || (unsigned)mode >= PF_PREEMPT_COUNT)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    sim->p.preempt = mode;
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+int pf_sim_set_mode(pf_sim *sim, pf_sim_mode mode)
+{
+    if (!sim || (unsigned)mode > PF_SIM_PAGED)
+        return PF_ERR_ARG;
+    int B = sim->p.cfg.block_size;
+    if (mode == PF_SIM_NAIVE && (sim->p.cfg.max_seq_len + B - 1) / B > sim->p.cfg.pool_blocks)
+        return PF_ERR_RANGE;
+    pf_sim_params p;
+    SIM_LOCK(sim);
+    p = sim->p;
+    int need_baseline = mode == PF_SIM_PAGED && !(sim->naive_tput > 0.0);
+    SIM_UNLOCK(sim);
+    /* The naive baseline for throughput_vs_naive, on a private simulator
+     * and outside the lock (it takes milliseconds). */
+    double base = need_baseline ? naive_throughput_of(&p, sim->jobs, sim->njobs) : 0.0;
+    SIM_LOCK(sim);
+    sim->p.mode = mode;
+    if (need_baseline)
+        sim->naive_tput = base;
+    SIM_UNLOCK(sim);
+    return pf_sim_reset(sim);
+}
+
+int pf_sim_set_paused(pf_sim *sim, int paused)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    sim->paused = paused ? 1 : 0;
+    if (sim->locking)
+        pthread_cond_broadcast(&sim->ctl_cv);
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+int pf_sim_single_step(pf_sim *sim)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    int ok = sim->running && sim->paused;
+    if (ok) {
+        sim->single_req = 1;
+        pthread_cond_broadcast(&sim->ctl_cv);
+    }
+    SIM_UNLOCK(sim);
+    if (!ok && !sim->running)
+        return pf_sim_step(sim) < 0 ? PF_ERR_ARG : PF_OK;
+    return ok ? PF_OK : PF_ERR_ARG;
+}
+
+int pf_sim_set_tick_us(pf_sim *sim, int tick_us)
+{
+    if (!sim || tick_us < 0 || tick_us > 10000000)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    sim->p.tick_us = tick_us;
+    if (sim->locking)
+        pthread_cond_broadcast(&sim->ctl_cv);
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+int pf_sim_reset(pf_sim *sim)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    if (sim->running) {
+        sim->reset_req = 1; /* the driver resets at the next step boundary */
+        pthread_cond_broadcast(&sim->ctl_cv);
+    } else {
+        pf_sim__reset_locked(sim);
+    }
+    SIM_UNLOCK(sim);
+    return PF_OK;
+}
+
+void pf_sim_get_params(pf_sim *sim, pf_sim_params *out)
+{
+    if (!sim || !out)
+        return;
+    SIM_LOCK(sim);
+    *out = sim->p;
+    SIM_UNLOCK(sim);
+}
+
+void pf_sim_get_stats(pf_sim *sim, pf_sim_stats *out)
+{
+    if (!sim || !out)
+        return;
+    SIM_LOCK(sim);
+    pf_sim__stats_locked(sim, out);
+    SIM_UNLOCK(sim);
+}
+
+int pf_sim_check(pf_sim *sim)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    SIM_LOCK(sim);
+    int held = 0, rc = PF_OK;
+    for (int i = 0; i < sim->njobs; i++) {
+        const pf_seqrec *q = &sim->seq[i];
+        held += q->nframes;
+        for (int k = 0; k < q->nframes; k++)
+            if (pf_pool_owner(sim->pool, q->frames[k]) != i)
+                rc = PF_ERR_ARG;
+    }
+    if (pf_pool_check(sim->pool) != PF_OK || pf_pool_used_count(sim->pool) != held)
+        rc = PF_ERR_ARG;
+    if (sim->host_used < 0 || sim->host_used > sim->p.swap_host_blocks)
+        rc = PF_ERR_ARG;
+    SIM_UNLOCK(sim);
+    return rc;
+}

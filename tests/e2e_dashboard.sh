@@ -1,0 +1,181 @@
+#!/bin/sh
+# tests/e2e_dashboard.sh BIN - drive the real `pagefault` dashboard in tmux.
+#
+# Start with no flags, raise the watermark (the parameters panel changes),
+# add workers, pause (the step stops), single-step (it moves by one), g (no
+# GPU: the panel says why; with one: results), resize below the minimum (the
+# message) and back, help, q (the shell gets control back and the pane is
+# out of the alternate screen); then q while running, Ctrl-C, SIGTERM and
+# SIGSEGV in runs of their own. Every wait polls
+# capture-pane with a deadline instead of sleeping a fixed time.
+# Exit 77 (skipped) without tmux.
+set -u
+BIN=${1:?usage: e2e_dashboard.sh PATH_TO_PAGEFAULT}
+command -v tmux >/dev/null 2>&1 || { echo "tmux not found: skipped"; exit 77; }
+[ -x "$BIN" ] || { echo "not executable: $BIN"; exit 1; }
+
+SOCK="pf-e2e-$$"
+T="tmux -L $SOCK -f /dev/null"
+cleanup() { $T kill-server >/dev/null 2>&1; }
+trap cleanup EXIT INT TERM
+
+fail() {
+    echo "FAIL: $*"
+    echo "---- screen ----"
+    $T capture-pane -p -t pf 2>/dev/null
+    exit 1
+}
+
+screen() { $T capture-pane -p -t pf; }
+
+# wait_for TEXT [SECONDS]: poll until TEXT (fixed string) is on screen
+wait_for() {
+    _deadline=$(( $(date +%s) + ${2:-10} ))
+    while :; do
+        screen | grep -qF -- "$1" && return 0
+        [ "$(date +%s)" -ge "$_deadline" ] && return 1
+        sleep 0.1
+    done
+}
+
+# value REGEX: the first match of an extended regex on screen, numbers only
+value() { screen | grep -oE -- "$1" | head -n 1 | grep -oE '[0-9]+(\.[0-9]+)?' | head -n 1; }
+
+# wait_change REGEX OLD [SECONDS]: poll until value REGEX differs from OLD
+wait_change() {
+    _deadline=$(( $(date +%s) + ${3:-10} ))
+    while :; do
+        _v=$(value "$1")
+        [ -n "$_v" ] && [ "$_v" != "$2" ] && { echo "$_v"; return 0; }
+        [ "$(date +%s)" -ge "$_deadline" ] && return 1
+        sleep 0.1
+    done
+}
+
+gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+
+# ---- run 1: the keys -----------------------------------------------------
+$T new-session -d -s pf -x 120 -y 40 "'$BIN'; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "PageFault - paged KV pool" 15 || fail "dashboard did not start"
+wait_for "Counters" || fail "no counters panel"
+wait_for "RUNNING" || fail "not running"
+
+wm0=$(value 'watermark [0-9.]+% =') || true
+[ -n "$wm0" ] || fail "no watermark in the parameters panel"
+$T send-keys -t pf W
+wm1=$(wait_change 'watermark [0-9.]+% =' "$wm0") || fail "W did not change the watermark ($wm0)"
+gt "$wm1" "$wm0" || fail "W lowered the watermark: $wm0 -> $wm1"
+echo "ok watermark $wm0% -> $wm1%"
+
+wk0=$(value 'workers [0-9]+  preempt')
+[ -n "$wk0" ] || fail "no workers in the parameters panel"
+$T send-keys -t pf +
+wk1=$(wait_change 'workers [0-9]+  preempt' "$wk0") || fail "+ did not change the workers ($wk0)"
+gt "$wk1" "$wk0" || fail "+ lowered the workers: $wk0 -> $wk1"
+echo "ok workers $wk0 -> $wk1"
+
+$T send-keys -t pf Space
+wait_for "PAUSED" || fail "space did not pause"
+# paused means paused: a step already in flight may still land, then the
+# step number must stay put (unchanged over 0.6 s, within 10 s)
+_deadline=$(( $(date +%s) + 10 ))
+s1=$(value 'step [0-9]+ \|')
+while :; do
+    sleep 0.6
+    _s=$(value 'step [0-9]+ \|')
+    [ "$_s" = "$s1" ] && break
+    s1=$_s
+    [ "$(date +%s)" -ge "$_deadline" ] && fail "step keeps moving while paused ($s1)"
+done
+$T send-keys -t pf s
+s2=$(wait_change 'step [0-9]+ \|' "$s1") || fail "s did not step (step $s1)"
+[ "$s2" -eq $((s1 + 1)) ] || fail "s moved the step by more than one: $s1 -> $s2"
+wait_for "PAUSED" || fail "not paused after a step"
+echo "ok pause at step $s1, single step to $s2"
+
+$T send-keys -t pf g
+# no GPU (CI): the panel says why; with one: the results table appears
+_deadline=$(( $(date +%s) + 60 ))
+while :; do
+    _s=$(screen)
+    if echo "$_s" | grep -qE "GPU unavailable: [a-zA-Z]"; then
+        echo "$_s" | grep -E "GPU unavailable: "
+        break
+    fi
+    if echo "$_s" | grep -qF "paged (ord.)" && echo "$_s" | grep -qE "paged \(now\) +[0-9]"; then
+        echo "$_s" | grep -A4 -F "GPU passes"
+        break
+    fi
+    echo "$_s" | grep -qF "GPU pass failed" && fail "g: the GPU pass failed"
+    [ "$(date +%s)" -ge "$_deadline" ] &&
+        fail "g: the GPU panel neither says why it is unavailable nor shows results"
+    sleep 0.1
+done
+echo "ok g"
+
+$T resize-window -t pf -x 70 -y 20
+wait_for "terminal too small: 70x20" || fail "no message below the minimum size"
+$T resize-window -t pf -x 100 -y 30
+wait_for "Counters" || fail "dashboard did not come back after resizing"
+screen | grep -qF "terminal too small" && fail "message left after resizing back"
+echo "ok resize"
+
+$T send-keys -t pf '?'
+wait_for "single step" || fail "? did not open the help"
+$T send-keys -t pf x
+_deadline=$(( $(date +%s) + 10 ))
+while screen | grep -qF "single step"; do
+    [ "$(date +%s)" -ge "$_deadline" ] && fail "a key did not close the help"
+    sleep 0.1
+done
+echo "ok help"
+
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "q did not exit with status 0"
+[ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after q"
+echo "ok q: exit 0, terminal restored"
+$T kill-session -t pf
+
+# ---- run 2: q while the threaded engine is running (steps in flight) ----------
+$T new-session -d -s pf -x 100 -y 30 "'$BIN' --tick-us 2000; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "RUNNING" 15 || fail "dashboard did not start (run 2)"
+sleep 0.3
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "q while running did not exit with status 0"
+echo "ok q while running"
+$T kill-session -t pf
+
+# ---- run 3: Ctrl-C restores the terminal too ---------------------------------
+$T new-session -d -s pf -x 100 -y 30 "'$BIN' --engine deterministic; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "Counters" 15 || fail "dashboard did not start (run 2)"
+$T send-keys -t pf C-c
+wait_for "PF_EXIT=0" 15 || fail "Ctrl-C did not end the dashboard cleanly"
+[ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after Ctrl-C"
+echo "ok Ctrl-C: terminal restored"
+$T kill-session -t pf
+
+# ---- runs 4 and 5: SIGTERM ends it cleanly; a crash (SIGSEGV) still restores
+# the terminal and dies of the signal (status 139) -------------------------------
+PIDF=$(mktemp)
+for sig in TERM SEGV; do
+    : >"$PIDF"
+    $T new-session -d -s pf -x 100 -y 30 \
+        "sh -c 'ulimit -c 0; echo \$\$ >\"$PIDF\"; exec \"$BIN\" --engine deterministic'; echo PF_EXIT=\$?; sleep 120" ||
+        fail "cannot start tmux"
+    wait_for "Counters" 15 || fail "dashboard did not start (SIG$sig run)"
+    pid=$(cat "$PIDF")
+    [ -n "$pid" ] || fail "no pid"
+    kill -s "$sig" "$pid"
+    want=0
+    [ "$sig" = SEGV ] && want=139
+    wait_for "PF_EXIT=$want" 15 || fail "SIG$sig: expected exit status $want"
+    [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after SIG$sig"
+    echo "ok SIG$sig: status $want, terminal restored"
+    $T kill-session -t pf
+done
+rm -f "$PIDF"
+echo "PASS"
+exit 0

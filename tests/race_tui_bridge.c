@@ -1,0 +1,217 @@
+/* tests/race_tui_bridge.c - the dashboard's control thread (tui/bridge.c)
+ * under ThreadSanitizer (plain executable, label "race"; CI builds it with
+ * -DPF_SANITIZE=thread).
+ *
+ * The threaded simulator runs; the main thread plays the UI: it posts every
+ * command the keys can send, in bursts, and takes snapshots as fast as it
+ * can, checking each one it gets. Asserts (on the main thread, at the end):
+ * snapshots arrived and were well formed, the status line followed the
+ * commands, queued presses were not lost (five W from 0 give 5%), pause
+ * holds the step, and everything stops and frees cleanly (ASan/LSan builds
+ * check the frees). Prints the slowest UI-side call, for information only.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "sim/sim.h"
+#include "tui/bridge.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static int failures;
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "race_tui_bridge: FAIL %s:%d: ", __FILE__, __LINE__);              \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+        }                                                                                      \
+    } while (0)
+
+/* Take snapshots until pred holds or the deadline passes; returns the last. */
+static const pf_sim_snapshot *wait_snap(pf_dash_bridge *b, double secs,
+                                        int (*pred)(const pf_sim_snapshot *, double), double arg,
+                                        double *slowest)
+{
+    const pf_sim_snapshot *last = NULL;
+    double end = now_s() + secs;
+    while (now_s() < end) {
+        double t0 = now_s();
+        const pf_sim_snapshot *s = pf_dash_bridge_take(b);
+        double dt = now_s() - t0;
+        if (dt > *slowest)
+            *slowest = dt;
+        if (s) {
+            last = s;
+            if (pred(s, arg))
+                return s;
+        }
+        sleep_ms(2);
+    }
+    return last;
+}
+
+static int watermark_is(const pf_sim_snapshot *s, double w)
+{
+    return s->params.watermark > w - 1e-9 && s->params.watermark < w + 1e-9;
+}
+static int is_paused(const pf_sim_snapshot *s, double unused)
+{
+    (void)unused;
+    return s->paused;
+}
+static int is_running(const pf_sim_snapshot *s, double unused)
+{
+    (void)unused;
+    return !s->paused;
+}
+static int workers_are(const pf_sim_snapshot *s, double n) { return s->params.workers == (int)n; }
+
+static int well_formed(const pf_sim_snapshot *s, int pool)
+{
+    if (s->nframes != pool || !s->frames)
+        return 0;
+    for (int f = 0; f < s->nframes; f++)
+        if (s->frames[f].state > PF_FRAME_SWAPPED || s->frames[f].owner < -1)
+            return 0;
+    return s->nevents >= 0 && s->nevents <= PF_SIM_EVENTS && s->nhistory >= 0 &&
+           s->nhistory <= PF_SIM_HISTORY;
+}
+
+int main(void)
+{
+    const int pool = 512;
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.engine = PF_ENGINE_THREADED;
+    p.workers = 16;
+    p.tick_us = 200;
+    p.watermark = 0;
+    p.cfg.pool_blocks = pool;
+    p.cfg.max_seq_len = 512;
+    pf_jobs jobs;
+    memset(&jobs, 0, sizeof jobs);
+    char err[256] = "";
+    if (pf_jobs_generate(&jobs, 7, 128, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
+        fprintf(stderr, "race_tui_bridge: cannot generate jobs\n");
+        return 1;
+    }
+    pf_sim *sim = pf_sim_create(&p, &jobs, err, sizeof err);
+    if (!sim || pf_sim_start(sim) != PF_OK) {
+        fprintf(stderr, "race_tui_bridge: cannot start the simulator: %s\n", err);
+        pf_sim_destroy(sim);
+        pf_jobs_free(&jobs);
+        return 1;
+    }
+    pf_dash_bridge *b = pf_dash_bridge_start(sim, err, sizeof err);
+    if (!b) {
+        fprintf(stderr, "race_tui_bridge: %s\n", err);
+        pf_sim_destroy(sim);
+        pf_jobs_free(&jobs);
+        return 1;
+    }
+    double slowest = 0;
+    int got = 0, bad = 0;
+
+    /* 1. churn: every command, in bursts, with snapshots taken throughout */
+    static const pf_dash_cmd cycle[] = {
+        PF_DASH_CMD_WATERMARK_UP, PF_DASH_CMD_WORKERS_UP,   PF_DASH_CMD_POLICY_NEXT,
+        PF_DASH_CMD_PREEMPT_NEXT, PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_STEP,
+        PF_DASH_CMD_STEP,         PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_FASTER,
+        PF_DASH_CMD_SLOWER,       PF_DASH_CMD_WORKERS_DOWN, PF_DASH_CMD_WATERMARK_DOWN,
+        PF_DASH_CMD_RESET,        PF_DASH_CMD_MODE_TOGGLE,  PF_DASH_CMD_MODE_TOGGLE,
+    };
+    const int ncycle = (int)(sizeof cycle / sizeof cycle[0]);
+    double end = now_s() + 1.0;
+    int posted = 0;
+    unsigned seen = 0;
+    char status[128] = "";
+    int statuses = 0;
+    while (now_s() < end) {
+        double t0 = now_s();
+        if (pf_dash_bridge_post(b, cycle[posted % ncycle]) == 0)
+            posted++;
+        const pf_sim_snapshot *s = pf_dash_bridge_take(b);
+        statuses += pf_dash_bridge_status(b, &seen, status, sizeof status);
+        double dt = now_s() - t0;
+        if (dt > slowest)
+            slowest = dt;
+        if (s) {
+            got++;
+            bad += !well_formed(s, pool);
+        }
+        sleep_ms(posted % 4 == 0 ? 20 : 1);
+    }
+    CHECK(got > 0, "no snapshot in 1 s");
+    CHECK(bad == 0, "%d of %d snapshots malformed", bad, got);
+    CHECK(statuses > 0, "the status line never changed over %d commands", posted);
+
+    /* 2. presses are not lost: from watermark 0, five W give 5%; two + give
+     * two steps even while paused (workers apply at the next step) */
+    pf_dash_bridge_post(b, PF_DASH_CMD_RESET);
+    const pf_sim_snapshot *s = wait_snap(b, 1, is_paused, 0, &slowest);
+    if (s && s->paused) /* the churn may have left it paused */
+        pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
+    s = wait_snap(b, 10, is_running, 0, &slowest);
+    CHECK(s && !s->paused, "could not resume");
+    /* bring the watermark to 0 first: twenty w presses floor at 0 */
+    for (int i = 0; i < 20; i++)
+        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
+    s = wait_snap(b, 10, watermark_is, 0.0, &slowest);
+    CHECK(s && watermark_is(s, 0.0), "watermark did not come down to 0 (%g)",
+          s ? s->params.watermark : -1.0);
+    for (int i = 0; i < 5; i++)
+        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
+    CHECK(s && watermark_is(s, 0.05), "five W from 0 gave %g, want 0.05",
+          s ? s->params.watermark : -1.0);
+    int w0 = s ? s->params.workers : 0;
+    int w2 = pf_dash_workers_step(pf_dash_workers_step(w0, 1), 1);
+    pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
+    pf_dash_bridge_post(b, PF_DASH_CMD_WORKERS_UP);
+    pf_dash_bridge_post(b, PF_DASH_CMD_WORKERS_UP);
+    pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
+    s = wait_snap(b, 10, workers_are, w2, &slowest);
+    CHECK(s && s->params.workers == w2, "two + from %d gave %d, want %d", w0,
+          s ? s->params.workers : -1, w2);
+
+    /* 3. pause holds the step (a step in flight may still land) */
+    s = wait_snap(b, 10, is_running, 0, &slowest);
+    CHECK(s && !s->paused, "not running before the pause check");
+    pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
+    s = wait_snap(b, 10, is_paused, 0, &slowest);
+    CHECK(s && s->paused, "pause did not show in the snapshot");
+    sleep_ms(200);
+    s = wait_snap(b, 0.3, is_paused, 0, &slowest);
+    int64_t step1 = s ? s->stats.step : -1;
+    sleep_ms(300);
+    s = wait_snap(b, 0.3, is_paused, 0, &slowest);
+    CHECK(s && s->stats.step == step1, "step moved while paused: %lld -> %lld", (long long)step1,
+          s ? (long long)s->stats.step : -1LL);
+
+    pf_dash_bridge_stop(b);
+    pf_sim_stop(sim);
+    pf_sim_destroy(sim);
+    pf_jobs_free(&jobs);
+    printf("race_tui_bridge: %d commands, %d snapshots, %d status changes; slowest UI-side call "
+           "%.3f ms\n",
+           posted, got, statuses, slowest * 1e3);
+    if (failures)
+        return 1;
+    printf("race_tui_bridge: PASS\n");
+    return 0;
+}

@@ -1,0 +1,125 @@
+/* tests/test_sim_cli.c - `pagefault sim` (tui/cmd_sim.c): a malformed trace
+ * is one line naming file and line with exit 2 and nothing on stdout; bad
+ * flags and sweeps exit 2; the same flags print the same bytes twice; a
+ * sweep prints one paged row per value and naive only when it changes. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tui/commands.h"
+
+static char out_path[64], err_path[64];
+
+/* Run pf_cmd_sim with stdout and stderr sent to files (each Criterion test
+ * is its own process, so the redirection needs no undoing). */
+static int run(const char *const *args, int n)
+{
+    snprintf(out_path, sizeof out_path, "/tmp/pf_sim_out_%d", (int)getpid());
+    snprintf(err_path, sizeof err_path, "/tmp/pf_sim_err_%d", (int)getpid());
+    fflush(stdout);
+    fflush(stderr);
+    cr_assert_not_null(freopen(out_path, "w", stdout));
+    cr_assert_not_null(freopen(err_path, "w", stderr));
+    char *argv[32];
+    argv[0] = "sim";
+    for (int i = 0; i < n; i++)
+        argv[i + 1] = (char *)args[i];
+    int rc = pf_cmd_sim(n + 1, argv);
+    fflush(stdout);
+    fflush(stderr);
+    return rc;
+}
+
+static char *slurp(const char *p)
+{
+    FILE *f = fopen(p, "r");
+    cr_assert_not_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    char *c = malloc(n + 1);
+    memcpy(c, buf, n + 1);
+    return c;
+}
+
+Test(sim_cli, malformed_trace_names_file_and_line_exit_2)
+{
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/pf_sim_bad_%d.csv", (int)getpid());
+    FILE *f = fopen(trace, "w");
+    fputs("arrival,prompt,output\n0,10,10\n1,10,ten\n", f);
+    fclose(f);
+    const char *a[] = {"--trace", trace};
+    int rc = run(a, 2);
+    char *o = slurp(out_path), *e = slurp(err_path);
+    unlink(trace);
+    cr_assert_eq(rc, 2);
+    cr_assert_str_empty(o);
+    char want[96];
+    snprintf(want, sizeof want, "%s:3: ", trace);
+    cr_assert(strstr(e, want) != NULL, "stderr: %s", e);
+    cr_assert(strchr(e, '\n') == e + strlen(e) - 1, "one line: %s", e);
+    free(o);
+    free(e);
+}
+
+Test(sim_cli, bad_flags_exit_2)
+{
+    const char *a[] = {"--watermark", "2"};
+    cr_assert_eq(run(a, 2), 2);
+    const char *b[] = {"--sweep", "policy=1,2"};
+    cr_assert_eq(run(b, 2), 2);
+    const char *c[] = {"--sweep", "watermark=0,abc"};
+    cr_assert_eq(run(c, 2), 2);
+    char *o = slurp(out_path);
+    cr_assert_str_empty(o);
+    free(o);
+    const char *d[] = {"--policy", "oldest"};
+    cr_assert_eq(run(d, 2), 2);
+    const char *e[] = {"--trace", "/nonexistent.csv"};
+    cr_assert_eq(run(e, 2), 2);
+}
+
+Test(sim_cli, same_flags_same_bytes)
+{
+    const char *a[] = {"--jobs", "96", "--workers", "32", "--pool-blocks", "1024", "--format", "json"};
+    cr_assert_eq(run(a, 8), 0);
+    char *first = slurp(out_path);
+    cr_assert_eq(run(a, 8), 0);
+    char *second = slurp(out_path);
+    cr_assert_str_eq(first, second);
+    cr_assert(strstr(first, "\"num_preemptions\"") != NULL, "%s", first);
+    cr_assert(strstr(first, "\"kv_cache_usage_mean\"") != NULL);
+    free(first);
+    free(second);
+}
+
+Test(sim_cli, sweep_rows)
+{
+    const char *a[] = {"--jobs", "64", "--workers", "16", "--pool-blocks", "512", "--format", "csv",
+                       "--sweep", "watermark=0,0.1,0.5"};
+    cr_assert_eq(run(a, 10), 0);
+    char *o = slurp(out_path), *e = slurp(err_path);
+    int naive = 0, paged = 0;
+    for (char *p = o; (p = strstr(p, ",naive,")); p++)
+        naive++;
+    for (char *p = o; (p = strstr(p, ",paged,")); p++)
+        paged++;
+    cr_assert_eq(naive, 1, "naive ignores the watermark: one row\n%s", o);
+    cr_assert_eq(paged, 3);
+    cr_assert(strstr(e, "(3/3)") != NULL, "progress on stderr: %s", e);
+    free(o);
+    free(e);
+    const char *b[] = {"--jobs", "64", "--pool-blocks", "512", "--format", "csv", "--sweep",
+                       "workers=8,16"};
+    cr_assert_eq(run(b, 8), 0);
+    o = slurp(out_path);
+    naive = 0;
+    for (char *p = o; (p = strstr(p, ",naive,")); p++)
+        naive++;
+    cr_assert_eq(naive, 2, "workers changes naive too\n%s", o);
+    free(o);
+}

@@ -1,0 +1,499 @@
+/* tests/test_tui_render.c - the dashboard's screens, asserted on the cell
+ * buffer: the pool grid (owner colours, naive waste, shared/swapped marks,
+ * N-per-cell scaling, the watermark's reserve), the panels, the too-small
+ * message, ASCII fallback, and the pure key helpers. Snapshots are built by
+ * hand, so these tests need no simulator. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/cells.h"
+#include "tui/dash.h"
+#include "tui/render.h"
+
+/* A snapshot of nframes frames, all free, with plausible parameters. */
+static pf_sim_snapshot *snap_new(int nframes)
+{
+    pf_sim_snapshot *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    s->nframes = nframes;
+    s->frames = calloc((size_t)nframes, sizeof *s->frames);
+    cr_assert_not_null(s->frames);
+    for (int i = 0; i < nframes; i++)
+        s->frames[i] = (pf_frame_view){-1, PF_FRAME_FREE};
+    s->params.cfg.block_size = 16;
+    s->params.cfg.max_seq_len = 2048;
+    s->params.cfg.pool_blocks = nframes;
+    s->params.mode = PF_SIM_PAGED;
+    s->params.engine = PF_ENGINE_THREADED;
+    s->params.workers = 128;
+    s->params.policy = PF_VICTIM_NEWEST;
+    s->params.tick_us = 1000;
+    s->stats.pool_free = nframes;
+    return s;
+}
+
+static void snap_del(pf_sim_snapshot *s)
+{
+    free(s->frames);
+    free(s->seqs);
+    free(s);
+}
+
+static void own(pf_sim_snapshot *s, int lo, int hi, int owner, int state)
+{
+    for (int f = lo; f < hi; f++)
+        s->frames[f] = (pf_frame_view){owner, (uint8_t)state};
+}
+
+static pf_cells buf_new(int w, int h)
+{
+    pf_cells b = {0, 0, NULL};
+    cr_assert_eq(pf_cells_resize(&b, w, h), 0);
+    return b;
+}
+
+/* Cell of frame-cell index c in a grid drawn at (gx, gy) with width gw. */
+static const pf_cell *gcell(const pf_cells *b, const pf_grid_info *gi, int c)
+{
+    return pf_cells_at(b, gi->x + c % gi->w, gi->y + c / gi->w);
+}
+
+/* ---- cell buffer ------------------------------------------------------------ */
+
+Test(cells, text_clips_and_reads_back)
+{
+    pf_cells b = buf_new(10, 2);
+    int n = pf_cells_text(&b, 7, 0, -1, PF_COL_DEFAULT, 0, "abcdef");
+    cr_assert_eq(n, 3, "text must stop at the right edge");
+    pf_cells_text(&b, 0, 1, -1, PF_COL_DEFAULT, 0, "\xe2\x96\x88x"); /* █x */
+    cr_assert_eq(pf_cells_at(&b, 0, 1)->ch, 0x2588u);
+    cr_assert_eq(pf_cells_at(&b, 1, 1)->ch, (uint32_t)'x');
+    char line[64];
+    pf_cells_row_text(&b, 0, line, sizeof line);
+    cr_assert_str_eq(line, "       abc");
+    pf_cells_row_text(&b, 1, line, sizeof line);
+    cr_assert_str_eq(line, "\xe2\x96\x88x");
+    cr_assert_null(pf_cells_at(&b, 10, 0));
+    pf_cells_put(&b, -1, 5, 'z', 0, 0); /* ignored, no crash */
+    int x, y;
+    cr_assert(pf_cells_find(&b, "bc", &x, &y));
+    cr_assert_eq(x, 8);
+    cr_assert_eq(y, 0);
+    cr_assert_not(pf_cells_find(&b, "zz", NULL, NULL));
+    pf_cells_free(&b);
+}
+
+Test(cells, invalid_utf8_and_controls_become_visible)
+{
+    pf_cells b = buf_new(8, 1);
+    pf_cells_text(&b, 0, 0, -1, PF_COL_DEFAULT, 0, "a\xff\tb");
+    cr_assert_eq(pf_cells_at(&b, 1, 0)->ch, (uint32_t)'?');
+    cr_assert_eq(pf_cells_at(&b, 2, 0)->ch, (uint32_t)' ');
+    cr_assert_eq(pf_cells_at(&b, 3, 0)->ch, (uint32_t)'b');
+    pf_cells_free(&b);
+}
+
+/* ---- grid ------------------------------------------------------------------- */
+
+Test(grid, owner_colours_stable_and_distinct)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    own(s, 0, 10, 1, PF_FRAME_USED);
+    own(s, 10, 20, 2, PF_FRAME_USED);
+    pf_cells b = buf_new(32, 8);
+    pf_grid_info gi;
+    pf_render_grid(&b, 0, 0, 32, 8, s, 0, &gi);
+    cr_assert_eq(gi.frames_per_cell, 1);
+    const pf_cell *c0 = gcell(&b, &gi, 0), *c10 = gcell(&b, &gi, 10), *c30 = gcell(&b, &gi, 30);
+    cr_assert_eq(c0->ch, pf_render_glyph(PF_GLYPH_USED, 0));
+    cr_assert_eq(c0->color, pf_render_owner_color(1));
+    cr_assert_eq(c10->color, pf_render_owner_color(2));
+    cr_assert_neq(c0->color, c10->color, "neighbouring sequences need different colours");
+    cr_assert_eq(c30->ch, pf_render_glyph(PF_GLYPH_FREE, 0));
+    cr_assert_eq(c30->color, PF_COL_DIM);
+    cr_assert(c30->attr & PF_ATTR_DIM, "free frames are dim");
+
+    /* stable: sequence 1 keeps its colour when it moves and others change */
+    own(s, 0, 256, -1, PF_FRAME_FREE);
+    own(s, 100, 110, 1, PF_FRAME_USED);
+    own(s, 0, 50, 7, PF_FRAME_USED);
+    pf_render_grid(&b, 0, 0, 32, 8, s, 0, &gi);
+    cr_assert_eq(gcell(&b, &gi, 105)->color, pf_render_owner_color(1));
+
+    /* any PF_OWNER_COLORS consecutive ids get distinct colours */
+    for (int base = 0; base < 200; base += 37) {
+        int seen[PF_COL_COUNT] = {0};
+        for (int id = base; id < base + PF_OWNER_COLORS; id++) {
+            uint8_t col = pf_render_owner_color(id);
+            cr_assert(col >= PF_COL_OWNER0 && col < PF_COL_COUNT);
+            cr_assert_not(seen[col], "ids %d..%d share a colour", base, base + PF_OWNER_COLORS - 1);
+            seen[col] = 1;
+        }
+    }
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(grid, naive_waste_shared_swapped_look_different)
+{
+    pf_sim_snapshot *s = snap_new(64);
+    s->params.mode = PF_SIM_NAIVE;
+    own(s, 0, 4, 3, PF_FRAME_USED);
+    own(s, 4, 32, 3, PF_FRAME_RESERVED); /* naive: reserved, no token yet */
+    own(s, 32, 34, 5, PF_FRAME_SHARED);
+    own(s, 34, 36, 6, PF_FRAME_SWAPPED);
+    for (int ascii = 0; ascii <= 1; ascii++) {
+        pf_cells b = buf_new(16, 4);
+        pf_grid_info gi;
+        pf_render_grid(&b, 0, 0, 16, 4, s, ascii, &gi);
+        const pf_cell *used = gcell(&b, &gi, 0), *rsv = gcell(&b, &gi, 10);
+        const pf_cell *shr = gcell(&b, &gi, 32), *swp = gcell(&b, &gi, 35), *fre = gcell(&b, &gi, 50);
+        cr_assert_eq(rsv->ch, pf_render_glyph(PF_GLYPH_RESERVED, ascii));
+        cr_assert_neq(used->ch, rsv->ch, "waste must differ in shape, not only colour");
+        cr_assert_eq(used->color, rsv->color, "same owner, same colour");
+        cr_assert_eq(shr->ch, pf_render_glyph(PF_GLYPH_SHARED, ascii));
+        cr_assert_eq(swp->ch, pf_render_glyph(PF_GLYPH_SWAPPED, ascii));
+        /* all five states distinct glyphs */
+        uint32_t g[5] = {used->ch, rsv->ch, shr->ch, swp->ch, fre->ch};
+        for (int i = 0; i < 5; i++)
+            for (int j = i + 1; j < 5; j++)
+                cr_assert_neq(g[i], g[j], "states %d and %d share a glyph (ascii=%d)", i, j, ascii);
+        if (ascii)
+            cr_assert_eq(used->ch, (uint32_t)'#');
+        pf_cells_free(&b);
+    }
+    snap_del(s);
+}
+
+Test(grid, n_frames_per_cell_and_dominant_owner)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    /* 40 x 20 = 800 cells for 4096 frames: N = ceil(4096 / 800) = 6 */
+    /* cell 0 = frames 0..5: five of seq 5 and one of seq 9 */
+    own(s, 0, 5, 5, PF_FRAME_USED);
+    own(s, 5, 6, 9, PF_FRAME_USED);
+    /* cell 1 = frames 6..11: two used by seq 2, four free -> free wins */
+    own(s, 6, 8, 2, PF_FRAME_USED);
+    /* cell 2 = frames 12..17: three reserved + three used by seq 4 -> tie goes to used */
+    own(s, 12, 15, 4, PF_FRAME_RESERVED);
+    own(s, 15, 18, 4, PF_FRAME_USED);
+    pf_cells b = buf_new(40, 20);
+    pf_grid_info gi;
+    pf_render_grid(&b, 0, 0, 40, 20, s, 0, &gi);
+    cr_assert_eq(gi.frames_per_cell, 6);
+    cr_assert_eq(gi.cells, (4096 + 5) / 6);
+    cr_assert_eq(gcell(&b, &gi, 0)->color, pf_render_owner_color(5));
+    cr_assert_eq(gcell(&b, &gi, 0)->ch, pf_render_glyph(PF_GLYPH_USED, 0));
+    cr_assert_eq(gcell(&b, &gi, 1)->ch, pf_render_glyph(PF_GLYPH_FREE, 0));
+    cr_assert_eq(gcell(&b, &gi, 2)->ch, pf_render_glyph(PF_GLYPH_USED, 0));
+    /* cells past the last one stay blank */
+    cr_assert_eq(gcell(&b, &gi, gi.cells)->ch, (uint32_t)' ');
+    cr_assert_neq(gcell(&b, &gi, gi.cells - 1)->ch, (uint32_t)' ');
+
+    /* a small pool on the same area: one frame per cell */
+    pf_sim_snapshot *t = snap_new(100);
+    pf_render_grid(&b, 0, 0, 40, 20, t, 0, &gi);
+    cr_assert_eq(gi.frames_per_cell, 1);
+    pf_cells_free(&b);
+    snap_del(t);
+    snap_del(s);
+}
+
+Test(grid, legend_says_n)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = 0, .help = 0, .status = NULL};
+    pf_grid_info gi;
+    cr_assert_eq(pf_render_screen(&b, &v, &gi), 0);
+    cr_assert_gt(gi.frames_per_cell, 1, "4096 frames do not fit one per cell at 120x40");
+    char want[64];
+    snprintf(want, sizeof want, "N=%d frames/cell", gi.frames_per_cell);
+    cr_assert(pf_cells_find(&b, want, NULL, NULL), "legend lacks '%s'", want);
+    snprintf(want, sizeof want, "1 cell = %d frames", gi.frames_per_cell);
+    cr_assert(pf_cells_find(&b, want, NULL, NULL), "grid title lacks '%s'", want);
+    /* every frame has a cell inside the grid's rectangle */
+    cr_assert_leq(gi.cells, gi.w * gi.h);
+    cr_assert_geq(gi.cells * gi.frames_per_cell, 4096);
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(grid, watermark_reserve_marked)
+{
+    pf_sim_snapshot *s = snap_new(1000);
+    s->params.watermark = 0.05; /* ceil(0.05 * 1000) = 50 frames */
+    own(s, 0, 100, 1, PF_FRAME_USED);
+    own(s, 990, 1000, 2, PF_FRAME_USED); /* a sequence dipped into the reserve */
+    pf_cells b = buf_new(50, 20);
+    pf_grid_info gi;
+    pf_render_grid(&b, 0, 0, 50, 20, s, 0, &gi);
+    cr_assert_eq(gi.frames_per_cell, 1);
+    cr_assert_eq(gi.reserve_frames, 50);
+    cr_assert_eq(gi.reserve_cells, 50);
+    for (int c = 0; c < 1000; c++) {
+        const pf_cell *cell = gcell(&b, &gi, c);
+        int in = c >= 950;
+        cr_assert_eq(!!(cell->attr & PF_ATTR_UNDERLINE), in, "cell %d reserve mark", c);
+        if (in && c < 990) {
+            cr_assert_eq(cell->ch, pf_render_glyph(PF_GLYPH_RESERVE, 0));
+            cr_assert_eq(cell->color, PF_COL_RESERVE);
+        }
+    }
+    cr_assert_eq(gcell(&b, &gi, 995)->ch, pf_render_glyph(PF_GLYPH_USED, 0));
+    /* watermark 0: nothing marked */
+    s->params.watermark = 0;
+    pf_render_grid(&b, 0, 0, 50, 20, s, 0, &gi);
+    cr_assert_eq(gi.reserve_cells, 0);
+    cr_assert_not(gcell(&b, &gi, 999)->attr & PF_ATTR_UNDERLINE);
+    /* the screen's parameters and legend state it */
+    s->params.watermark = 0.05;
+    pf_cells scr = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = 1, .help = 0, .status = NULL};
+    pf_render_screen(&scr, &v, NULL);
+    cr_assert(pf_cells_find(&scr, "reserve 50 fr", NULL, NULL));
+    cr_assert(pf_cells_find(&scr, "watermark 5.0% = 50 frames", NULL, NULL));
+    pf_cells_free(&scr);
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+/* ---- panels ---------------------------------------------------------------------- */
+
+static int row_has_both(const pf_cells *b, const char *a, const char *c)
+{
+    char line[4096];
+    for (int y = 0; y < b->h; y++) {
+        pf_cells_row_text(b, y, line, sizeof line);
+        char *pa = strstr(line, a);
+        if (pa && strstr(pa + strlen(a), c))
+            return 1;
+    }
+    return 0;
+}
+
+Test(panels, counters_params_events)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    s->stats.waiting = 311;
+    s->stats.running = 128;
+    s->stats.decoding = 117;
+    s->stats.stalled = 11;
+    s->stats.preemptions = 4321;
+    s->stats.recomputed_tokens = 198765;
+    s->stats.kv_usage = 0.873;
+    s->stats.throughput_vs_naive = 1.92;
+    s->stats.goodput = 0.931;
+    s->stats.step = 777;
+    s->params.watermark = 0.02;
+    s->params.workers = 144;
+    s->params.policy = PF_VICTIM_MOST_FRAMES;
+    s->params.preempt = PF_PREEMPT_SWAP;
+    s->nevents = 3;
+    s->events[0] = (pf_event){770, PF_EV_ADMIT, 42, 7};
+    s->events[1] = (pf_event){775, PF_EV_PREEMPT, 13, 20};
+    s->events[2] = (pf_event){776, PF_EV_FINISH, 42, 9};
+    s->nhistory = 3;
+    s->hist_decoding[0] = 10, s->hist_decoding[1] = 50, s->hist_decoding[2] = 117;
+    for (int ascii = 0; ascii <= 1; ascii++) {
+        pf_cells b = buf_new(120, 40);
+        pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = ascii, .help = 0, .status = "watermark 2.0%"};
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(row_has_both(&b, "waiting", "311"));
+        cr_assert(row_has_both(&b, "running", "128"));
+        cr_assert(row_has_both(&b, "decoding", "117"));
+        cr_assert(row_has_both(&b, "stalled", "11"));
+        cr_assert(row_has_both(&b, "preempts", "4321"));
+        cr_assert(row_has_both(&b, "recomputed", "198.8k"));
+        cr_assert(row_has_both(&b, "util", "87.3%"));
+        cr_assert(row_has_both(&b, "vs naive", "1.92x"));
+        cr_assert(row_has_both(&b, "goodput", "93.1%"));
+        cr_assert(pf_cells_find(&b, "step 777", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "RUNNING", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "watermark 2.0% = 82 frames", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "workers 144", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "victim most-frames", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "preempt swap", NULL, NULL));
+        cr_assert(row_has_both(&b, "admit", "seq 42"));
+        cr_assert(row_has_both(&b, "preempt", "seq 13"));
+        cr_assert(row_has_both(&b, "finish", "seq 42"));
+        /* sparkline: "decoding" then one level glyph per sample, the last
+         * (117, the largest) at the top level */
+        uint32_t top = ascii ? (uint32_t)'#' : 0x2588u;
+        int found = 0;
+        for (int y = 0; y < b.h && !found; y++)
+            for (int x = 0; x + 12 < b.w && !found; x++) {
+                if (pf_cells_at(&b, x, y)->ch != 'd' || pf_cells_at(&b, x + 7, y)->ch != 'g' ||
+                    pf_cells_at(&b, x + 9, y)->ch == ' ')
+                    continue;
+                int n = 0;
+                while (pf_cells_at(&b, x + 9 + n, y)->ch != ' ')
+                    n++;
+                cr_assert_eq(n, 3, "one glyph per sample");
+                cr_assert_eq(pf_cells_at(&b, x + 9 + 2, y)->ch, top);
+                cr_assert_neq(pf_cells_at(&b, x + 9, y)->ch, top);
+                found = 1;
+            }
+        cr_assert(found, "no decoding sparkline");
+        cr_assert(pf_cells_find(&b, "quit", NULL, NULL), "key help line");
+        if (ascii)
+            for (int i = 0; i < b.w * b.h; i++)
+                cr_assert_lt(b.cells[i].ch, 128u, "non-ASCII at %d in --ascii", i);
+        pf_cells_free(&b);
+    }
+    /* paused shows in the header */
+    s->paused = 1;
+    pf_cells b = buf_new(100, 30);
+    pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = 0, .help = 0, .status = NULL};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "PAUSED", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, too_small_message)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    pf_cells b = buf_new(60, 20);
+    pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = 0, .help = 0, .status = NULL};
+    cr_assert_eq(pf_render_screen(&b, &v, NULL), 1);
+    cr_assert(pf_cells_find(&b, "terminal too small: 60x20", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "need at least 80x24", NULL, NULL));
+    cr_assert_not(pf_cells_find(&b, "Counters", NULL, NULL), "no panels when too small");
+    pf_cells_free(&b);
+    /* exactly the minimum draws the dashboard, every panel inside */
+    b = buf_new(PF_DASH_MIN_W, PF_DASH_MIN_H);
+    pf_grid_info gi;
+    cr_assert_eq(pf_render_screen(&b, &v, &gi), 0);
+    const char *must[] = {"Counters", "History", "Parameters", "Events", "GPU passes", "Pool",
+                          "victim", "N=", "quit"};
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        cr_assert(pf_cells_find(&b, must[i], NULL, NULL), "'%s' missing at 80x24", must[i]);
+    cr_assert_geq(gi.h, 5, "grid too short at 80x24");
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, gpu_states)
+{
+    pf_sim_snapshot *s = snap_new(512);
+    pf_gpu_panel g;
+    memset(&g, 0, sizeof g);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .gpu = &g, .ascii = 0, .help = 0, .status = NULL};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "press g", NULL, NULL));
+
+    g.state = PF_GPU_PANEL_UNAVAILABLE;
+    snprintf(g.msg, sizeof g.msg, "built without CUDA");
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "GPU unavailable: built without CUDA", NULL, NULL));
+
+    g.state = PF_GPU_PANEL_DONE;
+    g.step = 1234;
+    g.nseqs = 17;
+    g.nframes = 300;
+    g.ok[0] = 1;
+    g.res[0].naive_ms = 0.0123;
+    g.res[0].paged_ms = 0.0456;
+    g.res[0].ordered_ms = 0.0345;
+    g.res[0].paged_gbps = 876.5;
+    g.res[0].max_err_paged = 2.5e-7;
+    snprintf(g.res[0].device, sizeof g.res[0].device, "NVIDIA H200");
+    g.ok[1] = 0;
+    snprintf(g.err[1], sizeof g.err[1], "out of device memory");
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "NVIDIA H200", NULL, NULL));
+    cr_assert(row_has_both(&b, "naive", "0.0123 ms"));
+    cr_assert(row_has_both(&b, "paged (now)", "0.0456 ms"));
+    cr_assert(row_has_both(&b, "paged (now)", "876.5 GB/s"));
+    cr_assert(row_has_both(&b, "paged (now)", "2.5e-07"));
+    cr_assert(row_has_both(&b, "paged (ord.)", "0.0345 ms"));
+    cr_assert(pf_cells_find(&b, "out of device memory", NULL, NULL));
+    cr_assert(pf_cells_find(&b, pf_gpu_panel_shapes[1].name, NULL, NULL));
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, help_overlay_and_no_snapshot)
+{
+    pf_cells b = buf_new(100, 30);
+    pf_dash_view v = {.snap = NULL, .gpu = NULL, .ascii = 0, .help = 1, .status = NULL};
+    cr_assert_eq(pf_render_screen(&b, &v, NULL), 0);
+    cr_assert(pf_cells_find(&b, "waiting for the simulator", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "single step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "watermark down / up", NULL, NULL));
+    pf_cells_free(&b);
+}
+
+/* ---- keys and helpers --------------------------------------------------------------- */
+
+Test(keys, map)
+{
+    cr_assert_eq(pf_dash_key('w'), PF_DASH_CMD_WATERMARK_DOWN);
+    cr_assert_eq(pf_dash_key('W'), PF_DASH_CMD_WATERMARK_UP);
+    cr_assert_eq(pf_dash_key('+'), PF_DASH_CMD_WORKERS_UP);
+    cr_assert_eq(pf_dash_key(']'), PF_DASH_CMD_WORKERS_UP);
+    cr_assert_eq(pf_dash_key('-'), PF_DASH_CMD_WORKERS_DOWN);
+    cr_assert_eq(pf_dash_key('['), PF_DASH_CMD_WORKERS_DOWN);
+    cr_assert_eq(pf_dash_key('v'), PF_DASH_CMD_POLICY_NEXT);
+    cr_assert_eq(pf_dash_key('p'), PF_DASH_CMD_PREEMPT_NEXT);
+    cr_assert_eq(pf_dash_key('m'), PF_DASH_CMD_MODE_TOGGLE);
+    cr_assert_eq(pf_dash_key(' '), PF_DASH_CMD_PAUSE_TOGGLE);
+    cr_assert_eq(pf_dash_key('s'), PF_DASH_CMD_STEP);
+    cr_assert_eq(pf_dash_key('.'), PF_DASH_CMD_STEP);
+    cr_assert_eq(pf_dash_key('f'), PF_DASH_CMD_SLOWER);
+    cr_assert_eq(pf_dash_key('F'), PF_DASH_CMD_FASTER);
+    cr_assert_eq(pf_dash_key('r'), PF_DASH_CMD_RESET);
+    cr_assert_eq(pf_dash_key('g'), PF_DASH_CMD_GPU);
+    cr_assert_eq(pf_dash_key('?'), PF_DASH_CMD_HELP);
+    cr_assert_eq(pf_dash_key('q'), PF_DASH_CMD_QUIT);
+    cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_NONE);
+}
+
+Test(keys, watermark_and_worker_steps)
+{
+    cr_assert_float_eq(pf_dash_watermark_step(0.01, 1), 0.02, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(0.0, 0), 0.0, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(0.09, 1), 0.10, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(0.10, 1), 0.15, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(0.15, 0), 0.10, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(0.10, 0), 0.09, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(1.0, 1), 1.0, 1e-12);
+    cr_assert_float_eq(pf_dash_watermark_step(0.013, 1), 0.02, 1e-12, "lands on round values");
+    /* ten presses up and ten down return to the start */
+    double w = 0.03;
+    for (int i = 0; i < 10; i++)
+        w = pf_dash_watermark_step(w, 1);
+    for (int i = 0; i < 10; i++)
+        w = pf_dash_watermark_step(w, 0);
+    cr_assert_float_eq(w, 0.03, 1e-12);
+    cr_assert_eq(pf_dash_workers_step(128, 1), 144);
+    cr_assert_eq(pf_dash_workers_step(144, 0), 128);
+    cr_assert_eq(pf_dash_workers_step(1, 0), 1);
+    cr_assert_eq(pf_dash_workers_step(4096, 1), 4096);
+    int n = 5;
+    for (int i = 0; i < 40; i++)
+        n = pf_dash_workers_step(n, 1);
+    for (int i = 0; i < 40; i++)
+        n = pf_dash_workers_step(n, 0);
+    cr_assert_eq(n, 5, "up and down steps are symmetric");
+}
+
+Test(keys, dump_writes_every_row)
+{
+    pf_cells b = buf_new(20, 3);
+    pf_cells_text(&b, 0, 1, -1, PF_COL_DEFAULT, 0, "hello  ");
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    pf_dash_dump(f, &b);
+    rewind(f);
+    char got[256];
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    got[n] = '\0';
+    cr_assert_str_eq(got, "\nhello\n\n");
+    fclose(f);
+    pf_cells_free(&b);
+}

@@ -1,0 +1,15 @@
+# tui/: the dashboard. Buffer-level tests need only pf_tui_view (no simulator,
+# no curses); the end-to-end test drives the real binary in tmux (skipped,
+# 77, when tmux is not installed).
+pf_criterion_test(test_tui_render SOURCES test_tui_render.c LIBS pf_tui_view)
+
+add_test(NAME e2e_dashboard
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e_dashboard.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(e2e_dashboard PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS e2e)
+
+add_test(NAME test_tui_headless
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_tui_headless.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(test_tui_headless PROPERTIES TIMEOUT 120)
+
+# The control thread between the UI and the simulator, under TSan in CI.
+pf_race_test(race_tui_bridge SOURCES race_tui_bridge.c LIBS pf_dash)

@@ -1,0 +1,52 @@
+/* tui/bridge.h - the dashboard's control thread: the only bridge between
+ * the UI thread and the simulator.
+ *
+ * What it is: a thread that owns every call into the simulator's control
+ * API and takes the snapshots. The UI posts commands (never lost: queued
+ * and applied in order, each computed from the simulator's current value)
+ * and takes the newest snapshot through a triple buffer, so the UI thread
+ * only ever waits for a mutex held over a pointer swap or a queue append,
+ * never for the simulator's work.
+ *
+ * Contract: pf_dash_bridge_post, _take and _status are called from one
+ * thread (the UI); the snapshot _take returns stays valid and unchanged
+ * until the next _take. _start blocks SIGINT, SIGTERM, SIGHUP and SIGWINCH
+ * in the new thread (they belong to the UI thread). _stop joins the thread
+ * and frees everything; the simulator itself is the caller's.
+ * Callers: tui/dash.c, tests/race_tui_bridge.c.
+ */
+#ifndef PF_TUI_BRIDGE_H
+#define PF_TUI_BRIDGE_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "sim/sim.h"
+#include "tui/dash.h"
+
+typedef struct pf_dash_bridge pf_dash_bridge;
+
+/* Start the control thread over a (started or not) simulator. NULL on
+ * failure, with a reason in err. */
+pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen);
+
+/* Queue a simulator command (PF_DASH_CMD_WATERMARK_DOWN .. _RESET; others
+ * are ignored). Returns 0, or -1 when the queue is full (64 pending). */
+int pf_dash_bridge_post(pf_dash_bridge *b, pf_dash_cmd cmd);
+
+/* The newest snapshot, or NULL when none arrived since the last call. */
+const pf_sim_snapshot *pf_dash_bridge_take(pf_dash_bridge *b);
+
+/* Copy the last command's outcome ("watermark 2.0%", "refused: ...") into
+ * out when it changed since *seen; returns 1 then, else 0. */
+int pf_dash_bridge_status(pf_dash_bridge *b, unsigned *seen, char *out, size_t len);
+
+/* Stop and join the thread, free the snapshots and the bridge. NULL is ok. */
+void pf_dash_bridge_stop(pf_dash_bridge *b);
+
+/* Block the UI thread's signals in the calling thread (the old mask goes to
+ * *old): call around pthread_create so the new thread inherits the mask. */
+void pf_dash_block_ui_signals(sigset_t *old);
+void pf_dash_restore_signals(const sigset_t *old);
+
+#endif

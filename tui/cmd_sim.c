@@ -1,0 +1,385 @@
+/* tui/cmd_sim.c - `pagefault sim`: the serving simulator, headless.
+ *
+ * Runs naive and paged on the same jobs (the seed's mix, or --trace FILE)
+ * and prints the seed's Stage 4 table (preemptions, decoding mean,
+ * admission wait, throughput vs naive) plus the new metrics (goodput,
+ * recomputed tokens, swapped pages, ping-pongs, KV usage, stalls).
+ * --sweep NAME=v1,v2,... re-runs for each value of any numeric flag, set
+ * through the same flag table (pf_cli_set), so a swept value is checked
+ * exactly like a typed one; progress goes to stderr. A naive row is printed
+ * only when the swept value changes naive's result (e.g. not for
+ * --watermark, which naive ignores). Metric keys in CSV/JSON follow vLLM's
+ * names where one exists (num_preemptions, kv_cache_usage, ...); times are
+ * in steps (one decode iteration), not seconds.
+ *
+ * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
+ * line on stderr, nothing on stdout); 1 a run could not finish (a job that
+ * can never be admitted under these parameters).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "sim/sim.h"
+#include "tui/cli.h"
+#include "tui/commands.h"
+#include "tui/report.h"
+
+#define PROG "pagefault sim"
+#define SIM_MAX_SWEEP 64
+
+static const char *const policy_names[] = {"faulting", "newest", "fewest-generated", "most-frames",
+                                           "lowest-priority", NULL};
+static const char *const preempt_names[] = {"recompute", "swap", NULL};
+static const char *const engine_names[] = {"deterministic", "threaded", NULL};
+
+typedef struct {
+    int jobs, workers, pool_blocks, block_size, max_len;
+    double watermark;
+    int policy, preempt, engine;
+    long long seed;
+    const char *trace;
+    double step_ms;
+    int tick_us;
+    double arrival_rate;
+    int stall_limit;
+    double recompute_cost, swap_cost;
+    int swap_blocks, pingpong_window;
+    int format;
+    const char *sweep;
+} sim_args;
+
+static void args_default(sim_args *a)
+{
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    memset(a, 0, sizeof *a);
+    a->jobs = 512;
+    a->workers = p.workers;
+    a->pool_blocks = p.cfg.pool_blocks;
+    a->block_size = p.cfg.block_size;
+    a->max_len = p.cfg.max_seq_len;
+    a->watermark = p.watermark;
+    a->policy = (int)p.policy;
+    a->preempt = (int)p.preempt;
+    a->engine = PF_ENGINE_DETERMINISTIC;
+    a->seed = 42;
+    a->step_ms = 20.0;
+    a->tick_us = 0;
+    a->arrival_rate = 0.0;
+    a->stall_limit = p.stall_limit;
+    a->recompute_cost = p.recompute_cost;
+    a->swap_cost = p.swap_cost_per_page;
+    a->swap_blocks = p.swap_host_blocks;
+    a->pingpong_window = p.pingpong_window;
+    a->format = PF_FMT_TABLE;
+}
+
+/* The flag table points into *a; built per call so sweeps can re-point. */
+static void make_opts(pf_opt *o, sim_args *a)
+{
+    pf_opt t[] = {
+        {"jobs", PF_OPT_INT, &a->jobs, 1, 1000000, NULL, "N", "jobs from the seed's mix (ignored with --trace)", 0},
+        {"workers", PF_OPT_INT, &a->workers, 1, 4096, NULL, "N", "concurrent sequence slots", 0},
+        {"pool-blocks", PF_OPT_INT, &a->pool_blocks, 1, 4194304, NULL, "N", "frames in the KV pool", 0},
+        {"block-size", PF_OPT_INT, &a->block_size, 1, 65536, NULL, "N", "tokens per block", 0},
+        {"max-len", PF_OPT_INT, &a->max_len, 2, 16777216, NULL, "N",
+         "MAX_SEQ_LEN: naive reservation; longer trace requests are skipped", 0},
+        {"watermark", PF_OPT_DOUBLE, &a->watermark, 0, 1, NULL, "F",
+         "paged admission keeps this fraction of the pool free", 0},
+        {"policy", PF_OPT_CHOICE, &a->policy, 0, 0, policy_names, NULL, "victim of a page fault", 0},
+        {"preempt", PF_OPT_CHOICE, &a->preempt, 0, 0, preempt_names, NULL, "preemption mode", 0},
+        {"engine", PF_OPT_CHOICE, &a->engine, 0, 0, engine_names, NULL, "simulation engine", 0},
+        {"seed", PF_OPT_I64, &a->seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
+        {"trace", PF_OPT_STRING, &a->trace, 0, 0, NULL, "FILE",
+         "jobs from a trace: arrival,prompt,output CSV or the Azure LLM trace format", 0},
+        {"step-ms", PF_OPT_DOUBLE, &a->step_ms, 0.001, 1e6, NULL, "MS",
+         "Azure trace: wall-clock milliseconds per simulated step", 0},
+        {"tick-us", PF_OPT_INT, &a->tick_us, 0, 10000000, NULL, "US",
+         "threaded engine: wall time per step (0 = as fast as possible)", 0},
+        {"arrival-rate", PF_OPT_DOUBLE, &a->arrival_rate, 0, 1e6, NULL, "R",
+         "generated jobs arrive R per step (0 = all at step 0, the seed's)", 0},
+        {"stall-limit", PF_OPT_INT, &a->stall_limit, 0, 1000000, NULL, "N",
+         "steps a faulting sequence stalls before a victim is preempted", 0},
+        {"recompute-cost", PF_OPT_DOUBLE, &a->recompute_cost, 0, 1e6, NULL, "F",
+         "steps per recomputed token after a recompute preemption", 0},
+        {"swap-cost", PF_OPT_DOUBLE, &a->swap_cost, 0, 1e6, NULL, "F",
+         "steps per page copied to or from host swap", 0},
+        {"swap-blocks", PF_OPT_INT, &a->swap_blocks, 0, 1 << 30, NULL, "N", "host swap capacity in blocks", 0},
+        {"pingpong-window", PF_OPT_INT, &a->pingpong_window, 0, 1 << 30, NULL, "K",
+         "ping-pong: preempted again within K steps of readmission", 0},
+        {"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0},
+        {"sweep", PF_OPT_STRING, &a->sweep, 0, 0, NULL, "NAME=V1,V2,...",
+         "re-run for each value of a numeric flag, e.g. watermark=0,0.02,0.3", 0},
+        {0},
+    };
+    memcpy(o, t, sizeof t);
+}
+#define SIM_NOPTS 22
+
+static void params_from(const sim_args *a, pf_sim_params *p, pf_sim_mode mode)
+{
+    pf_sim_params_default(p);
+    p->cfg.block_size = a->block_size;
+    p->cfg.max_seq_len = a->max_len;
+    p->cfg.pool_blocks = a->pool_blocks;
+    p->mode = mode;
+    p->engine = (pf_engine)a->engine;
+    p->watermark = a->watermark;
+    p->workers = a->workers;
+    p->policy = (pf_victim_policy)a->policy;
+    p->preempt = (pf_preempt_mode)a->preempt;
+    p->swap_host_blocks = a->swap_blocks;
+    p->swap_cost_per_page = a->swap_cost;
+    p->recompute_cost = a->recompute_cost;
+    p->tick_us = a->tick_us;
+    p->pingpong_window = a->pingpong_window;
+    p->seed = (uint64_t)a->seed;
+    p->stall_limit = a->stall_limit;
+}
+
+/* Jobs for the current arguments. Returns 0, or 2 after a one-line error. */
+static int load_jobs(const sim_args *a, pf_jobs *jobs, int *warned_rejects)
+{
+    if (a->trace) {
+        char err[512];
+        int rc = pf_jobs_load_trace(jobs, a->trace, a->step_ms, a->max_len, err, sizeof err);
+        if (rc != PF_OK) {
+            fprintf(stderr, "%s: %s\n", PROG, err);
+            return 2;
+        }
+        if (jobs->rejected > 0 && !*warned_rejects) {
+            fprintf(stderr, "%s: %s: skipped %d requests longer than --max-len %d (raise --max-len to keep them)\n",
+                    PROG, a->trace, jobs->rejected, a->max_len);
+            *warned_rejects = 1;
+        }
+        return 0;
+    }
+    if (pf_jobs_generate(jobs, (uint64_t)a->seed, a->jobs, pf_mix_seed(), a->arrival_rate, a->max_len) !=
+        PF_OK) {
+        fprintf(stderr, "%s: cannot generate %d jobs\n", PROG, a->jobs);
+        return 2;
+    }
+    return 0;
+}
+
+/* One run. Returns 0, 2 (bad parameters) or 1 (could not finish). */
+static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, double naive_tput,
+                   pf_sim_stats *st)
+{
+    pf_sim_params p;
+    params_from(a, &p, mode);
+    p.naive_throughput = naive_tput; /* known: no second naive run inside */
+    char err[256];
+    pf_sim *s = pf_sim_create(&p, jobs, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "%s: %s\n", PROG, err);
+        return 2;
+    }
+    int rc = pf_sim_run(s, st);
+    pf_sim_destroy(s);
+    if (rc == PF_ERR_RANGE) {
+        fprintf(stderr, "%s: %s run cannot finish: a waiting job can never be admitted (watermark %.3g, pool %d blocks)\n",
+                PROG, pf_sim_mode_name(mode), a->watermark, a->pool_blocks);
+        return 1;
+    }
+    if (rc != PF_OK) {
+        fprintf(stderr, "%s: %s run failed: %s\n", PROG, pf_sim_mode_name(mode), pf_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
+static const char *const col_keys[] = {
+    "mode", "num_preemptions", "decoding_mean", "request_queue_time_mean", "request_queue_time_p50",
+    "request_queue_time_p99", "throughput", "throughput_vs_naive", "goodput", "num_recomputed_tokens",
+    "num_swapped_pages", "num_pingpongs", "kv_cache_usage_mean", "stalled_mean", "num_steps",
+    "generation_tokens", "num_requests_running_mean", "num_requests_waiting_mean"};
+static const char *const col_labels[] = {
+    "mode", "preemptions", "decoding (mean)", "admission wait (mean)", "wait p50", "wait p99",
+    "tokens/step", "throughput vs naive", "goodput", "recomputed tokens", "swapped pages",
+    "ping-pongs", "KV usage (mean)", "stalled (mean)", "steps", "tokens", "running (mean)",
+    "waiting (mean)"};
+#define NCOLS 18
+
+static void row(pf_report *r, const char *sweep_val, const char *mode, const pf_sim_stats *st)
+{
+    if (sweep_val)
+        pf_report_cell_str(r, sweep_val);
+    pf_report_cell_str(r, mode);
+    pf_report_cell_num(r, (double)st->preemptions, "%.0f");
+    pf_report_cell_num(r, st->decoding_mean, "%.1f");
+    pf_report_cell_num(r, st->wait_mean, "%.1f");
+    pf_report_cell_num(r, st->wait_p50, "%.0f");
+    pf_report_cell_num(r, st->wait_p99, "%.0f");
+    pf_report_cell_num(r, st->throughput, "%.2f");
+    pf_report_cell_num(r, st->throughput_vs_naive, "%.2f");
+    pf_report_cell_num(r, st->goodput, "%.3f");
+    pf_report_cell_num(r, (double)st->recomputed_tokens, "%.0f");
+    pf_report_cell_num(r, (double)st->swapped_pages, "%.0f");
+    pf_report_cell_num(r, (double)st->pingpongs, "%.0f");
+    pf_report_cell_num(r, st->kv_usage_mean, "%.3f");
+    pf_report_cell_num(r, st->stalled_mean, "%.1f");
+    pf_report_cell_num(r, (double)st->step, "%.0f");
+    pf_report_cell_num(r, (double)st->tokens_generated, "%.0f");
+    pf_report_cell_num(r, st->running_mean, "%.1f");
+    pf_report_cell_num(r, st->waiting_mean, "%.1f");
+}
+
+static int same_stats(const pf_sim_stats *a, const pf_sim_stats *b)
+{
+    return a->step == b->step && a->tokens_generated == b->tokens_generated &&
+           a->preemptions == b->preemptions && a->wait_mean == b->wait_mean &&
+           a->decoding_mean == b->decoding_mean;
+}
+
+int pf_cmd_sim(int argc, char **argv)
+{
+    sim_args a;
+    args_default(&a);
+    pf_opt opts[SIM_NOPTS + 1];
+    make_opts(opts, &a);
+    int rc = pf_cli_parse(PROG, opts, argc, argv);
+    if (rc == PF_CLI_HELP) {
+        pf_cli_help(stdout, PROG,
+                    "Serving simulation: naive (reserve MAX_SEQ_LEN) vs paged (demand paging with an\n"
+                    "admission watermark, preemption by recompute or swap) on the same jobs.\n"
+                    "Times are in steps (one decode iteration each).",
+                    opts);
+        return 0;
+    }
+    if (rc != PF_CLI_OK)
+        return 2;
+
+    /* --sweep NAME=v1,v2,...: every value is checked through the flag
+     * table before anything runs, so a bad one prints nothing on stdout. */
+    char sweep_name[64] = "";
+    char *sweep_buf = NULL;
+    char *vals[SIM_MAX_SWEEP];
+    int nvals = 0;
+    if (a.sweep) {
+        const char *eq = strchr(a.sweep, '=');
+        size_t nl = eq ? (size_t)(eq - a.sweep) : 0;
+        if (!eq || nl == 0 || nl >= sizeof sweep_name || !eq[1])
+            return pf_cli_error(PROG, "--sweep: expected NAME=V1,V2,... (e.g. watermark=0,0.02,0.3), got '%s'",
+                                a.sweep);
+        memcpy(sweep_name, a.sweep, nl);
+        sweep_name[nl] = '\0';
+        pf_opt *o = pf_cli_find(opts, sweep_name);
+        if (!o || (o->kind != PF_OPT_INT && o->kind != PF_OPT_I64 && o->kind != PF_OPT_DOUBLE))
+            return pf_cli_error(PROG, "--sweep: '%s' is not a numeric flag of sim (see --help)", sweep_name);
+        sweep_buf = strdup(eq + 1);
+        if (!sweep_buf)
+            return pf_cli_error(PROG, "out of memory");
+        sim_args saved = a;
+        for (char *tok = strtok(sweep_buf, ","); tok; tok = strtok(NULL, ",")) {
+            if (nvals == SIM_MAX_SWEEP) {
+                free(sweep_buf);
+                return pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
+            }
+            if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK) {
+                free(sweep_buf);
+                return 2;
+            }
+            vals[nvals++] = tok;
+        }
+        a = saved; /* opts point into a: restoring the struct restores the flag */
+        if (nvals == 0) {
+            free(sweep_buf);
+            return pf_cli_error(PROG, "--sweep: no values given");
+        }
+    }
+
+    int status = 0, warned = 0;
+    pf_report *r = pf_report_new();
+    if (!r) {
+        free(sweep_buf);
+        return pf_cli_error(PROG, "out of memory");
+    }
+    /* The config section shows the base flags; a sweep names its column. */
+    pf_jobs jobs = {0};
+    status = load_jobs(&a, &jobs, &warned);
+    if (status)
+        goto out;
+    pf_report_section(r, "config", "Configuration");
+    pf_report_str(r, "jobs_source", "workload", a.trace ? a.trace : "seed mix");
+    pf_report_num(r, "num_jobs", "jobs", jobs.njobs, "%.0f", NULL);
+    if (a.trace)
+        pf_report_num(r, "num_rejected", "rejected (longer than max-len)", jobs.rejected, "%.0f", NULL);
+    pf_report_num(r, "workers", "workers", a.workers, "%.0f", NULL);
+    pf_report_num(r, "num_gpu_blocks", "pool blocks", a.pool_blocks, "%.0f", NULL);
+    pf_report_num(r, "block_size", "block size", a.block_size, "%.0f", "tokens");
+    pf_report_num(r, "max_model_len", "max sequence length", a.max_len, "%.0f", "tokens");
+    pf_report_num(r, "watermark", "watermark", a.watermark, "%.3g", NULL);
+    pf_report_str(r, "preemption_victim", "victim policy", policy_names[a.policy]);
+    pf_report_str(r, "preemption_mode", "preemption", preempt_names[a.preempt]);
+    pf_report_str(r, "engine", "engine", engine_names[a.engine]);
+    pf_report_num(r, "seed", "seed", (double)a.seed, "%.0f", NULL);
+    pf_report_num(r, "stall_limit", "stall limit", a.stall_limit, "%.0f", "steps");
+    pf_report_num(r, "recompute_cost", "recompute cost", a.recompute_cost, "%g", "steps/token");
+    pf_report_num(r, "swap_cost", "swap cost", a.swap_cost, "%g", "steps/page");
+    pf_report_num(r, "swap_space_blocks", "host swap", a.swap_blocks, "%.0f", "blocks");
+    pf_jobs_free(&jobs);
+
+    {
+        static const char *keys[NCOLS + 1], *labels[NCOLS + 1];
+        int nc = 0;
+        if (nvals) {
+            keys[nc] = sweep_name;
+            labels[nc] = sweep_name;
+            nc++;
+        }
+        for (int i = 0; i < NCOLS; i++, nc++) {
+            keys[nc] = col_keys[i];
+            labels[nc] = col_labels[i];
+        }
+        pf_report_table(r, "results", nvals ? "Sweep (admission wait in steps)" : "Naive vs paged (admission wait in steps)",
+                        nc, keys, labels);
+    }
+    int npoints = nvals ? nvals : 1;
+    pf_sim_stats last_naive = {0};
+    int have_naive = 0;
+    for (int k = 0; k < npoints; k++) {
+        sim_args cur = a;
+        pf_opt copts[SIM_NOPTS + 1];
+        make_opts(copts, &cur);
+        if (nvals) {
+            if (pf_cli_set(PROG, copts, sweep_name, vals[k]) != PF_CLI_OK) {
+                status = 2;
+                goto out;
+            }
+            fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, sweep_name, vals[k], k + 1, nvals);
+        }
+        status = load_jobs(&cur, &jobs, &warned);
+        if (status)
+            goto out;
+        pf_sim_stats naive, paged;
+        status = run_one(&cur, &jobs, PF_SIM_NAIVE, 0.0, &naive);
+        if (!status)
+            status = run_one(&cur, &jobs, PF_SIM_PAGED, naive.throughput, &paged);
+        pf_jobs_free(&jobs);
+        if (status)
+            goto out;
+        /* Same engine on both sides: the ratio of their own throughputs. */
+        naive.throughput_vs_naive = 1.0;
+        paged.throughput_vs_naive = naive.throughput > 0 ? paged.throughput / naive.throughput : 0.0;
+        if (!have_naive || !same_stats(&naive, &last_naive))
+            row(r, nvals ? vals[k] : NULL, "naive", &naive);
+        last_naive = naive;
+        have_naive = 1;
+        row(r, nvals ? vals[k] : NULL, "paged", &paged);
+    }
+    pf_report_note(r, "decoding = sequences that produced a token in a step; goodput = generated / "
+                      "(generated + recomputed) tokens; times in steps");
+    if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
+        fprintf(stderr, "%s: out of memory while printing\n", PROG);
+        status = 1;
+    }
+out:
+    pf_jobs_free(&jobs);
+    pf_report_free(r);
+    free(sweep_buf);
+    return status;
+}

@@ -1,0 +1,595 @@
+/* tui/dash.c - the dashboard: `pagefault` with no subcommand.
+ *
+ * Threads (the UI thread never waits on the simulator or the GPU):
+ *  - UI thread (this one): the only thread that calls curses. Every
+ *    iteration it picks up the newest snapshot if one is ready, renders it
+ *    into the cell buffer, copies that to the terminal, and waits for a key
+ *    with a timeout (33 ms running, 250 ms paused: little CPU when idle).
+ *    Keys become commands posted to the control thread's queue.
+ *  - control thread (tui/bridge.c): owns every call into the simulator's
+ *    control API and takes the snapshots. It executes queued commands in order (so quick
+ *    repeated presses are never lost: each step is computed from the
+ *    simulator's current value), then snapshots into a back buffer and
+ *    swaps it with the middle buffer under a mutex. The UI swaps middle
+ *    and front when "fresh" is set: a triple buffer, so neither side ever
+ *    waits for the other's work, only for a pointer swap.
+ *  - GPU thread (on g): takes the live block tables (pf_sim_layout), runs
+ *    pf_gpu_run_layout at both head shapes and posts the results into the
+ *    GPU panel under a mutex.
+ *  - the simulator's own worker threads (threaded engine).
+ * SIGINT/SIGTERM/SIGWINCH are blocked in every thread but the UI thread, so
+ * they interrupt the UI's getch and are seen at once.
+ *
+ * Headless mode (--headless) steps the deterministic engine on this thread,
+ * prints the rendered buffer every K ticks and a final summary.
+ */
+#include "tui/dash.h"
+
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/err.h"
+#include "core/workload.h"
+#include "gpu/gpu.h"
+#include "tui/cli.h"
+#include "tui/commands.h"
+#include "tui/bridge.h"
+#include "tui/render.h"
+#include "tui/term.h"
+
+/* ---- options ----------------------------------------------------------------- */
+
+typedef struct {
+    pf_sim_params p;
+    int jobs, policy, preempt, engine, mode;
+    long long seed;
+    double arrival_rate, step_ms;
+    const char *trace;
+    int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
+} dash_opts;
+
+static const char *const mode_choices[] = {"naive", "paged", NULL};
+static const char *const policy_choices[] = {"faulting",    "newest",          "fewest-generated",
+                                             "most-frames", "lowest-priority", NULL};
+static const char *const preempt_choices[] = {"recompute", "swap", NULL};
+static const char *const engine_choices[] = {"deterministic", "threaded", NULL};
+
+static const char dash_summary[] =
+    "The live dashboard of the KV block pool: the pool as a grid coloured by owning sequence,\n"
+    "counters, sparklines, events and GPU passes on the live layout. Keys: ? in the dashboard.\n"
+    "--headless prints the same screen as text every --dump-every ticks and a final summary.";
+
+/* ---- the GPU thread ------------------------------------------------------------ */
+
+typedef struct {
+    pf_sim *sim;
+    pthread_mutex_t mu;
+    pf_gpu_panel panel; /* guarded by mu                  */
+    pthread_t th;
+    int joinable;
+} gpu_ctl;
+
+static void gpu_post(gpu_ctl *g, const pf_gpu_panel *p)
+{
+    pthread_mutex_lock(&g->mu);
+    g->panel = *p;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void *gpu_main(void *arg)
+{
+    gpu_ctl *g = arg;
+    pf_gpu_panel p;
+    memset(&p, 0, sizeof p);
+    int *lens = NULL, *tables = NULL;
+    char why[200] = "";
+    if (!pf_gpu_available(why, sizeof why)) {
+        p.state = PF_GPU_PANEL_UNAVAILABLE;
+        snprintf(p.msg, sizeof p.msg, "%s", why[0] ? why : "no reason given");
+        goto out;
+    }
+    pf_sim_params prm;
+    pf_sim_stats st;
+    pf_sim_get_params(g->sim, &prm);
+    pf_sim_get_stats(g->sim, &st);
+    int bs = prm.cfg.block_size > 0 ? prm.cfg.block_size : 16;
+    int maxb = (prm.cfg.max_seq_len + bs - 1) / bs;
+    int cap = prm.cfg.pool_blocks < 4096 ? prm.cfg.pool_blocks : 4096;
+    if (maxb < 1 || cap < 1) {
+        p.state = PF_GPU_PANEL_ERROR;
+        snprintf(p.msg, sizeof p.msg, "bad pool shape");
+        goto out;
+    }
+    lens = calloc((size_t)cap, sizeof *lens);
+    tables = calloc((size_t)cap * (size_t)maxb, sizeof *tables);
+    if (!lens || !tables) {
+        p.state = PF_GPU_PANEL_ERROR;
+        snprintf(p.msg, sizeof p.msg, "out of host memory for the block tables");
+        goto out;
+    }
+    int n = pf_sim_layout(g->sim, cap, maxb, lens, tables);
+    if (n <= 0) {
+        p.state = PF_GPU_PANEL_ERROR;
+        snprintf(p.msg, sizeof p.msg, "%s", n < 0 ? pf_strerror(n) : "no live sequences in the pool right now");
+        goto out;
+    }
+    int frames = 0;
+    for (int i = 0; i < n; i++)
+        frames += (lens[i] + bs - 1) / bs;
+    p.state = PF_GPU_PANEL_RUNNING;
+    p.step = st.step;
+    p.nseqs = n;
+    p.nframes = frames;
+    gpu_post(g, &p);
+    pf_gpu_layout lay = {n, lens, tables, maxb, prm.cfg.pool_blocks, bs};
+    for (int k = 0; k < PF_GPU_PANEL_SHAPES; k++) {
+        char err[120] = "";
+        int rc = pf_gpu_run_layout(&lay, &pf_gpu_panel_shapes[k].hs, &p.res[k], err, sizeof err);
+        p.ok[k] = rc == PF_OK;
+        if (rc != PF_OK)
+            snprintf(p.err[k], sizeof p.err[k], "%s", err[0] ? err : pf_strerror(rc));
+    }
+    p.state = PF_GPU_PANEL_DONE;
+out:
+    free(lens);
+    free(tables);
+    gpu_post(g, &p);
+    return NULL;
+}
+
+static void gpu_start(gpu_ctl *g, char *status, size_t len)
+{
+    pthread_mutex_lock(&g->mu);
+    int busy = g->panel.state == PF_GPU_PANEL_RUNNING;
+    if (!busy) {
+        memset(&g->panel, 0, sizeof g->panel);
+        g->panel.state = PF_GPU_PANEL_RUNNING;
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (busy) {
+        snprintf(status, len, "a GPU pass is already running");
+        return;
+    }
+    if (g->joinable) { /* the previous one has posted its result: exits now */
+        pthread_join(g->th, NULL);
+        g->joinable = 0;
+    }
+    sigset_t old;
+    pf_dash_block_ui_signals(&old);
+    int rc = pthread_create(&g->th, NULL, gpu_main, g);
+    pf_dash_restore_signals(&old);
+    if (rc != 0) {
+        pf_gpu_panel p;
+        memset(&p, 0, sizeof p);
+        p.state = PF_GPU_PANEL_ERROR;
+        snprintf(p.msg, sizeof p.msg, "cannot start the GPU thread");
+        gpu_post(g, &p);
+        return;
+    }
+    g->joinable = 1;
+    snprintf(status, len, "GPU pass started");
+}
+
+/* ---- setup shared by both modes -------------------------------------------- */
+
+static void opts_apply(dash_opts *o)
+{
+    o->p.policy = (pf_victim_policy)o->policy;
+    o->p.preempt = (pf_preempt_mode)o->preempt;
+    o->p.engine = (pf_engine)o->engine;
+    o->p.mode = (pf_sim_mode)o->mode;
+    o->p.seed = (uint64_t)o->seed;
+}
+
+static pf_sim *make_sim(dash_opts *o, pf_jobs *jobs, int *status)
+{
+    char err[256] = "";
+    *status = 0;
+    int rc;
+    if (o->trace)
+        rc = pf_jobs_load_trace(jobs, o->trace, o->step_ms, o->p.cfg.max_seq_len, err, sizeof err);
+    else
+        rc = pf_jobs_generate(jobs, o->p.seed, o->jobs, pf_mix_seed(), o->arrival_rate,
+                              o->p.cfg.max_seq_len);
+    if (rc != PF_OK) {
+        fprintf(stderr, "pagefault: %s\n", err[0] ? err : pf_strerror(rc));
+        *status = 2;
+        return NULL;
+    }
+    if (jobs->njobs < 1) {
+        fprintf(stderr, "pagefault: no jobs to run (every trace job longer than --max-len %d?)\n",
+                o->p.cfg.max_seq_len);
+        *status = 2;
+        return NULL;
+    }
+    pf_sim *sim = pf_sim_create(&o->p, jobs, err, sizeof err);
+    if (!sim) {
+        fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
+        *status = 2;
+    }
+    return sim;
+}
+
+static void print_summary(FILE *f, pf_sim *sim, int ticks)
+{
+    pf_sim_stats st;
+    pf_sim_get_stats(sim, &st);
+    fprintf(f, "summary after %d ticks (step %lld)%s\n", ticks, (long long)st.step,
+            st.done ? ", every job finished" : "");
+    fprintf(f, "  admitted %lld, finished %lld, waiting %d, running %d\n", (long long)st.admitted,
+            (long long)st.finished, st.waiting, st.running);
+    fprintf(f, "  preemptions %lld, recomputed tokens %lld, swapped pages %lld, ping-pongs %lld\n",
+            (long long)st.preemptions, (long long)st.recomputed_tokens,
+            (long long)st.swapped_pages, (long long)st.pingpongs);
+    fprintf(f, "  decoding mean %.2f, stalled mean %.2f, admission wait mean %.1f p50 %.0f p99 %.0f steps\n",
+            st.decoding_mean, st.stalled_mean, st.wait_mean, st.wait_p50, st.wait_p99);
+    fprintf(f, "  kv usage mean %.1f%%, peak %d frames, throughput %.2f tok/step", 100.0 * st.kv_usage_mean,
+            st.pool_peak, st.throughput);
+    if (st.throughput_vs_naive > 0)
+        fprintf(f, " (%.2fx naive)", st.throughput_vs_naive);
+    fprintf(f, ", goodput %.1f%%\n", 100.0 * st.goodput);
+}
+
+/* ---- headless --------------------------------------------------------------- */
+
+static int run_headless(dash_opts *o, pf_sim *sim)
+{
+    pf_cells buf = {0, 0, NULL};
+    pf_sim_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    int status = 0, t = 0, last_dump = -1;
+    if (pf_cells_resize(&buf, o->width, o->height) != 0) {
+        fprintf(stderr, "pagefault: out of memory for a %dx%d screen\n", o->width, o->height);
+        return 1;
+    }
+    pf_dash_view v = {&snap, NULL, o->ascii, 0, NULL, 0, 0};
+    for (;;) {
+        if (o->ticks && t >= o->ticks)
+            break;
+        int rc = pf_sim_step(sim);
+        if (rc < 0) {
+            fprintf(stderr, "pagefault: simulator step failed: %s\n", pf_strerror(rc));
+            status = 1;
+            break;
+        }
+        t++;
+        if (o->dump_every && t % o->dump_every == 0) {
+            if (pf_sim_take_snapshot(sim, &snap) == 0) {
+                pf_render_screen(&buf, &v, NULL);
+                printf("--- tick %d ---\n", t);
+                pf_dash_dump(stdout, &buf);
+                last_dump = t;
+            }
+        }
+        if (rc == 1)
+            break;
+    }
+    /* --gpu: the GPU passes on the final layout, shown in the final frame */
+    gpu_ctl g;
+    memset(&g, 0, sizeof g);
+    if (status == 0 && o->gpu) {
+        g.sim = sim;
+        pthread_mutex_init(&g.mu, NULL);
+        gpu_main(&g); /* blocking is fine here: there is no UI to keep alive */
+        pthread_mutex_destroy(&g.mu);
+        v.gpu = &g.panel;
+    }
+    if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
+        pf_render_screen(&buf, &v, NULL);
+        printf("--- tick %d (final) ---\n", t);
+        pf_dash_dump(stdout, &buf);
+    }
+    if (status == 0)
+        print_summary(stdout, sim, t);
+    pf_sim_snapshot_free(&snap);
+    pf_cells_free(&buf);
+    return status;
+}
+
+/* ---- interactive ------------------------------------------------------------ */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The shutdown watchdog. After q the terminal is already restored, but the
+ * process must also end: if stopping the threads (ours, the GPU pass, the
+ * simulator's) takes longer than PF_DASH_STOP_S, that is a bug somewhere;
+ * say so on stderr and leave with status 1 rather than hang the shell. */
+#define PF_DASH_STOP_S 5
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} watchdog;
+
+static void *watchdog_main(void *arg)
+{
+    watchdog *wd = arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += PF_DASH_STOP_S;
+    pthread_mutex_lock(&wd->mu);
+    while (!wd->done)
+        if (pthread_cond_timedwait(&wd->cv, &wd->mu, &until) == ETIMEDOUT)
+            break;
+    if (!wd->done) {
+        fprintf(stderr, "pagefault: the simulator did not stop within %d s; exiting anyway\n",
+                PF_DASH_STOP_S);
+        _exit(1); /* async-signal-safe, ends every thread */
+    }
+    pthread_mutex_unlock(&wd->mu);
+    return NULL;
+}
+
+static int run_live(dash_opts *o, pf_sim *sim)
+{
+    int status = 0, sim_running = 0;
+    char err[256];
+    pf_dash_bridge *ctl = NULL;
+    gpu_ctl gpu;
+    memset(&gpu, 0, sizeof gpu);
+    gpu.sim = sim;
+    pthread_mutex_init(&gpu.mu, NULL);
+    pf_cells buf = {0, 0, NULL};
+
+    if (pf_term_open(o->no_color, err, sizeof err) != 0) {
+        fprintf(stderr, "pagefault: %s\n", err);
+        status = 2;
+        goto cleanup;
+    }
+    sigset_t old;
+    pf_dash_block_ui_signals(&old);
+    int rc = pf_sim_start(sim);
+    pf_dash_restore_signals(&old);
+    if (rc != 0) {
+        pf_term_close();
+        fprintf(stderr, "pagefault: cannot start the simulator: %s\n", pf_strerror(rc));
+        status = 1;
+        goto cleanup;
+    }
+    sim_running = 1;
+    ctl = pf_dash_bridge_start(sim, err, sizeof err);
+    if (!ctl) {
+        pf_term_close();
+        fprintf(stderr, "pagefault: %s\n", err);
+        status = 1;
+        goto cleanup;
+    }
+
+    const pf_sim_snapshot *snap = NULL;
+    pf_gpu_panel panel;
+    memset(&panel, 0, sizeof panel);
+    char status_msg[128] = "";
+    unsigned status_seen = 0;
+    int help = 0, dirty = 1, full = 1, w = 0, h = 0, quick = 0;
+    /* frames drawn per second and the last render time, shown on the key line */
+    double fps = 0, render_ms = 0, win_start = now_s();
+    int win_frames = 0;
+    pf_term_size(&w, &h);
+    if (pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1) != 0) {
+        pf_term_close();
+        fprintf(stderr, "pagefault: out of memory for the screen buffer\n");
+        status = 1;
+        goto cleanup;
+    }
+    for (;;) {
+        if (pf_term_quit_requested())
+            break;
+        const pf_sim_snapshot *s = pf_dash_bridge_take(ctl);
+        if (s) {
+            snap = s;
+            dirty = 1;
+        }
+        if (pf_dash_bridge_status(ctl, &status_seen, status_msg, sizeof status_msg))
+            dirty = 1;
+        pthread_mutex_lock(&gpu.mu);
+        if (memcmp(&panel, &gpu.panel, sizeof panel) != 0) {
+            panel = gpu.panel;
+            dirty = 1;
+        }
+        pthread_mutex_unlock(&gpu.mu);
+
+        if (dirty) {
+            pf_dash_view v = {snap, &panel, o->ascii, help, status_msg, fps, render_ms};
+            double t0 = now_s();
+            pf_render_screen(&buf, &v, NULL);
+            render_ms = (now_s() - t0) * 1e3;
+            pf_term_draw(&buf, full);
+            dirty = full = 0;
+            win_frames++;
+        }
+        double t = now_s();
+        if (t - win_start >= 1.0) {
+            fps = win_frames / (t - win_start);
+            win_frames = 0;
+            win_start = t;
+        }
+
+        /* 33 ms (30 fps) while running; 250 ms while paused, for little CPU,
+         * except for a few short waits right after a key so its effect
+         * (a single step, say) shows at once */
+        int paused = snap ? snap->paused : 0;
+        int key = pf_term_getkey(paused && quick <= 0 ? 250 : 33);
+        if (quick > 0)
+            quick--;
+        if (key == PF_TERM_KEY_NONE)
+            continue;
+        dirty = 1;
+        quick = 8;
+        if (key == PF_TERM_KEY_RESIZE) {
+            pf_term_size(&w, &h);
+            if (w > 0 && h > 0)
+                pf_cells_resize(&buf, w, h);
+            full = 1;
+            continue;
+        }
+        if (help) { /* any key closes the help; q still quits */
+            help = 0;
+            if (pf_dash_key(key) != PF_DASH_CMD_QUIT)
+                continue;
+        }
+        pf_dash_cmd cmd = pf_dash_key(key);
+        if (cmd == PF_DASH_CMD_QUIT)
+            break;
+        if (cmd == PF_DASH_CMD_HELP)
+            help = 1;
+        else if (cmd == PF_DASH_CMD_GPU)
+            gpu_start(&gpu, status_msg, sizeof status_msg);
+        else if (cmd != PF_DASH_CMD_NONE)
+            pf_dash_bridge_post(ctl, cmd);
+    }
+    /* the terminal first, so q feels instant; then the threads */
+    pf_term_close();
+
+cleanup:
+    /* a GPU pass in flight ends on its own (bounded work); then the
+     * simulator's side, under the watchdog */
+    if (gpu.joinable)
+        pthread_join(gpu.th, NULL);
+    watchdog wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    pthread_t wd_th;
+    int wd_running = pthread_create(&wd_th, NULL, watchdog_main, &wd) == 0;
+    pf_dash_bridge_stop(ctl); /* before the simulator: it calls into it */
+    if (sim_running) {
+        /* Stop from a quiet simulator: pause it and let the step in flight
+         * finish (the step counter holds still for 20 ms, at most 0.5 s).
+         * pf_sim_stop arriving in the middle of a threaded step was seen to
+         * hang (workers leaving without finishing the step); this keeps the
+         * dashboard's q clean whatever the engine does. */
+        pf_sim_set_paused(sim, 1);
+        int64_t last = -1;
+        for (int i = 0; i < 25; i++) {
+            pf_sim_stats st;
+            pf_sim_get_stats(sim, &st);
+            if (st.step == last)
+                break;
+            last = st.step;
+            struct timespec pause_ts = {0, 20 * 1000000L};
+            nanosleep(&pause_ts, NULL);
+        }
+        pf_sim_stop(sim);
+    }
+    pf_cells_free(&buf);
+    pthread_mutex_destroy(&gpu.mu);
+    if (wd_running) {
+        pthread_mutex_lock(&wd.mu);
+        wd.done = 1;
+        pthread_cond_signal(&wd.cv);
+        pthread_mutex_unlock(&wd.mu);
+        pthread_join(wd_th, NULL);
+    }
+    return status;
+}
+
+/* ---- the command --------------------------------------------------------------- */
+
+/* UTF-8 unless --ascii or the locale's character set is not UTF-8. */
+static int want_ascii(int flag)
+{
+    setlocale(LC_ALL, "");
+    if (flag)
+        return 1;
+    const char *cs = nl_langinfo(CODESET);
+    return !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8") || !strcmp(cs, "UTF8")));
+}
+
+int pf_cmd_dash(int argc, char **argv)
+{
+    const char *prog = "pagefault";
+    dash_opts o;
+    memset(&o, 0, sizeof o);
+    pf_sim_params_default(&o.p);
+    o.p.engine = PF_ENGINE_THREADED; /* the live view shows real threads */
+    o.jobs = 512;
+    o.policy = (int)o.p.policy;
+    o.preempt = (int)o.p.preempt;
+    o.engine = (int)o.p.engine;
+    o.mode = (int)o.p.mode;
+    o.seed = (long long)o.p.seed;
+    o.step_ms = 1000.0;
+    o.width = 120;
+    o.height = 40;
+
+    pf_opt opts[] = {
+        {"jobs", PF_OPT_INT, &o.jobs, 1, 1000000, NULL, "N", "jobs from the seed's length mix", 0},
+        {"trace", PF_OPT_STRING, &o.trace, 0, 0, NULL, "FILE",
+         "jobs from a trace (arrival,prompt,output CSV or the Azure format)", 0},
+        {"step-ms", PF_OPT_DOUBLE, &o.step_ms, 0.001, 1e9, NULL, "MS",
+         "trace: wall-clock milliseconds per simulator step", 0},
+        {"arrival-rate", PF_OPT_DOUBLE, &o.arrival_rate, 0, 1e6, NULL, "R",
+         "jobs arriving per step (0: all at step 0, as in the seed)", 0},
+        {"workers", PF_OPT_INT, &o.p.workers, 1, 4096, NULL, "N", "concurrent sequence slots", 0},
+        {"pool-blocks", PF_OPT_INT, &o.p.cfg.pool_blocks, 1, 1 << 24, NULL, "N", "frames in the pool", 0},
+        {"block-size", PF_OPT_INT, &o.p.cfg.block_size, 1, 4096, NULL, "TOKENS", "tokens per frame", 0},
+        {"max-len", PF_OPT_INT, &o.p.cfg.max_seq_len, 1, 1 << 20, NULL, "TOKENS",
+         "longest sequence (naive reserves this much)", 0},
+        {"mode", PF_OPT_CHOICE, &o.mode, 0, 0, mode_choices, NULL, "allocation mode", 0},
+        {"watermark", PF_OPT_DOUBLE, &o.p.watermark, 0, 1, NULL, "F",
+         "fraction of the pool admission keeps free", 0},
+        {"policy", PF_OPT_CHOICE, &o.policy, 0, 0, policy_choices, NULL, "preemption victim", 0},
+        {"preempt", PF_OPT_CHOICE, &o.preempt, 0, 0, preempt_choices, NULL, "preemption mode", 0},
+        {"engine", PF_OPT_CHOICE, &o.engine, 0, 0, engine_choices, NULL,
+         "simulator engine (headless always steps the deterministic one)", 0},
+        {"seed", PF_OPT_I64, &o.seed, 0, 9007199254740991.0, NULL, "N", "workload seed", 0},
+        {"tick-us", PF_OPT_INT, &o.p.tick_us, 1, 2000000, NULL, "US", "wall time per step (live)", 0},
+        {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
+         "no terminal: print the screen as text, then a summary", 0},
+        {"ticks", PF_OPT_INT, &o.ticks, 0, 100000000, NULL, "N",
+         "headless: steps to run (0: until every job finishes)", 0},
+        {"dump-every", PF_OPT_INT, &o.dump_every, 0, 100000000, NULL, "K",
+         "headless: print the screen every K steps (0: only the final one)", 0},
+        {"width", PF_OPT_INT, &o.width, PF_DASH_MIN_W, 1000, NULL, "COLS", "headless: screen width", 0},
+        {"height", PF_OPT_INT, &o.height, PF_DASH_MIN_H, 1000, NULL, "ROWS", "headless: screen height", 0},
+        {"gpu", PF_OPT_FLAG, &o.gpu, 0, 0, NULL, NULL,
+         "headless: run the GPU passes on the final layout and show them (as g does)", 0},
+        {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
+        {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL,
+         "no colours (also when NO_COLOR is set)", 0},
+        {0},
+    };
+    int rc = pf_cli_parse(prog, opts, argc, argv);
+    if (rc == PF_CLI_HELP) {
+        pf_cli_help(stdout, prog, dash_summary, opts);
+        return 0;
+    }
+    if (rc != PF_CLI_OK)
+        return 2;
+    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu"};
+    for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
+        if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
+            return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
+    if (pf_cli_find(opts, "step-ms")->seen && !o.trace)
+        return pf_cli_error(prog, "--step-ms needs --trace");
+    if (o.trace && pf_cli_find(opts, "jobs")->seen)
+        return pf_cli_error(prog, "--jobs and --trace exclude each other");
+    const char *nc = getenv("NO_COLOR");
+    if (nc && nc[0]) /* https://no-color.org: set and non-empty */
+        o.no_color = 1;
+    o.ascii = want_ascii(o.ascii);
+    if (o.headless)
+        o.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
+    opts_apply(&o);
+
+    pf_jobs jobs;
+    memset(&jobs, 0, sizeof jobs);
+    int status = 0;
+    pf_sim *sim = make_sim(&o, &jobs, &status);
+    if (sim) {
+        status = o.headless ? run_headless(&o, sim) : run_live(&o, sim);
+        pf_sim_destroy(sim);
+    }
+    pf_jobs_free(&jobs);
+    return status;
+}

@@ -1,0 +1,54 @@
+/* tui/dash.h - the dashboard application's testable pieces.
+ *
+ * What it is: the part of `pagefault` (no subcommand) between the flags and
+ * the screen: options, headless mode, and the key map. The interactive
+ * loop itself lives in dash.c (pf_cmd_dash, declared in tui/commands.h).
+ *
+ * Contract: pf_dash_key maps a key to a command without side effects, so
+ * the key table is tested directly; pf_dash_headless writes frames as text
+ * to a FILE and never touches a terminal.
+ * Callers: tui/dash.c, tests/test_tui_*.c.
+ */
+#ifndef PF_TUI_DASH_H
+#define PF_TUI_DASH_H
+
+#include <stdio.h>
+
+#include "sim/sim.h"
+#include "tui/cells.h"
+
+/* Commands the keys send to the simulator (through the control thread). */
+typedef enum {
+    PF_DASH_CMD_NONE = 0,
+    PF_DASH_CMD_WATERMARK_DOWN,
+    PF_DASH_CMD_WATERMARK_UP,
+    PF_DASH_CMD_WORKERS_DOWN,
+    PF_DASH_CMD_WORKERS_UP,
+    PF_DASH_CMD_POLICY_NEXT,
+    PF_DASH_CMD_PREEMPT_NEXT,
+    PF_DASH_CMD_MODE_TOGGLE,
+    PF_DASH_CMD_PAUSE_TOGGLE,
+    PF_DASH_CMD_STEP,
+    PF_DASH_CMD_SLOWER,
+    PF_DASH_CMD_FASTER,
+    PF_DASH_CMD_RESET,
+    /* handled by the UI thread itself */
+    PF_DASH_CMD_GPU,
+    PF_DASH_CMD_HELP,
+    PF_DASH_CMD_QUIT
+} pf_dash_cmd;
+
+pf_dash_cmd pf_dash_key(int key);
+
+/* The next watermark for a key press: 1% steps below 10%, 5% steps above,
+ * clamped to [0, 1] and rounded to the step so repeated presses land on
+ * round values. */
+double pf_dash_watermark_step(double w, int up);
+
+/* The next worker count: steps of 1 below 16, 4 below 64, then 16; [1, 4096]. */
+int pf_dash_workers_step(int workers, int up);
+
+/* Write the cell buffer as text, one line per row, trailing blanks trimmed. */
+void pf_dash_dump(FILE *f, const pf_cells *b);
+
+#endif

@@ -1,0 +1,93 @@
+/* tui/dash_keys.c - the dashboard's pure helpers (see dash.h): the key map,
+ * the watermark and worker steps, the text dump. Kept apart from dash.c so
+ * tests and benchmarks link them without the simulator or curses. */
+#include <math.h>
+#include <stdio.h>
+
+#include "tui/dash.h"
+
+pf_dash_cmd pf_dash_key(int key)
+{
+    switch (key) {
+    case 'w':
+        return PF_DASH_CMD_WATERMARK_DOWN;
+    case 'W':
+        return PF_DASH_CMD_WATERMARK_UP;
+    case '-':
+    case '_':
+    case '[':
+        return PF_DASH_CMD_WORKERS_DOWN;
+    case '+':
+    case '=':
+    case ']':
+        return PF_DASH_CMD_WORKERS_UP;
+    case 'v':
+    case 'V':
+        return PF_DASH_CMD_POLICY_NEXT;
+    case 'p':
+    case 'P':
+        return PF_DASH_CMD_PREEMPT_NEXT;
+    case 'm':
+    case 'M':
+        return PF_DASH_CMD_MODE_TOGGLE;
+    case ' ':
+        return PF_DASH_CMD_PAUSE_TOGGLE;
+    case 's':
+    case 'S':
+    case '.':
+        return PF_DASH_CMD_STEP;
+    case 'f':
+        return PF_DASH_CMD_SLOWER;
+    case 'F':
+        return PF_DASH_CMD_FASTER;
+    case 'r':
+    case 'R':
+        return PF_DASH_CMD_RESET;
+    case 'g':
+    case 'G':
+        return PF_DASH_CMD_GPU;
+    case '?':
+    case 'h':
+        return PF_DASH_CMD_HELP;
+    case 'q':
+    case 'Q':
+        return PF_DASH_CMD_QUIT;
+    default:
+        return PF_DASH_CMD_NONE;
+    }
+}
+
+double pf_dash_watermark_step(double w, int up)
+{
+    /* work in whole percent to avoid drifting sums of 0.01 */
+    double pct = w * 100.0;
+    double step = up ? (pct < 10.0 - 1e-9 ? 1.0 : 5.0) : (pct <= 10.0 + 1e-9 ? 1.0 : 5.0);
+    double next = up ? floor(pct / step + 1e-9) * step + step : ceil(pct / step - 1e-9) * step - step;
+    if (next < 0)
+        next = 0;
+    if (next > 100)
+        next = 100;
+    return next / 100.0;
+}
+
+int pf_dash_workers_step(int workers, int up)
+{
+    int step = workers < 16 ? 1 : workers < 64 ? 4 : 16;
+    if (!up && workers <= 64 && workers > 16)
+        step = 4;
+    if (!up && workers <= 16)
+        step = 1;
+    int next = up ? workers + step : workers - step;
+    return next < 1 ? 1 : next > 4096 ? 4096 : next;
+}
+
+void pf_dash_dump(FILE *f, const pf_cells *b)
+{
+    char line[8 * 1024];
+    for (int y = 0; y < b->h; y++) {
+        pf_cells_row_text(b, y, line, sizeof line);
+        fputs(line, f);
+        fputc('\n', f);
+    }
+}
+

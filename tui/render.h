@@ -1,0 +1,113 @@
+/* tui/render.h - draws one dashboard screen into a cell buffer.
+ *
+ * What it is: pure functions from data (a simulator snapshot, the GPU
+ * panel's state, a few UI flags) to cells. No curses, no threads, no clock:
+ * the same inputs give the same cells, so tests assert on the buffer and
+ * headless mode prints it. The curses backend (tui/term.c) copies it out.
+ *
+ * The screen (at least PF_DASH_MIN_W x PF_DASH_MIN_H; smaller buffers get a
+ * centred "terminal too small" message instead):
+ *   row 0          header: mode, step, running/paused, last status message
+ *   left column    the pool grid (one cell = N frames, coloured by owner),
+ *                  its legend, the event log
+ *   right column   counters, sparklines (decoding, stalled, preemptions),
+ *                  the current parameters
+ *   bottom         the GPU panel (naive / paged now / paged ordered at the
+ *                  seed's head shape and at a real model's), the key line
+ * Callers: tui/dash.c (live and headless), tests/test_tui_*.c, bench/.
+ */
+#ifndef PF_TUI_RENDER_H
+#define PF_TUI_RENDER_H
+
+#include <stdint.h>
+
+#include "gpu/gpu.h"
+#include "sim/sim.h"
+#include "tui/cells.h"
+
+#define PF_DASH_MIN_W 80
+#define PF_DASH_MIN_H 24
+
+/* ---- the GPU panel's state (filled by the dashboard's GPU thread) ------- */
+
+typedef enum {
+    PF_GPU_PANEL_IDLE = 0,    /* nothing run yet: says "press g"          */
+    PF_GPU_PANEL_RUNNING,     /* a background pass is in flight           */
+    PF_GPU_PANEL_UNAVAILABLE, /* no CUDA / no device: msg has the reason  */
+    PF_GPU_PANEL_ERROR,       /* the layout could not be taken: msg       */
+    PF_GPU_PANEL_DONE         /* res[] hold results (or err[] per shape)  */
+} pf_gpu_panel_state;
+
+#define PF_GPU_PANEL_SHAPES 2
+
+typedef struct {
+    const char *name;     /* "seed: 1 head, D=64, fp32" */
+    pf_gpu_head_shape hs;
+} pf_gpu_panel_shape;
+
+/* The two head shapes the panel runs: the seed's (1 head, D=64, fp32) and a
+ * real model's (Llama-3-8B: GQA 32/8, D=128, bf16). */
+extern const pf_gpu_panel_shape pf_gpu_panel_shapes[PF_GPU_PANEL_SHAPES];
+
+typedef struct {
+    int state;              /* pf_gpu_panel_state                         */
+    char msg[200];          /* reason (unavailable, error)                */
+    int64_t step;           /* simulator step of the layout               */
+    int nseqs, nframes;     /* sequences and frames in that layout         */
+    int ok[PF_GPU_PANEL_SHAPES];          /* 1: res valid, 0: err says why */
+    char err[PF_GPU_PANEL_SHAPES][120];
+    pf_gpu_pass_result res[PF_GPU_PANEL_SHAPES];
+} pf_gpu_panel;
+
+/* ---- what one screen shows ------------------------------------------------ */
+
+typedef struct {
+    const pf_sim_snapshot *snap; /* NULL before the first snapshot          */
+    const pf_gpu_panel *gpu;     /* NULL: drawn as idle                     */
+    int ascii;                   /* ASCII glyphs instead of UTF-8           */
+    int help;                    /* draw the help overlay                   */
+    const char *status;          /* last status message, may be NULL        */
+    double fps, render_ms;       /* UI figures shown on the key line; 0: hidden */
+} pf_dash_view;
+
+/* Where the grid went and at what scale; for tests and the legend. */
+typedef struct {
+    int x, y, w, h;          /* the grid's rectangle                         */
+    int frames_per_cell;     /* N >= 1                                       */
+    int cells;               /* cells used: ceil(nframes / N)                */
+    int reserve_frames;      /* ceil(watermark * nframes)                    */
+    int reserve_cells;       /* the last reserve_cells cells are marked      */
+} pf_grid_info;
+
+/* Glyph kinds of a grid cell. */
+typedef enum {
+    PF_GLYPH_USED = 0,
+    PF_GLYPH_RESERVED, /* naive: reserved, no token yet (the waste)   */
+    PF_GLYPH_SHARED,
+    PF_GLYPH_SWAPPED,
+    PF_GLYPH_FREE,
+    PF_GLYPH_RESERVE,  /* free, inside the watermark's reserve        */
+    PF_GLYPH_COUNT
+} pf_glyph_kind;
+
+uint32_t pf_render_glyph(pf_glyph_kind k, int ascii);
+
+/* The stable colour of a sequence: id * 7 mod PF_OWNER_COLORS (7 is prime
+ * to 24), so any PF_OWNER_COLORS consecutive ids get distinct colours, and
+ * any 6 consecutive ids stay distinct on an 8-colour terminal. */
+uint8_t pf_render_owner_color(int32_t owner);
+
+/* Draw the pool grid of snap into the rectangle (x, y, w, h). Every frame
+ * lands in exactly one cell; with more frames than cells, N frames share a
+ * cell, which shows their dominant state and, within it, the majority
+ * owner. info (may be NULL) receives the geometry. */
+void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *snap,
+                    int ascii, pf_grid_info *info);
+
+/* Draw the whole screen (clears the buffer first). grid (may be NULL)
+ * receives the grid's geometry; its frames_per_cell is 0 when the screen
+ * was too small or no snapshot was given. Returns 1 when the buffer was too
+ * small and got the message instead, 0 otherwise. */
+int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid);
+
+#endif

@@ -1,0 +1,215 @@
+/* tui/term.c - the curses backend (see term.h). */
+#ifndef NCURSES_WIDECHAR
+#define NCURSES_WIDECHAR 1
+#endif
+#include "tui/term.h"
+
+#include <curses.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wchar.h>
+
+static SCREEN *term_screen;
+static volatile sig_atomic_t term_active; /* curses is up: a crash must endwin */
+static volatile sig_atomic_t term_quit;   /* SIGINT / SIGTERM seen             */
+static int term_ncolors;
+static int term_atexit_done;
+
+static void on_quit(int sig)
+{
+    (void)sig;
+    term_quit = 1;
+}
+
+/* A crash: put the terminal back before dying. endwin is not
+ * async-signal-safe, but the process is about to die anyway and a shell
+ * left in raw mode in the alternate screen is the worse outcome. The signal
+ * is then re-raised with its default action (core dump, exit status). */
+static void on_crash(int sig)
+{
+    if (term_active) {
+        term_active = 0;
+        endwin();
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install(int sig, void (*fn)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = flags;
+    sigaction(sig, &sa, NULL);
+}
+
+/* 24 owner colours on a 256-colour terminal: hues spread apart, none too
+ * dark for a black background. */
+static const short owner256[PF_OWNER_COLORS] = {196, 46,  33,  226, 201, 51,  208, 141,
+                                                118, 39,  220, 163, 37,  173, 147, 214,
+                                                160, 34,  63,  190, 205, 44,  172, 99};
+static const short owner8[6] = {COLOR_RED,     COLOR_GREEN, COLOR_YELLOW,
+                                COLOR_BLUE,    COLOR_MAGENTA, COLOR_CYAN};
+
+static void setup_colors(void)
+{
+    term_ncolors = 0;
+    if (!has_colors() || start_color() != OK)
+        return;
+    use_default_colors();
+    int rich = COLORS >= 256;
+    term_ncolors = rich ? 256 : 8;
+    struct {
+        int col;
+        short fg;
+    } base[] = {
+        {PF_COL_TITLE, COLOR_CYAN},      {PF_COL_HEADER, rich ? 75 : COLOR_CYAN},
+        {PF_COL_DIM, rich ? 242 : -1},   {PF_COL_GOOD, COLOR_GREEN},
+        {PF_COL_WARN, COLOR_YELLOW},     {PF_COL_BAD, COLOR_RED},
+        {PF_COL_RESERVE, COLOR_MAGENTA}, {PF_COL_KEY, COLOR_CYAN},
+    };
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        if (base[i].col < COLOR_PAIRS)
+            init_pair((short)base[i].col, base[i].fg, -1);
+    for (int k = 0; k < PF_OWNER_COLORS; k++)
+        if (PF_COL_OWNER0 + k < COLOR_PAIRS)
+            init_pair((short)(PF_COL_OWNER0 + k), rich ? owner256[k] : owner8[k % 6], -1);
+}
+
+int pf_term_open(int no_color, char *err, size_t errlen)
+{
+    if (term_active)
+        return 0;
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        snprintf(err, errlen, "the dashboard needs a terminal (stdin/stdout are not one); try --headless");
+        return -1;
+    }
+    const char *t = getenv("TERM");
+    if (!t || !t[0]) {
+        snprintf(err, errlen, "TERM is not set; the dashboard needs a terminal type (or use --headless)");
+        return -1;
+    }
+    term_screen = newterm(NULL, stdout, stdin);
+    if (!term_screen) {
+        snprintf(err, errlen, "cannot open the terminal '%s' with curses; try --headless", t);
+        return -1;
+    }
+    set_term(term_screen);
+    term_active = 1;
+    if (!term_atexit_done) {
+        atexit(pf_term_close);
+        term_atexit_done = 1;
+    }
+    cbreak(); /* not raw(): Ctrl-C stays a signal, handled below */
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    /* no typeahead check during refresh: curses would poll stdin and flush
+     * its output before every few lines; keys are read between frames */
+    typeahead(-1);
+    /* ncurses 6.x flushes its output after every cursor movement while the
+     * screen is still in its "initial" state (meant for low-level terminfo
+     * programs calling mvcur), which turned one frame into hundreds of tiny
+     * writes. One refresh / endwin / refresh cycle moves it to "running":
+     * measured with strace, about 800 writes/s became about 27 (one per
+     * frame) on a busy 120x40 grid. */
+    refresh();
+    endwin();
+    refresh();
+    if (!no_color)
+        setup_colors();
+    /* after newterm, so ours replace curses' own SIGINT/SIGTERM handlers;
+     * curses keeps its SIGWINCH handler, which gives KEY_RESIZE */
+    install(SIGINT, on_quit, 0);
+    install(SIGTERM, on_quit, 0);
+    install(SIGHUP, on_quit, 0);
+    install(SIGSEGV, on_crash, SA_RESETHAND);
+    install(SIGABRT, on_crash, SA_RESETHAND);
+    install(SIGBUS, on_crash, SA_RESETHAND);
+    install(SIGFPE, on_crash, SA_RESETHAND);
+    return 0;
+}
+
+void pf_term_close(void)
+{
+    if (!term_active)
+        return;
+    term_active = 0;
+    curs_set(1);
+    endwin();
+    if (term_screen) {
+        delscreen(term_screen);
+        term_screen = NULL;
+    }
+    fflush(stdout);
+}
+
+void pf_term_size(int *w, int *h)
+{
+    int y, x;
+    getmaxyx(stdscr, y, x);
+    *w = x;
+    *h = y;
+}
+
+static attr_t map_attr(uint8_t a)
+{
+    attr_t r = A_NORMAL;
+    if (a & PF_ATTR_BOLD)
+        r |= A_BOLD;
+    if (a & PF_ATTR_DIM)
+        r |= A_DIM;
+    if (a & PF_ATTR_REVERSE)
+        r |= A_REVERSE;
+    if (a & PF_ATTR_UNDERLINE)
+        r |= A_UNDERLINE;
+    return r;
+}
+
+void pf_term_draw(const pf_cells *b, int full)
+{
+    if (!term_active)
+        return;
+    if (full)
+        clearok(curscr, TRUE);
+    int sw, sh;
+    pf_term_size(&sw, &sh);
+    int w = b->w < sw ? b->w : sw, h = b->h < sh ? b->h : sh;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const pf_cell *c = &b->cells[(size_t)y * (size_t)b->w + (size_t)x];
+            short pair = 0;
+            if (term_ncolors && c->color < COLOR_PAIRS)
+                pair = c->color;
+            wchar_t wc[2] = {(wchar_t)c->ch, 0};
+            cchar_t cc;
+            setcchar(&cc, wc, map_attr(c->attr), pair, NULL);
+            /* the bottom-right cell returns ERR (the cursor cannot advance)
+             * but is drawn; nothing to handle */
+            mvadd_wch(y, x, &cc);
+        }
+    refresh();
+}
+
+int pf_term_getkey(int timeout_ms)
+{
+    if (!term_active)
+        return PF_TERM_KEY_NONE;
+    timeout(timeout_ms);
+    int ch = getch();
+    if (ch == ERR)
+        return PF_TERM_KEY_NONE;
+    if (ch == KEY_RESIZE)
+        return PF_TERM_KEY_RESIZE;
+    return ch;
+}
+
+int pf_term_quit_requested(void) { return term_quit != 0; }
+
+int pf_term_colors(void) { return term_ncolors; }
