@@ -272,23 +272,7 @@ int pf_sim_start(pf_sim *sim)
 {
     if (!sim || sim->running)
         return PF_ERR_ARG;
-    if (sim->p.mode == PF_SIM_PAGED && sim->p.naive_throughput > 0.0)
-        sim->naive_tput = sim->p.naive_throughput;
-    if (sim->p.mode == PF_SIM_PAGED && !(sim->naive_tput > 0.0)) {
-        /* The naive baseline for throughput_vs_naive, computed once before
-         * any thread exists (it runs its own deterministic simulator). */
-        pf_sim_stats st;
-        pf_sim_params np = sim->p;
-        np.mode = PF_SIM_NAIVE;
-        np.engine = PF_ENGINE_DETERMINISTIC;
-        pf_jobs j = {sim->jobs, sim->njobs, 0};
-        pf_sim *n = pf_sim_create(&np, &j, NULL, 0);
-        if (n) {
-            if (pf_sim_run(n, &st) == PF_OK)
-                sim->naive_tput = st.throughput;
-            pf_sim_destroy(n);
-        }
-    }
+    pf_sim__ensure_baseline(sim); /* before any thread exists */
     return pf_sim__thr_start(sim, 1);
 }
 

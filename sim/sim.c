@@ -690,6 +690,8 @@ int pf_sim_step(pf_sim *sim)
         if (sim->p.engine == PF_ENGINE_THREADED || sim->driver_started)
             return pf_sim_single_step(sim) == PF_OK ? 0 : PF_ERR_ARG;
     }
+    if (!sim->running)
+        pf_sim__ensure_baseline(sim);
     SIM_LOCK(sim);
     if (!sim->done)
         pf_sim__det_step(sim);
@@ -717,6 +719,20 @@ static double naive_throughput_of(const pf_sim_params *p, const pf_job *jobs, in
     return t;
 }
 
+/* Make sure a paged simulator knows its naive baseline before it runs: the
+ * caller's figure when it passed one (cmd_sim runs naive itself), else a
+ * private deterministic naive run over the same jobs (milliseconds). Called
+ * before any worker thread exists, so it needs no lock. */
+void pf_sim__ensure_baseline(pf_sim *sim)
+{
+    if (sim->p.mode != PF_SIM_PAGED || sim->naive_tput > 0.0)
+        return;
+    if (sim->p.naive_throughput > 0.0)
+        sim->naive_tput = sim->p.naive_throughput;
+    else
+        sim->naive_tput = naive_throughput_of(&sim->p, sim->jobs, sim->njobs);
+}
+
 int pf_sim_run(pf_sim *sim, pf_sim_stats *out)
 {
     if (!sim)
@@ -727,10 +743,7 @@ int pf_sim_run(pf_sim *sim, pf_sim_stats *out)
         pf_sim__reset_locked(sim);
     if (sim->p.mode == PF_SIM_NAIVE)
         sim->naive_tput = 0.0;
-    else if (sim->p.naive_throughput > 0.0)
-        sim->naive_tput = sim->p.naive_throughput;
-    else if (!(sim->naive_tput > 0.0))
-        sim->naive_tput = naive_throughput_of(&sim->p, sim->jobs, sim->njobs);
+    pf_sim__ensure_baseline(sim);
     int rc = PF_OK;
     if (sim->p.engine == PF_ENGINE_THREADED) {
         rc = pf_sim__thr_start(sim, 0);

@@ -145,6 +145,7 @@ void pf_sim__slot_step(pf_sim *s, int w, int *tmp);
 void pf_sim__end_step(pf_sim *s);
 void pf_sim__det_step(pf_sim *s); /* begin, every slot in rotating order, end */
 void pf_sim__reset_locked(pf_sim *s);
+void pf_sim__ensure_baseline(pf_sim *s); /* naive throughput for a paged run */
 void pf_sim__apply_workers_locked(pf_sim *s, int workers);
 void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o);
 
