@@ -44,26 +44,32 @@
 
 /* ---- names and defaults ------------------------------------------------- */
 
+/* Name tables, indexed by the enums and NULL-terminated, so the command-line
+ * choices (tui/simflags.c) and every printed name come from one place. */
+const char *const pf_sim_mode_names[] = {"naive", "paged", NULL};
+const char *const pf_victim_names[] = {"faulting",    "newest",          "fewest-generated",
+                                       "most-frames", "lowest-priority", NULL};
+const char *const pf_preempt_names[] = {"recompute", "swap", NULL};
+const char *const pf_engine_names[] = {"deterministic", "threaded", NULL};
+
 const char *pf_sim_mode_name(pf_sim_mode m)
 {
-    return m == PF_SIM_NAIVE ? "naive" : m == PF_SIM_PAGED ? "paged" : "?";
+    return (unsigned)m <= PF_SIM_PAGED ? pf_sim_mode_names[m] : "?";
 }
 
 const char *pf_victim_name(pf_victim_policy p)
 {
-    static const char *const n[] = {"faulting", "newest", "fewest-generated", "most-frames",
-                                    "lowest-priority"};
-    return (unsigned)p < PF_VICTIM_COUNT ? n[p] : "?";
+    return (unsigned)p < PF_VICTIM_COUNT ? pf_victim_names[p] : "?";
 }
 
 const char *pf_preempt_name(pf_preempt_mode m)
 {
-    return m == PF_PREEMPT_RECOMPUTE ? "recompute" : m == PF_PREEMPT_SWAP ? "swap" : "?";
+    return (unsigned)m < PF_PREEMPT_COUNT ? pf_preempt_names[m] : "?";
 }
 
 const char *pf_engine_name(pf_engine e)
 {
-    return e == PF_ENGINE_DETERMINISTIC ? "deterministic" : e == PF_ENGINE_THREADED ? "threaded" : "?";
+    return (unsigned)e <= PF_ENGINE_THREADED ? pf_engine_names[e] : "?";
 }
 
 const char *pf_event_name(pf_event_kind k)

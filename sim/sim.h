@@ -77,6 +77,12 @@ typedef enum { PF_PREEMPT_RECOMPUTE = 0, PF_PREEMPT_SWAP = 1, PF_PREEMPT_COUNT }
 
 typedef enum { PF_ENGINE_DETERMINISTIC = 0, PF_ENGINE_THREADED = 1 } pf_engine;
 
+/* NULL-terminated name tables indexed by the enums (command-line choices). */
+extern const char *const pf_sim_mode_names[];
+extern const char *const pf_victim_names[];
+extern const char *const pf_preempt_names[];
+extern const char *const pf_engine_names[];
+
 const char *pf_sim_mode_name(pf_sim_mode m);
 const char *pf_victim_name(pf_victim_policy p);   /* "faulting", "newest", "fewest-generated", "most-frames", "lowest-priority" */
 const char *pf_preempt_name(pf_preempt_mode m);   /* "recompute", "swap" */

@@ -26,143 +26,34 @@
 #include "tui/cli.h"
 #include "tui/commands.h"
 #include "tui/report.h"
+#include "tui/simflags.h"
 
 #define PROG "pagefault sim"
 #define SIM_MAX_SWEEP 64
 
-static const char *const policy_names[] = {"faulting", "newest", "fewest-generated", "most-frames",
-                                           "lowest-priority", NULL};
-static const char *const preempt_names[] = {"recompute", "swap", NULL};
-static const char *const engine_names[] = {"deterministic", "threaded", NULL};
-
 typedef struct {
-    int jobs, workers, pool_blocks, block_size, max_len;
-    double watermark;
-    int policy, preempt, engine;
-    long long seed;
-    const char *trace;
-    double step_ms;
-    int tick_us;
-    double arrival_rate;
-    int stall_limit;
-    double recompute_cost, swap_cost;
-    int swap_blocks, pingpong_window;
+    pf_simflags f; /* the simulator's flags, shared with the dashboard */
     int format;
     const char *sweep;
 } sim_args;
 
 static void args_default(sim_args *a)
 {
-    pf_sim_params p;
-    pf_sim_params_default(&p);
     memset(a, 0, sizeof *a);
-    a->jobs = 512;
-    a->workers = p.workers;
-    a->pool_blocks = p.cfg.pool_blocks;
-    a->block_size = p.cfg.block_size;
-    a->max_len = p.cfg.max_seq_len;
-    a->watermark = p.watermark;
-    a->policy = (int)p.policy;
-    a->preempt = (int)p.preempt;
-    a->engine = PF_ENGINE_DETERMINISTIC;
-    a->seed = 42;
-    a->step_ms = 20.0;
-    a->tick_us = 0;
-    a->arrival_rate = 0.0;
-    a->stall_limit = p.stall_limit;
-    a->recompute_cost = p.recompute_cost;
-    a->swap_cost = p.swap_cost_per_page;
-    a->swap_blocks = p.swap_host_blocks;
-    a->pingpong_window = p.pingpong_window;
+    pf_simflags_default(&a->f, PF_ENGINE_DETERMINISTIC);
+    a->f.p.tick_us = 0; /* threaded runs go as fast as they can */
     a->format = PF_FMT_TABLE;
 }
 
 /* The flag table points into *a; built per call so sweeps can re-point. */
+#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 2)
 static void make_opts(pf_opt *o, sim_args *a)
 {
-    pf_opt t[] = {
-        {"jobs", PF_OPT_INT, &a->jobs, 1, 1000000, NULL, "N", "jobs from the seed's mix (ignored with --trace)", 0},
-        {"workers", PF_OPT_INT, &a->workers, 1, 4096, NULL, "N", "concurrent sequence slots", 0},
-        {"pool-blocks", PF_OPT_INT, &a->pool_blocks, 1, 4194304, NULL, "N", "frames in the KV pool", 0},
-        {"block-size", PF_OPT_INT, &a->block_size, 1, 65536, NULL, "N", "tokens per block", 0},
-        {"max-len", PF_OPT_INT, &a->max_len, 2, 16777216, NULL, "N",
-         "MAX_SEQ_LEN: naive reservation; longer trace requests are skipped", 0},
-        {"watermark", PF_OPT_DOUBLE, &a->watermark, 0, 1, NULL, "F",
-         "paged admission keeps this fraction of the pool free", 0},
-        {"policy", PF_OPT_CHOICE, &a->policy, 0, 0, policy_names, NULL, "victim of a page fault", 0},
-        {"preempt", PF_OPT_CHOICE, &a->preempt, 0, 0, preempt_names, NULL, "preemption mode", 0},
-        {"engine", PF_OPT_CHOICE, &a->engine, 0, 0, engine_names, NULL, "simulation engine", 0},
-        {"seed", PF_OPT_I64, &a->seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
-        {"trace", PF_OPT_STRING, &a->trace, 0, 0, NULL, "FILE",
-         "jobs from a trace: arrival,prompt,output CSV or the Azure LLM trace format", 0},
-        {"step-ms", PF_OPT_DOUBLE, &a->step_ms, 0.001, 1e6, NULL, "MS",
-         "Azure trace: wall-clock milliseconds per simulated step", 0},
-        {"tick-us", PF_OPT_INT, &a->tick_us, 0, 10000000, NULL, "US",
-         "threaded engine: wall time per step (0 = as fast as possible)", 0},
-        {"arrival-rate", PF_OPT_DOUBLE, &a->arrival_rate, 0, 1e6, NULL, "R",
-         "generated jobs arrive R per step (0 = all at step 0, the seed's)", 0},
-        {"stall-limit", PF_OPT_INT, &a->stall_limit, 0, 1000000, NULL, "N",
-         "steps a faulting sequence stalls before a victim is preempted", 0},
-        {"recompute-cost", PF_OPT_DOUBLE, &a->recompute_cost, 0, 1e6, NULL, "F",
-         "steps per recomputed token after a recompute preemption", 0},
-        {"swap-cost", PF_OPT_DOUBLE, &a->swap_cost, 0, 1e6, NULL, "F",
-         "steps per page copied to or from host swap", 0},
-        {"swap-blocks", PF_OPT_INT, &a->swap_blocks, 0, 1 << 30, NULL, "N", "host swap capacity in blocks", 0},
-        {"pingpong-window", PF_OPT_INT, &a->pingpong_window, 0, 1 << 30, NULL, "K",
-         "ping-pong: preempted again within K steps of readmission", 0},
-        {"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0},
-        {"sweep", PF_OPT_STRING, &a->sweep, 0, 0, NULL, "NAME=V1,V2,...",
-         "re-run for each value of a numeric flag, e.g. watermark=0,0.02,0.3", 0},
-        {0},
-    };
-    memcpy(o, t, sizeof t);
-}
-#define SIM_NOPTS 22
-
-static void params_from(const sim_args *a, pf_sim_params *p, pf_sim_mode mode)
-{
-    pf_sim_params_default(p);
-    p->cfg.block_size = a->block_size;
-    p->cfg.max_seq_len = a->max_len;
-    p->cfg.pool_blocks = a->pool_blocks;
-    p->mode = mode;
-    p->engine = (pf_engine)a->engine;
-    p->watermark = a->watermark;
-    p->workers = a->workers;
-    p->policy = (pf_victim_policy)a->policy;
-    p->preempt = (pf_preempt_mode)a->preempt;
-    p->swap_host_blocks = a->swap_blocks;
-    p->swap_cost_per_page = a->swap_cost;
-    p->recompute_cost = a->recompute_cost;
-    p->tick_us = a->tick_us;
-    p->pingpong_window = a->pingpong_window;
-    p->seed = (uint64_t)a->seed;
-    p->stall_limit = a->stall_limit;
-}
-
-/* Jobs for the current arguments. Returns 0, or 2 after a one-line error. */
-static int load_jobs(const sim_args *a, pf_jobs *jobs, int *warned_rejects)
-{
-    if (a->trace) {
-        char err[512];
-        int rc = pf_jobs_load_trace(jobs, a->trace, a->step_ms, a->max_len, err, sizeof err);
-        if (rc != PF_OK) {
-            fprintf(stderr, "%s: %s\n", PROG, err);
-            return 2;
-        }
-        if (jobs->rejected > 0 && !*warned_rejects) {
-            fprintf(stderr, "%s: %s: skipped %d requests longer than --max-len %d (raise --max-len to keep them)\n",
-                    PROG, a->trace, jobs->rejected, a->max_len);
-            *warned_rejects = 1;
-        }
-        return 0;
-    }
-    if (pf_jobs_generate(jobs, (uint64_t)a->seed, a->jobs, pf_mix_seed(), a->arrival_rate, a->max_len) !=
-        PF_OK) {
-        fprintf(stderr, "%s: cannot generate %d jobs\n", PROG, a->jobs);
-        return 2;
-    }
-    return 0;
+    int n = pf_simflags_opts(&a->f, o, 0);
+    o[n++] = (pf_opt){"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0};
+    o[n++] = (pf_opt){"sweep", PF_OPT_STRING, &a->sweep, 0, 0, NULL, "NAME=V1,V2,...",
+                      "re-run for each value of a numeric flag, e.g. watermark=0,0.02,0.3", 0};
+    o[n] = (pf_opt){0};
 }
 
 /* One run. Returns 0, 2 (bad parameters) or 1 (could not finish). */
@@ -170,7 +61,8 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
                    pf_sim_stats *st)
 {
     pf_sim_params p;
-    params_from(a, &p, mode);
+    pf_simflags_params(&a->f, &p);
+    p.mode = mode;
     p.naive_throughput = naive_tput; /* known: no second naive run inside */
     char err[256];
     pf_sim *s = pf_sim_create(&p, jobs, err, sizeof err);
@@ -182,7 +74,7 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
     pf_sim_destroy(s);
     if (rc == PF_ERR_RANGE) {
         fprintf(stderr, "%s: %s run cannot finish: a waiting job can never be admitted (watermark %.3g, pool %d blocks)\n",
-                PROG, pf_sim_mode_name(mode), a->watermark, a->pool_blocks);
+                PROG, pf_sim_mode_name(mode), a->f.p.watermark, a->f.p.cfg.pool_blocks);
         return 1;
     }
     if (rc != PF_OK) {
@@ -250,7 +142,7 @@ int pf_cmd_sim(int argc, char **argv)
                     opts);
         return 0;
     }
-    if (rc != PF_CLI_OK)
+    if (rc != PF_CLI_OK || pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK)
         return 2;
 
     /* --sweep NAME=v1,v2,...: every value is checked through the flag
@@ -292,7 +184,7 @@ int pf_cmd_sim(int argc, char **argv)
         }
     }
 
-    int status = 0, warned = 0;
+    int status = 0;
     pf_report *r = pf_report_new();
     if (!r) {
         free(sweep_buf);
@@ -300,27 +192,27 @@ int pf_cmd_sim(int argc, char **argv)
     }
     /* The config section shows the base flags; a sweep names its column. */
     pf_jobs jobs = {0};
-    status = load_jobs(&a, &jobs, &warned);
+    status = pf_simflags_jobs(PROG, &a.f, &jobs, 1);
     if (status)
         goto out;
     pf_report_section(r, "config", "Configuration");
-    pf_report_str(r, "jobs_source", "workload", a.trace ? a.trace : "seed mix");
+    pf_report_str(r, "jobs_source", "workload", a.f.trace ? a.f.trace : "seed mix");
     pf_report_num(r, "num_jobs", "jobs", jobs.njobs, "%.0f", NULL);
-    if (a.trace)
+    if (a.f.trace)
         pf_report_num(r, "num_rejected", "rejected (longer than max-len)", jobs.rejected, "%.0f", NULL);
-    pf_report_num(r, "workers", "workers", a.workers, "%.0f", NULL);
-    pf_report_num(r, "num_gpu_blocks", "pool blocks", a.pool_blocks, "%.0f", NULL);
-    pf_report_num(r, "block_size", "block size", a.block_size, "%.0f", "tokens");
-    pf_report_num(r, "max_model_len", "max sequence length", a.max_len, "%.0f", "tokens");
-    pf_report_num(r, "watermark", "watermark", a.watermark, "%.3g", NULL);
-    pf_report_str(r, "preemption_victim", "victim policy", policy_names[a.policy]);
-    pf_report_str(r, "preemption_mode", "preemption", preempt_names[a.preempt]);
-    pf_report_str(r, "engine", "engine", engine_names[a.engine]);
-    pf_report_num(r, "seed", "seed", (double)a.seed, "%.0f", NULL);
-    pf_report_num(r, "stall_limit", "stall limit", a.stall_limit, "%.0f", "steps");
-    pf_report_num(r, "recompute_cost", "recompute cost", a.recompute_cost, "%g", "steps/token");
-    pf_report_num(r, "swap_cost", "swap cost", a.swap_cost, "%g", "steps/page");
-    pf_report_num(r, "swap_space_blocks", "host swap", a.swap_blocks, "%.0f", "blocks");
+    pf_report_num(r, "workers", "workers", a.f.p.workers, "%.0f", NULL);
+    pf_report_num(r, "num_gpu_blocks", "pool blocks", a.f.p.cfg.pool_blocks, "%.0f", NULL);
+    pf_report_num(r, "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
+    pf_report_num(r, "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f", "tokens");
+    pf_report_num(r, "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
+    pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
+    pf_report_str(r, "preemption_mode", "preemption", pf_preempt_names[a.f.preempt]);
+    pf_report_str(r, "engine", "engine", pf_engine_names[a.f.engine]);
+    pf_report_num(r, "seed", "seed", (double)a.f.seed, "%.0f", NULL);
+    pf_report_num(r, "stall_limit", "stall limit", a.f.p.stall_limit, "%.0f", "steps");
+    pf_report_num(r, "recompute_cost", "recompute cost", a.f.p.recompute_cost, "%g", "steps/token");
+    pf_report_num(r, "swap_cost", "swap cost", a.f.p.swap_cost_per_page, "%g", "steps/page");
+    pf_report_num(r, "swap_space_blocks", "host swap", a.f.p.swap_host_blocks, "%.0f", "blocks");
     pf_jobs_free(&jobs);
 
     {
@@ -352,7 +244,7 @@ int pf_cmd_sim(int argc, char **argv)
             }
             fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, sweep_name, vals[k], k + 1, nvals);
         }
-        status = load_jobs(&cur, &jobs, &warned);
+        status = pf_simflags_jobs(PROG, &cur.f, &jobs, 0);
         if (status)
             goto out;
         pf_sim_stats naive, paged;

@@ -42,24 +42,16 @@
 #include "tui/commands.h"
 #include "tui/bridge.h"
 #include "tui/render.h"
+#include "tui/simflags.h"
 #include "tui/term.h"
 
 /* ---- options ----------------------------------------------------------------- */
 
 typedef struct {
-    pf_sim_params p;
-    int jobs, policy, preempt, engine, mode;
-    long long seed;
-    double arrival_rate, step_ms;
-    const char *trace;
+    pf_simflags sf;  /* the simulator's flags, shared with `pagefault sim` */
+    pf_sim_params p; /* what they say, after parsing                      */
     int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
 } dash_opts;
-
-static const char *const mode_choices[] = {"naive", "paged", NULL};
-static const char *const policy_choices[] = {"faulting",    "newest",          "fewest-generated",
-                                             "most-frames", "lowest-priority", NULL};
-static const char *const preempt_choices[] = {"recompute", "swap", NULL};
-static const char *const engine_choices[] = {"deterministic", "threaded", NULL};
 
 static const char dash_summary[] =
     "The live dashboard of the KV block pool: the pool as a grid coloured by owning sequence,\n"
@@ -179,36 +171,12 @@ static void gpu_start(gpu_ctl *g, char *status, size_t len)
 
 /* ---- setup shared by both modes -------------------------------------------- */
 
-static void opts_apply(dash_opts *o)
-{
-    o->p.policy = (pf_victim_policy)o->policy;
-    o->p.preempt = (pf_preempt_mode)o->preempt;
-    o->p.engine = (pf_engine)o->engine;
-    o->p.mode = (pf_sim_mode)o->mode;
-    o->p.seed = (uint64_t)o->seed;
-}
-
 static pf_sim *make_sim(dash_opts *o, pf_jobs *jobs, int *status)
 {
     char err[256] = "";
-    *status = 0;
-    int rc;
-    if (o->trace)
-        rc = pf_jobs_load_trace(jobs, o->trace, o->step_ms, o->p.cfg.max_seq_len, err, sizeof err);
-    else
-        rc = pf_jobs_generate(jobs, o->p.seed, o->jobs, pf_mix_seed(), o->arrival_rate,
-                              o->p.cfg.max_seq_len);
-    if (rc != PF_OK) {
-        fprintf(stderr, "pagefault: %s\n", err[0] ? err : pf_strerror(rc));
-        *status = 2;
+    *status = pf_simflags_jobs("pagefault", &o->sf, jobs, 1);
+    if (*status)
         return NULL;
-    }
-    if (jobs->njobs < 1) {
-        fprintf(stderr, "pagefault: no jobs to run (every trace job longer than --max-len %d?)\n",
-                o->p.cfg.max_seq_len);
-        *status = 2;
-        return NULL;
-    }
     pf_sim *sim = pf_sim_create(&o->p, jobs, err, sizeof err);
     if (!sim) {
         fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
@@ -510,40 +478,13 @@ int pf_cmd_dash(int argc, char **argv)
     const char *prog = "pagefault";
     dash_opts o;
     memset(&o, 0, sizeof o);
-    pf_sim_params_default(&o.p);
-    o.p.engine = PF_ENGINE_THREADED; /* the live view shows real threads */
-    o.jobs = 512;
-    o.policy = (int)o.p.policy;
-    o.preempt = (int)o.p.preempt;
-    o.engine = (int)o.p.engine;
-    o.mode = (int)o.p.mode;
-    o.seed = (long long)o.p.seed;
-    o.step_ms = 1000.0;
+    pf_simflags_default(&o.sf, PF_ENGINE_THREADED); /* the live view shows real threads */
     o.width = 120;
     o.height = 40;
 
-    pf_opt opts[] = {
-        {"jobs", PF_OPT_INT, &o.jobs, 1, 1000000, NULL, "N", "jobs from the seed's length mix", 0},
-        {"trace", PF_OPT_STRING, &o.trace, 0, 0, NULL, "FILE",
-         "jobs from a trace (arrival,prompt,output CSV or the Azure format)", 0},
-        {"step-ms", PF_OPT_DOUBLE, &o.step_ms, 0.001, 1e9, NULL, "MS",
-         "trace: wall-clock milliseconds per simulator step", 0},
-        {"arrival-rate", PF_OPT_DOUBLE, &o.arrival_rate, 0, 1e6, NULL, "R",
-         "jobs arriving per step (0: all at step 0, as in the seed)", 0},
-        {"workers", PF_OPT_INT, &o.p.workers, 1, 4096, NULL, "N", "concurrent sequence slots", 0},
-        {"pool-blocks", PF_OPT_INT, &o.p.cfg.pool_blocks, 1, 1 << 24, NULL, "N", "frames in the pool", 0},
-        {"block-size", PF_OPT_INT, &o.p.cfg.block_size, 1, 4096, NULL, "TOKENS", "tokens per frame", 0},
-        {"max-len", PF_OPT_INT, &o.p.cfg.max_seq_len, 1, 1 << 20, NULL, "TOKENS",
-         "longest sequence (naive reserves this much)", 0},
-        {"mode", PF_OPT_CHOICE, &o.mode, 0, 0, mode_choices, NULL, "allocation mode", 0},
-        {"watermark", PF_OPT_DOUBLE, &o.p.watermark, 0, 1, NULL, "F",
-         "fraction of the pool admission keeps free", 0},
-        {"policy", PF_OPT_CHOICE, &o.policy, 0, 0, policy_choices, NULL, "preemption victim", 0},
-        {"preempt", PF_OPT_CHOICE, &o.preempt, 0, 0, preempt_choices, NULL, "preemption mode", 0},
-        {"engine", PF_OPT_CHOICE, &o.engine, 0, 0, engine_choices, NULL,
-         "simulator engine (headless always steps the deterministic one)", 0},
-        {"seed", PF_OPT_I64, &o.seed, 0, 9007199254740991.0, NULL, "N", "workload seed", 0},
-        {"tick-us", PF_OPT_INT, &o.p.tick_us, 1, 2000000, NULL, "US", "wall time per step (live)", 0},
+    pf_opt opts[PF_SIMFLAGS_NOPTS + 9];
+    int nsim = pf_simflags_opts(&o.sf, opts, 1);
+    const pf_opt own[] = {
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
          "no terminal: print the screen as text, then a summary", 0},
         {"ticks", PF_OPT_INT, &o.ticks, 0, 100000000, NULL, "N",
@@ -559,28 +500,25 @@ int pf_cmd_dash(int argc, char **argv)
          "no colours (also when NO_COLOR is set)", 0},
         {0},
     };
+    memcpy(opts + nsim, own, sizeof own);
     int rc = pf_cli_parse(prog, opts, argc, argv);
     if (rc == PF_CLI_HELP) {
         pf_cli_help(stdout, prog, dash_summary, opts);
         return 0;
     }
-    if (rc != PF_CLI_OK)
+    if (rc != PF_CLI_OK || pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
     static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu"};
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
         if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
             return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
-    if (pf_cli_find(opts, "step-ms")->seen && !o.trace)
-        return pf_cli_error(prog, "--step-ms needs --trace");
-    if (o.trace && pf_cli_find(opts, "jobs")->seen)
-        return pf_cli_error(prog, "--jobs and --trace exclude each other");
     const char *nc = getenv("NO_COLOR");
     if (nc && nc[0]) /* https://no-color.org: set and non-empty */
         o.no_color = 1;
     o.ascii = want_ascii(o.ascii);
     if (o.headless)
-        o.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
-    opts_apply(&o);
+        o.sf.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
+    pf_simflags_params(&o.sf, &o.p);
 
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);
