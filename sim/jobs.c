@@ -371,6 +371,10 @@ int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_s
         snprintf(err, errlen, "%s:1: empty file (expected a header line)", path);
         goto done;
     }
+    if (n == 0 && rejected == 0) {
+        snprintf(err, errlen, "%s: no jobs after the header line", path);
+        goto done;
+    }
     if (n == 0) {
         snprintf(err, errlen, "%s: no job fits (rejected %d longer than max_seq_len %d)", path, rejected,
                  max_seq_len);

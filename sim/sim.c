@@ -621,7 +621,11 @@ void pf_sim__slot_step(pf_sim *s, int w, int *tmp)
 
 /* Fold the step's counters into the totals and the history. A run is
  * stuck when nothing holds a frame, no job is in flight and the waiting
- * ones still cannot be admitted: then no later step can differ. */
+ * ones still cannot be admitted: then no later step can differ. A step in
+ * which a sequence decoded (its last token frees its frames and its slot)
+ * or was preempted changed the state, so it is never stuck: with one
+ * worker every finish leaves the pool empty and the next job is taken
+ * only in the following step. */
 void pf_sim__end_step(pf_sim *s)
 {
     int running = 0, bound = 0, swapped = s->sqlen, hi = 0;
@@ -669,7 +673,7 @@ void pf_sim__end_step(pf_sim *s)
     if (s->finished == s->njobs)
         s->done = 1;
     s->stuck = !s->done && running == 0 && used == 0 && s->cur.admitted == 0 && s->cur.busy == 0 &&
-               (s->qlen + bound + swapped) > 0;
+               s->cur.decoding == 0 && s->cur.preempted == 0 && (s->qlen + bound + swapped) > 0;
 }
 
 /* ---- the deterministic engine ------------------------------------------- */
@@ -701,7 +705,9 @@ int pf_sim_step(pf_sim *sim)
     SIM_LOCK(sim);
     if (!sim->done)
         pf_sim__det_step(sim);
-    int r = sim->done ? 1 : 0;
+    /* stuck (as pf_sim_run reports it): a caller stepping until done would
+     * otherwise loop forever; the step itself was still taken */
+    int r = sim->done ? 1 : sim->stuck ? PF_ERR_RANGE : 0;
     SIM_UNLOCK(sim);
     return r;
 }
@@ -869,8 +875,10 @@ int pf_sim_single_step(pf_sim *sim)
         pthread_cond_broadcast(&sim->ctl_cv);
     }
     SIM_UNLOCK(sim);
-    if (!ok && !sim->running)
-        return pf_sim_step(sim) < 0 ? PF_ERR_ARG : PF_OK;
+    if (!ok && !sim->running) {
+        int r = pf_sim_step(sim); /* a step that leaves the run stuck still stepped */
+        return r < 0 && r != PF_ERR_RANGE ? PF_ERR_ARG : PF_OK;
+    }
     return ok ? PF_OK : PF_ERR_ARG;
 }
 

@@ -156,7 +156,9 @@ void pf_sim_destroy(pf_sim *sim); /* stops threads first if running */
 int pf_sim_run(pf_sim *sim, pf_sim_stats *out);
 
 /* Advance one step (deterministic engine, or a paused threaded one).
- * Returns 1 when all jobs are done, 0 otherwise, <0 on error. */
+ * Returns 1 when all jobs are done, 0 otherwise, <0 on error; PF_ERR_RANGE
+ * when, after the step, the run is stuck (a waiting job can never be
+ * admitted; pf_sim_run's PF_ERR_RANGE). */
 int pf_sim_step(pf_sim *sim);
 
 /* Live mode: start the engine in the background (threaded: worker threads;

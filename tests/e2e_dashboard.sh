@@ -54,6 +54,11 @@ wait_change() {
 
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
+# A session that lives for the whole test keeps the server up: killing the
+# only session makes tmux exit, and the next new-session could reach the
+# dying server ("server exited unexpectedly"), which made this test flaky.
+$T new-session -d -s keep -x 80 -y 24 "sleep 600" || fail "cannot start tmux"
+
 # ---- run 1: the keys -----------------------------------------------------
 $T new-session -d -s pf -x 120 -y 40 "'$BIN'; echo PF_EXIT=\$?; sleep 120" ||
     fail "cannot start tmux"

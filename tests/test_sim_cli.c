@@ -123,3 +123,58 @@ Test(sim_cli, sweep_rows)
     cr_assert_eq(naive, 2, "workers changes naive too\n%s", o);
     free(o);
 }
+
+/* Expect exit 2, nothing on stdout, one stderr line containing `what`. */
+static void expect_usage(const char *const *args, int n, const char *what)
+{
+    int rc = run(args, n);
+    char *o = slurp(out_path), *e = slurp(err_path);
+    cr_assert_eq(rc, 2, "%s: exit %d", args[n - 1], rc);
+    cr_assert_str_empty(o, "%s: printed on stdout", args[n - 1]);
+    cr_assert(strstr(e, what) != NULL, "stderr should name '%s': %s", what, e);
+    cr_assert(strchr(e, '\n') == e + strlen(e) - 1, "one line: %s", e);
+    free(o);
+    free(e);
+}
+
+/* Audit regressions: an empty sweep value was skipped silently, a swept flag
+ * that the other flags make meaningless (jobs with --trace, step-ms without
+ * it) ran identical rows, --arrival-rate was ignored with --trace, and one
+ * worker could not finish ("a waiting job can never be admitted"). */
+Test(sim_cli, sweep_and_combination_errors)
+{
+    char trace[64];
+    snprintf(trace, sizeof trace, "/tmp/pf_sim_ok_%d.csv", (int)getpid());
+    FILE *f = fopen(trace, "w");
+    cr_assert_not_null(f);
+    fputs("arrival,prompt,output\n0,10,10\n1,20,5\n", f);
+    fclose(f);
+    const char *a[] = {"--jobs", "8", "--sweep", "watermark=0,,0.1"};
+    expect_usage(a, 4, "empty value");
+    const char *b[] = {"--jobs", "8", "--sweep", "watermark=0.1,"};
+    expect_usage(b, 4, "empty value");
+    const char *c[] = {"--trace", trace, "--sweep", "jobs=5,6"};
+    expect_usage(c, 4, "--jobs");
+    const char *d[] = {"--sweep", "step-ms=1,2"};
+    expect_usage(d, 2, "--step-ms");
+    const char *e[] = {"--trace", trace, "--arrival-rate", "2"};
+    expect_usage(e, 4, "--arrival-rate");
+    const char *g[] = {"--trace", trace, "--sweep", "step-ms=1,2", "--format", "csv"};
+    int rc = run(g, 6);
+    unlink(trace);
+    cr_assert_eq(rc, 0, "step-ms sweeps a trace");
+}
+
+Test(sim_cli, one_worker_finishes)
+{
+    const char *a[] = {"--jobs", "8", "--workers", "1", "--format", "csv"};
+    for (int e = 0; e < 2; e++) {
+        const char *b[] = {"--jobs", "8", "--workers", "1", "--engine", "threaded", "--format", "csv"};
+        int rc = e ? run(b, 8) : run(a, 6);
+        char *o = slurp(out_path), *err = slurp(err_path);
+        cr_assert_eq(rc, 0, "stderr: %s", err);
+        cr_assert(strstr(o, "\npaged,") != NULL, "%s", o);
+        free(o);
+        free(err);
+    }
+}

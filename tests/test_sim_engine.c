@@ -358,3 +358,57 @@ Test(sim_engine, stuck_run_reports_instead_of_hanging)
     pf_sim_destroy(s);
     pf_jobs_free(&j);
 }
+
+/* Audit regression: with one worker every finish empties the pool and the
+ * slot takes the next job only in the following step; that step must not
+ * be taken for "stuck" (it was: `sim --workers 1` failed with "a waiting
+ * job can never be admitted"). Both modes, both engines. */
+Test(sim_engine, one_worker_runs_to_completion)
+{
+    pf_jobs j;
+    small_jobs(&j, 3);
+    for (int e = 0; e <= 1; e++)
+        for (int m = 0; m <= 1; m++) {
+            pf_sim_params p;
+            small_params(&p);
+            p.workers = 1;
+            p.engine = (pf_engine)e;
+            p.mode = (pf_sim_mode)m;
+            pf_sim_stats st;
+            run_checked(&p, &j, &st);
+            cr_assert_eq(st.running_peak, 1);
+        }
+    pf_jobs_free(&j);
+}
+
+/* Audit regression: pf_sim_step on a stuck run returned 0 forever, so
+ * `pagefault --headless` (which steps until done) hung. It now says
+ * PF_ERR_RANGE, as pf_sim_run does, and single_step still steps. */
+Test(sim_engine, step_reports_stuck)
+{
+    pf_jobs j;
+    small_jobs(&j, 2);
+    pf_sim_params p;
+    small_params(&p);
+    p.watermark = 1.0;
+    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
+    cr_assert_not_null(s);
+    int rc = 0;
+    for (int k = 0; k < 10 && rc == 0; k++)
+        rc = pf_sim_step(s);
+    cr_assert_eq(rc, PF_ERR_RANGE);
+    pf_sim_stats st;
+    pf_sim_get_stats(s, &st);
+    int64_t step = st.step;
+    cr_assert_eq(pf_sim_single_step(s), PF_OK);
+    pf_sim_get_stats(s, &st);
+    cr_assert_eq(st.step, step + 1);
+    /* lowering the watermark un-sticks it: the run then finishes */
+    cr_assert_eq(pf_sim_set_watermark(s, 0.0), PF_OK);
+    for (int k = 0; k < 100000 && rc != 1; k++)
+        rc = pf_sim_step(s);
+    cr_assert_eq(rc, 1);
+    cr_assert_eq(pf_sim_check(s), PF_OK);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}

@@ -125,3 +125,18 @@ Test(sim_jobs, missing_file)
     cr_assert_eq(pf_jobs_load_trace(&j, "/nonexistent/trace.csv", 1.0, 2048, err, sizeof err), PF_ERR_IO);
     cr_assert(strstr(err, "/nonexistent/trace.csv") != NULL, "%s", err);
 }
+
+/* Audit regression: a header with no jobs said "no job fits (rejected 0
+ * longer than max_seq_len)", blaming a limit that rejected nothing. */
+Test(sim_jobs, header_only_says_no_jobs)
+{
+    const char *p = write_tmp("arrival,prompt,output\n");
+    pf_jobs j;
+    char err[256];
+    cr_assert_eq(pf_jobs_load_trace(&j, p, 1.0, 2048, err, sizeof err), PF_ERR_IO);
+    cr_assert(strstr(err, p) != NULL, "%s", err);
+    cr_assert(strstr(err, "no jobs") != NULL, "%s", err);
+    cr_assert_null(strstr(err, "max_seq_len"), "%s", err);
+    cr_assert_null(j.jobs);
+    unlink(p);
+}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/test_tui_headless.sh BIN - `pagefault --headless`: frames every K
 # ticks plus a final summary, the same bytes on every run (deterministic
-# engine), ASCII when asked, and usage errors with exit status 2.
+# engine), ASCII when asked or under a non-UTF-8 locale, usage errors with
+# exit status 2, and an unwritable stdout reported (not exit 0).
 set -u
 BIN=${1:?usage: test_tui_headless.sh PATH_TO_PAGEFAULT}
 TMP=$(mktemp -d)
@@ -26,8 +27,14 @@ LC_ALL=C grep -q '[^ -~]' "$TMP/c" && fail "non-ASCII bytes with --ascii"
 grep -q '^+ reserved' "$TMP/c" || grep -q ' + reserved' "$TMP/c" || fail "no ASCII legend"
 grep -q '| NAIVE |' "$TMP/c" || fail "naive mode not in the header"
 
+# ASCII fallback without being asked: a non-UTF-8 locale gets ASCII glyphs
+LC_ALL=C LANG=C "$BIN" --headless --ticks 10 --width 80 --height 24 >"$TMP/d" || fail "C-locale run failed"
+LC_ALL=C grep -q '[^ -~]' "$TMP/d" && fail "non-ASCII bytes under LC_ALL=C"
+grep -q '# used' "$TMP/d" || fail "no ASCII legend under LC_ALL=C"
+
+# --engine threaded is refused, not silently replaced, under --headless
 for args in "--dump-every 5" "--headless --width 60" "--headless --ticks -1" "--watermark 1.5" \
-            "--policy nope" "--headless --ticks"; do
+            "--policy nope" "--headless --ticks" "--headless --engine threaded"; do
     # shellcheck disable=SC2086
     "$BIN" $args >"$TMP/out" 2>"$TMP/err"
     rc=$?
@@ -35,4 +42,26 @@ for args in "--dump-every 5" "--headless --width 60" "--headless --ticks -1" "--
     [ -s "$TMP/out" ] && fail "'$args': printed on stdout"
     [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "'$args': want one line on stderr, got: $(cat "$TMP/err")"
 done
+# a run that can never finish (watermark 1: nothing is admitted) ends with a
+# message and status 1 instead of stepping forever; with --ticks it is shown
+if command -v timeout >/dev/null 2>&1; then
+    timeout 30 "$BIN" --headless --watermark 1 --jobs 5 >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "stuck headless run: exit $rc, want 1"
+    grep -q "can never be admitted" "$TMP/err" || fail "stuck headless run: $(cat "$TMP/err")"
+    [ -s "$TMP/out" ] && fail "stuck headless run printed on stdout"
+    timeout 30 "$BIN" --headless --watermark 1 --jobs 5 --ticks 5 >"$TMP/out" 2>&1 ||
+        fail "stuck run with --ticks failed: $(cat "$TMP/out")"
+fi
+
+# a result that cannot be written is an error (it exited 0 before)
+if [ -w /dev/full ]; then
+    for args in "--headless --ticks 2" "calc" "sim --jobs 4"; do
+        # shellcheck disable=SC2086
+        "$BIN" $args >/dev/full 2>"$TMP/err"
+        rc=$?
+        [ "$rc" -ne 0 ] || fail "'$args' >/dev/full: exit 0"
+        grep -q "cannot write the output" "$TMP/err" || fail "'$args' >/dev/full: $(cat "$TMP/err")"
+    done
+fi
 echo PASS

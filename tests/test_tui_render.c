@@ -497,3 +497,61 @@ Test(keys, dump_writes_every_row)
     fclose(f);
     pf_cells_free(&b);
 }
+
+/* Audit regression: at 80x24 the grid title was clipped mid-number
+ * ("... | 4096 x 16 tok | 40" for 4096 used) and the legend's N lost its
+ * unit; on a narrow column the pool's shape is dropped instead. */
+Test(grid, narrow_title_keeps_counts_whole)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    own(s, 0, 4096, 5, PF_FRAME_RESERVED);
+    s->params.mode = PF_SIM_NAIVE;
+    s->stats.pool_used = 4096;
+    s->stats.pool_free = 0;
+    pf_cells b = buf_new(PF_DASH_MIN_W, PF_DASH_MIN_H);
+    pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = 1, .help = 0, .status = NULL};
+    pf_grid_info gi;
+    cr_assert_eq(pf_render_screen(&b, &v, &gi), 0);
+    cr_assert(pf_cells_find(&b, "4096 used 0 free", NULL, NULL), "used/free clipped at 80x24");
+    char want[64];
+    snprintf(want, sizeof want, "1 cell = %d frames", gi.frames_per_cell);
+    cr_assert(pf_cells_find(&b, want, NULL, NULL), "title lacks '%s'", want);
+    char longer[64];
+    snprintf(want, sizeof want, "N=%d/cell", gi.frames_per_cell);
+    snprintf(longer, sizeof longer, "N=%d frames/cell", gi.frames_per_cell);
+    cr_assert(pf_cells_find(&b, want, NULL, NULL) || pf_cells_find(&b, longer, NULL, NULL),
+              "legend's N clipped at 80x24");
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+/* Audit regression: naive admits by reservation and ignores the watermark,
+ * but the grid marked a watermark reserve under naive too, as if frames
+ * were held back. Under naive nothing is marked and the panels say so. */
+Test(grid, naive_marks_no_reserve)
+{
+    pf_sim_snapshot *s = snap_new(1000);
+    s->params.watermark = 0.05;
+    s->params.mode = PF_SIM_NAIVE;
+    own(s, 0, 256, 1, PF_FRAME_RESERVED);
+    pf_cells b = buf_new(50, 20);
+    pf_grid_info gi;
+    pf_render_grid(&b, 0, 0, 50, 20, s, 0, &gi);
+    cr_assert_eq(gi.reserve_frames, 0);
+    cr_assert_eq(gi.reserve_cells, 0);
+    for (int c = 0; c < gi.cells; c++)
+        cr_assert_not(gcell(&b, &gi, c)->attr & PF_ATTR_UNDERLINE, "cell %d marked as reserve", c);
+    pf_cells scr = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = 1, .help = 0, .status = NULL};
+    cr_assert_eq(pf_render_screen(&scr, &v, NULL), 0);
+    cr_assert(pf_cells_find(&scr, "no reserve (naive)", NULL, NULL));
+    cr_assert(pf_cells_find(&scr, "watermark 5.0% (naive: unused)", NULL, NULL));
+    cr_assert_not(pf_cells_find(&scr, "reserve 50 fr", NULL, NULL));
+    /* the same snapshot under paged marks it */
+    s->params.mode = PF_SIM_PAGED;
+    pf_render_grid(&b, 0, 0, 50, 20, s, 0, &gi);
+    cr_assert_eq(gi.reserve_frames, 50);
+    pf_cells_free(&scr);
+    pf_cells_free(&b);
+    snap_del(s);
+}

@@ -166,7 +166,16 @@ int pf_cmd_sim(int argc, char **argv)
         if (!sweep_buf)
             return pf_cli_error(PROG, "out of memory");
         sim_args saved = a;
-        for (char *tok = strtok(sweep_buf, ","); tok; tok = strtok(NULL, ",")) {
+        /* Split by hand, not with strtok: strtok would skip an empty value
+         * ("0,,1") that --lengths and --sweep-sizes reject. */
+        for (char *tok = sweep_buf, *next; tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next)
+                *next++ = '\0';
+            if (!tok[0]) {
+                free(sweep_buf);
+                return pf_cli_error(PROG, "--sweep: empty value in '%s' (expected NAME=V1,V2,...)", a.sweep);
+            }
             if (nvals == SIM_MAX_SWEEP) {
                 free(sweep_buf);
                 return pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
@@ -181,6 +190,13 @@ int pf_cmd_sim(int argc, char **argv)
         if (nvals == 0) {
             free(sweep_buf);
             return pf_cli_error(PROG, "--sweep: no values given");
+        }
+        /* The swept flag now counts as given: a sweep of a flag the other
+         * flags make meaningless (jobs with --trace, step-ms without it)
+         * is refused like the typed flag, not run as identical rows. */
+        if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK) {
+            free(sweep_buf);
+            return 2;
         }
     }
 

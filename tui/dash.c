@@ -222,6 +222,18 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         if (o->ticks && t >= o->ticks)
             break;
         int rc = pf_sim_step(sim);
+        if (rc == PF_ERR_RANGE) {
+            /* stuck: with --ticks the frames still show it; without, the
+             * loop "until every job finishes" would never end */
+            if (!o->ticks) {
+                fprintf(stderr, "pagefault: the run cannot finish: a waiting job can never be admitted "
+                                "(watermark %.3g, pool %d blocks); use --ticks N to watch it\n",
+                        o->p.watermark, o->p.cfg.pool_blocks);
+                status = 1;
+                break;
+            }
+            rc = 0;
+        }
         if (rc < 0) {
             fprintf(stderr, "pagefault: simulator step failed: %s\n", pf_strerror(rc));
             status = 1;
@@ -516,6 +528,12 @@ int pf_cmd_dash(int argc, char **argv)
     if (nc && nc[0]) /* https://no-color.org: set and non-empty */
         o.no_color = 1;
     o.ascii = want_ascii(o.ascii);
+    /* Headless steps the deterministic engine on this thread (reproducible
+     * dumps); an explicit --engine threaded would be silently ignored, so
+     * it is refused instead. */
+    if (o.headless && pf_cli_find(opts, "engine")->seen && o.sf.engine == PF_ENGINE_THREADED)
+        return pf_cli_error(prog, "--engine threaded: --headless runs the deterministic engine "
+                                  "(drop --engine, or --engine deterministic)");
     if (o.headless)
         o.sf.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
     pf_simflags_params(&o.sf, &o.p);

@@ -5,6 +5,7 @@
  *   pagefault sim ...             headless serving simulation
  *   pagefault bench ...           GPU naive vs paged decode attention
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +27,19 @@ static void usage(FILE *f)
             "`pagefault COMMAND --help` lists a command's flags.\n");
 }
 
-int main(int argc, char **argv)
+/* A result that did not reach stdout (disk full, closed pipe) is an
+ * error, not a silent exit 0: flush here, where every command ends. */
+static int finish(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "pagefault: cannot write the output: %s\n", errno ? strerror(errno) : "write error");
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -53,4 +66,9 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, or no command for the dashboard)\n", cmd);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    return finish(run(argc, argv));
 }

@@ -108,7 +108,7 @@ void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapsh
         N = 1;
     int cells = (F + N - 1) / N;
     double wm = snap->params.watermark;
-    if (!(wm > 0))
+    if (!(wm > 0) || snap->params.mode == PF_SIM_NAIVE) /* naive admits by reservation only */
         wm = 0;
     if (wm > 1)
         wm = 1;
@@ -309,8 +309,12 @@ static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot
     pf_cells_printf(b, x, y + 1, w, PF_COL_DEFAULT, 0, "mode %s  engine %s",
                     p->mode == PF_SIM_NAIVE ? "naive" : "paged",
                     p->engine == PF_ENGINE_THREADED ? "threaded" : "deterministic");
-    pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "watermark %.1f%% = %d frames",
-                    100.0 * p->watermark, reserve);
+    if (p->mode == PF_SIM_NAIVE) /* the watermark gates paged admission only */
+        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "watermark %.1f%% (naive: unused)",
+                        100.0 * p->watermark);
+    else
+        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "watermark %.1f%% = %d frames",
+                        100.0 * p->watermark, reserve);
     pf_cells_printf(b, x, y + 3, w, PF_COL_DEFAULT, 0, "workers %d  preempt %s", p->workers,
                     preempt_label(p->preempt));
     pf_cells_printf(b, x, y + 4, w, PF_COL_DEFAULT, 0, "victim %s", victim_label(p->policy));
@@ -546,11 +550,18 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     if (grid)
         *grid = gi;
     title(b, 0, mid_top, L, "Pool");
-    if (s && gi.frames_per_cell > 0)
-        pf_cells_printf(b, 0, mid_top, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
-                        "Pool: 1 cell = %d frame%s | %d x %d tok | %d used %d free",
-                        gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->nframes,
-                        s->params.cfg.block_size, s->stats.pool_used, s->stats.pool_free);
+    if (s && gi.frames_per_cell > 0) {
+        /* On a narrow column drop the pool's shape rather than clip the
+         * counts (an 80-column screen cut "4096 used" to "40"). */
+        char t[160];
+        int n = snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d x %d tok | %d used %d free",
+                         gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->nframes,
+                         s->params.cfg.block_size, s->stats.pool_used, s->stats.pool_free);
+        if (n > L)
+            snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d used %d free", gi.frames_per_cell,
+                     gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used, s->stats.pool_free);
+        pf_cells_text(b, 0, mid_top, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
+    }
 
     /* legend: glyph + word for every state, then the reserve and N (on a
      * second row when the column is narrow) */
@@ -572,11 +583,21 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
         lx += 1;
     }
     ly++;
-    pf_cells_put(b, 0, ly, pf_render_glyph(PF_GLYPH_RESERVE, v->ascii), PF_COL_RESERVE,
-                 PF_ATTR_UNDERLINE);
-    lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "reserve %d fr (watermark)",
-                             gi.reserve_frames);
-    pf_cells_printf(b, lx, ly, L - lx, PF_COL_DIM, 0, "  N=%d frames/cell", gi.frames_per_cell);
+    if (!s || s->params.mode != PF_SIM_NAIVE)
+        pf_cells_put(b, 0, ly, pf_render_glyph(PF_GLYPH_RESERVE, v->ascii), PF_COL_RESERVE,
+                     PF_ATTR_UNDERLINE);
+    if (s && s->params.mode == PF_SIM_NAIVE)
+        lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "no reserve (naive)");
+    else
+        lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "reserve %d fr (watermark)",
+                                 gi.reserve_frames);
+    {
+        char t[48];
+        int n = snprintf(t, sizeof t, "  N=%d frames/cell", gi.frames_per_cell);
+        if (n > L - lx) /* narrow: keep N whole */
+            snprintf(t, sizeof t, "  N=%d/cell", gi.frames_per_cell);
+        pf_cells_text(b, lx, ly, L - lx, PF_COL_DIM, 0, t);
+    }
 
     panel_events(b, 0, ly + 1, L, ev_h, s);
     panel_gpu(b, 0, gpu_y, W, v->gpu);

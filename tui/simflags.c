@@ -70,6 +70,9 @@ int pf_simflags_check(const char *prog, const pf_simflags *f, pf_opt *opts)
         return pf_cli_error(prog, "--step-ms needs --trace");
     if (f->trace && pf_cli_find(opts, "jobs")->seen)
         return pf_cli_error(prog, "--jobs and --trace exclude each other");
+    /* a trace carries its own arrival steps; the rate would be ignored */
+    if (f->trace && pf_cli_find(opts, "arrival-rate")->seen)
+        return pf_cli_error(prog, "--arrival-rate and --trace exclude each other (a trace has its own arrivals)");
     return PF_CLI_OK;
 }
 

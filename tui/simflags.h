@@ -38,8 +38,8 @@ void pf_simflags_default(pf_simflags *f, pf_engine engine);
  * with_mode: `sim` always runs both modes). */
 int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode);
 
-/* After parsing: --step-ms needs --trace, --jobs and --trace exclude each
- * other. PF_CLI_OK or PF_CLI_USAGE (message printed). */
+/* After parsing: --step-ms needs --trace, --jobs and --arrival-rate each
+ * exclude --trace. PF_CLI_OK or PF_CLI_USAGE (message printed). */
 int pf_simflags_check(const char *prog, const pf_simflags *f, pf_opt *opts);
 
 /* The simulator parameters the flags say (choices and seed applied). */
