@@ -4,7 +4,7 @@
  * frame), a kernel that appends tokens' K/V through the block table, a naive
  * decode-attention kernel over contiguous per-sequence buffers and a paged
  * one that reads every K/V through the block table. Implemented in CUDA
- * (gpu/*.cu, extern "C"); when the build has no CUDA compiler the same
+ * (gpu/gpu.cu and gpu/kernels.cu, extern "C"); when the build has no CUDA compiler the same
  * functions exist and return PF_ERR_UNAVAILABLE with a reason.
  *
  * Layouts (see core/paging.h):
@@ -102,6 +102,70 @@ typedef struct {
  * CUDA/device; reason in err) or another pf_err with err filled. */
 int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
                       pf_gpu_pass_result *out, char *err, size_t errlen);
+
+
+/* ---- (c) the benchmark: build a workload, check every pass, time it ---- */
+
+/* One timed pass: statistics over `iters` CUDA-event timings (ms), each
+ * iteration preceded by an L2 flush (a read over twice the L2). */
+typedef struct {
+    double median_ms, mean_ms, sd_ms, min_ms;
+    double gbps;     /* effective KV bytes / median time, GB/s (1e9)  */
+    double frac_bw;  /* gbps / the read bandwidth measured in the run */
+} pf_gpu_timing;
+
+typedef struct {
+    int num_seqs;
+    const int *seq_lens;   /* host [num_seqs], each >= 1                     */
+    int naive_cap;         /* naive reservation per sequence, >= max length  */
+    int num_q_heads, num_kv_heads, head_dim, block_size;
+    pf_gpu_dtype dtype;
+    int iters;             /* timed iterations per pass (>= 1)               */
+    unsigned long long seed;         /* data (q, K, V)                       */
+    unsigned long long shuffle_seed; /* frame permutation; 0: ordered only   */
+    double tolerance;      /* max |paged - naive| and base of the ref check  */
+    int ref_all_heads;     /* 1: CPU reference on every head; 0: one q head
+                              per kv head and sequence when the workload is
+                              large (every sequence is always checked)       */
+    int measure_bw;        /* 1: measure the streaming read bandwidth        */
+} pf_gpu_bench_cfg;
+
+typedef struct {
+    char device[64];
+    int sm_count;
+    double read_bw_gbps;       /* read-only reduction over a few GiB        */
+    long long kv_bytes;        /* K+V bytes of the real tokens (one pass)   */
+    long long naive_reserved;  /* bytes: num_seqs * naive_cap tokens        */
+    long long paged_reserved;  /* bytes: frames mapped * block_size tokens  */
+    int frames;                /* frames used by the tables                 */
+    int chunk_tokens;          /* split-KV chunk planned on the host        */
+    int splits;                /* max chunks per sequence (1: no merge)     */
+    pf_gpu_timing naive, ordered, shuffled; /* shuffled: if shuffle_seed    */
+    int have_shuffled;
+    double max_err_ref;        /* max |naive - CPU reference (double)|      */
+    double ref_allowed;        /* the allowance it is checked against at its
+                                  worst element: tol + dtype eps * |ref|     */
+    long long ref_checked;     /* output elements compared to the reference */
+    double max_diff_ordered;   /* max |paged ordered - naive|               */
+    double max_diff_shuffled;  /* max |paged shuffled - naive|              */
+    int readback_ok;           /* pools read back through the tables == data */
+    int pass;                  /* every check passed                        */
+    char failure[256];         /* first failed check, when pass == 0        */
+} pf_gpu_bench_result;
+
+/* Run one workload: upload, check (poisoned outputs, NaN never passes,
+ * naive vs CPU reference for every sequence, paged vs naive on ordered and
+ * shuffled frames, pool read-back) and time naive, paged-ordered and
+ * paged-shuffled. Returns PF_OK when it ran (check res->pass), or a pf_err
+ * (PF_ERR_UNAVAILABLE without CUDA/device, PF_ERR_ARG for a bad shape,
+ * PF_ERR_NOMEM when device or host memory runs out) with err filled. */
+int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
+                     size_t errlen);
+
+/* Validate a shape for the kernels: 1 on success, else 0 with a one-line
+ * reason (head_dim not 64/128, q heads not a multiple of kv heads...). */
+int pf_gpu_shape_ok(int num_q_heads, int num_kv_heads, int head_dim, int block_size,
+                    char *why, size_t whylen);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,93 @@
+/* gpu/gpu_internal.h - pieces shared inside gpu/, not part of the public API.
+ *
+ * - host conversion between float and the element types (check.c, plain C),
+ *   so the host rounds test data exactly as the device stores it;
+ * - the threaded CPU-reference check (check.c): every sequence of a GPU
+ *   output against core/attn.h's double-accumulating reference;
+ * - the kernel launchers (kernels.cu), called by the API in gpu.cu.
+ * Callers: gpu.cu and the gpu tests.
+ */
+#ifndef PF_GPU_INTERNAL_H
+#define PF_GPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/gpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- host element conversion (round to nearest even) ---- */
+uint16_t pf_gpu_f32_to_bf16(float f);
+float pf_gpu_bf16_to_f32(uint16_t h);
+uint16_t pf_gpu_f32_to_f16(float f);
+float pf_gpu_f16_to_f32(uint16_t h);
+/* dst[i] = v rounded to dtype t; returns the rounded value as a float. */
+float pf_gpu_host_store(pf_gpu_dtype t, void *dst, size_t i, float v);
+float pf_gpu_host_load(pf_gpu_dtype t, const void *src, size_t i);
+/* Relative rounding allowance of an output stored in t: 0 for fp32, two
+ * units in the last place for fp16 (2^-10) and bf16 (2^-7). */
+double pf_gpu_dtype_rel_eps(pf_gpu_dtype t);
+
+/* ---- CPU reference check ---- */
+typedef struct {
+    int num_seqs;
+    const int *lens;       /* [num_seqs]                                 */
+    int hq, hkv, head_dim;
+    float scale;
+    const float *q;        /* [num_seqs][hq][D], values as stored (rounded) */
+    const float *k, *v;    /* packed head-major: sequence i at off[i],
+                              laid out [hkv][lens[i]][D]                 */
+    const size_t *off;
+    const void *out;       /* GPU output [num_seqs][hq][D] in dtype      */
+    pf_gpu_dtype dtype;
+    int all_heads;         /* 0: one q head per kv head, rotating         */
+    double tol;            /* absolute part of the allowance             */
+    int threads;           /* 0: one per online CPU, at most 32          */
+} pf_gpu_refcheck;
+
+typedef struct {
+    double max_err;        /* max |out - ref|                            */
+    double allowed_at_max; /* allowance at that element                  */
+    long long checked;     /* elements compared                          */
+    long long bad;         /* elements over the allowance or NaN/inf     */
+    int first_bad_seq, first_bad_head; /* -1 when none                  */
+} pf_gpu_refcheck_out;
+
+/* Returns PF_OK (check o->bad), PF_ERR_ARG or PF_ERR_NOMEM. */
+int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
+
+/* ---- launchers (kernels.cu, CUDA builds only); device pointers ---- */
+/* Split-KV plan: chunk of tokens per thread block; splits = max chunks. */
+typedef struct {
+    int chunk;   /* tokens per block, a multiple of the block size */
+    int splits;  /* ceil(max_len / chunk); 1 means no merge kernel */
+} pf_gpu_plan;
+
+/* Plan on the host from the lengths (host array), the shape and the SM count. */
+pf_gpu_plan pf_gpu_make_plan(const pf_gpu_attn_shape *s, const int *lens_host, int sm_count);
+
+/* Workspace bytes a plan needs (partial outputs + log-sum-exp). */
+size_t pf_gpu_workspace_bytes(const pf_gpu_attn_shape *s, const pf_gpu_plan *p);
+
+/* paged != 0: k/v are pools and block_tables is used; else k/v are the
+ * naive [seq][hkv][cap][D] buffers. ws: workspace when plan->splits > 1. */
+int pf_gpu_launch_attention(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, int paged,
+                            const void *q, const void *k, const void *v, const int *block_tables,
+                            const int *seq_lens, void *out, void *ws, void *stream);
+
+int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
+                         int n_tokens, const int *block_tables, const int *seq_lens,
+                         void *k_pool, void *v_pool, void *stream);
+
+/* Read-only streaming reduction over n16 16-byte words; sink: 1 device uint. */
+int pf_gpu_launch_read_bw(const void *buf, size_t n16, unsigned *sink, int sm_count,
+                          void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,75 @@
+/* gpu/gpu_stub.c - the GPU API when the build has no CUDA compiler: every
+ * entry point exists and answers PF_ERR_UNAVAILABLE, "built without CUDA".
+ * (dtype names, shape checks and the CPU reference check are in host.c and
+ * work in every build.)
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "gpu/gpu.h"
+
+static const char kWhy[] = "built without CUDA";
+
+static void why_copy(char *why, size_t whylen)
+{
+    if (why && whylen)
+        snprintf(why, whylen, "%s", kWhy);
+}
+
+int pf_gpu_available(char *why, size_t whylen)
+{
+    why_copy(why, whylen);
+    return 0;
+}
+
+int pf_gpu_device_name(char *name, size_t len)
+{
+    why_copy(name, len);
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
+                           const void *v_pool, const int *block_tables, const int *seq_lens,
+                           void *out, void *stream)
+{
+    (void)s, (void)q, (void)k_pool, (void)v_pool, (void)block_tables, (void)seq_lens, (void)out,
+        (void)stream;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_naive_attention(const pf_gpu_attn_shape *s, const void *q, const void *k,
+                           const void *v, const int *seq_lens, void *out, void *stream)
+{
+    (void)s, (void)q, (void)k, (void)v, (void)seq_lens, (void)out, (void)stream;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
+                     int n_tokens, const int *block_tables, const int *seq_lens, void *k_pool,
+                     void *v_pool, void *stream)
+{
+    (void)s, (void)k_new, (void)v_new, (void)n_tokens, (void)block_tables, (void)seq_lens,
+        (void)k_pool, (void)v_pool, (void)stream;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
+                      pf_gpu_pass_result *out, char *err, size_t errlen)
+{
+    (void)layout, (void)hs;
+    if (out)
+        memset(out, 0, sizeof *out);
+    why_copy(err, errlen);
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
+                     size_t errlen)
+{
+    (void)cfg;
+    if (res)
+        memset(res, 0, sizeof *res);
+    why_copy(err, errlen);
+    return PF_ERR_UNAVAILABLE;
+}

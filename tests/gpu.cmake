@@ -1,0 +1,20 @@
+# gpu/: the host side runs everywhere (no label); the kernels need a device
+# and carry the label gpu (`ctest -L gpu`): without one they print
+# "skipped: no CUDA device (...)" and exit 77, which ctest shows as skipped.
+pf_criterion_test(test_gpu_host SOURCES test_gpu_host.c LIBS pf_gpu pf_core)
+
+if(PF_HAVE_CUDA)
+  find_package(CUDAToolkit REQUIRED) # CUDA::cudart_static for the device-pointer API test
+  pf_criterion_test(test_gpu SOURCES test_gpu.c LIBS pf_gpu pf_core CUDA::cudart_static LABELS gpu)
+else()
+  add_executable(test_gpu test_gpu_skip.c)
+  target_link_libraries(test_gpu PRIVATE pf_gpu pf_core)
+  add_test(NAME test_gpu COMMAND test_gpu)
+  set_tests_properties(test_gpu PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+endif()
+
+# `pagefault bench` end to end: usage errors exit 2 with a one-line message;
+# a real run exits 0 on a device, 3 ("no GPU: ...") without one.
+add_test(NAME test_gpu_bench_cli
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_bench_cli.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(test_gpu_bench_cli PROPERTIES TIMEOUT 300 LABELS gpu)

@@ -1,0 +1,363 @@
+/* tests/test_gpu.c - the CUDA kernels on a real device (ctest label gpu).
+ *
+ * Without a usable device main() prints "skipped: no CUDA device (...)" and
+ * returns 77, which ctest reports as skipped. The device probe runs in a
+ * child process so that the Criterion runner itself never initialises CUDA
+ * before it forks the tests.
+ *
+ * Covered: the checked runner (pf_gpu_bench_run) over dtypes fp32/fp16/bf16,
+ * head dims 64/128, GQA groups 1..8 (and 6, which is served in tiles of 2),
+ * block sizes 8..256 (and 24, not a power of two), variable lengths (1, B-1,
+ * B, B+1, ...), split-KV; the public API on device pointers (append through
+ * a shuffled block table, paged and naive attention) against core's CPU
+ * reference; pf_gpu_run_layout with a shared frame and its error answers.
+ */
+#include <criterion/criterion.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/attn.h"
+#include "core/err.h"
+#include "core/paging.h"
+#include "core/rng.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_internal.h"
+
+static void run_ok(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt)
+{
+    int cap = 1;
+    for (int i = 0; i < n; i++)
+        if (lens[i] > cap)
+            cap = lens[i];
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = n, .seq_lens = lens, .naive_cap = cap + 3, .num_q_heads = hq,
+        .num_kv_heads = hkv, .head_dim = D, .block_size = B, .dtype = dt, .iters = 2,
+        .seed = 11u + (unsigned)hq * 7u + (unsigned)B, .shuffle_seed = 3, .tolerance = 1e-3,
+        .ref_all_heads = 1, .measure_bw = 0,
+    };
+    pf_gpu_bench_result res;
+    char err[300] = "";
+    int rc = pf_gpu_bench_run(&cfg, &res, err, sizeof err);
+    cr_assert_eq(rc, PF_OK, "hq %d hkv %d D %d B %d %s: %s", hq, hkv, D, B, pf_gpu_dtype_name(dt),
+                 err);
+    cr_assert(res.pass, "hq %d hkv %d D %d B %d %s: %s", hq, hkv, D, B, pf_gpu_dtype_name(dt),
+              res.failure);
+    cr_assert(res.readback_ok);
+    cr_assert(res.have_shuffled);
+    /* same algorithm, same order of operations: the gather changes nothing */
+    cr_assert_eq(res.max_diff_ordered, 0.0);
+    cr_assert_eq(res.max_diff_shuffled, 0.0);
+    cr_assert_eq(res.ref_checked, (long long)n * hq * D);
+    cr_assert_gt(res.naive.median_ms, 0.0);
+}
+
+Test(gpu, every_dtype_and_head_dim)
+{
+    int lens[] = {1, 15, 16, 17, 100, 257};
+    const pf_gpu_dtype dts[] = {PF_GPU_F32, PF_GPU_F16, PF_GPU_BF16};
+    for (int t = 0; t < 3; t++) {
+        run_ok(6, lens, 8, 2, 64, 16, dts[t]);
+        run_ok(6, lens, 8, 2, 128, 16, dts[t]);
+    }
+}
+
+Test(gpu, gqa_groups)
+{
+    int lens[] = {3, 64, 200};
+    run_ok(3, lens, 1, 1, 64, 16, PF_GPU_F32);   /* the seed: one head */
+    run_ok(3, lens, 4, 4, 128, 16, PF_GPU_BF16); /* MHA */
+    run_ok(3, lens, 8, 1, 128, 16, PF_GPU_BF16); /* MQA, group 8 */
+    run_ok(3, lens, 12, 2, 64, 16, PF_GPU_F16);  /* group 6: tiles of 2 */
+}
+
+Test(gpu, block_sizes)
+{
+    int lens[] = {1, 7, 8, 9, 255, 256, 300};
+    const int bs[] = {8, 24, 32, 128, 256};
+    for (int i = 0; i < 5; i++)
+        run_ok(7, lens, 4, 2, 64, bs[i], PF_GPU_BF16);
+}
+
+Test(gpu, split_kv_long_sequences)
+{
+    /* few sequences, long: the plan cuts them into chunks merged by LSE */
+    int lens[] = {9000, 1, 4097};
+    int cap = 9000;
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 3, .seq_lens = lens, .naive_cap = cap, .num_q_heads = 8, .num_kv_heads = 2,
+        .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16, .iters = 2, .seed = 9,
+        .shuffle_seed = 4, .tolerance = 1e-3, .ref_all_heads = 1, .measure_bw = 0,
+    };
+    pf_gpu_bench_result res;
+    char err[300] = "";
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+    cr_assert_gt(res.splits, 1);
+    cr_assert(res.pass, "%s", res.failure);
+    cr_assert_eq(res.max_diff_shuffled, 0.0);
+}
+
+Test(gpu, split_plan_covers_every_token)
+{
+    /* long and few: split; short and many: one chunk; chunks are whole
+     * blocks and cover the longest sequence */
+    int long_lens[8], many[512];
+    for (int i = 0; i < 8; i++)
+        long_lens[i] = 32768;
+    for (int i = 0; i < 512; i++)
+        many[i] = 100 + i;
+    pf_gpu_attn_shape sh = {.num_seqs = 8, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128,
+                            .block_size = 16, .max_blocks_per_seq = 2048, .naive_cap = 32768,
+                            .dtype = PF_GPU_BF16};
+    pf_gpu_plan p = pf_gpu_make_plan(&sh, long_lens, 132);
+    cr_assert_gt(p.splits, 1);
+    cr_assert_eq(p.chunk % 16, 0);
+    cr_assert_geq((long long)p.chunk * p.splits, 32768);
+    cr_assert_lt((long long)p.chunk * (p.splits - 1), 32768);
+    cr_assert_gt(pf_gpu_workspace_bytes(&sh, &p), 0);
+    sh.num_seqs = 512;
+    sh.block_size = 24;
+    p = pf_gpu_make_plan(&sh, many, 132);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_eq(p.chunk % 24, 0);
+    cr_assert_geq(p.chunk, 611);
+    cr_assert_eq(pf_gpu_workspace_bytes(&sh, &p), 0);
+}
+
+Test(gpu, runner_refuses_bad_input)
+{
+    int lens[] = {10, 0};
+    char err[300] = "";
+    pf_gpu_bench_result res;
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 2, .seq_lens = lens, .naive_cap = 10, .num_q_heads = 4, .num_kv_heads = 2,
+        .head_dim = 64, .block_size = 16, .dtype = PF_GPU_F32, .iters = 1, .tolerance = 1e-3,
+    };
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "length") != NULL, "%s", err);
+    lens[1] = 20; /* longer than the naive capacity */
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cfg.naive_cap = 20;
+    cfg.head_dim = 80;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "head dim") != NULL, "%s", err);
+}
+
+/* The public API on device pointers, checked against core's CPU reference:
+ * K/V appended through a shuffled block table in two steps (prompt, then
+ * one decode token), paged and naive attention, read back. fp32 so the
+ * float reference applies with a tight tolerance. */
+#define CK(x) cr_assert_eq((x), cudaSuccess, "%s", #x)
+
+Test(gpu, public_api_on_device_pointers)
+{
+    enum { S = 3, HQ = 4, HKV = 2, D = 64, B = 16, MAXB = 5, FRAMES = 16 };
+    const int lens[S] = {1, 33, 80}; /* 80 = 5 blocks */
+    int prompt[S];
+    for (int s = 0; s < S; s++)
+        prompt[s] = lens[s] - 1;
+    int tables[S * MAXB];
+    /* frames handed out in a scrambled order */
+    const int order[FRAMES] = {7, 2, 3, 11, 0, 14, 5, 9, 1, 12, 6, 15, 4, 10, 8, 13};
+    int next = 0;
+    for (int s = 0; s < S; s++)
+        for (int b = 0; b < MAXB; b++)
+            tables[s * MAXB + b] = b < pf_page_blocks_for(lens[s], B) ? order[next++] : 0;
+
+    /* host data: k_all[s][t][h][d] token-major, q[s][hq][d] */
+    const int cap = 80;
+    float *q = calloc(S * HQ * D, sizeof(float));
+    float *k_all = calloc((size_t)S * cap * HKV * D, sizeof(float));
+    float *v_all = calloc((size_t)S * cap * HKV * D, sizeof(float));
+    float *naive_k = calloc((size_t)S * HKV * cap * D, sizeof(float));
+    float *naive_v = calloc((size_t)S * HKV * cap * D, sizeof(float));
+    float *out_p = calloc(S * HQ * D, sizeof(float));
+    float *out_n = calloc(S * HQ * D, sizeof(float));
+    cr_assert(q && k_all && v_all && naive_k && naive_v && out_p && out_n);
+    pf_rng r;
+    pf_rng_seed(&r, 77);
+    for (int i = 0; i < S * HQ * D; i++)
+        q[i] = pf_rng_symf(&r);
+    for (int s = 0; s < S; s++)
+        for (int t = 0; t < lens[s]; t++)
+            for (int h = 0; h < HKV; h++)
+                for (int d = 0; d < D; d++) {
+                    size_t i = (((size_t)s * cap + t) * HKV + h) * D + d;
+                    k_all[i] = pf_rng_symf(&r);
+                    v_all[i] = pf_rng_symf(&r);
+                    size_t j = (size_t)s * HKV * cap * D + pf_page_contig_index(t, h, cap, D) + d;
+                    naive_k[j] = k_all[i];
+                    naive_v[j] = v_all[i];
+                }
+
+    float *dq, *dk, *dv, *dkp, *dvp, *dnk, *dnv, *dop, *don, *dkn, *dvn;
+    int *dtab, *dlens;
+    const size_t pool_elems = (size_t)FRAMES * HKV * B * D;
+    CK(cudaMalloc((void **)&dq, sizeof(float) * S * HQ * D));
+    CK(cudaMalloc((void **)&dkp, sizeof(float) * pool_elems));
+    CK(cudaMalloc((void **)&dvp, sizeof(float) * pool_elems));
+    CK(cudaMalloc((void **)&dnk, sizeof(float) * S * HKV * cap * D));
+    CK(cudaMalloc((void **)&dnv, sizeof(float) * S * HKV * cap * D));
+    CK(cudaMalloc((void **)&dop, sizeof(float) * S * HQ * D));
+    CK(cudaMalloc((void **)&don, sizeof(float) * S * HQ * D));
+    CK(cudaMalloc((void **)&dk, sizeof(float) * S * cap * HKV * D));
+    CK(cudaMalloc((void **)&dv, sizeof(float) * S * cap * HKV * D));
+    CK(cudaMalloc((void **)&dkn, sizeof(float) * S * HKV * D));
+    CK(cudaMalloc((void **)&dvn, sizeof(float) * S * HKV * D));
+    CK(cudaMalloc((void **)&dtab, sizeof tables));
+    CK(cudaMalloc((void **)&dlens, sizeof(int) * S));
+    CK(cudaMemcpy(dq, q, sizeof(float) * S * HQ * D, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dtab, tables, sizeof tables, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dnk, naive_k, sizeof(float) * S * HKV * cap * D, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dnv, naive_v, sizeof(float) * S * HKV * cap * D, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dkp, 0xff, sizeof(float) * pool_elems)); /* NaN */
+    CK(cudaMemset(dvp, 0xff, sizeof(float) * pool_elems));
+    CK(cudaMemset(dop, 0xff, sizeof(float) * S * HQ * D));
+    CK(cudaMemset(don, 0xff, sizeof(float) * S * HQ * D));
+
+    pf_gpu_attn_shape sh = {.num_seqs = 1, .num_q_heads = HQ, .num_kv_heads = HKV, .head_dim = D,
+                            .block_size = B, .max_blocks_per_seq = MAXB, .naive_cap = cap,
+                            .dtype = PF_GPU_F32, .scale = 0.f};
+    /* prompt: per sequence (its own token count), then one decode token for all */
+    for (int s = 0; s < S; s++) {
+        if (prompt[s] == 0)
+            continue;
+        CK(cudaMemcpy(dlens + s, &prompt[s], sizeof(int), cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dk, k_all + (size_t)s * cap * HKV * D, sizeof(float) * prompt[s] * HKV * D,
+                      cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dv, v_all + (size_t)s * cap * HKV * D, sizeof(float) * prompt[s] * HKV * D,
+                      cudaMemcpyHostToDevice));
+        cr_assert_eq(pf_gpu_append_kv(&sh, dk, dv, prompt[s], dtab + s * MAXB, dlens + s, dkp,
+                                      dvp, NULL),
+                     PF_OK);
+    }
+    for (int s = 0; s < S; s++) {
+        const float *src_k = k_all + (((size_t)s * cap + lens[s] - 1) * HKV) * D;
+        const float *src_v = v_all + (((size_t)s * cap + lens[s] - 1) * HKV) * D;
+        CK(cudaMemcpy(dkn + (size_t)s * HKV * D, src_k, sizeof(float) * HKV * D,
+                      cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dvn + (size_t)s * HKV * D, src_v, sizeof(float) * HKV * D,
+                      cudaMemcpyHostToDevice));
+    }
+    CK(cudaMemcpy(dlens, lens, sizeof(int) * S, cudaMemcpyHostToDevice));
+    sh.num_seqs = S;
+    cr_assert_eq(pf_gpu_append_kv(&sh, dkn, dvn, 1, dtab, dlens, dkp, dvp, NULL), PF_OK);
+    cr_assert_eq(pf_gpu_paged_attention(&sh, dq, dkp, dvp, dtab, dlens, dop, NULL), PF_OK);
+    cr_assert_eq(pf_gpu_naive_attention(&sh, dq, dnk, dnv, dlens, don, NULL), PF_OK);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out_p, dop, sizeof(float) * S * HQ * D, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(out_n, don, sizeof(float) * S * HQ * D, cudaMemcpyDeviceToHost));
+
+    /* the pool, read back and walked through the tables, is the data */
+    float *pool_k = malloc(sizeof(float) * pool_elems);
+    cr_assert(pool_k);
+    CK(cudaMemcpy(pool_k, dkp, sizeof(float) * pool_elems, cudaMemcpyDeviceToHost));
+    for (int s = 0; s < S; s++)
+        for (int t = 0; t < lens[s]; t++)
+            for (int h = 0; h < HKV; h++) {
+                size_t pi = pf_page_kv_index(tables + s * MAXB, t, h, HKV, B, D);
+                size_t i = (((size_t)s * cap + t) * HKV + h) * D;
+                cr_assert_eq(memcmp(pool_k + pi, k_all + i, sizeof(float) * D), 0,
+                             "seq %d token %d head %d", s, t, h);
+            }
+    for (int s = 0; s < S; s++) {
+        pf_attn_shape ash = {HQ, HKV, D, 0.f};
+        double ref[HQ * D];
+        cr_assert_eq(pf_attn_ref_contig_f64(&ash, q + (size_t)s * HQ * D,
+                                            naive_k + (size_t)s * HKV * cap * D,
+                                            naive_v + (size_t)s * HKV * cap * D, lens[s], cap, ref),
+                     PF_OK);
+        for (int i = 0; i < HQ * D; i++) {
+            float p = out_p[s * HQ * D + i], n = out_n[s * HQ * D + i];
+            cr_assert(isfinite(p) && isfinite(n), "seq %d elem %d: %g %g", s, i, p, n);
+            cr_assert_lt(fabs(p - ref[i]), 1e-5, "seq %d elem %d: paged %g ref %g", s, i, p, ref[i]);
+            cr_assert_lt(fabs(n - ref[i]), 1e-5, "seq %d elem %d: naive %g ref %g", s, i, n, ref[i]);
+        }
+    }
+    /* a shape the kernels cannot serve is refused, not run */
+    sh.head_dim = 80;
+    cr_assert_eq(pf_gpu_paged_attention(&sh, dq, dkp, dvp, dtab, dlens, dop, NULL), PF_ERR_ARG);
+    free(pool_k);
+    free(q);
+    free(k_all);
+    free(v_all);
+    free(naive_k);
+    free(naive_v);
+    free(out_p);
+    free(out_n);
+    void *ptrs[] = {dq, dk, dv, dkp, dvp, dnk, dnv, dop, don, dkn, dvn, dtab, dlens};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        cudaFree(ptrs[i]);
+}
+
+Test(gpu, run_layout_as_the_dashboard_calls_it)
+{
+    /* three live sequences and one finished (length 0); sequences 0 and 2
+     * share their first frame (a shared prefix block), frames scattered */
+    enum { MB = 4 };
+    int lens[4] = {40, 0, 20, 64};
+    int tables[4 * MB] = {9, 3, 12, 0, /**/ 0, 0, 0, 0, /**/ 9, 5, 0, 0, /**/ 1, 14, 7, 2};
+    pf_gpu_layout lay = {4, lens, tables, MB, 16, 16};
+    pf_gpu_head_shape hs = {8, 2, 128, PF_GPU_BF16};
+    pf_gpu_pass_result out;
+    char err[300] = "";
+    cr_assert_eq(pf_gpu_run_layout(&lay, &hs, &out, err, sizeof err), PF_OK, "%s", err);
+    cr_assert_gt(strlen(out.device), 0);
+    cr_assert_gt(out.naive_ms, 0.0);
+    cr_assert_gt(out.paged_ms, 0.0);
+    cr_assert_gt(out.ordered_ms, 0.0);
+    cr_assert_eq(out.max_err_paged, 0.0);
+    cr_assert_eq(out.max_err_ordered, 0.0);
+    cr_assert_lt(out.max_err_naive, 0.02);
+    cr_assert_eq(out.kv_bytes, (40LL + 20 + 64) * 2 * 128 * 2 * 2);
+    /* a frame outside the pool is named, not read */
+    tables[3 * MB + 2] = 16;
+    cr_assert_eq(pf_gpu_run_layout(&lay, &hs, &out, err, sizeof err), PF_ERR_RANGE);
+    cr_assert(strstr(err, "frame 16") != NULL, "%s", err);
+}
+
+/* Probe the device in a child: the parent must not initialise CUDA before
+ * Criterion forks the tests. */
+static int device_usable(char *why, size_t len)
+{
+    int fd[2];
+    if (pipe(fd) != 0) {
+        snprintf(why, len, "pipe failed");
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        char w[200] = "";
+        int ok = pf_gpu_available(w, sizeof w);
+        ssize_t n = write(fd[1], w, strlen(w));
+        (void)n;
+        _exit(ok ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t n = pid > 0 ? read(fd[0], why, len - 1) : -1;
+    why[n > 0 ? n : 0] = '\0';
+    close(fd[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0)
+        return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    char why[200];
+    if (!device_usable(why, sizeof why)) {
+        printf("skipped: no CUDA device (%s)\n", why);
+        return 77;
+    }
+    struct criterion_test_set *tests = criterion_initialize();
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true))
+        result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# tests/test_gpu_bench_cli.sh PAGEFAULT - `pagefault bench` exit statuses:
+# 2 and one stderr line (nothing on stdout) for usage errors; for a small
+# real run, 0 with a PASS report on a device or 3 with "no GPU:" without.
+bin="$1"
+fails=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+expect_usage() {
+    "$bin" bench "$@" >"$out" 2>"$err"
+    rc=$?
+    if [ $rc -ne 2 ] || [ -s "$out" ] || [ "$(wc -l <"$err")" -ne 1 ]; then
+        echo "FAIL: bench $* -> status $rc (want 2), stdout $(wc -c <"$out") bytes, stderr:"
+        cat "$err"
+        fails=$((fails + 1))
+    fi
+}
+expect_usage --head-dim 96
+expect_usage --q-heads 6 --kv-heads 4
+expect_usage --block-size 4
+expect_usage --dtype fp8
+expect_usage --workload nope
+expect_usage --len 10 --lengths 1,2
+expect_usage --lengths 1,x
+expect_usage --lengths 100,200 --max-len 150
+
+"$bin" bench --workload seed --seqs 8 --iters 3 --format json >"$out" 2>"$err"
+rc=$?
+case $rc in
+0)
+    grep -q '"result": *"PASS"' "$out" || { echo "FAIL: status 0 without PASS"; cat "$out"; fails=$((fails + 1)); }
+    ;;
+3)
+    grep -q "no GPU:" "$err" || { echo "FAIL: status 3 without 'no GPU:'"; cat "$err"; fails=$((fails + 1)); }
+    [ -s "$out" ] && { echo "FAIL: status 3 printed on stdout"; fails=$((fails + 1)); }
+    echo "no device: $(cat "$err")"
+    ;;
+*)
+    echo "FAIL: bench --workload seed -> status $rc"
+    cat "$err"
+    fails=$((fails + 1))
+    ;;
+esac
+[ $fails -eq 0 ] && echo "ok"
+exit $((fails > 0))

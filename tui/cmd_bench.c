@@ -1,0 +1,370 @@
+/* tui/cmd_bench.c - `pagefault bench`: naive vs paged decode attention on
+ * the GPU (the seed's Stages 1-3), checked and timed in one run.
+ *
+ * Prints: the device and its streaming read bandwidth measured in the same
+ * run; the workload; memory reserved naive vs paged and utilization; naive,
+ * paged-ordered and paged-shuffled times (median, mean, sd, min of CUDA-event
+ * timings, L2 flushed before each launch), effective KV bandwidth and its
+ * fraction of the measured read bandwidth; the ratios (paged slowdown vs
+ * naive, cost of scattering = shuffled / ordered); and the checks (naive vs
+ * the CPU reference for every sequence, max |paged - naive|, pool read-back).
+ *
+ * Exit status: 0 all checks passed, 1 a check failed (or the run failed),
+ * 2 usage error, 3 no usable GPU (built without CUDA, or no device): the
+ * reason is printed on stderr.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/workload.h"
+#include "gpu/gpu.h"
+#include "tui/cli.h"
+#include "tui/commands.h"
+#include "tui/report.h"
+
+#define PROG "pagefault bench"
+#define BENCH_MAX_SEQS 65535
+#define BENCH_MAX_LEN (1 << 20)
+
+/* The named workloads (../shared/design.md). len 0: the seed's length mix,
+ * scaled by mix_scale and clamped to cap. */
+typedef struct {
+    const char *name;
+    int seqs, len, mix_scale, cap;
+    int hq, hkv, head_dim, block_size;
+    pf_gpu_dtype dtype;
+    const char *why;
+} bench_workload;
+
+static const bench_workload workloads[] = {
+    {"seed", 32, 0, 1, 2048, 1, 1, 64, 16, PF_GPU_F32, "parity with the seed's Stage 3"},
+    {"llama", 64, 4096, 1, 4096, 32, 8, 128, 16, PF_GPU_BF16,
+     "a decode step of a Llama-3-8B layer, 1 GiB of KV"},
+    {"mixed", 256, 0, 2, 4096, 32, 8, 128, 16, PF_GPU_BF16, "many short, some long"},
+    {"long", 8, 32768, 1, 32768, 32, 8, 128, 16, PF_GPU_BF16, "needs split-KV"},
+    {"single", 1, 1024, 1, 1024, 32, 8, 128, 16, PF_GPU_BF16, "latency"},
+};
+static const char *const workload_names[] = {"seed", "llama", "mixed", "long", "single", NULL};
+static const char *const dtype_names[] = {"fp32", "fp16", "bf16", NULL};
+
+typedef struct {
+    int workload;
+    int seqs, len, max_len, mix_scale;
+    const char *lengths;
+    int hq, hkv, head_dim, block_size, dtype;
+    int iters;
+    long long seed, shuffle_seed;
+    double tolerance;
+    int ref_all_heads;
+    int no_read_bw;
+    int format;
+} bench_args;
+
+static const char bench_summary[] =
+    "GPU decode attention, naive (contiguous per-sequence KV) vs paged (every K/V read through\n"
+    "the block table), on ordered and on shuffled frames. Workloads: seed (32 seqs, seed mix,\n"
+    "1 head, D=64, fp32), llama (64 x 4096, GQA 32/8, D=128, bf16), mixed (256 seqs, seed mix\n"
+    "x2), long (8 x 32768), single (1 x 1024); any shape flag overrides the workload's value.\n"
+    "Every pass is checked before it is timed: naive vs a CPU reference (double) for every\n"
+    "sequence, paged vs naive within --tolerance, pool read-back through the page tables;\n"
+    "outputs are NaN-poisoned first. Times are CUDA-event timings with the L2 flushed before\n"
+    "each launch. Exit status: 0 pass, 1 a check failed, 2 usage, 3 no GPU.";
+
+/* Resolve the lengths: --lengths, else --len, else the workload's. */
+static int *bench_lengths(const bench_args *a, const bench_workload *w, int *n_out)
+{
+    int *lens = NULL;
+    if (a->lengths) {
+        lens = malloc(sizeof(int) * BENCH_MAX_SEQS);
+        if (!lens) {
+            fprintf(stderr, "%s: out of memory\n", PROG);
+            return NULL;
+        }
+        int n = pf_workload_parse_lengths(a->lengths, lens, BENCH_MAX_SEQS);
+        if (n < 0) {
+            pf_cli_error(PROG, "--lengths: expected comma-separated lengths >= 1 (at most %d), "
+                               "got '%s'", BENCH_MAX_SEQS, a->lengths);
+            free(lens);
+            return NULL;
+        }
+        for (int i = 0; i < n; i++)
+            if (lens[i] > BENCH_MAX_LEN) {
+                pf_cli_error(PROG, "--lengths: %d is over the limit of %d tokens", lens[i],
+                             BENCH_MAX_LEN);
+                free(lens);
+                return NULL;
+            }
+        *n_out = n;
+        return lens;
+    }
+    const int n = a->seqs;
+    lens = malloc(sizeof(int) * (size_t)n);
+    if (!lens) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        return NULL;
+    }
+    const int len = a->len > 0 ? a->len : w->len;
+    if (len > 0) {
+        for (int i = 0; i < n; i++)
+            lens[i] = len;
+    } else if (pf_workload_lengths(pf_mix_seed(), (uint64_t)a->seed, n, a->mix_scale,
+                                   a->max_len, lens) != PF_OK) {
+        pf_cli_error(PROG, "internal error: could not draw the lengths");
+        free(lens);
+        return NULL;
+    }
+    *n_out = n;
+    return lens;
+}
+
+static void add_results(pf_report *r, const bench_args *a, const bench_workload *w,
+                        const int *lens, int n, const pf_gpu_bench_cfg *cfg,
+                        const pf_gpu_bench_result *res)
+{
+    long long total = 0;
+    int mn = lens[0], mx = lens[0];
+    for (int i = 0; i < n; i++) {
+        total += lens[i];
+        if (lens[i] < mn)
+            mn = lens[i];
+        if (lens[i] > mx)
+            mx = lens[i];
+    }
+    pf_report_section(r, "device", "Device");
+    pf_report_str(r, "name", "GPU", res->device);
+    pf_report_num(r, "sms", "multiprocessors", res->sm_count, "%.0f", NULL);
+    pf_report_num(r, "read_bw_gbps", "streaming read bandwidth (measured now)", res->read_bw_gbps,
+                  "%.0f", "GB/s");
+
+    pf_report_section(r, "workload", "Workload");
+    pf_report_str(r, "name", "workload", w->name);
+    pf_report_num(r, "seqs", "sequences", n, "%.0f", NULL);
+    pf_report_num(r, "tokens", "tokens", (double)total, "%.0f", NULL);
+    pf_report_num(r, "len_min", "length min", mn, "%.0f", NULL);
+    pf_report_num(r, "len_mean", "length mean", (double)total / n, "%.1f", NULL);
+    pf_report_num(r, "len_max", "length max", mx, "%.0f", NULL);
+    pf_report_num(r, "q_heads", "query heads", cfg->num_q_heads, "%.0f", NULL);
+    pf_report_num(r, "kv_heads", "KV heads", cfg->num_kv_heads, "%.0f", NULL);
+    pf_report_num(r, "head_dim", "head dim", cfg->head_dim, "%.0f", NULL);
+    pf_report_str(r, "dtype", "dtype", pf_gpu_dtype_name(cfg->dtype));
+    pf_report_num(r, "block_size", "block size", cfg->block_size, "%.0f", "tokens");
+    pf_report_num(r, "naive_cap", "naive capacity", cfg->naive_cap, "%.0f", "tokens/seq");
+    pf_report_num(r, "frames", "frames mapped", res->frames, "%.0f", NULL);
+    pf_report_num(r, "chunk", "split-KV chunk", res->chunk_tokens, "%.0f", "tokens");
+    pf_report_num(r, "splits", "chunks of the longest sequence", res->splits, "%.0f", NULL);
+    pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
+    pf_report_num(r, "seed", "data seed", (double)a->seed, "%.0f", NULL);
+    pf_report_num(r, "shuffle_seed", "shuffle seed", (double)a->shuffle_seed, "%.0f", NULL);
+
+    pf_report_section(r, "memory", "KV memory reserved (decimal MB)");
+    pf_report_num(r, "naive_mb", "naive (seqs x capacity)", res->naive_reserved / 1e6, "%.2f",
+                  "MB");
+    pf_report_num(r, "paged_mb", "paged (frames mapped)", res->paged_reserved / 1e6, "%.2f", "MB");
+    pf_report_num(r, "savings", "naive / paged",
+                  res->paged_reserved ? (double)res->naive_reserved / res->paged_reserved : 0,
+                  "%.2f", "x");
+    pf_report_num(r, "util_naive_pct", "utilization naive",
+                  res->naive_reserved ? 100.0 * res->kv_bytes / res->naive_reserved : 0, "%.1f",
+                  "%");
+    pf_report_num(r, "util_paged_pct", "utilization paged",
+                  res->paged_reserved ? 100.0 * res->kv_bytes / res->paged_reserved : 0, "%.1f",
+                  "%");
+    pf_report_num(r, "kv_mb", "KV bytes read per pass", res->kv_bytes / 1e6, "%.2f", "MB");
+
+    static const char *const keys[] = {"pass", "median_ms", "mean_ms", "sd_ms", "min_ms",
+                                       "kv_gbps", "frac_read_bw"};
+    static const char *const labels[] = {"pass", "median ms", "mean ms", "sd ms", "min ms",
+                                         "KV GB/s", "of read BW"};
+    pf_report_table(r, "timing", "Attention latency (CUDA events)", 7, keys, labels);
+    const pf_gpu_timing *t[3] = {&res->naive, &res->ordered, &res->shuffled};
+    const char *names[3] = {"naive", "paged-ordered", "paged-shuffled"};
+    for (int i = 0; i < (res->have_shuffled ? 3 : 2); i++) {
+        pf_report_cell_str(r, names[i]);
+        pf_report_cell_num(r, t[i]->median_ms, "%.4f");
+        pf_report_cell_num(r, t[i]->mean_ms, "%.4f");
+        pf_report_cell_num(r, t[i]->sd_ms, "%.4f");
+        pf_report_cell_num(r, t[i]->min_ms, "%.4f");
+        pf_report_cell_num(r, t[i]->gbps, "%.0f");
+        pf_report_cell_num(r, t[i]->frac_bw, "%.3f");
+    }
+    pf_report_note(r, "KV GB/s = K+V bytes of the real tokens / median time (1 GB = 1e9 B)");
+
+    pf_report_section(r, "ratios", "Ratios (medians of this run)");
+    const double paged = res->have_shuffled ? res->shuffled.median_ms : res->ordered.median_ms;
+    pf_report_num(r, "paged_slowdown", "paged slowdown vs naive",
+                  res->naive.median_ms > 0 ? paged / res->naive.median_ms : 0, "%.3f", "x");
+    pf_report_num(r, "ordered_vs_naive", "paged-ordered / naive",
+                  res->naive.median_ms > 0 ? res->ordered.median_ms / res->naive.median_ms : 0,
+                  "%.3f", "x");
+    if (res->have_shuffled)
+        pf_report_num(r, "scatter_cost", "cost of scattering (shuffled / ordered)",
+                      res->ordered.median_ms > 0 ? res->shuffled.median_ms / res->ordered.median_ms
+                                                 : 0,
+                      "%.3f", "x");
+    if (!res->have_shuffled)
+        pf_report_note(r, "--shuffle-seed 0: ordered frames only; slowdown is ordered / naive");
+
+    pf_report_section(r, "checks", "Checks");
+    pf_report_num(r, "max_err_ref", "max |naive - CPU reference|", res->max_err_ref, "%.3g",
+                  NULL);
+    pf_report_num(r, "ref_allowed", "  allowed there (tol + dtype eps x |ref|)", res->ref_allowed,
+                  "%.3g", NULL);
+    pf_report_num(r, "ref_checked", "  output elements checked (all sequences)",
+                  (double)res->ref_checked, "%.0f", NULL);
+    pf_report_num(r, "max_diff_ordered", "max |paged-ordered - naive|", res->max_diff_ordered,
+                  "%.3g", NULL);
+    if (res->have_shuffled)
+        pf_report_num(r, "max_diff_shuffled", "max |paged-shuffled - naive|",
+                      res->max_diff_shuffled, "%.3g", NULL);
+    pf_report_num(r, "tolerance", "tolerance", a->tolerance, "%.3g", NULL);
+    pf_report_str(r, "readback", "pool read-back through the page tables",
+                  res->readback_ok ? "ok" : "MISMATCH");
+    pf_report_str(r, "result", "result", res->pass ? "PASS" : "FAIL");
+    if (!res->pass)
+        pf_report_str(r, "failure", "first failure", res->failure);
+}
+
+int pf_cmd_bench(int argc, char **argv)
+{
+    bench_args a = {
+        .workload = 0, .seqs = 32, .len = 0, .max_len = 2048, .mix_scale = 1, .lengths = NULL,
+        .hq = 1, .hkv = 1, .head_dim = 64, .block_size = 16, .dtype = PF_GPU_F32, .iters = 20,
+        .seed = 42, .shuffle_seed = 1, .tolerance = 1e-3, .ref_all_heads = 0,
+        .format = PF_FMT_TABLE,
+    };
+    pf_opt opts[] = {
+        {"workload", PF_OPT_CHOICE, &a.workload, 0, 0, workload_names, NULL,
+         "named workload (shape flags below override it)", 0},
+        {"seqs", PF_OPT_INT, &a.seqs, 1, BENCH_MAX_SEQS, NULL, "N", "sequences", 0},
+        {"len", PF_OPT_INT, &a.len, 1, BENCH_MAX_LEN, NULL, "N",
+         "every sequence this long (instead of the workload's lengths)", 0},
+        {"lengths", PF_OPT_STRING, &a.lengths, 0, 0, NULL, "L1,L2,...",
+         "explicit lengths (sets the sequence count)", 0},
+        {"mix-scale", PF_OPT_INT, &a.mix_scale, 1, 512, NULL, "K",
+         "seed length mix scaled by K (when no --len)", 0},
+        {"max-len", PF_OPT_INT, &a.max_len, 1, BENCH_MAX_LEN, NULL, "N",
+         "naive capacity per sequence (and the mix's clamp)", 0},
+        {"q-heads", PF_OPT_INT, &a.hq, 1, 1024, NULL, "N", "query heads", 0},
+        {"kv-heads", PF_OPT_INT, &a.hkv, 1, 1024, NULL, "N", "KV heads (divides q heads)", 0},
+        {"head-dim", PF_OPT_INT, &a.head_dim, 64, 128, NULL, "D", "head dim: 64 or 128", 0},
+        {"dtype", PF_OPT_CHOICE, &a.dtype, 0, 0, dtype_names, NULL, "element type", 0},
+        {"block-size", PF_OPT_INT, &a.block_size, 8, 256, NULL, "B", "tokens per block", 0},
+        {"iters", PF_OPT_INT, &a.iters, 1, 100000, NULL, "N", "timed iterations per pass", 0},
+        {"seed", PF_OPT_I64, &a.seed, 0, 9007199254740991.0, NULL, "S",
+         "seed of the lengths and the data", 0},
+        {"shuffle-seed", PF_OPT_I64, &a.shuffle_seed, 0, 9007199254740991.0, NULL, "S",
+         "frame permutation seed; 0: ordered frames only", 0},
+        {"tolerance", PF_OPT_DOUBLE, &a.tolerance, 0, 1, NULL, "F",
+         "max |paged - naive|, and the absolute part of the reference check", 0},
+        {"ref-all-heads", PF_OPT_FLAG, &a.ref_all_heads, 0, 0, NULL, NULL,
+         "CPU reference on every head even for large workloads", 0},
+        {"no-read-bw", PF_OPT_FLAG, &a.no_read_bw, 0, 0, NULL, NULL,
+         "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
+        {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
+        {0},
+    };
+    int rc = pf_cli_parse(PROG, opts, argc, argv);
+    if (rc == PF_CLI_HELP) {
+        pf_cli_help(stdout, PROG, bench_summary, opts);
+        return 0;
+    }
+    if (rc != PF_CLI_OK)
+        return 2;
+
+    /* the workload gives every value a flag did not */
+    const bench_workload *w = &workloads[a.workload];
+    if (!pf_cli_find(opts, "seqs")->seen)
+        a.seqs = w->seqs;
+    if (!pf_cli_find(opts, "mix-scale")->seen)
+        a.mix_scale = w->mix_scale;
+    if (!pf_cli_find(opts, "q-heads")->seen)
+        a.hq = w->hq;
+    if (!pf_cli_find(opts, "kv-heads")->seen)
+        a.hkv = w->hkv;
+    if (!pf_cli_find(opts, "head-dim")->seen)
+        a.head_dim = w->head_dim;
+    if (!pf_cli_find(opts, "block-size")->seen)
+        a.block_size = w->block_size;
+    if (!pf_cli_find(opts, "dtype")->seen)
+        a.dtype = (int)w->dtype;
+    const int max_len_seen = pf_cli_find(opts, "max-len")->seen;
+    if (!max_len_seen)
+        a.max_len = w->cap;
+    if (pf_cli_find(opts, "lengths")->seen && pf_cli_find(opts, "len")->seen)
+        return pf_cli_error(PROG, "--len and --lengths exclude each other");
+    char why[200];
+    if (!pf_gpu_shape_ok(a.hq, a.hkv, a.head_dim, a.block_size, why, sizeof why))
+        return pf_cli_error(PROG, "%s", why);
+
+    int n = 0, status = 2;
+    int *lens = bench_lengths(&a, w, &n);
+    pf_report *r = NULL;
+    if (!lens)
+        return 2;
+    int maxlen = 0;
+    for (int i = 0; i < n; i++)
+        if (lens[i] > maxlen)
+            maxlen = lens[i];
+    if (maxlen > a.max_len) {
+        if (max_len_seen) {
+            pf_cli_error(PROG, "--max-len: the naive capacity %d is below the longest sequence "
+                               "(%d)", a.max_len, maxlen);
+            goto out;
+        }
+        a.max_len = maxlen; /* a longer --len or --lengths raises the naive reservation */
+    }
+
+    if (!pf_gpu_available(why, sizeof why)) {
+        fprintf(stderr, "%s: no GPU: %s\n", PROG, why);
+        status = 3;
+        goto out;
+    }
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = n, .seq_lens = lens, .naive_cap = a.max_len, .num_q_heads = a.hq,
+        .num_kv_heads = a.hkv, .head_dim = a.head_dim, .block_size = a.block_size,
+        .dtype = (pf_gpu_dtype)a.dtype, .iters = a.iters, .seed = (unsigned long long)a.seed,
+        .shuffle_seed = (unsigned long long)a.shuffle_seed, .tolerance = a.tolerance,
+        .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw,
+    };
+    /* every sequence is always checked; heads are sampled (one q head per
+     * kv head) only when all of them would cost the CPU too long */
+    long long work = 0;
+    for (int i = 0; i < n; i++)
+        work += (long long)lens[i] * a.hq * a.head_dim;
+    if (work <= (1LL << 32))
+        cfg.ref_all_heads = 1;
+    pf_gpu_bench_result res;
+    char err[300] = "";
+    status = 1;
+    rc = pf_gpu_bench_run(&cfg, &res, err, sizeof err);
+    if (rc == PF_ERR_UNAVAILABLE) {
+        fprintf(stderr, "%s: no GPU: %s\n", PROG, err);
+        status = 3;
+        goto out;
+    }
+    if (rc != PF_OK) {
+        fprintf(stderr, "%s: %s\n", PROG, err[0] ? err : pf_strerror(rc));
+        goto out;
+    }
+    r = pf_report_new();
+    if (!r) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        goto out;
+    }
+    add_results(r, &a, w, lens, n, &cfg, &res);
+    if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
+        fprintf(stderr, "%s: out of memory while building the report\n", PROG);
+        goto out;
+    }
+    if (!res.pass) {
+        fprintf(stderr, "%s: check failed: %s\n", PROG, res.failure);
+        goto out;
+    }
+    status = 0;
+out:
+    pf_report_free(r);
+    free(lens);
+    return status;
+}
