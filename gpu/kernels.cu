@@ -18,7 +18,9 @@
  * token row: each holds one 16-byte vector of it, so a row is one coalesced
  * run and the 128 threads cover NG = 128 / TG rows per step. A tile is N
  * such steps: the loads of N rows of K and N rows of V are all issued before
- * the first use (2N independent 16-byte loads per thread in flight). Scores
+ * the first use (2N independent 16-byte loads per thread in flight); with
+ * PREFETCH the next tile's loads go out before this tile's math (registers
+ * double-buffered; the default for the paged kernel, see prefetch_on). Scores
  * are partial dot products reduced across the TG lanes by xor shuffles (all
  * lanes end with the same sum), then one-pass online softmax in fp32 and in
  * base 2 (q is pre-scaled by scale * log2(e), so exp becomes exp2): per tile
@@ -419,20 +421,25 @@ int cuda_err(cudaError_t e)
     return e == cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_UNAVAILABLE;
 }
 
-/* Tuning knobs read once from the environment (for the device experiments):
- * PF_GPU_PREFETCH=0|1, PF_GPU_WAVES=n (plan target, blocks per SM). */
+/* Register prefetch: measured on the H200 (docs/gpu.md), it speeds the
+ * paged kernel up (llama: 0.309 -> 0.292 ms) but slows the naive one down
+ * (0.296 -> 0.333 ms, cause not established; padding the naive stride did
+ * not change it), so each kernel runs the variant that is fastest for it.
+ * Tuning knobs, read once from the environment: PF_GPU_PREFETCH=0|1 forces
+ * the variant for both kernels; PF_GPU_WAVES=n sets the split-KV plan's
+ * target (blocks per SM, default 8). */
 int env_int(const char *name, int dflt)
 {
     const char *v = getenv(name);
     return v && *v ? atoi(v) : dflt;
 }
 
-int prefetch_on()
+int prefetch_on(bool paged)
 {
-    static int v = -1;
-    if (v < 0)
-        v = env_int("PF_GPU_PREFETCH", 1) ? 1 : 0;
-    return v;
+    static int v = -2;
+    if (v == -2)
+        v = env_int("PF_GPU_PREFETCH", -1);
+    return v < 0 ? (paged ? 1 : 0) : (v ? 1 : 0);
 }
 
 template <typename T, int D, int GT, bool PAGED>
@@ -447,7 +454,7 @@ int launch_attn_t(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, const void *
     float *part_lse =
         part_o ? part_o + (size_t)s->num_seqs * s->num_q_heads * p->splits * D : nullptr;
     const float scale = s->scale > 0.f ? s->scale : 1.f / sqrtf((float)D);
-    auto kern = prefetch_on() ? attn_kernel<T, D, GT, PAGED, true>
+    auto kern = prefetch_on(PAGED) ? attn_kernel<T, D, GT, PAGED, true>
                               : attn_kernel<T, D, GT, PAGED, false>;
     kern<<<grid, kThreads, 0, st>>>((const T *)q, (const T *)k, (const T *)v, tables, lens,
                                     (T *)out, part_o, part_lse, s->num_q_heads, s->num_kv_heads,
