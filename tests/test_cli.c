@@ -188,3 +188,19 @@ Test(report, json_numbers_bare_strings_quoted)
     free(t);
     pf_report_free(r);
 }
+
+Test(cli, start_gives_exit_status_or_go)
+{
+    fixture f;
+    fixture_init(&f);
+    cr_redirect_stdout();
+    cr_redirect_stderr();
+    cr_assert_eq(pf_cli_start("p", "sum", f.opts, 3, (char *[]){"x", "--seqs", "5"}), PF_CLI_GO);
+    cr_assert_eq(f.n, 5);
+    cr_assert_eq(pf_cli_start("p", "sum", f.opts, 2, (char *[]){"x", "--seqs"}), 2);
+    cr_assert_eq(pf_cli_start("p", "the summary", f.opts, 2, (char *[]){"x", "--help"}), 0);
+    fflush(stdout);
+    char buf[2048] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, cr_get_redirected_stdout());
+    cr_assert(n > 0 && strstr(buf, "the summary") && strstr(buf, "--seqs N"), "help on stdout: %s", buf);
+}

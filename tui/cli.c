@@ -169,6 +169,16 @@ int pf_cli_parse(const char *prog, pf_opt *opts, int argc, char **argv)
     return PF_CLI_OK;
 }
 
+int pf_cli_start(const char *prog, const char *summary, pf_opt *opts, int argc, char **argv)
+{
+    int rc = pf_cli_parse(prog, opts, argc, argv);
+    if (rc == PF_CLI_HELP) {
+        pf_cli_help(stdout, prog, summary, opts);
+        return 0;
+    }
+    return rc == PF_CLI_OK ? PF_CLI_GO : 2;
+}
+
 void pf_cli_help(FILE *f, const char *prog, const char *summary, const pf_opt *opts)
 {
     fprintf(f, "usage: %s [FLAGS]\n\n%s\n\nflags:\n", prog, summary);

@@ -41,6 +41,12 @@ enum { PF_CLI_OK = 0, PF_CLI_HELP = 1, PF_CLI_USAGE = 2 };
  * Positional arguments are errors. */
 int pf_cli_parse(const char *prog, pf_opt *opts, int argc, char **argv);
 
+/* The usual start of a command: pf_cli_parse, and on --help the help on
+ * stdout. Returns PF_CLI_GO to carry on, else the exit status to return at
+ * once: 0 after --help, 2 after a usage error (its line is on stderr). */
+#define PF_CLI_GO (-1)
+int pf_cli_start(const char *prog, const char *summary, pf_opt *opts, int argc, char **argv);
+
 /* Set option `name` from text `value` with the same checks and messages.
  * Returns PF_CLI_OK or PF_CLI_USAGE. */
 int pf_cli_set(const char *prog, pf_opt *opts, const char *name, const char *value);

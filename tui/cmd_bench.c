@@ -265,13 +265,9 @@ int pf_cmd_bench(int argc, char **argv)
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
         {0},
     };
-    int rc = pf_cli_parse(PROG, opts, argc, argv);
-    if (rc == PF_CLI_HELP) {
-        pf_cli_help(stdout, PROG, bench_summary, opts);
-        return 0;
-    }
-    if (rc != PF_CLI_OK)
-        return 2;
+    int rc = pf_cli_start(PROG, bench_summary, opts, argc, argv);
+    if (rc != PF_CLI_GO)
+        return rc;
 
     /* the workload gives every value a flag did not */
     const bench_workload *w = &workloads[a.workload];

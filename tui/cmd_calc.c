@@ -351,13 +351,9 @@ int pf_cmd_calc(int argc, char **argv)
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
         {0},
     };
-    int rc = pf_cli_parse(PROG, opts, argc, argv);
-    if (rc == PF_CLI_HELP) {
-        pf_cli_help(stdout, PROG, calc_summary, opts);
-        return 0;
-    }
-    if (rc != PF_CLI_OK)
-        return 2;
+    int rc = pf_cli_start(PROG, calc_summary, opts, argc, argv);
+    if (rc != PF_CLI_GO)
+        return rc;
 
     calc_run run = {0};
     pf_report *r = NULL;

@@ -133,16 +133,14 @@ int pf_cmd_sim(int argc, char **argv)
     args_default(&a);
     pf_opt opts[SIM_NOPTS + 1];
     make_opts(opts, &a);
-    int rc = pf_cli_parse(PROG, opts, argc, argv);
-    if (rc == PF_CLI_HELP) {
-        pf_cli_help(stdout, PROG,
-                    "Serving simulation: naive (reserve MAX_SEQ_LEN) vs paged (demand paging with an\n"
-                    "admission watermark, preemption by recompute or swap) on the same jobs.\n"
-                    "Times are in steps (one decode iteration each).",
-                    opts);
-        return 0;
-    }
-    if (rc != PF_CLI_OK || pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK)
+    int rc = pf_cli_start(PROG,
+                          "Serving simulation: naive (reserve MAX_SEQ_LEN) vs paged (demand paging with an\n"
+                          "admission watermark, preemption by recompute or swap) on the same jobs.\n"
+                          "Times are in steps (one decode iteration each).",
+                          opts, argc, argv);
+    if (rc != PF_CLI_GO)
+        return rc;
+    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK)
         return 2;
 
     /* --sweep NAME=v1,v2,...: every value is checked through the flag

@@ -513,12 +513,10 @@ int pf_cmd_dash(int argc, char **argv)
         {0},
     };
     memcpy(opts + nsim, own, sizeof own);
-    int rc = pf_cli_parse(prog, opts, argc, argv);
-    if (rc == PF_CLI_HELP) {
-        pf_cli_help(stdout, prog, dash_summary, opts);
-        return 0;
-    }
-    if (rc != PF_CLI_OK || pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
+    int rc = pf_cli_start(prog, dash_summary, opts, argc, argv);
+    if (rc != PF_CLI_GO)
+        return rc;
+    if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
     static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu"};
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
