@@ -740,6 +740,40 @@ extern "C" int pf_gpu_device_name(char *name, size_t len)
     return PF_OK;
 }
 
+extern "C" int pf_gpu_malloc(void **ptr, size_t bytes)
+{
+    if (!ptr)
+        return PF_ERR_ARG;
+    *ptr = NULL;
+    if (!device_ready(NULL, 0))
+        return PF_ERR_UNAVAILABLE;
+    return cudaMalloc(ptr, bytes) == cudaSuccess ? PF_OK : PF_ERR_NOMEM;
+}
+
+extern "C" int pf_gpu_free(void *ptr)
+{
+    return cudaFree(ptr) == cudaSuccess ? PF_OK : PF_ERR_ARG;
+}
+
+extern "C" int pf_gpu_memcpy(void *dst, const void *src, size_t bytes, pf_gpu_copy_kind kind)
+{
+    static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                           cudaMemcpyDeviceToDevice};
+    if ((unsigned)kind > PF_GPU_D2D)
+        return PF_ERR_ARG;
+    return cudaMemcpy(dst, src, bytes, kinds[kind]) == cudaSuccess ? PF_OK : PF_ERR_ARG;
+}
+
+extern "C" int pf_gpu_memset(void *ptr, int byte, size_t bytes)
+{
+    return cudaMemset(ptr, byte, bytes) == cudaSuccess ? PF_OK : PF_ERR_ARG;
+}
+
+extern "C" int pf_gpu_sync(void)
+{
+    return cudaDeviceSynchronize() == cudaSuccess ? PF_OK : PF_ERR_ARG;
+}
+
 extern "C" int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
                                       const void *v_pool, const int *block_tables,
                                       const int *seq_lens, void *out, void *stream)

@@ -41,6 +41,16 @@ int pf_gpu_available(char *why, size_t whylen);
 /* Name of device 0 ("NVIDIA H200"), or the reason it is unavailable. */
 int pf_gpu_device_name(char *name, size_t len);
 
+/* ---- device memory, for callers without the CUDA headers (C programs,
+ * ctypes, the tests): plain cudaMalloc/cudaMemcpy/cudaMemset underneath,
+ * PF_ERR_NOMEM / PF_ERR_UNAVAILABLE / PF_ERR_ARG on failure. ---- */
+typedef enum { PF_GPU_H2D = 0, PF_GPU_D2H = 1, PF_GPU_D2D = 2 } pf_gpu_copy_kind;
+int pf_gpu_malloc(void **ptr, size_t bytes);
+int pf_gpu_free(void *ptr);
+int pf_gpu_memcpy(void *dst, const void *src, size_t bytes, pf_gpu_copy_kind kind);
+int pf_gpu_memset(void *ptr, int byte, size_t bytes);
+int pf_gpu_sync(void); /* wait for the device; reports an earlier kernel's failure */
+
 typedef struct {
     int num_seqs;
     int num_q_heads;

@@ -29,6 +29,36 @@ int pf_gpu_device_name(char *name, size_t len)
     return PF_ERR_UNAVAILABLE;
 }
 
+int pf_gpu_malloc(void **ptr, size_t bytes)
+{
+    (void)bytes;
+    if (ptr)
+        *ptr = NULL;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_free(void *ptr)
+{
+    return ptr ? PF_ERR_UNAVAILABLE : PF_OK;
+}
+
+int pf_gpu_memcpy(void *dst, const void *src, size_t bytes, pf_gpu_copy_kind kind)
+{
+    (void)dst, (void)src, (void)bytes, (void)kind;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_memset(void *ptr, int byte, size_t bytes)
+{
+    (void)ptr, (void)byte, (void)bytes;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_sync(void)
+{
+    return PF_ERR_UNAVAILABLE;
+}
+
 int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
                            const void *v_pool, const int *block_tables, const int *seq_lens,
                            void *out, void *stream)

@@ -4,8 +4,7 @@
 pf_criterion_test(test_gpu_host SOURCES test_gpu_host.c LIBS pf_gpu pf_core)
 
 if(PF_HAVE_CUDA)
-  find_package(CUDAToolkit REQUIRED) # CUDA::cudart_static for the device-pointer API test
-  pf_criterion_test(test_gpu SOURCES test_gpu.c LIBS pf_gpu pf_core CUDA::cudart_static LABELS gpu)
+  pf_criterion_test(test_gpu SOURCES test_gpu.c LIBS pf_gpu pf_core LABELS gpu)
 else()
   add_executable(test_gpu test_gpu_skip.c)
   target_link_libraries(test_gpu PRIVATE pf_gpu pf_core)

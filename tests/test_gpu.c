@@ -13,7 +13,6 @@
  * reference; pf_gpu_run_layout with a shared frame and its error answers.
  */
 #include <criterion/criterion.h>
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +150,7 @@ Test(gpu, runner_refuses_bad_input)
  * K/V appended through a shuffled block table in two steps (prompt, then
  * one decode token), paged and naive attention, read back. fp32 so the
  * float reference applies with a tight tolerance. */
-#define CK(x) cr_assert_eq((x), cudaSuccess, "%s", #x)
+#define CK(x) cr_assert_eq((x), PF_OK, "%s", #x)
 
 Test(gpu, public_api_on_device_pointers)
 {
@@ -197,27 +196,27 @@ Test(gpu, public_api_on_device_pointers)
     float *dq, *dk, *dv, *dkp, *dvp, *dnk, *dnv, *dop, *don, *dkn, *dvn;
     int *dtab, *dlens;
     const size_t pool_elems = (size_t)FRAMES * HKV * B * D;
-    CK(cudaMalloc((void **)&dq, sizeof(float) * S * HQ * D));
-    CK(cudaMalloc((void **)&dkp, sizeof(float) * pool_elems));
-    CK(cudaMalloc((void **)&dvp, sizeof(float) * pool_elems));
-    CK(cudaMalloc((void **)&dnk, sizeof(float) * S * HKV * cap * D));
-    CK(cudaMalloc((void **)&dnv, sizeof(float) * S * HKV * cap * D));
-    CK(cudaMalloc((void **)&dop, sizeof(float) * S * HQ * D));
-    CK(cudaMalloc((void **)&don, sizeof(float) * S * HQ * D));
-    CK(cudaMalloc((void **)&dk, sizeof(float) * S * cap * HKV * D));
-    CK(cudaMalloc((void **)&dv, sizeof(float) * S * cap * HKV * D));
-    CK(cudaMalloc((void **)&dkn, sizeof(float) * S * HKV * D));
-    CK(cudaMalloc((void **)&dvn, sizeof(float) * S * HKV * D));
-    CK(cudaMalloc((void **)&dtab, sizeof tables));
-    CK(cudaMalloc((void **)&dlens, sizeof(int) * S));
-    CK(cudaMemcpy(dq, q, sizeof(float) * S * HQ * D, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dtab, tables, sizeof tables, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dnk, naive_k, sizeof(float) * S * HKV * cap * D, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dnv, naive_v, sizeof(float) * S * HKV * cap * D, cudaMemcpyHostToDevice));
-    CK(cudaMemset(dkp, 0xff, sizeof(float) * pool_elems)); /* NaN */
-    CK(cudaMemset(dvp, 0xff, sizeof(float) * pool_elems));
-    CK(cudaMemset(dop, 0xff, sizeof(float) * S * HQ * D));
-    CK(cudaMemset(don, 0xff, sizeof(float) * S * HQ * D));
+    CK(pf_gpu_malloc((void **)&dq, sizeof(float) * S * HQ * D));
+    CK(pf_gpu_malloc((void **)&dkp, sizeof(float) * pool_elems));
+    CK(pf_gpu_malloc((void **)&dvp, sizeof(float) * pool_elems));
+    CK(pf_gpu_malloc((void **)&dnk, sizeof(float) * S * HKV * cap * D));
+    CK(pf_gpu_malloc((void **)&dnv, sizeof(float) * S * HKV * cap * D));
+    CK(pf_gpu_malloc((void **)&dop, sizeof(float) * S * HQ * D));
+    CK(pf_gpu_malloc((void **)&don, sizeof(float) * S * HQ * D));
+    CK(pf_gpu_malloc((void **)&dk, sizeof(float) * S * cap * HKV * D));
+    CK(pf_gpu_malloc((void **)&dv, sizeof(float) * S * cap * HKV * D));
+    CK(pf_gpu_malloc((void **)&dkn, sizeof(float) * S * HKV * D));
+    CK(pf_gpu_malloc((void **)&dvn, sizeof(float) * S * HKV * D));
+    CK(pf_gpu_malloc((void **)&dtab, sizeof tables));
+    CK(pf_gpu_malloc((void **)&dlens, sizeof(int) * S));
+    CK(pf_gpu_memcpy(dq, q, sizeof(float) * S * HQ * D, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dtab, tables, sizeof tables, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dnk, naive_k, sizeof(float) * S * HKV * cap * D, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dnv, naive_v, sizeof(float) * S * HKV * cap * D, PF_GPU_H2D));
+    CK(pf_gpu_memset(dkp, 0xff, sizeof(float) * pool_elems)); /* NaN */
+    CK(pf_gpu_memset(dvp, 0xff, sizeof(float) * pool_elems));
+    CK(pf_gpu_memset(dop, 0xff, sizeof(float) * S * HQ * D));
+    CK(pf_gpu_memset(don, 0xff, sizeof(float) * S * HQ * D));
 
     pf_gpu_attn_shape sh = {.num_seqs = 1, .num_q_heads = HQ, .num_kv_heads = HKV, .head_dim = D,
                             .block_size = B, .max_blocks_per_seq = MAXB, .naive_cap = cap,
@@ -226,11 +225,11 @@ Test(gpu, public_api_on_device_pointers)
     for (int s = 0; s < S; s++) {
         if (prompt[s] == 0)
             continue;
-        CK(cudaMemcpy(dlens + s, &prompt[s], sizeof(int), cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(dk, k_all + (size_t)s * cap * HKV * D, sizeof(float) * prompt[s] * HKV * D,
-                      cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(dv, v_all + (size_t)s * cap * HKV * D, sizeof(float) * prompt[s] * HKV * D,
-                      cudaMemcpyHostToDevice));
+        CK(pf_gpu_memcpy(dlens + s, &prompt[s], sizeof(int), PF_GPU_H2D));
+        CK(pf_gpu_memcpy(dk, k_all + (size_t)s * cap * HKV * D, sizeof(float) * prompt[s] * HKV * D,
+                      PF_GPU_H2D));
+        CK(pf_gpu_memcpy(dv, v_all + (size_t)s * cap * HKV * D, sizeof(float) * prompt[s] * HKV * D,
+                      PF_GPU_H2D));
         cr_assert_eq(pf_gpu_append_kv(&sh, dk, dv, prompt[s], dtab + s * MAXB, dlens + s, dkp,
                                       dvp, NULL),
                      PF_OK);
@@ -238,24 +237,24 @@ Test(gpu, public_api_on_device_pointers)
     for (int s = 0; s < S; s++) {
         const float *src_k = k_all + (((size_t)s * cap + lens[s] - 1) * HKV) * D;
         const float *src_v = v_all + (((size_t)s * cap + lens[s] - 1) * HKV) * D;
-        CK(cudaMemcpy(dkn + (size_t)s * HKV * D, src_k, sizeof(float) * HKV * D,
-                      cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(dvn + (size_t)s * HKV * D, src_v, sizeof(float) * HKV * D,
-                      cudaMemcpyHostToDevice));
+        CK(pf_gpu_memcpy(dkn + (size_t)s * HKV * D, src_k, sizeof(float) * HKV * D,
+                      PF_GPU_H2D));
+        CK(pf_gpu_memcpy(dvn + (size_t)s * HKV * D, src_v, sizeof(float) * HKV * D,
+                      PF_GPU_H2D));
     }
-    CK(cudaMemcpy(dlens, lens, sizeof(int) * S, cudaMemcpyHostToDevice));
+    CK(pf_gpu_memcpy(dlens, lens, sizeof(int) * S, PF_GPU_H2D));
     sh.num_seqs = S;
     cr_assert_eq(pf_gpu_append_kv(&sh, dkn, dvn, 1, dtab, dlens, dkp, dvp, NULL), PF_OK);
     cr_assert_eq(pf_gpu_paged_attention(&sh, dq, dkp, dvp, dtab, dlens, dop, NULL), PF_OK);
     cr_assert_eq(pf_gpu_naive_attention(&sh, dq, dnk, dnv, dlens, don, NULL), PF_OK);
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(out_p, dop, sizeof(float) * S * HQ * D, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(out_n, don, sizeof(float) * S * HQ * D, cudaMemcpyDeviceToHost));
+    CK(pf_gpu_sync());
+    CK(pf_gpu_memcpy(out_p, dop, sizeof(float) * S * HQ * D, PF_GPU_D2H));
+    CK(pf_gpu_memcpy(out_n, don, sizeof(float) * S * HQ * D, PF_GPU_D2H));
 
     /* the pool, read back and walked through the tables, is the data */
     float *pool_k = malloc(sizeof(float) * pool_elems);
     cr_assert(pool_k);
-    CK(cudaMemcpy(pool_k, dkp, sizeof(float) * pool_elems, cudaMemcpyDeviceToHost));
+    CK(pf_gpu_memcpy(pool_k, dkp, sizeof(float) * pool_elems, PF_GPU_D2H));
     for (int s = 0; s < S; s++)
         for (int t = 0; t < lens[s]; t++)
             for (int h = 0; h < HKV; h++) {
@@ -291,7 +290,7 @@ Test(gpu, public_api_on_device_pointers)
     free(out_n);
     void *ptrs[] = {dq, dk, dv, dkp, dvp, dnk, dnv, dop, don, dkn, dvn, dtab, dlens};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        cudaFree(ptrs[i]);
+        CK(pf_gpu_free(ptrs[i]));
 }
 
 Test(gpu, run_layout_as_the_dashboard_calls_it)
