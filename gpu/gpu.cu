@@ -800,22 +800,32 @@ extern "C" int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, c
                                 stream);
 }
 
-extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
-                                size_t errlen)
+/* The device is there and the kernels serve this head shape: PF_OK, else
+ * PF_ERR_UNAVAILABLE or PF_ERR_ARG with the reason in err. */
+static int ready_for(int hq, int hkv, int head_dim, int block_size, char *err, size_t errlen)
 {
     char why[200];
-    if (!cfg || !res)
-        return PF_ERR_ARG;
-    memset(res, 0, sizeof *res);
     if (!device_ready(why, sizeof why)) {
         set_err(err, errlen, "%s", why);
         return PF_ERR_UNAVAILABLE;
     }
-    if (!pf_gpu_shape_ok(cfg->num_q_heads, cfg->num_kv_heads, cfg->head_dim, cfg->block_size, why,
-                         sizeof why)) {
+    if (!pf_gpu_shape_ok(hq, hkv, head_dim, block_size, why, sizeof why)) {
         set_err(err, errlen, "%s", why);
         return PF_ERR_ARG;
     }
+    return PF_OK;
+}
+
+extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
+                                size_t errlen)
+{
+    if (!cfg || !res)
+        return PF_ERR_ARG;
+    memset(res, 0, sizeof *res);
+    int ready = ready_for(cfg->num_q_heads, cfg->num_kv_heads, cfg->head_dim, cfg->block_size,
+                          err, errlen);
+    if (ready != PF_OK)
+        return ready;
     if (cfg->num_seqs < 1 || cfg->num_seqs > 65535 || !cfg->seq_lens || cfg->iters < 1) {
         set_err(err, errlen, "need 1..65535 sequences with lengths and iters >= 1");
         return PF_ERR_ARG;
@@ -891,21 +901,15 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
 extern "C" int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
                                  pf_gpu_pass_result *out, char *err, size_t errlen)
 {
-    char why[200];
     if (!layout || !hs || !out) {
         set_err(err, errlen, "pf_gpu_run_layout: NULL argument");
         return PF_ERR_ARG;
     }
     memset(out, 0, sizeof *out);
-    if (!device_ready(why, sizeof why)) {
-        set_err(err, errlen, "%s", why);
-        return PF_ERR_UNAVAILABLE;
-    }
-    if (!pf_gpu_shape_ok(hs->num_q_heads, hs->num_kv_heads, hs->head_dim, layout->block_size, why,
-                         sizeof why)) {
-        set_err(err, errlen, "%s", why);
-        return PF_ERR_ARG;
-    }
+    int ready = ready_for(hs->num_q_heads, hs->num_kv_heads, hs->head_dim, layout->block_size, err,
+                          errlen);
+    if (ready != PF_OK)
+        return ready;
     if (layout->num_seqs < 1 || !layout->seq_lens || !layout->block_tables ||
         layout->max_blocks_per_seq < 1 || layout->pool_frames < 1) {
         set_err(err, errlen, "layout needs sequences, lengths, block tables and frames");

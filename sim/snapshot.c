@@ -131,32 +131,36 @@ static void seq_view(const pf_sim *s, int id, pf_seq_view *v)
     v->preemptions = q->preemptions;
 }
 
+/* Make *arr hold at least want elements (it keeps what it had when large
+ * enough, so a viewer's steady-state snapshots allocate nothing). */
+static int grow(void **arr, int *cap, int want, size_t elt)
+{
+    if (*arr && *cap >= want)
+        return PF_OK;
+    void *p = realloc(*arr, (size_t)want * elt);
+    if (!p)
+        return PF_ERR_NOMEM;
+    *arr = p;
+    *cap = want;
+    return PF_OK;
+}
+
 int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
 {
     if (!sim || !snap)
         return PF_ERR_ARG;
     int N = sim->p.cfg.pool_blocks; /* immutable */
-    if (snap->frames_cap < N || !snap->frames) {
-        pf_frame_view *f = realloc(snap->frames, (size_t)N * sizeof *f);
-        if (!f)
-            return PF_ERR_NOMEM;
-        snap->frames = f;
-        snap->frames_cap = N;
-    }
+    if (grow((void **)&snap->frames, &snap->frames_cap, N, sizeof *snap->frames) != PF_OK)
+        return PF_ERR_NOMEM;
     /* Sequences shown: those in a worker slot plus those swapped out; at
      * most workers-in-use + njobs, bounded by the slots and the swap queue. */
     SIM_LOCK(sim);
     int want = sim->slot_hi + sim->sqlen;
     SIM_UNLOCK(sim);
     for (;;) {
-        if (snap->seqs_cap < want || !snap->seqs) {
-            int cap = want > 16 ? want : 16;
-            pf_seq_view *v = realloc(snap->seqs, (size_t)cap * sizeof *v);
-            if (!v)
-                return PF_ERR_NOMEM;
-            snap->seqs = v;
-            snap->seqs_cap = cap;
-        }
+        if (grow((void **)&snap->seqs, &snap->seqs_cap, want > 16 ? want : 16,
+                 sizeof *snap->seqs) != PF_OK)
+            return PF_ERR_NOMEM;
         SIM_LOCK(sim);
         want = sim->slot_hi + sim->sqlen;
         if (want <= snap->seqs_cap)
