@@ -181,9 +181,12 @@ static int watermark_valid(double w)
 }
 
 /* ceil(w * N), with a relative tolerance of 1e-9 so that a product like
- * 0.07 * 100 = 7.000000000000001 counts as the 7 frames meant, not 8. */
-static int reserve_for(int n, double w)
+ * 0.07 * 100 = 7.000000000000001 counts as the 7 frames meant, not 8.
+ * The one place the reserve is computed (pool, simulator, renderer, reports). */
+int pf_pool_reserve_for(int n, double w)
 {
+    if (n < 0 || !watermark_valid(w))
+        return 0;
     double x = w * n;
     int r = (int)ceil(x - 1e-9 * (x > 1.0 ? x : 1.0));
     if (r < 0)
@@ -197,7 +200,7 @@ int pf_pool_reserve_frames(const pf_pool *pool, double watermark)
 {
     if (!pool || !watermark_valid(watermark))
         return PF_ERR_ARG;
-    return reserve_for(pool->n, watermark);
+    return pf_pool_reserve_for(pool->n, watermark);
 }
 
 int pf_pool_alloc_admit(pf_pool *pool, int owner, int n, double watermark, int *frames_out)
@@ -206,7 +209,7 @@ int pf_pool_alloc_admit(pf_pool *pool, int owner, int n, double watermark, int *
         return PF_ERR_ARG;
     if (n > pool->n)
         return PF_ERR_NOMEM;
-    int reserve = reserve_for(pool->n, watermark);
+    int reserve = pf_pool_reserve_for(pool->n, watermark);
     pthread_mutex_lock(&pool->mu);
     int rc = take_n_locked(pool, owner, n, reserve, frames_out);
     pthread_mutex_unlock(&pool->mu);
@@ -218,7 +221,7 @@ int pf_pool_can_admit(const pf_pool *pool, int n, double watermark)
     if (!pool || n < 0 || !watermark_valid(watermark))
         return 0;
     int free_now = LOAD(((pf_pool *)pool)->free_count);
-    return n <= free_now && free_now - n >= reserve_for(pool->n, watermark);
+    return n <= free_now && free_now - n >= pf_pool_reserve_for(pool->n, watermark);
 }
 
 int pf_pool_free(pf_pool *pool, int owner, int frame)

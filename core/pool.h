@@ -53,6 +53,12 @@ int pf_pool_can_admit(const pf_pool *pool, int n, double watermark);
 /* Frames that admission keeps in reserve for a watermark: ceil(w * N). */
 int pf_pool_reserve_frames(const pf_pool *pool, double watermark);
 
+/* The same figure without a pool: ceil(watermark * nframes) with the pool's
+ * one tolerance (a relative 1e-9, so 0.07 x 100 is 7 frames, not 8); 0 for a
+ * watermark outside [0, 1] or nframes < 0. Every caller that shows or uses
+ * the reserve (simulator, renderer, reports) computes it here. */
+int pf_pool_reserve_for(int nframes, double watermark);
+
 /* Drop owner's reference to frame; the frame returns to the free list when
  * its count reaches 0. */
 int pf_pool_free(pf_pool *pool, int owner, int frame);

@@ -7,6 +7,8 @@
  */
 #include "tui/render.h"
 
+#include "core/pool.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,7 +114,7 @@ void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapsh
         wm = 0;
     if (wm > 1)
         wm = 1;
-    int reserve = (int)ceil(wm * F - 1e-9);
+    int reserve = pf_pool_reserve_for(F, wm);
     if (reserve < 0)
         reserve = 0;
     int reserve_cells = (reserve + N - 1) / N;
@@ -305,7 +307,7 @@ static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot
     if (!s)
         return;
     const pf_sim_params *p = &s->params;
-    int reserve = (int)ceil(p->watermark * s->nframes - 1e-9);
+    int reserve = pf_pool_reserve_for(s->nframes, p->watermark);
     pf_cells_printf(b, x, y + 1, w, PF_COL_DEFAULT, 0, "mode %s  engine %s",
                     p->mode == PF_SIM_NAIVE ? "naive" : "paged",
                     p->engine == PF_ENGINE_THREADED ? "threaded" : "deterministic");
