@@ -1,0 +1,192 @@
+/* sim/sched.h - the scheduler core: which requests run in an iteration, how
+ * many tokens each processes, who is admitted and who is preempted.
+ *
+ * What it is. One iteration (a "step") of a continuous-batching server, as a
+ * plain function over plain state: the requests, a waiting queue, a running
+ * list in admission order, and the frame pool. Two rule sets share it:
+ *
+ *  - vLLM (the default; vLLM V1's Scheduler.schedule(), 0.8-0.11): a token
+ *    budget per step (max_num_batched_tokens) spent first on the running
+ *    requests in admission order, then on the waiting queue in FCFS order;
+ *    prompts are prefilled in chunks that fit the budget (chunked prefill); a
+ *    running request that needs a frame when none is free preempts the newest
+ *    running request at once (possibly itself), which frees all its frames and
+ *    goes back to the front of the waiting queue to be recomputed - its
+ *    prompt and the tokens it had generated are prefilled again out of the
+ *    token budget; no new request is admitted in a step that preempted; a
+ *    waiting request is admitted only if, after its frames, watermark x pool
+ *    frames stay free; the head of the queue blocks the rest (FCFS).
+ *  - seed (the original description's): no token budget (a prompt is
+ *    prefilled in its admission step); a running request that faults stalls,
+ *    holding its frames, for up to stall_limit steps, then a victim chosen by
+ *    the victim policy is preempted; admission FCFS with the watermark.
+ *
+ * Both take any victim policy (sim/policy.h) and preemption by recompute or
+ * by swap to a bounded host pool (the victim's frames copied out over the
+ * host link and back in at readmission, no recompute).
+ *
+ * Naive mode (either rule set): a request reserves its whole KV up front at
+ * admission, by a named policy (the PagedAttention paper's three Orca
+ * baselines): max (max_seq_len tokens), pow2 (the next power of two at or
+ * above its final length), oracle (exactly its final length). It never
+ * faults, so it never preempts.
+ *
+ * Time is not computed here: each step's work is summarised in a
+ * pf_sched_batch (decode and prefill tokens, KV read, attention work) and the
+ * caller's cost function turns it into seconds (sim/cost.h); the step's end
+ * time stamps every token it produced.
+ *
+ * Contract. Single-threaded: the caller owns the pf_sched and serialises
+ * every call. Deterministic: the same requests and parameters give the same
+ * decisions and figures on every machine (frame ids come from the pool and
+ * are the only thing that may differ under a threaded caller). Memory is
+ * proportional to the live requests: a block table exists only while its
+ * request holds frames. Errors are returned, never aborted on.
+ * Callers: the simulator's engines (sim/), tests/test_sim_sched.c.
+ */
+#ifndef PF_SIM_SCHED_H
+#define PF_SIM_SCHED_H
+
+#include <stdint.h>
+
+#include "core/pool.h"
+#include "sim/sim.h"
+
+typedef enum { PF_SCHED_VLLM = 0, PF_SCHED_SEED = 1, PF_SCHED_COUNT } pf_sched_rules;
+extern const char *const pf_sched_rules_names[]; /* {"vllm", "seed", NULL} */
+
+typedef enum { PF_RESERVE_MAX = 0, PF_RESERVE_POW2, PF_RESERVE_ORACLE, PF_RESERVE_COUNT } pf_naive_reserve;
+extern const char *const pf_naive_reserve_names[]; /* {"max", "pow2", "oracle", NULL} */
+
+typedef struct {
+    pf_sched_rules rules;
+    int paged;                  /* 1 paged (demand paging), 0 naive reservation      */
+    pf_naive_reserve reserve;   /* naive mode's reservation policy                    */
+    int block_size;             /* tokens per frame                                  */
+    int max_seq_len;            /* longest request (naive max reservation)           */
+    int max_num_seqs;           /* running requests at most (vLLM --max-num-seqs)     */
+    int max_num_batched_tokens; /* token budget per step (vLLM only)                 */
+    double watermark;           /* admission reserve, fraction of the pool            */
+    pf_victim_policy victim;    /* vLLM's is PF_VICTIM_NEWEST                         */
+    pf_preempt_mode preempt;    /* recompute (vLLM V1's only mode) or swap            */
+    int swap_host_blocks;       /* host swap pool, frames                             */
+    int stall_limit;            /* seed rules: steps a faulting request stalls        */
+    int pingpong_window;        /* steps: preempted again this soon after readmission */
+} pf_sched_params;
+
+/* vLLM's defaults for a >= 70 GiB GPU serving the OpenAI API (vLLM 0.8-0.11,
+ * EngineArgs._set_default_args_v1): 8192 batched tokens, 1024 sequences,
+ * watermark 0.01, newest victim, recompute; block 16. Pool and lengths from
+ * the seed (4096 frames, 2048 tokens). */
+void pf_sched_params_default(pf_sched_params *p);
+
+/* A request as the scheduler sees it. */
+typedef enum {
+    PF_REQ_PENDING = 0, /* not arrived                                   */
+    PF_REQ_WAITING,     /* in the waiting queue (new or preempted)       */
+    PF_REQ_RUNNING,     /* admitted: holds frames                        */
+    PF_REQ_STALLED,     /* running, faulted this step (seed rules)       */
+    PF_REQ_SWAPPED,     /* preempted to the host, in the waiting queue   */
+    PF_REQ_DONE,
+    PF_REQ_ABORTED      /* can never fit the pool: dropped alone         */
+} pf_req_state;
+
+typedef struct {
+    /* the job */
+    double arrival;       /* seconds                                          */
+    int32_t prompt, output, priority;
+    /* progress */
+    uint8_t state;        /* pf_req_state                                     */
+    int32_t generated;    /* output tokens sampled so far (kept on preemption)*/
+    int32_t computed;     /* tokens whose KV is in its frames                 */
+    int32_t computed_max; /* most ever computed: below it, a prefill is recompute */
+    int32_t nframes, cap; /* block table length and capacity                  */
+    int32_t *table;       /* block table, owned; NULL when it holds no frame  */
+    int32_t host_frames;  /* frames held in host swap                         */
+    int32_t preemptions;
+    int32_t stalled;      /* consecutive stalled steps (seed rules)           */
+    int32_t sched_tokens; /* tokens scheduled in the current step             */
+    int64_t admit_order;  /* admission counter at the last admission          */
+    int64_t admit_step;   /* step of the last admission (ping-pong detection) */
+    double t_first_sched, t_first_token, t_last_token, t_done;
+    /* running list (admission order), -1 terminated */
+    int32_t prev, next;
+} pf_req;
+
+/* One step's work, for the cost model. */
+typedef struct {
+    int64_t decode_tokens;   /* requests that processed exactly one new token  */
+    int64_t prefill_tokens;  /* tokens of prompt (or recompute) prefill chunks */
+    int64_t recompute_tokens;/* of which: KV computed before and lost to a
+                                recompute preemption (wasted work)          */
+    int64_t kv_read_tokens;  /* sum over scheduled requests of context read    */
+    double attn_pairs;       /* sum over scheduled of new x context (causal)   */
+    int64_t swap_out_frames, swap_in_frames;
+    int scheduled;           /* requests that ran                              */
+} pf_sched_batch;
+
+/* What happened in a step, for statistics and viewers. */
+typedef enum {
+    PF_SCHED_EV_ADMIT = 0, /* a = frames taken                               */
+    PF_SCHED_EV_PREEMPT,   /* recompute preemption; a = frames freed         */
+    PF_SCHED_EV_SWAP_OUT,  /* a = frames copied out                          */
+    PF_SCHED_EV_SWAP_IN,   /* a = frames copied back                         */
+    PF_SCHED_EV_STALL,     /* seed rules: a request started stalling         */
+    PF_SCHED_EV_FIRST_TOKEN,
+    PF_SCHED_EV_FINISH,    /* a = frames freed                               */
+    PF_SCHED_EV_ABORT,     /* a request that can never fit was dropped       */
+    PF_SCHED_EV_PINGPONG,  /* preempted again within the ping-pong window    */
+    PF_SCHED_EV_COUNT
+} pf_sched_ev;
+
+typedef void (*pf_sched_event_fn)(void *ctx, pf_sched_ev ev, int req, int a);
+
+/* Seconds a step takes, from its batch (sim/cost.h), >= 0. */
+typedef double (*pf_sched_cost_fn)(void *ctx, const pf_sched_batch *b);
+
+typedef struct pf_sched pf_sched;
+
+/* A scheduler over n requests (copied from jobs: arrival in seconds,
+ * sorted), on a pool of pool_frames frames. NULL with a reason in err on bad
+ * parameters or allocation failure. cost may be NULL (every step 1 s). */
+pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, int pool_frames,
+                          pf_sched_cost_fn cost, void *cost_ctx, char *err, size_t errlen);
+void pf_sched_destroy(pf_sched *s);
+void pf_sched_on_event(pf_sched *s, pf_sched_event_fn fn, void *ctx);
+
+/* One step: arrivals up to the current time join the queue, the rules pick
+ * the batch, the cost function gives its duration, the clock advances, and
+ * every scheduled request's tokens land. When nothing is running and
+ * nothing can be admitted, the clock jumps to the next arrival instead (one
+ * call, no empty steps). Returns 1 when every request is done or aborted,
+ * 0 otherwise, or a negative pf_err. */
+int pf_sched_step(pf_sched *s);
+
+/* Run steps until done. */
+int pf_sched_run(pf_sched *s);
+
+/* Live parameter changes (between steps). */
+int pf_sched_set_watermark(pf_sched *s, double w);
+int pf_sched_set_max_num_seqs(pf_sched *s, int n);
+int pf_sched_set_victim(pf_sched *s, pf_victim_policy v);
+
+/* Reads. */
+double pf_sched_now(const pf_sched *s);      /* seconds                   */
+int64_t pf_sched_steps(const pf_sched *s);
+int pf_sched_nreqs(const pf_sched *s);
+const pf_req *pf_sched_req(const pf_sched *s, int i);
+int pf_sched_running(const pf_sched *s);     /* requests holding frames   */
+int pf_sched_waiting(const pf_sched *s);     /* queued (incl. swapped)    */
+int pf_sched_free_frames(const pf_sched *s);
+const pf_sched_batch *pf_sched_last_batch(const pf_sched *s);
+pf_pool *pf_sched_pool(pf_sched *s);
+const pf_sched_params *pf_sched_get_params(const pf_sched *s);
+
+/* Frames a request of `tokens` final length reserves under naive policy r. */
+int pf_sched_naive_tokens(pf_naive_reserve r, int tokens, int max_seq_len);
+
+/* Consistency: every frame a request lists is owned by it, pool counts
+ * agree, queues hold exactly the waiting requests. PF_OK or PF_ERR_ARG. */
+int pf_sched_check(pf_sched *s);
+
+#endif

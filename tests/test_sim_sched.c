@@ -1,0 +1,381 @@
+/* tests/test_sim_sched.c - the scheduler core (sim/sched.h), rule by rule
+ * on small hand-made traces. With no cost function every step lasts 1 s,
+ * so times below are step counts and each expectation is worked by hand in
+ * the comment above it. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "core/err.h"
+#include "core/rng.h"
+#include "sim/sched.h"
+
+static pf_req J(double arrival, int prompt, int output)
+{
+    pf_req r = {0};
+    r.arrival = arrival;
+    r.prompt = prompt;
+    r.output = output;
+    return r;
+}
+
+static pf_sched *mk(const pf_sched_params *p, const pf_req *jobs, int n, int frames)
+{
+    char err[200];
+    pf_sched *s = pf_sched_create(p, jobs, n, frames, NULL, NULL, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    return s;
+}
+
+/* Record events for the assertions. */
+typedef struct {
+    int n;
+    pf_sched_ev ev[4096];
+    int req[4096];
+    int a[4096];
+    int64_t step[4096];
+    pf_sched *s;
+} evlog;
+
+static void on_ev(void *ctx, pf_sched_ev e, int req, int a)
+{
+    evlog *l = ctx;
+    if (l->n < 4096) {
+        l->ev[l->n] = e;
+        l->req[l->n] = req;
+        l->a[l->n] = a;
+        l->step[l->n] = pf_sched_steps(l->s);
+        l->n++;
+    }
+}
+
+static int count_ev(const evlog *l, pf_sched_ev e, int req)
+{
+    int c = 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->ev[i] == e && (req < 0 || l->req[i] == req))
+            c++;
+    return c;
+}
+
+static pf_sched_params vllm(int block, int budget, double wm)
+{
+    pf_sched_params p;
+    pf_sched_params_default(&p);
+    p.block_size = block;
+    p.max_num_batched_tokens = budget;
+    p.watermark = wm;
+    return p;
+}
+
+/* Prompt 100 with a budget of 32: chunks 32, 32, 32, 4; the last chunk
+ * samples the first token at the end of step 4; two decode steps follow. */
+Test(sim_sched, chunked_prefill_within_the_budget)
+{
+    pf_sched_params p = vllm(16, 32, 0.0);
+    pf_req j[1] = {J(0, 100, 3)};
+    pf_sched *s = mk(&p, j, 1, 64);
+    int64_t chunks[4] = {32, 32, 32, 4};
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(pf_sched_step(s), 0);
+        cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, chunks[k], "step %d", k + 1);
+        cr_assert_eq(pf_sched_req(s, 0)->nframes, (int)((32 * k + chunks[k] + 15) / 16));
+    }
+    cr_assert_float_eq(pf_sched_req(s, 0)->t_first_token, 4.0, 1e-12);
+    cr_assert_eq(pf_sched_req(s, 0)->generated, 1);
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_last_batch(s)->decode_tokens, 1);
+    cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, 0);
+    cr_assert_eq(pf_sched_step(s), 1);
+    cr_assert_float_eq(pf_sched_req(s, 0)->t_done, 6.0, 1e-12);
+    cr_assert_eq(pf_pool_used_count(pf_sched_pool(s)), 0, "finished: every frame back");
+    pf_sched_destroy(s);
+}
+
+/* Running requests are served before waiting ones, and the budget is
+ * shared: 20 + 12 in step 1 (the second prompt chunked), then 1 decode +
+ * the second's remaining 8. */
+Test(sim_sched, budget_running_first_then_waiting)
+{
+    pf_sched_params p = vllm(16, 32, 0.0);
+    pf_req j[2] = {J(0, 20, 5), J(0, 20, 5)};
+    pf_sched *s = mk(&p, j, 2, 64);
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_req(s, 0)->computed, 20);
+    cr_assert_eq(pf_sched_req(s, 1)->computed, 12);
+    cr_assert_eq(pf_sched_req(s, 0)->generated, 1);
+    cr_assert_eq(pf_sched_req(s, 1)->generated, 0);
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_last_batch(s)->decode_tokens, 1);
+    cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, 8);
+    cr_assert_eq(pf_sched_req(s, 1)->generated, 1);
+    cr_assert_float_eq(pf_sched_req(s, 1)->t_first_token, 2.0, 1e-12);
+    pf_sched_destroy(s);
+}
+
+/* A cap of one running request: the second waits until the first ends. */
+Test(sim_sched, max_num_seqs_caps_the_batch)
+{
+    pf_sched_params p = vllm(16, 1000, 0.0);
+    p.max_num_seqs = 1;
+    pf_req j[2] = {J(0, 10, 3), J(0, 10, 3)};
+    pf_sched *s = mk(&p, j, 2, 64);
+    cr_assert_eq(pf_sched_run(s), PF_OK);
+    /* first: steps 1-3; second admitted in step 4 (after the finish frees
+     * the slot at the end of step 3), done at the end of step 6 */
+    cr_assert_float_eq(pf_sched_req(s, 0)->t_done, 3.0, 1e-12);
+    cr_assert_float_eq(pf_sched_req(s, 1)->t_first_sched, 3.0, 1e-12);
+    cr_assert_float_eq(pf_sched_req(s, 1)->t_done, 6.0, 1e-12);
+    pf_sched_destroy(s);
+}
+
+/* Pool of 4 frames of 4 tokens, two requests of prompt 4 and output 8
+ * (3 frames each at the end): when the older needs its third frame and
+ * none is free, the newest running request (the other) is preempted at
+ * once, frees its frames, and is prefilled again (prompt + the tokens it
+ * had generated) when it comes back. No admission in that step. */
+Test(sim_sched, newest_preempted_and_recomputed)
+{
+    pf_sched_params p = vllm(4, 1000, 0.0);
+    pf_req j[2] = {J(0, 4, 8), J(0, 4, 8)};
+    pf_sched *s = mk(&p, j, 2, 4);
+    evlog l = {0};
+    l.s = s;
+    pf_sched_on_event(s, on_ev, &l);
+    /* after step k each has generated k tokens and computed 3 + k.
+     * step 1: both prefill 4 (1 frame each) and sample.
+     * step 2: each computes token 5 -> second frame each: pool full.
+     * steps 3-5: tokens 6, 7, 8 land in frame 2.
+     * step 6: each wants token 9 -> third frame: r0 first, none free ->
+     *         r1 (newest, 5 generated) preempted; r0 takes a frame. */
+    int preempt_step = -1;
+    for (int k = 1; k <= 6; k++) {
+        cr_assert_eq(pf_sched_step(s), 0);
+        if (count_ev(&l, PF_SCHED_EV_PREEMPT, 1) && preempt_step < 0)
+            preempt_step = k;
+    }
+    cr_assert_eq(preempt_step, 6);
+    cr_assert_eq(count_ev(&l, PF_SCHED_EV_PREEMPT, 0), 0, "the older request is never the victim");
+    const pf_req *r1 = pf_sched_req(s, 1);
+    cr_assert_eq(r1->state, PF_REQ_WAITING);
+    cr_assert_eq(r1->computed, 0);
+    cr_assert_eq(r1->generated, 5, "generated tokens are kept");
+    cr_assert_eq(r1->nframes, 0);
+    cr_assert_eq(pf_sched_req(s, 0)->nframes, 3);
+    cr_assert_eq(pf_sched_running(s), 1);
+    /* step 7: r0 decodes; r1 needs ceil(9/4) = 3 frames, 1 is free: waits */
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_req(s, 1)->state, PF_REQ_WAITING);
+    /* r0 finishes at step 8 (8 outputs: tokens sampled at 1..8); its 3
+     * frames free up; step 9 readmits r1 and prefills 4 + 5 tokens */
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE);
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, 9);
+    cr_assert_eq(pf_sched_last_batch(s)->recompute_tokens, 8,
+                 "the 8 tokens it had in KV are computed again; the 9th is new work");
+    cr_assert_eq(pf_sched_run(s), PF_OK);
+    cr_assert_eq(pf_sched_req(s, 1)->generated, 8);
+    cr_assert_eq(pf_sched_check(s), PF_OK);
+    pf_sched_destroy(s);
+}
+
+/* FCFS: a head that cannot be admitted blocks a small request behind it. */
+Test(sim_sched, fcfs_head_blocks_the_queue)
+{
+    pf_sched_params p = vllm(16, 100000, 0.0);
+    /* r0 holds 6 of 8 frames while it runs; r1 needs 4 (blocked); r2 needs
+     * 1 and would fit, but must not overtake r1 */
+    pf_req j[3] = {J(0, 96, 20), J(0.5, 64, 2), J(0.5, 10, 2)};
+    pf_sched *s = mk(&p, j, 3, 8);
+    cr_assert_eq(pf_sched_step(s), 0); /* t 0 -> 1: r0 admitted */
+    for (int k = 0; k < 5; k++) {
+        cr_assert_eq(pf_sched_step(s), 0);
+        cr_assert_eq(pf_sched_req(s, 2)->state, PF_REQ_WAITING, "r2 must wait behind r1");
+    }
+    cr_assert_eq(pf_sched_run(s), PF_OK);
+    cr_assert(pf_sched_req(s, 1)->t_first_sched <= pf_sched_req(s, 2)->t_first_sched);
+    pf_sched_destroy(s);
+}
+
+/* The watermark gates new requests only: with w = 0.5 of 8 frames (4
+ * reserved) a 5-frame prompt can never be admitted and is aborted alone;
+ * the rest of the run goes on. */
+Test(sim_sched, never_admissible_head_is_aborted_alone)
+{
+    pf_sched_params p = vllm(16, 100000, 0.5);
+    pf_req j[3] = {J(0, 16, 2), J(0, 80, 2), J(0, 16, 2)};
+    pf_sched *s = mk(&p, j, 3, 8);
+    evlog l = {0};
+    l.s = s;
+    pf_sched_on_event(s, on_ev, &l);
+    cr_assert_eq(pf_sched_run(s), PF_OK);
+    cr_assert_eq(pf_sched_req(s, 1)->state, PF_REQ_ABORTED);
+    cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE);
+    cr_assert_eq(pf_sched_req(s, 2)->state, PF_REQ_DONE);
+    cr_assert_eq(count_ev(&l, PF_SCHED_EV_ABORT, -1), 1);
+    pf_sched_destroy(s);
+}
+
+/* Issue 8's lock-out: a request preempted after growing past N - reserve
+ * must come back (returning requests need only the frames). Pool 200
+ * frames of 16, watermark 0.3 (60 reserved): r0 grows to ~194 frames, r1
+ * arrives and runs; whichever is preempted must still finish. */
+static void lockout_case(pf_sched_rules rules, pf_victim_policy v, pf_preempt_mode how)
+{
+    pf_sched_params p = vllm(16, 8192, 0.3);
+    p.rules = rules;
+    p.victim = v;
+    p.preempt = how;
+    p.max_seq_len = 3200;
+    p.stall_limit = 4;
+    pf_req j[2] = {J(0, 100, 3000), J(1900, 100, 1200)};
+    pf_sched *s = mk(&p, j, 2, 200);
+    int rc = pf_sched_run(s);
+    cr_assert_eq(rc, PF_OK, "rules %d victim %d mode %d", rules, v, how);
+    cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE);
+    cr_assert_eq(pf_sched_req(s, 1)->state, PF_REQ_DONE);
+    cr_assert_eq(pf_sched_check(s), PF_OK);
+    pf_sched_destroy(s);
+}
+
+Test(sim_sched, preempted_request_always_comes_back)
+{
+    for (int r = 0; r < PF_SCHED_COUNT; r++)
+        for (int m = 0; m < PF_PREEMPT_COUNT; m++) {
+            lockout_case(r, PF_VICTIM_FAULTING, m);
+            lockout_case(r, PF_VICTIM_MOST_FRAMES, m);
+            lockout_case(r, PF_VICTIM_NEWEST, m);
+        }
+}
+
+/* Seed rules: a faulting request stalls up to stall_limit steps before a
+ * victim is preempted; with a huge limit the stalled steps are taken in one
+ * jump, not one by one. */
+Test(sim_sched, seed_rules_stall_then_preempt_in_one_jump)
+{
+    pf_sched_params p = vllm(4, 1, 0.0);
+    p.rules = PF_SCHED_SEED;
+    p.victim = PF_VICTIM_FAULTING;
+    p.stall_limit = 1000000;
+    pf_req j[2] = {J(0, 4, 8), J(0, 4, 8)};
+    pf_sched *s = mk(&p, j, 2, 4);
+    evlog l = {0};
+    l.s = s;
+    pf_sched_on_event(s, on_ev, &l);
+    int calls = 0;
+    while (pf_sched_step(s) == 0)
+        calls++;
+    cr_assert_lt(calls, 100, "stalls skipped in one jump (%d calls)", calls);
+    cr_assert_gt(pf_sched_steps(s), 1000000, "the stalled steps still count");
+    cr_assert_geq(count_ev(&l, PF_SCHED_EV_STALL, -1), 1);
+    cr_assert_geq(count_ev(&l, PF_SCHED_EV_PREEMPT, -1), 1);
+    cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE);
+    cr_assert_eq(pf_sched_req(s, 1)->state, PF_REQ_DONE);
+    pf_sched_destroy(s);
+}
+
+/* Swap keeps the computed KV: the victim comes back with its frames copied
+ * in, and nothing is recomputed. */
+Test(sim_sched, swap_brings_the_kv_back)
+{
+    pf_sched_params p = vllm(4, 1000, 0.0);
+    p.preempt = PF_PREEMPT_SWAP;
+    pf_req j[2] = {J(0, 4, 8), J(0, 4, 8)};
+    pf_sched *s = mk(&p, j, 2, 4);
+    evlog l = {0};
+    l.s = s;
+    pf_sched_on_event(s, on_ev, &l);
+    int64_t recomputed = 0, swapped_in = 0;
+    int rc;
+    while ((rc = pf_sched_step(s)) == 0) {
+        recomputed += pf_sched_last_batch(s)->recompute_tokens;
+        swapped_in += pf_sched_last_batch(s)->swap_in_frames;
+        cr_assert_eq(pf_sched_check(s), PF_OK);
+    }
+    cr_assert_eq(rc, 1);
+    cr_assert_eq(count_ev(&l, PF_SCHED_EV_SWAP_OUT, 1), 1);
+    cr_assert_eq(count_ev(&l, PF_SCHED_EV_SWAP_IN, 1), 1);
+    cr_assert_eq(recomputed, 0);
+    cr_assert_eq(swapped_in, 2);
+    pf_sched_destroy(s);
+}
+
+Test(sim_sched, naive_reservations)
+{
+    cr_assert_eq(pf_sched_naive_tokens(PF_RESERVE_MAX, 100, 2048), 2048);
+    cr_assert_eq(pf_sched_naive_tokens(PF_RESERVE_POW2, 100, 2048), 128);
+    cr_assert_eq(pf_sched_naive_tokens(PF_RESERVE_POW2, 128, 2048), 128);
+    cr_assert_eq(pf_sched_naive_tokens(PF_RESERVE_POW2, 1500, 2048), 2048);
+    cr_assert_eq(pf_sched_naive_tokens(PF_RESERVE_POW2, 1500, 1800), 1800, "capped at max-len");
+    cr_assert_eq(pf_sched_naive_tokens(PF_RESERVE_ORACLE, 100, 2048), 100);
+
+    /* naive max: 8 frames of 16 hold two 64-token reservations at once */
+    pf_sched_params p = vllm(16, 100000, 0.0);
+    p.paged = 0;
+    p.max_seq_len = 64;
+    pf_req j[4] = {J(0, 10, 5), J(0, 10, 5), J(0, 10, 5), J(0, 10, 5)};
+    pf_sched *s = mk(&p, j, 4, 8);
+    cr_assert_eq(pf_sched_step(s), 0);
+    cr_assert_eq(pf_sched_running(s), 2);
+    cr_assert_eq(pf_pool_used_count(pf_sched_pool(s)), 8);
+    cr_assert_eq(pf_sched_run(s), PF_OK);
+    pf_sched_destroy(s);
+}
+
+/* Random traces under every rule set, victim and preemption mode: the
+ * state stays consistent after every step, every request ends, no frame
+ * leaks, and the same inputs give the same times. */
+Test(sim_sched, random_runs_consistent_and_deterministic)
+{
+    pf_rng g;
+    pf_rng_seed(&g, 7);
+    enum { N = 60 };
+    pf_req j[N];
+    double t = 0;
+    for (int i = 0; i < N; i++) {
+        t += pf_rng_unit(&g) * 3.0;
+        j[i] = J(t, (int)pf_rng_range(&g, 1, 200), (int)pf_rng_range(&g, 1, 300));
+    }
+    for (int r = 0; r < PF_SCHED_COUNT; r++)
+        for (int v = 0; v < PF_VICTIM_COUNT; v++)
+            for (int m = 0; m < PF_PREEMPT_COUNT; m++) {
+                pf_sched_params p = vllm(16, 64, 0.02);
+                p.rules = r;
+                p.victim = v;
+                p.preempt = m;
+                p.swap_host_blocks = 8;
+                p.max_seq_len = 512;
+                double done[2][N];
+                for (int rep = 0; rep < 2; rep++) {
+                    pf_sched *s = mk(&p, j, N, 40);
+                    int rc;
+                    int guard = 0;
+                    while ((rc = pf_sched_step(s)) == 0 && guard++ < 1000000)
+                        cr_assert_eq(pf_sched_check(s), PF_OK);
+                    cr_assert_eq(rc, 1, "rules %d victim %d mode %d", r, v, m);
+                    cr_assert_eq(pf_pool_used_count(pf_sched_pool(s)), 0);
+                    for (int i = 0; i < N; i++) {
+                        const pf_req *q = pf_sched_req(s, i);
+                        cr_assert(q->state == PF_REQ_DONE || q->state == PF_REQ_ABORTED);
+                        done[rep][i] = q->t_done;
+                    }
+                    pf_sched_destroy(s);
+                }
+                for (int i = 0; i < N; i++)
+                    cr_assert_eq(done[0][i], done[1][i]);
+            }
+}
+
+Test(sim_sched, bad_input_is_refused)
+{
+    pf_sched_params p = vllm(16, 32, 0.0);
+    char err[200];
+    pf_req j[2] = {J(1, 10, 10), J(0, 10, 10)};
+    cr_assert_null(pf_sched_create(&p, j, 2, 8, NULL, NULL, err, sizeof err), "unsorted");
+    j[0] = J(0, 0, 10);
+    cr_assert_null(pf_sched_create(&p, j, 1, 8, NULL, NULL, err, sizeof err), "empty prompt");
+    j[0] = J(0, 10, 10);
+    p.max_num_batched_tokens = 0;
+    cr_assert_null(pf_sched_create(&p, j, 1, 8, NULL, NULL, err, sizeof err));
+    cr_assert(err[0] != '\0');
+}
