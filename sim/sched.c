@@ -3,9 +3,11 @@
  * State. Requests live in one array, in arrival order. The waiting queue is
  * a ring of request ids: arrivals join its tail, preempted requests its head
  * (they were admitted before everything still waiting, so FCFS puts them
- * first, as vLLM's waiting.prepend_request does). The running requests form
- * a doubly linked list in admission order, so "the newest" is its tail and a
- * finished request leaves it in O(1).
+ * first, as vLLM's waiting.prepend_request does). A running request sits in
+ * a slot (the engines shard the slots among threads) and on two doubly
+ * linked lists in admission order: every running request (so "the newest"
+ * is the tail and a finished request leaves in O(1)), and the prefilling
+ * ones (running but asking for more than one token).
  *
  * A step, in the order vLLM's Scheduler.schedule() takes it:
  *
@@ -14,8 +16,8 @@
  *      computed: one for a decoding request, the rest of its prompt (and of
  *      its regenerated output, after a recompute preemption) for a
  *      prefilling one, capped by what is left of the token budget (vLLM
- *      rules; the seed's have no budget). The frames those tokens need are
- *      taken from the pool. When the pool is short:
+ *      rules; the seed's have no budget). The frames those tokens need must
+ *      be free. When the pool is short:
  *        vLLM rules: preempt a victim (the newest running request by
  *          default) and try again, until the frames fit or the request has
  *          preempted itself;
@@ -35,10 +37,27 @@
  *      aborted alone and counted (vLLM's "ignored" requests).
  *   4. The batch's work (decode tokens, prefill tokens, KV read) goes to the
  *      cost function; the clock advances by its answer.
- *   5. Every scheduled request's tokens land at the step's end. A request
- *      whose computed tokens caught up with its length samples one token
- *      (the last chunk of a prefill samples too, as in vLLM); one that has
- *      all its output finishes and frees its frames.
+ *   5. Every scheduled request's tokens land at the step's end: its frames
+ *      are taken, and a request whose computed tokens caught up with its
+ *      length samples one token (the last chunk of a prefill samples too, as
+ *      in vLLM); one that has all its output finishes and frees its frames.
+ *
+ * The fast plan. Step 2 is a walk of every running request, the one part of
+ * a step that is serial by nature. But in the common case its outcome is
+ * known without the walk: when the decoding requests (one token each) plus
+ * what the prefilling ones ask for fit the budget, and the frames all of
+ * them need fit the free frames, every running request simply gets what it
+ * asks for, in any order. The counts that test needs (decoding requests,
+ * their context, those whose next token opens a frame) are summed by step 5
+ * of the previous step, shard by shard. Then step 2 costs O(prefilling
+ * requests), the decoding ones are scheduled implicitly, and step 5 does
+ * their work in parallel. Otherwise (the budget or the frames bind) the walk
+ * runs as described, in admission order, and the outcome is the same as
+ * vLLM's.
+ *
+ * Frames are promised in steps 2 and 3 (a count against the exact free
+ * count: nothing else allocates during planning) and taken in step 5, where
+ * the engines' threads contend on the pool for them.
  *
  * Nothing to run and nothing admissible means nothing can change until the
  * next arrival: the clock jumps there in the same call. Under the seed's
@@ -55,11 +74,26 @@
 #include <string.h>
 
 #include "core/err.h"
-#include "core/paging.h"
 #include "sim/policy.h"
 
 const char *const pf_sched_rules_names[] = {"vllm", "seed", NULL};
 const char *const pf_naive_reserve_names[] = {"max", "pow2", "oracle", NULL};
+
+#define PF_SCHED_MAX_SHARDS 4096
+
+/* Request flags set by land for commit. */
+enum { F_FIRST = 1, F_DONE = 2, F_TO_DECODE = 4 };
+
+/* What one shard's landing leaves for commit. */
+typedef struct {
+    int ndec;          /* running requests now decoding               */
+    int nbound;        /* ... whose next token needs a new frame      */
+    int64_t ctx;       /* ... sum of their computed tokens            */
+    int64_t tokens;    /* output tokens sampled                       */
+    int err;           /* a table could not grow (host memory)        */
+    int nnote, cap;    /* requests with something for commit          */
+    int32_t *note;     /* their ids, in slot order                    */
+} shard_out;
 
 struct pf_sched {
     pf_sched_params p;
@@ -72,26 +106,42 @@ struct pf_sched {
     pf_sched_event_fn ev;
     void *ev_ctx;
 
-    double now;
-    int64_t step;
+    double now, t_end; /* t_end: the planned step's end                 */
+    int64_t step, fast_steps;
     int next_arrival;
     int ended; /* done + aborted */
 
     int *wq; /* waiting ring, capacity n */
     int wq_head, wq_len;
     int run_head, run_tail, nrun;
+    int pre_head, pre_tail; /* prefilling requests, admission order     */
     int64_t admit_counter;
     int host_used;
 
-    int *order;   /* running ids in admission order at step start, [n] */
-    int *sched;   /* ids scheduled this step, in schedule order, [n]    */
+    /* slots: slot_req[0, nslots) with free ones on a stack */
+    int32_t *slot_req;
+    int nslots, slot_cap;
+    int32_t *slot_free;
+    int nfree_slots;
+
+    /* totals landed by the last step (exact at plan time) */
+    int ndec, nbound;
+    int64_t dec_ctx;
+    int64_t tokens;
+
+    /* the planned step */
+    int implicit;     /* decoding requests scheduled without a walk      */
+    int pending;      /* frames promised, not taken yet                  */
+    int *sched;       /* explicitly scheduled ids, [n]                   */
     int nsched;
-    int *tmp;     /* frame ids from one allocation                      */
-    int tmp_cap;
+    int step_preempted;
+    int *order;       /* running ids at step start (the walk), [n]      */
     pf_victim_cand *cand;
     int cand_cap;
-    int step_preempted; /* preemptions in the current step */
     pf_sched_batch batch;
+
+    shard_out *shard;
+    int nshards;
 };
 
 void pf_sched_params_default(pf_sched_params *p)
@@ -128,11 +178,10 @@ int pf_sched_naive_tokens(pf_naive_reserve r, int tokens, int max_seq_len)
     }
 }
 
-static int emit(pf_sched *s, pf_sched_ev e, int id, int a)
+static void emit(pf_sched *s, pf_sched_ev e, int id, int a)
 {
     if (s->ev)
         s->ev(s->ev_ctx, e, id, a);
-    return 0;
 }
 
 /* ---- create / destroy ------------------------------------------------------ */
@@ -162,8 +211,8 @@ static int params_ok(const pf_sched_params *p, int pool_frames, char *err, size_
         BAD("unknown victim policy %d", (int)p->victim);
     if ((unsigned)p->preempt >= PF_PREEMPT_COUNT)
         BAD("unknown preemption mode %d", (int)p->preempt);
-    if (p->swap_host_blocks < 0 || p->stall_limit < 0)
-        BAD("swap blocks and stall limit must be >= 0");
+    if (p->swap_host_blocks < 0 || p->stall_limit < 0 || p->pingpong_window < 0)
+        BAD("swap blocks, stall limit and ping-pong window must be >= 0");
     if (pool_frames < 1)
         BAD("the pool needs at least one frame, got %d", pool_frames);
 #undef BAD
@@ -189,8 +238,10 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
         const pf_req *j = &jobs[i];
         if (j->prompt < 1 || j->output < 1 || !(j->arrival >= 0.0) || isinf(j->arrival) ||
             (int64_t)j->prompt + j->output > p->max_seq_len) {
-            snprintf(err, errlen, "request %d: prompt %d + output %d must be >= 1 each and fit %d tokens, "
-                     "arriving at a finite time >= 0", i, j->prompt, j->output, p->max_seq_len);
+            snprintf(err, errlen,
+                     "request %d: prompt %d + output %d must be >= 1 each and fit %d tokens, "
+                     "arriving at a finite time >= 0",
+                     i, j->prompt, j->output, p->max_seq_len);
             return NULL;
         }
         if (i > 0 && j->arrival < jobs[i - 1].arrival) {
@@ -211,7 +262,8 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
     s->order = malloc((size_t)n * sizeof *s->order);
     s->sched = malloc((size_t)n * sizeof *s->sched);
     s->pool = pf_pool_create(pool_frames);
-    if (!s->r || !s->wq || !s->order || !s->sched || !s->pool)
+    if (!s->r || !s->wq || !s->order || !s->sched || !s->pool ||
+        pf_sched_set_shards(s, 1) != PF_OK)
         goto oom;
     for (int i = 0; i < n; i++) {
         pf_req *q = &s->r[i];
@@ -220,10 +272,10 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
         q->output = jobs[i].output;
         q->priority = jobs[i].priority;
         q->state = PF_REQ_PENDING;
-        q->prev = q->next = -1;
+        q->slot = q->prev = q->next = q->pprev = q->pnext = -1;
         q->t_first_sched = q->t_first_token = q->t_last_token = q->t_done = -1.0;
     }
-    s->run_head = s->run_tail = -1;
+    s->run_head = s->run_tail = s->pre_head = s->pre_tail = -1;
     return s;
 oom:
     pf_sched_destroy(s);
@@ -238,11 +290,15 @@ void pf_sched_destroy(pf_sched *s)
     if (s->r)
         for (int i = 0; i < s->n; i++)
             free(s->r[i].table);
+    for (int k = 0; k < s->nshards; k++)
+        free(s->shard[k].note);
+    free(s->shard);
     free(s->r);
     free(s->wq);
     free(s->order);
     free(s->sched);
-    free(s->tmp);
+    free(s->slot_req);
+    free(s->slot_free);
     free(s->cand);
     pf_pool_destroy(s->pool);
     free(s);
@@ -256,7 +312,27 @@ void pf_sched_on_event(pf_sched *s, pf_sched_event_fn fn, void *ctx)
     s->ev_ctx = ctx;
 }
 
-/* ---- queues and lists --------------------------------------------------------- */
+int pf_sched_set_shards(pf_sched *s, int nshards)
+{
+    if (!s || nshards < 1 || nshards > PF_SCHED_MAX_SHARDS)
+        return PF_ERR_ARG;
+    if (nshards > s->nshards) {
+        shard_out *t = realloc(s->shard, (size_t)nshards * sizeof *t);
+        if (!t)
+            return PF_ERR_NOMEM;
+        memset(t + s->nshards, 0, (size_t)(nshards - s->nshards) * sizeof *t);
+        s->shard = t;
+    } else {
+        for (int k = nshards; k < s->nshards; k++) {
+            free(s->shard[k].note);
+            memset(&s->shard[k], 0, sizeof s->shard[k]);
+        }
+    }
+    s->nshards = nshards;
+    return PF_OK;
+}
+
+/* ---- queues, lists, slots ----------------------------------------------------- */
 
 static void wq_push_back(pf_sched *s, int id)
 {
@@ -279,32 +355,85 @@ static int wq_pop_front(pf_sched *s)
     return id;
 }
 
-static void run_append(pf_sched *s, int id)
+/* The two admission-ordered lists share one pair of helpers: `pre` picks
+ * the prefilling list's links and ends. */
+static void list_append(pf_sched *s, int id, int pre)
 {
     pf_req *q = &s->r[id];
-    q->prev = s->run_tail;
-    q->next = -1;
-    if (s->run_tail >= 0)
-        s->r[s->run_tail].next = id;
-    else
-        s->run_head = id;
-    s->run_tail = id;
-    s->nrun++;
+    int *head = pre ? &s->pre_head : &s->run_head, *tail = pre ? &s->pre_tail : &s->run_tail;
+    int32_t *prev = pre ? &q->pprev : &q->prev, *next = pre ? &q->pnext : &q->next;
+    *prev = *tail;
+    *next = -1;
+    if (*tail >= 0) {
+        if (pre)
+            s->r[*tail].pnext = id;
+        else
+            s->r[*tail].next = id;
+    } else {
+        *head = id;
+    }
+    *tail = id;
 }
 
-static void run_remove(pf_sched *s, int id)
+static void list_remove(pf_sched *s, int id, int pre)
 {
     pf_req *q = &s->r[id];
-    if (q->prev >= 0)
-        s->r[q->prev].next = q->next;
-    else
-        s->run_head = q->next;
-    if (q->next >= 0)
-        s->r[q->next].prev = q->prev;
-    else
-        s->run_tail = q->prev;
-    q->prev = q->next = -1;
-    s->nrun--;
+    int *head = pre ? &s->pre_head : &s->run_head, *tail = pre ? &s->pre_tail : &s->run_tail;
+    int32_t *prev = pre ? &q->pprev : &q->prev, *next = pre ? &q->pnext : &q->next;
+    if (*prev >= 0) {
+        if (pre)
+            s->r[*prev].pnext = *next;
+        else
+            s->r[*prev].next = *next;
+    } else {
+        *head = *next;
+    }
+    if (*next >= 0) {
+        if (pre)
+            s->r[*next].pprev = *prev;
+        else
+            s->r[*next].prev = *prev;
+    } else {
+        *tail = *prev;
+    }
+    *prev = *next = -1;
+}
+
+/* A slot for a newly running request: the most recently freed one, else a
+ * new one past the end (deterministic either way). */
+static int slot_take(pf_sched *s, int id)
+{
+    int k;
+    if (s->nfree_slots > 0) {
+        k = s->slot_free[--s->nfree_slots];
+    } else {
+        if (s->nslots == s->slot_cap) {
+            int c = s->slot_cap ? s->slot_cap * 2 : 64;
+            int32_t *a = realloc(s->slot_req, (size_t)c * sizeof *a);
+            if (!a)
+                return PF_ERR_NOMEM;
+            s->slot_req = a;
+            int32_t *f = realloc(s->slot_free, (size_t)c * sizeof *f);
+            if (!f)
+                return PF_ERR_NOMEM;
+            s->slot_free = f;
+            s->slot_cap = c;
+        }
+        k = s->nslots++;
+    }
+    s->slot_req[k] = id;
+    s->r[id].slot = k;
+    return k;
+}
+
+static void slot_release(pf_sched *s, int id)
+{
+    int k = s->r[id].slot;
+    if (k < 0)
+        return;
+    s->slot_req[k] = -1;
+    s->slot_free[s->nfree_slots++] = k;
+    s->r[id].slot = -1;
 }
 
 /* ---- frames ------------------------------------------------------------------- */
@@ -317,41 +446,30 @@ static int blocks_for(const pf_sched *s, int64_t tokens)
 
 int pf_sched_free_frames(const pf_sched *s)
 {
-    return pf_pool_free_count(s->pool);
+    return pf_pool_free_count(s->pool) - s->pending;
 }
 
-static int ensure_cap(int32_t **a, int32_t *cap, int need)
+static int64_t req_tokens(const pf_req *q)
 {
-    if (need <= *cap)
-        return PF_OK;
-    int c = *cap ? *cap : 4;
-    while (c < need)
-        c = c > INT_MAX / 2 ? need : c * 2;
-    int32_t *t = realloc(*a, (size_t)c * sizeof **a);
-    if (!t)
-        return PF_ERR_NOMEM;
-    *a = t;
-    *cap = c;
-    return PF_OK;
+    return (int64_t)q->prompt + q->generated;
 }
 
-/* Append k new frames to request id's table. PF_ERR_NOMEM when the pool
- * (or host memory for the table) is short; nothing is taken then. */
-static int take_frames(pf_sched *s, int id, int k)
+/* Tokens request q asks for in this step, before the budget. */
+static int want_tokens(const pf_req *q)
 {
-    if (k <= 0)
-        return PF_OK;
-    pf_req *q = &s->r[id];
-    if (ensure_cap(&q->table, &q->cap, q->nframes + k) != PF_OK)
-        return PF_ERR_NOMEM;
-    int rc = pf_pool_alloc_n(s->pool, id, k, q->table + q->nframes);
-    if (rc != PF_OK)
-        return rc;
-    q->nframes += k;
-    return PF_OK;
+    int64_t w = req_tokens(q) - q->computed;
+    return w < 1 ? 1 : w > INT_MAX ? INT_MAX : (int)w;
 }
 
-/* Every frame of id back to the pool; the table's memory too (a request
+/* Frames request q must add to compute n more tokens (naive reservations
+ * cover the whole request at admission, so they never add any). */
+static int frames_needed(const pf_sched *s, const pf_req *q, int n)
+{
+    int need = blocks_for(s, (int64_t)q->computed + n) - q->nframes;
+    return need > 0 ? need : 0;
+}
+
+/* Every frame of id back to the pool, and the table's memory (a request
  * holds a table only while it holds frames). */
 static int drop_frames(pf_sched *s, int id)
 {
@@ -392,55 +510,63 @@ static int pick_victim(pf_sched *s, int faulting)
     return k >= 0 ? s->cand[k].id : s->run_tail;
 }
 
+/* A running request leaves: lists, slot, and the landed totals it was
+ * counted in (the walk keeps those exact for the fast plan of the next
+ * step only through land, so here only the running count changes). */
+static void leave_running(pf_sched *s, int id)
+{
+    pf_req *q = &s->r[id];
+    list_remove(s, id, 0);
+    if (!q->decode)
+        list_remove(s, id, 1);
+    slot_release(s, id);
+    s->nrun--;
+}
+
 /* Preempt running request v: swap its KV to the host when the mode and the
  * host pool allow, else drop it to be recomputed. Either way it leaves the
- * running list for the head of the waiting queue. Its tokens scheduled in
- * this step, if any, go back to *budget. */
+ * running list for the head of the waiting queue. What it was promised in
+ * this step goes back (tokens to the budget, frames to the free count). */
 static void preempt(pf_sched *s, int v, int *budget)
 {
     pf_req *q = &s->r[v];
     if (q->sched_tokens > 0) {
-        /* out of this step's batch: its tokens go back to the budget */
         *budget += q->sched_tokens;
+        s->pending -= q->hold ? q->hold - q->nframes : frames_needed(s, q, q->sched_tokens);
         q->sched_tokens = 0;
+        q->hold = 0;
         for (int i = 0; i < s->nsched; i++)
             if (s->sched[i] == v) {
                 s->sched[i] = s->sched[--s->nsched];
                 break;
             }
     }
-    /* ping-pong: preempted again soon after a readmission */
     if (q->preemptions > 0 && s->step - q->admit_step <= s->p.pingpong_window)
         emit(s, PF_SCHED_EV_PINGPONG, v, 0);
     q->preemptions++;
     s->step_preempted++;
-    run_remove(s, v);
+    leave_running(s, v);
     int frames = q->nframes;
     pf_preempt_mode how = pf_policy_preempt_how(s->p.preempt, s->p.swap_host_blocks - s->host_used,
                                                 frames);
+    drop_frames(s, v);
     if (how == PF_PREEMPT_SWAP) {
         s->host_used += frames;
         q->host_frames = frames;
-        drop_frames(s, v);
         q->state = PF_REQ_SWAPPED;
         s->batch.swap_out_frames += frames;
         emit(s, PF_SCHED_EV_SWAP_OUT, v, frames);
     } else {
-        drop_frames(s, v);
         q->computed = 0;
         q->state = PF_REQ_WAITING;
         emit(s, PF_SCHED_EV_PREEMPT, v, frames);
     }
+    q->decode = 0;
     q->stalled = 0;
     wq_push_front(s, v);
 }
 
-/* ---- the step ------------------------------------------------------------------- */
-
-static int64_t req_tokens(const pf_req *q)
-{
-    return (int64_t)q->prompt + q->generated;
-}
+/* ---- plan ------------------------------------------------------------------------ */
 
 /* A request arrives: to the waiting queue, or aborted if even an empty pool
  * could never hold it whole. */
@@ -467,24 +593,11 @@ static void arrivals(pf_sched *s)
         arrive(s, s->next_arrival++);
 }
 
-/* Tokens request q asks for in this step, before the budget. */
-static int want_tokens(const pf_req *q)
-{
-    int64_t w = req_tokens(q) - q->computed;
-    return w < 1 ? 1 : w > INT_MAX ? INT_MAX : (int)w;
-}
-
-/* Frames request q must add to compute `n` more tokens. Naive reservations
- * cover the whole request at admission, so they never add any. */
-static int frames_needed(const pf_sched *s, const pf_req *q, int n)
-{
-    int need = blocks_for(s, (int64_t)q->computed + n) - q->nframes;
-    return need > 0 ? need : 0;
-}
-
+/* Schedule n tokens of running request id explicitly; its frames promised. */
 static void schedule(pf_sched *s, int id, int n, int *budget)
 {
     pf_req *q = &s->r[id];
+    s->pending += frames_needed(s, q, n);
     q->sched_tokens = n;
     *budget -= n;
     s->sched[s->nsched++] = id;
@@ -492,9 +605,9 @@ static void schedule(pf_sched *s, int id, int n, int *budget)
         q->t_first_sched = s->now;
 }
 
-/* Step 2 for one running request. Returns 0 to go on with the next, 1 when
- * the running pass must stop (vLLM: the request preempted itself). */
-static int schedule_running(pf_sched *s, int id, int *budget)
+/* Step 2 for one running request, walking. Returns 1 when the walk must
+ * stop (vLLM: the request preempted itself), else 0. */
+static int walk_one(pf_sched *s, int id, int *budget)
 {
     pf_req *q = &s->r[id];
     int vllm = s->p.rules == PF_SCHED_VLLM;
@@ -526,12 +639,37 @@ static int schedule_running(pf_sched *s, int id, int *budget)
             return 0;
         }
     }
-    if (take_frames(s, id, need) != PF_OK)
-        return 0; /* host memory for the table: try again next step */
     q->state = PF_REQ_RUNNING;
     q->stalled = 0;
     schedule(s, id, n, budget);
     return 0;
+}
+
+/* The fast plan (see the top of the file): returns 1 if it applied. */
+static int plan_fast(pf_sched *s, int *budget)
+{
+    int vllm = s->p.rules == PF_SCHED_VLLM;
+    int64_t want = s->ndec;
+    int64_t frames = s->nbound;
+    for (int id = s->pre_head; id >= 0; id = s->r[id].pnext) {
+        const pf_req *q = &s->r[id];
+        int w = want_tokens(q);
+        want += w;
+        frames += frames_needed(s, q, w);
+    }
+    if ((vllm && want > *budget) || frames > pf_sched_free_frames(s))
+        return 0;
+    for (int id = s->pre_head; id >= 0; id = s->r[id].pnext) {
+        pf_req *q = &s->r[id];
+        q->state = PF_REQ_RUNNING;
+        q->stalled = 0;
+        schedule(s, id, want_tokens(q), budget);
+    }
+    *budget -= s->ndec;
+    s->pending += s->nbound;
+    s->implicit = 1;
+    s->fast_steps++;
+    return 1;
 }
 
 /* Step 3 for the head of the queue. Returns 1 if it was admitted (or
@@ -552,10 +690,9 @@ static int admit_head(pf_sched *s, int *budget)
         need = blocks_for(s, pf_sched_naive_tokens(s->p.reserve, (int)final, s->p.max_seq_len));
     } else {
         /* a swapped request brings its frames back, then grows as usual */
-        int had = swapped ? q->host_frames : 0;
         need = blocks_for(s, (int64_t)q->computed + n);
-        if (need < had)
-            need = had;
+        if (swapped && need < q->host_frames)
+            need = q->host_frames;
     }
     int reserve = returning || !s->p.paged ? 0 : pf_pool_reserve_for(s->pool_frames, s->p.watermark);
     if (need > s->pool_frames - reserve) {
@@ -568,8 +705,8 @@ static int admit_head(pf_sched *s, int *budget)
     }
     if (pf_sched_free_frames(s) - need < reserve)
         return 0;
-    if (take_frames(s, id, need) != PF_OK)
-        return 0;
+    if (slot_take(s, id) < 0)
+        return 0; /* host memory: try again next step */
     wq_pop_front(s);
     if (swapped) {
         s->host_used -= q->host_frames;
@@ -580,50 +717,40 @@ static int admit_head(pf_sched *s, int *budget)
         emit(s, PF_SCHED_EV_ADMIT, id, need);
     }
     q->state = PF_REQ_RUNNING;
+    q->decode = 0;
     q->admit_order = s->admit_counter++;
     q->admit_step = s->step;
-    run_append(s, id);
-    schedule(s, id, n, budget);
+    list_append(s, id, 0);
+    list_append(s, id, 1);
+    s->nrun++;
+    /* a naive reservation or swapped-in frames can exceed what the first
+     * chunk needs: promise the whole of `need` */
+    s->pending += need;
+    q->hold = need;
+    q->sched_tokens = n;
+    *budget -= n;
+    s->sched[s->nsched++] = id;
+    if (q->t_first_sched < 0)
+        q->t_first_sched = s->now;
     return 1;
 }
 
-/* Step 5 for one scheduled request at the step's end t. */
-static void land(pf_sched *s, int id, double t)
-{
-    pf_req *q = &s->r[id];
-    q->computed += q->sched_tokens;
-    q->sched_tokens = 0;
-    if (q->computed > q->computed_max)
-        q->computed_max = q->computed;
-    if (q->computed < req_tokens(q))
-        return; /* a prefill chunk: more to come */
-    q->generated++;
-    if (q->t_first_token < 0) {
-        q->t_first_token = t;
-        emit(s, PF_SCHED_EV_FIRST_TOKEN, id, 0);
-    }
-    q->t_last_token = t;
-    if (q->generated < q->output)
-        return;
-    run_remove(s, id);
-    int freed = drop_frames(s, id);
-    q->state = PF_REQ_DONE;
-    q->t_done = t;
-    s->ended++;
-    emit(s, PF_SCHED_EV_FINISH, id, freed);
-}
-
-/* The batch's work, from the scheduled requests before they land. */
+/* The batch's work, from what was scheduled (before it lands). */
 static void measure(pf_sched *s)
 {
     pf_sched_batch *b = &s->batch;
+    if (s->implicit) {
+        b->decode_tokens += s->ndec;
+        b->kv_read_tokens += s->dec_ctx + s->ndec;
+        b->attn_pairs += (double)(s->dec_ctx + s->ndec);
+        b->scheduled += s->ndec;
+    }
     for (int i = 0; i < s->nsched; i++) {
         const pf_req *q = &s->r[s->sched[i]];
         int n = q->sched_tokens;
-        if (n <= 0 || q->state != PF_REQ_RUNNING)
+        if (n <= 0)
             continue;
-        int64_t tokens = req_tokens(q);
-        if (n == 1 && q->computed == tokens - 1)
+        if (n == 1 && q->computed == req_tokens(q) - 1)
             b->decode_tokens++;
         else {
             b->prefill_tokens += n;
@@ -648,8 +775,8 @@ static double step_cost(pf_sched *s, const pf_sched_batch *b)
 }
 
 /* Seed rules, a step in which every running request stalled and nothing
- * else happened: the next stall_limit - stalled - 1 steps would be the same,
- * so take them at once. */
+ * else happened: the next stall_limit - stalled steps would be the same, so
+ * take them at once (stopping short of the next arrival). */
 static void skip_stalls(pf_sched *s)
 {
     int64_t k = INT64_MAX;
@@ -657,18 +784,16 @@ static void skip_stalls(pf_sched *s)
         const pf_req *q = &s->r[id];
         if (q->state != PF_REQ_STALLED)
             return;
-        int64_t left = (int64_t)s->p.stall_limit - q->stalled; /* steps until > limit */
+        int64_t left = (int64_t)s->p.stall_limit - q->stalled;
         if (left < k)
             k = left;
     }
     if (k <= 0 || k == INT64_MAX)
         return;
-    /* arrivals in between would change the picture: stop short of them */
     pf_sched_batch empty = {0};
     double dt = step_cost(s, &empty);
     if (s->next_arrival < s->n && dt > 0.0) {
-        double until = s->r[s->next_arrival].arrival - s->now;
-        int64_t fit = (int64_t)floor(until / dt);
+        int64_t fit = (int64_t)floor((s->r[s->next_arrival].arrival - s->now) / dt);
         if (fit < k)
             k = fit;
     }
@@ -680,7 +805,7 @@ static void skip_stalls(pf_sched *s)
     s->now += dt * (double)k;
 }
 
-int pf_sched_step(pf_sched *s)
+int pf_sched_plan(pf_sched *s)
 {
     if (!s)
         return PF_ERR_ARG;
@@ -693,52 +818,216 @@ int pf_sched_step(pf_sched *s)
             return s->ended == s->n ? 1 : PF_ERR_ARG;
         s->now = s->r[s->next_arrival].arrival;
         arrivals(s);
+        if (s->ended == s->n)
+            return 1;
     }
     memset(&s->batch, 0, sizeof s->batch);
     s->nsched = 0;
+    s->implicit = 0;
+    s->pending = 0;
+    s->step_preempted = 0;
     int vllm = s->p.rules == PF_SCHED_VLLM;
     int budget = vllm ? s->p.max_num_batched_tokens : INT_MAX;
-    s->step_preempted = 0;
 
-    /* 2. running, oldest first (a snapshot of the order: victims leave the
-     * list while we walk it) */
-    int m = 0;
-    for (int id = s->run_head; id >= 0; id = s->r[id].next)
-        s->order[m++] = id;
-    for (int i = 0; i < m && budget > 0; i++) {
-        int id = s->order[i];
-        if (s->r[id].state != PF_REQ_RUNNING && s->r[id].state != PF_REQ_STALLED)
-            continue; /* preempted earlier in this step */
-        if (schedule_running(s, id, &budget))
-            break;
+    /* 2. running requests: the fast plan, else the walk in admission order
+     * (a copy of the order: victims leave the list during the walk) */
+    if (s->p.always_walk || !plan_fast(s, &budget)) {
+        int m = 0;
+        for (int id = s->run_head; id >= 0; id = s->r[id].next)
+            s->order[m++] = id;
+        for (int i = 0; i < m && budget > 0; i++) {
+            int id = s->order[i];
+            if (s->r[id].slot < 0)
+                continue; /* preempted earlier in this walk */
+            if (walk_one(s, id, &budget))
+                break;
+        }
     }
-    int preempted = s->step_preempted > 0;
 
-    /* 3. waiting, FCFS */
-    if (!(vllm && preempted)) {
+    /* 3. waiting requests, FCFS */
+    if (!(vllm && s->step_preempted > 0))
         while (s->wq_len > 0 && budget > 0 && s->nrun < s->p.max_num_seqs)
             if (!admit_head(s, &budget))
                 break;
-    }
 
     /* 4. time */
     measure(s);
-    if (s->nsched == 0 && !preempted && s->nrun > 0 && !vllm)
+    if (s->nsched == 0 && !s->implicit && s->step_preempted == 0 && s->nrun > 0 && !vllm)
         skip_stalls(s);
-    double dt = step_cost(s, &s->batch);
-    double t = s->now + dt;
-
-    /* 5. tokens land */
-    for (int i = 0; i < s->nsched; i++) {
-        int id = s->sched[i];
-        if (s->r[id].state == PF_REQ_RUNNING && s->r[id].sched_tokens > 0)
-            land(s, id, t);
-    }
-    s->now = t;
-    s->step++;
-    if (s->ended == s->n)
-        return 1;
+    s->t_end = s->now + step_cost(s, &s->batch);
     return 0;
+}
+
+/* ---- land ------------------------------------------------------------------------ */
+
+int pf_sched_nslots(const pf_sched *s)
+{
+    return s->nslots;
+}
+
+static int note(shard_out *o, int id)
+{
+    if (o->nnote == o->cap) {
+        int c = o->cap ? o->cap * 2 : 64;
+        int32_t *t = realloc(o->note, (size_t)c * sizeof *t);
+        if (!t)
+            return PF_ERR_NOMEM;
+        o->note = t;
+        o->cap = c;
+    }
+    o->note[o->nnote++] = id;
+    return PF_OK;
+}
+
+/* Take k frames for request id (promised in plan, so the pool has them). */
+static int take_frames(pf_sched *s, int id, int k)
+{
+    pf_req *q = &s->r[id];
+    if (k <= 0)
+        return PF_OK;
+    if (q->nframes + k > q->cap) {
+        int c = q->cap ? q->cap : 4;
+        while (c < q->nframes + k)
+            c = c > INT_MAX / 2 ? q->nframes + k : c * 2;
+        int32_t *t = realloc(q->table, (size_t)c * sizeof *t);
+        if (!t)
+            return PF_ERR_NOMEM;
+        q->table = t;
+        q->cap = c;
+    }
+    int rc = pf_pool_alloc_n(s->pool, id, k, q->table + q->nframes);
+    if (rc != PF_OK)
+        return rc;
+    q->nframes += k;
+    return PF_OK;
+}
+
+/* One running request's tokens land at t; o gets its totals. */
+static void land_one(pf_sched *s, int id, shard_out *o, double t)
+{
+    pf_req *q = &s->r[id];
+    int n = q->sched_tokens;
+    if (n == 0 && s->implicit && q->decode)
+        n = 1;
+    q->sched_tokens = 0;
+    if (n > 0) {
+        int k = q->hold ? q->hold - q->nframes : frames_needed(s, q, n);
+        q->hold = 0;
+        if (take_frames(s, id, k) != PF_OK) {
+            o->err = PF_ERR_NOMEM;
+            return;
+        }
+        int was_decode = q->decode;
+        q->state = PF_REQ_RUNNING; /* it ran: no longer stalled */
+        q->stalled = 0;
+        q->computed += n;
+        if (q->computed > q->computed_max)
+            q->computed_max = q->computed;
+        if (q->computed >= req_tokens(q)) {
+            q->generated++;
+            o->tokens++;
+            if (q->t_first_token < 0) {
+                q->t_first_token = t;
+                q->flags |= F_FIRST;
+            }
+            q->t_last_token = t;
+            if (q->generated >= q->output) {
+                drop_frames(s, id);
+                q->flags |= F_DONE;
+                q->t_done = t;
+                note(o, id);
+                return;
+            }
+        }
+        q->decode = req_tokens(q) - q->computed == 1;
+        if (q->decode && !was_decode)
+            q->flags |= F_TO_DECODE;
+        if (q->flags & (F_FIRST | F_TO_DECODE))
+            if (note(o, id) != PF_OK)
+                o->err = PF_ERR_NOMEM;
+    }
+    if (q->decode) {
+        o->ndec++;
+        o->ctx += q->computed;
+        o->nbound += q->computed + 1 > (int64_t)q->nframes * s->p.block_size;
+    }
+}
+
+void pf_sched_land(pf_sched *s, int shard)
+{
+    if (!s || shard < 0 || shard >= s->nshards)
+        return;
+    shard_out *o = &s->shard[shard];
+    o->ndec = o->nbound = 0;
+    o->ctx = o->tokens = 0;
+    o->nnote = 0;
+    o->err = PF_OK;
+    int64_t lo = (int64_t)s->nslots * shard / s->nshards;
+    int64_t hi = (int64_t)s->nslots * (shard + 1) / s->nshards;
+    double t = s->t_end;
+    for (int64_t k = lo; k < hi; k++) {
+        int id = s->slot_req[k];
+        if (id >= 0)
+            land_one(s, id, o, t);
+    }
+}
+
+/* ---- commit ---------------------------------------------------------------------- */
+
+int pf_sched_commit(pf_sched *s)
+{
+    if (!s)
+        return PF_ERR_ARG;
+    int err = PF_OK;
+    s->ndec = s->nbound = 0;
+    s->dec_ctx = 0;
+    for (int k = 0; k < s->nshards; k++) {
+        shard_out *o = &s->shard[k];
+        s->ndec += o->ndec;
+        s->nbound += o->nbound;
+        s->dec_ctx += o->ctx;
+        s->tokens += o->tokens;
+        if (o->err)
+            err = o->err;
+        for (int i = 0; i < o->nnote; i++) {
+            int id = o->note[i];
+            pf_req *q = &s->r[id];
+            if (q->flags & F_TO_DECODE)
+                list_remove(s, id, 1);
+            if (q->flags & F_FIRST)
+                emit(s, PF_SCHED_EV_FIRST_TOKEN, id, 0);
+            if (q->flags & F_DONE) {
+                int was_decode = q->decode || (q->flags & F_TO_DECODE);
+                list_remove(s, id, 0);
+                if (!was_decode)
+                    list_remove(s, id, 1);
+                slot_release(s, id);
+                s->nrun--;
+                q->state = PF_REQ_DONE;
+                q->decode = 0;
+                s->ended++;
+                emit(s, PF_SCHED_EV_FINISH, id, 0);
+            }
+            q->flags = 0;
+        }
+        o->nnote = 0;
+    }
+    s->pending = 0;
+    s->now = s->t_end;
+    s->step++;
+    if (err)
+        return err;
+    return s->ended == s->n ? 1 : 0;
+}
+
+int pf_sched_step(pf_sched *s)
+{
+    int rc = pf_sched_plan(s);
+    if (rc != 0)
+        return rc;
+    for (int k = 0; k < s->nshards; k++)
+        pf_sched_land(s, k);
+    return pf_sched_commit(s);
 }
 
 int pf_sched_run(pf_sched *s)
@@ -785,6 +1074,11 @@ int64_t pf_sched_steps(const pf_sched *s)
     return s->step;
 }
 
+int64_t pf_sched_fast_steps(const pf_sched *s)
+{
+    return s->fast_steps;
+}
+
 int pf_sched_nreqs(const pf_sched *s)
 {
     return s->n;
@@ -798,6 +1092,11 @@ const pf_req *pf_sched_req(const pf_sched *s, int i)
 int pf_sched_running(const pf_sched *s)
 {
     return s->nrun;
+}
+
+int pf_sched_slot_req(const pf_sched *s, int slot)
+{
+    return slot >= 0 && slot < s->nslots ? s->slot_req[slot] : -1;
 }
 
 int pf_sched_waiting(const pf_sched *s)
@@ -822,7 +1121,8 @@ const pf_sched_params *pf_sched_get_params(const pf_sched *s)
 
 int pf_sched_check(pf_sched *s)
 {
-    int held = 0, nrun = 0;
+    int held = 0, nrun = 0, npre = 0, ndec = 0, nbound = 0;
+    int64_t ctx = 0;
     for (int i = 0; i < s->n; i++) {
         const pf_req *q = &s->r[i];
         held += q->nframes;
@@ -830,12 +1130,36 @@ int pf_sched_check(pf_sched *s)
             if (pf_pool_owner(s->pool, q->table[k]) != i)
                 return PF_ERR_ARG;
         int running = q->state == PF_REQ_RUNNING || q->state == PF_REQ_STALLED;
-        if (running)
-            nrun++;
-        if (!running && q->nframes != 0)
+        if (running != (q->slot >= 0))
             return PF_ERR_ARG;
+        if (running) {
+            nrun++;
+            if (s->slot_req[q->slot] != i)
+                return PF_ERR_ARG;
+            if (q->decode) {
+                ndec++;
+                ctx += q->computed;
+                nbound += q->computed + 1 > (int64_t)q->nframes * s->p.block_size;
+            } else {
+                npre++;
+            }
+        } else if (q->nframes != 0 || q->decode) {
+            return PF_ERR_ARG;
+        }
     }
-    if (nrun != s->nrun || pf_pool_used_count(s->pool) != held || pf_pool_check(s->pool) != PF_OK)
+    int listed = 0, plisted = 0;
+    for (int id = s->run_head; id >= 0; id = s->r[id].next)
+        listed++;
+    for (int id = s->pre_head; id >= 0; id = s->r[id].pnext) {
+        if (s->r[id].decode)
+            return PF_ERR_ARG;
+        plisted++;
+    }
+    if (nrun != s->nrun || listed != nrun || plisted != npre)
+        return PF_ERR_ARG;
+    if (ndec != s->ndec || ctx != s->dec_ctx || nbound != s->nbound)
+        return PF_ERR_ARG;
+    if (pf_pool_used_count(s->pool) != held || pf_pool_check(s->pool) != PF_OK)
         return PF_ERR_ARG;
     int host = 0;
     for (int k = 0; k < s->wq_len; k++) {

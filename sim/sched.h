@@ -72,6 +72,7 @@ typedef struct {
     int swap_host_blocks;       /* host swap pool, frames                             */
     int stall_limit;            /* seed rules: steps a faulting request stalls        */
     int pingpong_window;        /* steps: preempted again this soon after readmission */
+    int always_walk;            /* tests: never take the fast plan (same results)     */
 } pf_sched_params;
 
 /* vLLM's defaults for a >= 70 GiB GPU serving the OpenAI API (vLLM 0.8-0.11,
@@ -97,6 +98,8 @@ typedef struct {
     int32_t prompt, output, priority;
     /* progress */
     uint8_t state;        /* pf_req_state                                     */
+    uint8_t decode;       /* running and asking for exactly one token         */
+    uint8_t flags;        /* land -> commit (internal)                        */
     int32_t generated;    /* output tokens sampled so far (kept on preemption)*/
     int32_t computed;     /* tokens whose KV is in its frames                 */
     int32_t computed_max; /* most ever computed: below it, a prefill is recompute */
@@ -105,12 +108,14 @@ typedef struct {
     int32_t host_frames;  /* frames held in host swap                         */
     int32_t preemptions;
     int32_t stalled;      /* consecutive stalled steps (seed rules)           */
-    int32_t sched_tokens; /* tokens scheduled in the current step             */
+    int32_t sched_tokens; /* tokens scheduled explicitly in this step         */
+    int32_t hold;         /* admitted this step: frames to hold once landed   */
+    int32_t slot;         /* running slot, -1 when not running                */
     int64_t admit_order;  /* admission counter at the last admission          */
     int64_t admit_step;   /* step of the last admission (ping-pong detection) */
     double t_first_sched, t_first_token, t_last_token, t_done;
-    /* running list (admission order), -1 terminated */
-    int32_t prev, next;
+    int32_t prev, next;   /* running list, admission order, -1 terminated     */
+    int32_t pprev, pnext; /* prefilling list (running, not decode), likewise  */
 } pf_req;
 
 /* One step's work, for the cost model. */
@@ -159,8 +164,27 @@ void pf_sched_on_event(pf_sched *s, pf_sched_event_fn fn, void *ctx);
  * every scheduled request's tokens land. When nothing is running and
  * nothing can be admitted, the clock jumps to the next arrival instead (one
  * call, no empty steps). Returns 1 when every request is done or aborted,
- * 0 otherwise, or a negative pf_err. */
+ * 0 otherwise, or a negative pf_err. Same as plan, land(0 of 1), commit. */
 int pf_sched_step(pf_sched *s);
+
+/* The step in three phases, for engines that land in parallel:
+ *   plan    (one thread)  every decision of the step and its duration;
+ *   land    (any thread)  the tokens of the running slots of one shard
+ *                         land: frames taken and freed, tokens sampled; a
+ *                         shard is the slot range [k*S/n, (k+1)*S/n) of the
+ *                         S = pf_sched_nslots slots; shards touch disjoint
+ *                         requests and only the (thread-safe) pool besides;
+ *   commit  (one thread)  after every shard landed: finished requests leave,
+ *                         events go out in slot order, totals are summed.
+ * The results do not depend on the number of shards. plan returns 1 when
+ * every request is done (nothing to land or commit), 0 when a step was
+ * planned, or a negative pf_err. pf_sched_set_shards sizes the per-shard
+ * state (1..4096) between steps. */
+int pf_sched_plan(pf_sched *s);
+int pf_sched_set_shards(pf_sched *s, int nshards);
+int pf_sched_nslots(const pf_sched *s);
+void pf_sched_land(pf_sched *s, int shard);
+int pf_sched_commit(pf_sched *s);
 
 /* Run steps until done. */
 int pf_sched_run(pf_sched *s);
@@ -176,6 +200,8 @@ int64_t pf_sched_steps(const pf_sched *s);
 int pf_sched_nreqs(const pf_sched *s);
 const pf_req *pf_sched_req(const pf_sched *s, int i);
 int pf_sched_running(const pf_sched *s);     /* requests holding frames   */
+int pf_sched_slot_req(const pf_sched *s, int slot); /* request id or -1   */
+int64_t pf_sched_fast_steps(const pf_sched *s); /* steps planned without walking the running list */
 int pf_sched_waiting(const pf_sched *s);     /* queued (incl. swapped)    */
 int pf_sched_free_frames(const pf_sched *s);
 const pf_sched_batch *pf_sched_last_batch(const pf_sched *s);

@@ -4,6 +4,7 @@
  * the comment above it. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/err.h"
 #include "core/rng.h"
@@ -378,4 +379,89 @@ Test(sim_sched, bad_input_is_refused)
     p.max_num_batched_tokens = 0;
     cr_assert_null(pf_sched_create(&p, j, 1, 8, NULL, NULL, err, sizeof err));
     cr_assert(err[0] != '\0');
+}
+
+/* The fast plan and the landing shards change nothing: a run walking every
+ * step, a run taking the fast plan, and a run landing 7 shards in reverse
+ * order give the same times, tokens and events. */
+typedef struct {
+    double t_done[300], t_first[300];
+    int preempt[300];
+    int nev;
+    uint32_t evhash;
+    int64_t steps, fast;
+} outcome;
+
+static void hash_ev(void *ctx, pf_sched_ev e, int req, int a)
+{
+    outcome *o = ctx;
+    o->evhash = o->evhash * 2654435761u + (uint32_t)e * 131u + (uint32_t)req * 7u + (uint32_t)a;
+    o->nev++;
+}
+
+static void run_variant(const pf_sched_params *p, const pf_req *j, int n, int shards, int reverse,
+                        outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    pf_sched *s = mk(p, j, n, 300);
+    pf_sched_on_event(s, hash_ev, o);
+    cr_assert_eq(pf_sched_set_shards(s, shards), PF_OK);
+    int rc;
+    while ((rc = pf_sched_plan(s)) == 0) {
+        for (int k = 0; k < shards; k++)
+            pf_sched_land(s, reverse ? shards - 1 - k : k);
+        rc = pf_sched_commit(s);
+        cr_assert_geq(rc, 0);
+        cr_assert_eq(pf_sched_check(s), PF_OK);
+        if (rc == 1)
+            break;
+    }
+    cr_assert_eq(rc, 1);
+    for (int i = 0; i < n; i++) {
+        o->t_done[i] = pf_sched_req(s, i)->t_done;
+        o->t_first[i] = pf_sched_req(s, i)->t_first_token;
+        o->preempt[i] = pf_sched_req(s, i)->preemptions;
+    }
+    o->steps = pf_sched_steps(s);
+    o->fast = pf_sched_fast_steps(s);
+    pf_sched_destroy(s);
+}
+
+Test(sim_sched, fast_plan_and_shards_change_nothing)
+{
+    pf_rng g;
+    pf_rng_seed(&g, 11);
+    enum { N = 300 };
+    static pf_req j[N];
+    double t = 0;
+    for (int i = 0; i < N; i++) {
+        t += pf_rng_unit(&g) * 0.5;
+        j[i] = J(t, (int)pf_rng_range(&g, 1, 300), (int)pf_rng_range(&g, 1, 400));
+    }
+    for (int r = 0; r < PF_SCHED_COUNT; r++)
+        for (int v = 0; v < PF_VICTIM_COUNT; v += 2) {
+            pf_sched_params p = vllm(16, 512, 0.01);
+            p.rules = r;
+            p.victim = v;
+            p.max_seq_len = 1024;
+            p.max_num_seqs = 64;
+            static outcome walk, fast, sharded;
+            p.always_walk = 1;
+            run_variant(&p, j, N, 1, 0, &walk);
+            p.always_walk = 0;
+            run_variant(&p, j, N, 1, 0, &fast);
+            run_variant(&p, j, N, 7, 1, &sharded);
+            cr_assert_eq(walk.fast, 0);
+            cr_assert_gt(fast.fast, fast.steps / 4, "rules %d: the fast plan applies often (%lld of %lld)",
+                         r, (long long)fast.fast, (long long)fast.steps);
+            for (int i = 0; i < N; i++) {
+                cr_assert_eq(walk.t_done[i], fast.t_done[i], "rules %d victim %d req %d", r, v, i);
+                cr_assert_eq(walk.t_first[i], fast.t_first[i]);
+                cr_assert_eq(walk.preempt[i], fast.preempt[i]);
+                cr_assert_eq(fast.t_done[i], sharded.t_done[i]);
+            }
+            cr_assert_eq(walk.steps, fast.steps);
+            cr_assert_eq(fast.evhash, sharded.evhash, "events in the same order");
+            cr_assert_eq(fast.nev, sharded.nev);
+        }
 }
