@@ -93,27 +93,30 @@ typedef enum {
 } pf_req_state;
 
 typedef struct {
-    /* the job */
-    double arrival;       /* seconds                                          */
-    int32_t prompt, output, priority;
-    /* progress */
-    uint8_t state;        /* pf_req_state                                     */
-    uint8_t decode;       /* running and asking for exactly one token         */
-    uint8_t flags;        /* land -> commit (internal)                        */
+    /* What every step touches comes first, in one cache line's worth. */
+    int32_t prompt, output;
     int32_t generated;    /* output tokens sampled so far (kept on preemption)*/
     int32_t computed;     /* tokens whose KV is in its frames                 */
     int32_t computed_max; /* most ever computed: below it, a prefill is recompute */
-    int32_t nframes, cap; /* block table length and capacity                  */
-    int32_t *table;       /* block table, owned; NULL when it holds no frame  */
-    int32_t host_frames;  /* frames held in host swap                         */
-    int32_t preemptions;
-    int32_t stalled;      /* consecutive stalled steps (seed rules)           */
+    int32_t nframes;      /* block table length                               */
     int32_t sched_tokens; /* tokens scheduled explicitly in this step         */
     int32_t hold;         /* admitted this step: frames to hold once landed   */
+    uint8_t state;        /* pf_req_state                                     */
+    uint8_t decode;       /* running and asking for exactly one token         */
+    uint8_t flags;        /* land -> commit (internal)                        */
+    int32_t stalled;      /* consecutive stalled steps (seed rules)           */
+    int32_t *table;       /* block table, owned; NULL when it holds no frame  */
+    double t_last_token;
+    int32_t cap;          /* block table capacity                             */
     int32_t slot;         /* running slot, -1 when not running                */
+    /* The rest changes at admission, preemption and the end. */
+    double arrival;       /* seconds                                          */
+    int32_t priority;
+    int32_t host_frames;  /* frames held in host swap                         */
+    int32_t preemptions;
     int64_t admit_order;  /* admission counter at the last admission          */
     int64_t admit_step;   /* step of the last admission (ping-pong detection) */
-    double t_first_sched, t_first_token, t_last_token, t_done;
+    double t_first_sched, t_first_token, t_done;
     int32_t prev, next;   /* running list, admission order, -1 terminated     */
     int32_t pprev, pnext; /* prefilling list (running, not decode), likewise  */
 } pf_req;

@@ -1,0 +1,239 @@
+/* bench/bench_sched.c - how fast the scheduler core runs, and how its land
+ * phase scales over threads.
+ *
+ * One workload (the seed's length mix, split 1:4 prompt:output like the
+ * simulator's jobs, every request arriving at t = 0), run by:
+ *   - the plain step (plan, land one shard, commit: one thread);
+ *   - the same with the land phase on T threads (T = 1, 2, 4, ... up to the
+ *     core count), a persistent pool of threads woken once per step by a
+ *     spinning generation counter and met at a counting barrier: O(threads)
+ *     per step, whatever the number of running requests.
+ * Prints wall time, simulated tokens per second, the share of steps planned
+ * without a walk (the fast plan), the speed-up over the plain step, and a
+ * checksum of every request's finish time: the same in every row, or the
+ * row says MISMATCH.
+ * Usage: bench_sched [--jobs N] [--max-num-seqs N] [--pool-blocks N]
+ *                    [--budget N] [--threads T1,T2,...] [--always-walk]
+ * Figures only; nothing is asserted (speed targets are not tests).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/err.h"
+#include "core/workload.h"
+#include "core/rng.h"
+#include "sim/sched.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- a step barrier for T landing threads --------------------------------- */
+
+typedef struct {
+    pf_sched *s;
+    int nthreads;
+    _Atomic uint64_t gen;   /* bumped by the driver: land this step      */
+    _Atomic int left;       /* threads still landing this step           */
+    _Atomic int quit;
+} crew;
+
+typedef struct {
+    crew *c;
+    int k;
+} member;
+
+/* Spin on the generation (the step is microseconds long), yielding now and
+ * then so that more threads than cores still make progress. */
+static uint64_t wait_gen(crew *c, uint64_t seen)
+{
+    uint64_t g;
+    int spins = 0;
+    while ((g = atomic_load_explicit(&c->gen, memory_order_acquire)) == seen &&
+           !atomic_load_explicit(&c->quit, memory_order_relaxed))
+        if (++spins % 64 == 0)
+            sched_yield();
+    return g;
+}
+
+static void *member_main(void *arg)
+{
+    member *m = arg;
+    crew *c = m->c;
+    uint64_t seen = 0;
+    for (;;) {
+        seen = wait_gen(c, seen);
+        if (atomic_load_explicit(&c->quit, memory_order_relaxed))
+            return NULL;
+        pf_sched_land(c->s, m->k);
+        atomic_fetch_sub_explicit(&c->left, 1, memory_order_acq_rel);
+    }
+}
+
+/* Run to the end with T landing threads (0: the plain step). */
+static int run(pf_sched *s, int threads)
+{
+    if (threads == 0)
+        return pf_sched_run(s);
+    if (pf_sched_set_shards(s, threads) != PF_OK)
+        return PF_ERR_NOMEM;
+    crew c = {.s = s, .nthreads = threads};
+    member m[256];
+    pthread_t th[256];
+    int started = 0;
+    for (int k = 1; k < threads; k++) { /* the driver lands shard 0 itself */
+        m[k] = (member){&c, k};
+        if (pthread_create(&th[k], NULL, member_main, &m[k]) != 0)
+            break;
+        started++;
+    }
+    int rc = started == threads - 1 ? 0 : PF_ERR_NOMEM;
+    while (rc == 0 && (rc = pf_sched_plan(s)) == 0) {
+        atomic_store_explicit(&c.left, threads - 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c.gen, 1, memory_order_release);
+        pf_sched_land(s, 0);
+        int spins = 0;
+        while (atomic_load_explicit(&c.left, memory_order_acquire) > 0)
+            if (++spins % 64 == 0)
+                sched_yield();
+        rc = pf_sched_commit(s);
+    }
+    atomic_store(&c.quit, 1);
+    for (int k = 1; k <= started; k++)
+        pthread_join(th[k], NULL);
+    return rc == 1 ? PF_OK : rc;
+}
+
+int main(int argc, char **argv)
+{
+    int jobs = 512000, seqs = 4096, pool = 262144, budget = 8192, always_walk = 0;
+    const char *tlist = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: bench_sched [--jobs N] [--max-num-seqs N] [--pool-blocks N] [--budget N]\n"
+                   "                   [--threads T1,T2,...] [--always-walk]\n"
+                   "Times the scheduler core on the seed's mix (all arrivals at 0): the plain step,\n"
+                   "then the land phase on T threads (default 1, 2, 4, ... up to the core count).\n");
+            return 0;
+        }
+        int *dst = !strcmp(argv[i], "--jobs") ? &jobs
+                   : !strcmp(argv[i], "--max-num-seqs") ? &seqs
+                   : !strcmp(argv[i], "--pool-blocks") ? &pool
+                   : !strcmp(argv[i], "--budget") ? &budget
+                                                  : NULL;
+        if (dst && i + 1 < argc) {
+            *dst = atoi(argv[++i]);
+            if (*dst < 1) {
+                fprintf(stderr, "bench_sched: %s must be >= 1\n", argv[i - 1]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            tlist = argv[++i];
+        } else if (!strcmp(argv[i], "--always-walk")) {
+            always_walk = 1;
+        } else {
+            fprintf(stderr, "bench_sched: unknown or incomplete flag '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    int tv[64], nt = 0;
+    tv[nt++] = 0;
+    if (tlist) {
+        for (const char *p = tlist; *p && nt < 64;) {
+            int t = atoi(p);
+            if (t < 1 || t > 256) {
+                fprintf(stderr, "bench_sched: --threads values must be in [1, 256]\n");
+                return 2;
+            }
+            tv[nt++] = t;
+            const char *c = strchr(p, ',');
+            if (!c)
+                break;
+            p = c + 1;
+        }
+    } else {
+        for (int t = 1; t < ncpu && nt < 63; t *= 2)
+            tv[nt++] = t;
+        tv[nt++] = ncpu;
+    }
+
+    int *len = malloc((size_t)jobs * sizeof *len);
+    pf_req *j = calloc((size_t)jobs, sizeof *j);
+    if (!len || !j) {
+        fprintf(stderr, "bench_sched: out of memory\n");
+        return 1;
+    }
+    pf_workload_lengths(pf_mix_seed(), 42, jobs, 1, 2048, len);
+    pf_rng g;
+    pf_rng_seed(&g, 43);
+    for (int i = 0; i < jobs; i++) {
+        int L = len[i] < 2 ? 2 : len[i];
+        int prompt = (int)pf_rng_range(&g, L / 10 > 1 ? L / 10 : 1, 3 * L / 10 > 1 ? 3 * L / 10 : 1);
+        j[i].prompt = prompt;
+        j[i].output = L - prompt > 0 ? L - prompt : 1;
+    }
+    free(len);
+
+    pf_sched_params p;
+    pf_sched_params_default(&p);
+    p.max_num_seqs = seqs;
+    p.max_num_batched_tokens = budget;
+    p.max_seq_len = 4096;
+    p.always_walk = always_walk;
+    printf("bench_sched: %d requests (seed mix, all at t=0), max-num-seqs %d, budget %d, pool %d frames, "
+           "%d cores%s\n",
+           jobs, seqs, budget, pool, ncpu, always_walk ? ", always walk" : "");
+    printf("%-14s %10s %10s %12s %10s %8s %8s %s\n", "land threads", "wall s", "steps", "tokens/s",
+           "ns/token", "fast", "speedup", "check");
+    double base = 0;
+    double sum0 = 0;
+    for (int k = 0; k < nt; k++) {
+        char err[200];
+        pf_sched *s = pf_sched_create(&p, j, jobs, pool, NULL, NULL, err, sizeof err);
+        if (!s) {
+            fprintf(stderr, "bench_sched: %s\n", err);
+            return 1;
+        }
+        double t0 = now_s();
+        int rc = run(s, tv[k]);
+        double dt = now_s() - t0;
+        if (rc != PF_OK) {
+            fprintf(stderr, "bench_sched: run failed: %s\n", pf_strerror(rc));
+            return 1;
+        }
+        int64_t tokens = 0;
+        double sum = 0;
+        for (int i = 0; i < jobs; i++) {
+            tokens += pf_sched_req(s, i)->generated;
+            sum += pf_sched_req(s, i)->t_done * (double)((i % 97) + 1);
+        }
+        if (k == 0) {
+            base = dt;
+            sum0 = sum;
+        }
+        char name[32];
+        if (tv[k] == 0)
+            snprintf(name, sizeof name, "plain step");
+        else
+            snprintf(name, sizeof name, "%d", tv[k]);
+        printf("%-14s %10.3f %10lld %12.3g %10.1f %7.1f%% %7.2fx %s\n", name, dt,
+               (long long)pf_sched_steps(s), (double)tokens / dt, dt * 1e9 / (double)tokens,
+               100.0 * (double)pf_sched_fast_steps(s) / (double)pf_sched_steps(s), base / dt,
+               sum == sum0 ? "same" : "MISMATCH");
+        pf_sched_destroy(s);
+    }
+    free(j);
+    return 0;
+}
