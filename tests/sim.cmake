@@ -3,6 +3,7 @@
 pf_criterion_test(test_sim_engine SOURCES test_sim_engine.c LIBS pf_sim)
 pf_criterion_test(test_sim_policy SOURCES test_sim_policy.c LIBS pf_sim)
 pf_criterion_test(test_sim_sched SOURCES test_sim_sched.c LIBS pf_sim)
+pf_criterion_test(test_sim_loadctl SOURCES test_sim_loadctl.c LIBS pf_sim)
 pf_criterion_test(test_sim_jobs SOURCES test_sim_jobs.c LIBS pf_sim)
 pf_criterion_test(test_sim_cli SOURCES test_sim_cli.c ${CMAKE_SOURCE_DIR}/tui/cmd_sim.c
                   LIBS pf_simflags pf_sim pf_cli)
