@@ -93,6 +93,7 @@ typedef struct {
     int err;           /* a table could not grow (host memory)        */
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
+    pf_metrics *itl;   /* inter-token gaps landed here (lazily made)  */
 } shard_out;
 
 struct pf_sched {
@@ -142,6 +143,7 @@ struct pf_sched {
 
     shard_out *shard;
     int nshards;
+    pf_metrics metrics; /* finished requests (commit)                  */
 };
 
 void pf_sched_params_default(pf_sched_params *p)
@@ -215,6 +217,9 @@ static int params_ok(const pf_sched_params *p, int pool_frames, char *err, size_
         BAD("swap blocks, stall limit and ping-pong window must be >= 0");
     if (pool_frames < 1)
         BAD("the pool needs at least one frame, got %d", pool_frames);
+    if (!(p->slo_ttft_s >= 0.0 && p->slo_tpot_s >= 0.0) || isinf(p->slo_ttft_s) ||
+        isinf(p->slo_tpot_s))
+        BAD("SLO targets must be finite and >= 0");
 #undef BAD
     return 1;
 }
@@ -265,6 +270,11 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
     if (!s->r || !s->wq || !s->order || !s->sched || !s->pool ||
         pf_sched_set_shards(s, 1) != PF_OK)
         goto oom;
+    if (pf_metrics_init(&s->metrics, p->slo_ttft_s, p->slo_tpot_s) != PF_OK) {
+        pf_sched_destroy(s);
+        snprintf(err, errlen, "SLO targets must be finite and >= 0");
+        return NULL;
+    }
     for (int i = 0; i < n; i++) {
         pf_req *q = &s->r[i];
         q->arrival = jobs[i].arrival;
@@ -290,8 +300,10 @@ void pf_sched_destroy(pf_sched *s)
     if (s->r)
         for (int i = 0; i < s->n; i++)
             free(s->r[i].table);
-    for (int k = 0; k < s->nshards; k++)
+    for (int k = 0; k < s->nshards; k++) {
         free(s->shard[k].note);
+        free(s->shard[k].itl);
+    }
     free(s->shard);
     free(s->r);
     free(s->wq);
@@ -323,7 +335,17 @@ int pf_sched_set_shards(pf_sched *s, int nshards)
         memset(t + s->nshards, 0, (size_t)(nshards - s->nshards) * sizeof *t);
         s->shard = t;
     } else {
+        /* the gaps landed by the shards going away stay counted: fold
+         * them into shard 0 */
         for (int k = nshards; k < s->nshards; k++) {
+            if (s->shard[k].itl) {
+                if (!s->shard[0].itl)
+                    s->shard[0].itl = s->shard[k].itl;
+                else {
+                    (void)pf_metrics_merge(s->shard[0].itl, s->shard[k].itl);
+                    free(s->shard[k].itl);
+                }
+            }
             free(s->shard[k].note);
             memset(&s->shard[k], 0, sizeof s->shard[k]);
         }
@@ -739,30 +761,32 @@ static int admit_head(pf_sched *s, int *budget)
 static void measure(pf_sched *s)
 {
     pf_sched_batch *b = &s->batch;
-    if (s->implicit) {
-        b->decode_tokens += s->ndec;
-        b->kv_read_tokens += s->dec_ctx + s->ndec;
-        b->attn_pairs += (double)(s->dec_ctx + s->ndec);
-        b->scheduled += s->ndec;
+    pf_cost_batch *w = &b->work;
+    if (s->implicit && s->ndec > 0) {
+        /* pf_cost_batch_add_decode for each decoding request, summed */
+        w->seqs += s->ndec;
+        w->decode_tokens += s->ndec;
+        w->logit_tokens += s->ndec;
+        w->kv_read_tokens += s->dec_ctx + s->ndec;
+        w->kv_write_tokens += s->ndec;
+        w->attn_pairs += (double)(s->dec_ctx + s->ndec);
     }
     for (int i = 0; i < s->nsched; i++) {
         const pf_req *q = &s->r[s->sched[i]];
         int n = q->sched_tokens;
         if (n <= 0)
             continue;
-        if (n == 1 && q->computed == req_tokens(q) - 1)
-            b->decode_tokens++;
-        else {
-            b->prefill_tokens += n;
-            /* positions computed before a recompute preemption are computed
-             * again: that part of the prefill is wasted work */
-            int64_t lo = q->computed, hi = (int64_t)q->computed + n;
-            if (lo < q->computed_max)
-                b->recompute_tokens += (hi < q->computed_max ? hi : q->computed_max) - lo;
+        int64_t tokens = req_tokens(q);
+        if (n == 1 && q->computed == tokens - 1) {
+            pf_cost_batch_add_decode(w, q->computed);
+            continue;
         }
-        b->kv_read_tokens += (int64_t)q->computed + n;
-        b->attn_pairs += (double)n * ((double)q->computed + (n + 1) / 2.0);
-        b->scheduled++;
+        pf_cost_batch_add_prefill(w, q->computed, n, q->computed + n >= tokens);
+        /* positions computed before a recompute preemption are computed
+         * again: that part of the prefill is wasted work */
+        int64_t lo = q->computed, hi = (int64_t)q->computed + n;
+        if (lo < q->computed_max)
+            b->recompute_tokens += (hi < q->computed_max ? hi : q->computed_max) - lo;
     }
 }
 
@@ -790,7 +814,8 @@ static void skip_stalls(pf_sched *s)
     }
     if (k <= 0 || k == INT64_MAX)
         return;
-    pf_sched_batch empty = {0};
+    pf_sched_batch empty;
+    memset(&empty, 0, sizeof empty);
     double dt = step_cost(s, &empty);
     if (s->next_arrival < s->n && dt > 0.0) {
         int64_t fit = (int64_t)floor((s->r[s->next_arrival].arrival - s->now) / dt);
@@ -902,6 +927,22 @@ static int take_frames(pf_sched *s, int id, int k)
     return PF_OK;
 }
 
+/* The shard's inter-token sketch, made on first use (44 KB a metric: only
+ * shards that land tokens pay for one). 0 if it could not be made. */
+static int shard_itl(const pf_sched *s, shard_out *o)
+{
+    if (o->itl)
+        return 1;
+    pf_metrics *m = malloc(sizeof *m);
+    if (!m || pf_metrics_init(m, s->p.slo_ttft_s, s->p.slo_tpot_s) != PF_OK) {
+        free(m);
+        o->err = PF_ERR_NOMEM;
+        return 0;
+    }
+    o->itl = m;
+    return 1;
+}
+
 /* One running request's tokens land at t; o gets its totals. */
 static void land_one(pf_sched *s, int id, shard_out *o, double t)
 {
@@ -929,6 +970,8 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
             if (q->t_first_token < 0) {
                 q->t_first_token = t;
                 q->flags |= F_FIRST;
+            } else if (shard_itl(s, o)) {
+                (void)pf_metrics_add_itl(o->itl, t - q->t_last_token, 1);
             }
             q->t_last_token = t;
             if (q->generated >= q->output) {
@@ -1006,6 +1049,9 @@ int pf_sched_commit(pf_sched *s)
                 q->state = PF_REQ_DONE;
                 q->decode = 0;
                 s->ended++;
+                pf_request_times rt = {q->arrival, q->t_first_sched, q->t_first_token, q->t_done,
+                                       q->prompt, q->output};
+                (void)pf_metrics_add_request(&s->metrics, &rt);
                 emit(s, PF_SCHED_EV_FINISH, id, 0);
             }
             q->flags = 0;
@@ -1107,6 +1153,25 @@ int pf_sched_waiting(const pf_sched *s)
 const pf_sched_batch *pf_sched_last_batch(const pf_sched *s)
 {
     return &s->batch;
+}
+
+int64_t pf_sched_tokens(const pf_sched *s)
+{
+    return s->tokens;
+}
+
+int pf_sched_metrics(const pf_sched *s, pf_metrics *out)
+{
+    if (!s || !out)
+        return PF_ERR_ARG;
+    *out = s->metrics;
+    for (int k = 0; k < s->nshards; k++)
+        if (s->shard[k].itl) {
+            int rc = pf_metrics_merge(out, s->shard[k].itl);
+            if (rc != PF_OK)
+                return rc;
+        }
+    return PF_OK;
 }
 
 pf_pool *pf_sched_pool(pf_sched *s)

@@ -50,6 +50,8 @@
 #include <stdint.h>
 
 #include "core/pool.h"
+#include "sim/cost.h"
+#include "sim/metrics.h"
 #include "sim/sim.h"
 
 typedef enum { PF_SCHED_VLLM = 0, PF_SCHED_SEED = 1, PF_SCHED_COUNT } pf_sched_rules;
@@ -73,6 +75,7 @@ typedef struct {
     int stall_limit;            /* seed rules: steps a faulting request stalls        */
     int pingpong_window;        /* steps: preempted again this soon after readmission */
     int always_walk;            /* tests: never take the fast plan (same results)     */
+    double slo_ttft_s, slo_tpot_s; /* latency objectives (0: none), sim/metrics.h    */
 } pf_sched_params;
 
 /* vLLM's defaults for a >= 70 GiB GPU serving the OpenAI API (vLLM 0.8-0.11,
@@ -123,14 +126,10 @@ typedef struct {
 
 /* One step's work, for the cost model. */
 typedef struct {
-    int64_t decode_tokens;   /* requests that processed exactly one new token  */
-    int64_t prefill_tokens;  /* tokens of prompt (or recompute) prefill chunks */
-    int64_t recompute_tokens;/* of which: KV computed before and lost to a
-                                recompute preemption (wasted work)          */
-    int64_t kv_read_tokens;  /* sum over scheduled requests of context read    */
-    double attn_pairs;       /* sum over scheduled of new x context (causal)   */
-    int64_t swap_out_frames, swap_in_frames;
-    int scheduled;           /* requests that ran                              */
+    pf_cost_batch work;       /* what the forward pass computes (sim/cost.h) */
+    int64_t recompute_tokens; /* of the prefill: KV computed before and lost to
+                                 a recompute preemption (wasted work)        */
+    int64_t swap_out_frames, swap_in_frames; /* over the host link           */
 } pf_sched_batch;
 
 /* What happened in a step, for statistics and viewers. */
@@ -208,6 +207,11 @@ int64_t pf_sched_fast_steps(const pf_sched *s); /* steps planned without walking
 int pf_sched_waiting(const pf_sched *s);     /* queued (incl. swapped)    */
 int pf_sched_free_frames(const pf_sched *s);
 const pf_sched_batch *pf_sched_last_batch(const pf_sched *s);
+int64_t pf_sched_tokens(const pf_sched *s);  /* output tokens sampled, total */
+
+/* Latency metrics so far (finished requests, every inter-token gap), merged
+ * from the landing shards into *out. */
+int pf_sched_metrics(const pf_sched *s, pf_metrics *out);
 pf_pool *pf_sched_pool(pf_sched *s);
 const pf_sched_params *pf_sched_get_params(const pf_sched *s);
 

@@ -78,17 +78,28 @@ Test(sim_sched, chunked_prefill_within_the_budget)
     int64_t chunks[4] = {32, 32, 32, 4};
     for (int k = 0; k < 4; k++) {
         cr_assert_eq(pf_sched_step(s), 0);
-        cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, chunks[k], "step %d", k + 1);
+        cr_assert_eq(pf_sched_last_batch(s)->work.prefill_tokens, chunks[k], "step %d", k + 1);
         cr_assert_eq(pf_sched_req(s, 0)->nframes, (int)((32 * k + chunks[k] + 15) / 16));
     }
     cr_assert_float_eq(pf_sched_req(s, 0)->t_first_token, 4.0, 1e-12);
     cr_assert_eq(pf_sched_req(s, 0)->generated, 1);
     cr_assert_eq(pf_sched_step(s), 0);
-    cr_assert_eq(pf_sched_last_batch(s)->decode_tokens, 1);
-    cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, 0);
+    cr_assert_eq(pf_sched_last_batch(s)->work.decode_tokens, 1);
+    cr_assert_eq(pf_sched_last_batch(s)->work.prefill_tokens, 0);
     cr_assert_eq(pf_sched_step(s), 1);
     cr_assert_float_eq(pf_sched_req(s, 0)->t_done, 6.0, 1e-12);
     cr_assert_eq(pf_pool_used_count(pf_sched_pool(s)), 0, "finished: every frame back");
+    /* vLLM's metrics: TTFT 4 s, queue 0 s, e2e 6 s, two 1 s token gaps */
+    pf_metrics m;
+    cr_assert_eq(pf_sched_metrics(s, &m), PF_OK);
+    pf_metrics_summary sum;
+    pf_metrics_summarize(&m, 0, &sum);
+    cr_assert_eq(sum.requests, 1);
+    cr_assert_float_eq(sum.lat[PF_MET_TTFT].p50, 4.0, 4.0 / 256);
+    cr_assert_float_eq(sum.lat[PF_MET_QUEUE].max, 0.0, 1e-12);
+    cr_assert_float_eq(sum.lat[PF_MET_E2E].p50, 6.0, 6.0 / 256);
+    cr_assert_eq(sum.lat[PF_MET_ITL].count, 2);
+    cr_assert_float_eq(sum.lat[PF_MET_ITL].mean, 1.0, 1e-9);
     pf_sched_destroy(s);
 }
 
@@ -106,8 +117,8 @@ Test(sim_sched, budget_running_first_then_waiting)
     cr_assert_eq(pf_sched_req(s, 0)->generated, 1);
     cr_assert_eq(pf_sched_req(s, 1)->generated, 0);
     cr_assert_eq(pf_sched_step(s), 0);
-    cr_assert_eq(pf_sched_last_batch(s)->decode_tokens, 1);
-    cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, 8);
+    cr_assert_eq(pf_sched_last_batch(s)->work.decode_tokens, 1);
+    cr_assert_eq(pf_sched_last_batch(s)->work.prefill_tokens, 8);
     cr_assert_eq(pf_sched_req(s, 1)->generated, 1);
     cr_assert_float_eq(pf_sched_req(s, 1)->t_first_token, 2.0, 1e-12);
     pf_sched_destroy(s);
@@ -171,7 +182,7 @@ Test(sim_sched, newest_preempted_and_recomputed)
     cr_assert_eq(pf_sched_step(s), 0);
     cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE);
     cr_assert_eq(pf_sched_step(s), 0);
-    cr_assert_eq(pf_sched_last_batch(s)->prefill_tokens, 9);
+    cr_assert_eq(pf_sched_last_batch(s)->work.prefill_tokens, 9);
     cr_assert_eq(pf_sched_last_batch(s)->recompute_tokens, 8,
                  "the 8 tokens it had in KV are computed again; the 9th is new work");
     cr_assert_eq(pf_sched_run(s), PF_OK);
@@ -387,6 +398,8 @@ Test(sim_sched, bad_input_is_refused)
 typedef struct {
     double t_done[300], t_first[300];
     int preempt[300];
+    uint64_t itl_count;
+    double itl_sum;
     int nev;
     uint32_t evhash;
     int64_t steps, fast;
@@ -424,6 +437,10 @@ static void run_variant(const pf_sched_params *p, const pf_req *j, int n, int sh
     }
     o->steps = pf_sched_steps(s);
     o->fast = pf_sched_fast_steps(s);
+    static pf_metrics m;
+    cr_assert_eq(pf_sched_metrics(s, &m), PF_OK);
+    o->itl_count = m.lat[PF_MET_ITL].count;
+    o->itl_sum = m.lat[PF_MET_ITL].sum;
     pf_sched_destroy(s);
 }
 
@@ -462,6 +479,8 @@ Test(sim_sched, fast_plan_and_shards_change_nothing)
             }
             cr_assert_eq(walk.steps, fast.steps);
             cr_assert_eq(fast.evhash, sharded.evhash, "events in the same order");
+            cr_assert_eq(walk.itl_count, sharded.itl_count);
+            cr_assert_float_eq(walk.itl_sum, sharded.itl_sum, 1e-6 * walk.itl_sum);
             cr_assert_eq(fast.nev, sharded.nev);
         }
 }
