@@ -5,9 +5,8 @@
  * simulator's jobs, every request arriving at t = 0), run by:
  *   - the plain step (plan, land one shard, commit: one thread);
  *   - the same with the land phase on T threads (T = 1, 2, 4, ... up to the
- *     core count), a persistent pool of threads woken once per step by a
- *     spinning generation counter and met at a counting barrier: O(threads)
- *     per step, whatever the number of running requests.
+ *     core count): a crew (sim/crew.h) woken once per step, O(threads) per
+ *     step whatever the number of running requests.
  * Prints wall time, simulated tokens per second, the share of steps planned
  * without a walk (the fast plan), the speed-up over the plain step, and a
  * checksum of every request's finish time: the same in every row, or the
@@ -16,9 +15,6 @@
  *                    [--budget N] [--threads T1,T2,...] [--always-walk]
  * Figures only; nothing is asserted (speed targets are not tests).
  */
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +24,7 @@
 #include "core/err.h"
 #include "core/workload.h"
 #include "core/rng.h"
+#include "sim/crew.h"
 #include "sim/sched.h"
 
 static double now_s(void)
@@ -37,46 +34,12 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ---- a step barrier for T landing threads --------------------------------- */
+/* ---- T landing threads: the crew (sim/crew.h) ------------------------------ */
 
-typedef struct {
-    pf_sched *s;
-    int nthreads;
-    _Atomic uint64_t gen;   /* bumped by the driver: land this step      */
-    _Atomic int left;       /* threads still landing this step           */
-    _Atomic int quit;
-} crew;
-
-typedef struct {
-    crew *c;
-    int k;
-} member;
-
-/* Spin on the generation (the step is microseconds long), yielding now and
- * then so that more threads than cores still make progress. */
-static uint64_t wait_gen(crew *c, uint64_t seen)
+static void land_shard(void *ctx, int k, int n)
 {
-    uint64_t g;
-    int spins = 0;
-    while ((g = atomic_load_explicit(&c->gen, memory_order_acquire)) == seen &&
-           !atomic_load_explicit(&c->quit, memory_order_relaxed))
-        if (++spins % 64 == 0)
-            sched_yield();
-    return g;
-}
-
-static void *member_main(void *arg)
-{
-    member *m = arg;
-    crew *c = m->c;
-    uint64_t seen = 0;
-    for (;;) {
-        seen = wait_gen(c, seen);
-        if (atomic_load_explicit(&c->quit, memory_order_relaxed))
-            return NULL;
-        pf_sched_land(c->s, m->k);
-        atomic_fetch_sub_explicit(&c->left, 1, memory_order_acq_rel);
-    }
+    (void)n;
+    pf_sched_land(ctx, k);
 }
 
 /* Run to the end with T landing threads (0: the plain step). */
@@ -84,32 +47,18 @@ static int run(pf_sched *s, int threads)
 {
     if (threads == 0)
         return pf_sched_run(s);
-    if (pf_sched_set_shards(s, threads) != PF_OK)
+    pf_crew *c = pf_crew_create(threads);
+    if (!c || pf_sched_set_shards(s, threads) != PF_OK) {
+        pf_crew_destroy(c);
         return PF_ERR_NOMEM;
-    crew c = {.s = s, .nthreads = threads};
-    member m[256];
-    pthread_t th[256];
-    int started = 0;
-    for (int k = 1; k < threads; k++) { /* the driver lands shard 0 itself */
-        m[k] = (member){&c, k};
-        if (pthread_create(&th[k], NULL, member_main, &m[k]) != 0)
+    }
+    int rc;
+    while ((rc = pf_sched_plan(s)) == 0) {
+        pf_crew_run(c, land_shard, s);
+        if ((rc = pf_sched_commit(s)) != 0)
             break;
-        started++;
     }
-    int rc = started == threads - 1 ? 0 : PF_ERR_NOMEM;
-    while (rc == 0 && (rc = pf_sched_plan(s)) == 0) {
-        atomic_store_explicit(&c.left, threads - 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&c.gen, 1, memory_order_release);
-        pf_sched_land(s, 0);
-        int spins = 0;
-        while (atomic_load_explicit(&c.left, memory_order_acquire) > 0)
-            if (++spins % 64 == 0)
-                sched_yield();
-        rc = pf_sched_commit(s);
-    }
-    atomic_store(&c.quit, 1);
-    for (int k = 1; k <= started; k++)
-        pthread_join(th[k], NULL);
+    pf_crew_destroy(c);
     return rc == 1 ? PF_OK : rc;
 }
 

@@ -22,3 +22,4 @@ set_tests_properties(test_sim_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 # controller changing everything at once.
 pf_race_test(race_sim SOURCES race_sim.c LIBS pf_sim)
 pf_race_test(race_sched SOURCES race_sched.c LIBS pf_sim)
+pf_race_test(race_crew SOURCES race_crew.c LIBS pf_sim)
