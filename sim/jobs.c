@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/err.h"
 #include "core/rng.h"
@@ -380,6 +381,19 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
     }
     if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
         p += 3; /* UTF-8 byte order mark, as spreadsheets write */
+    /* One row per line at most: size the array once instead of growing it
+     * (a million-row trace would otherwise be copied some 10 times). */
+    {
+        size_t lines = 1;
+        for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+            lines++;
+        cap = lines < PF_JOBS_MAX ? (int)lines : PF_JOBS_MAX;
+        v = malloc((size_t)cap * sizeof *v);
+        if (!v) {
+            rc = PF_ERR_NOMEM;
+            FAIL("%s: out of memory", name);
+        }
+    }
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
@@ -467,18 +481,8 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
             rejected++;
             continue;
         }
-        if (n == PF_JOBS_MAX)
+        if (n == cap) /* cap is the line count, or PF_JOBS_MAX */
             FAIL("%s:%ld: more than %d jobs", name, lineno, PF_JOBS_MAX);
-        if (n == cap) {
-            int ncap = cap ? cap * 2 : 1024;
-            job_ix *nv = realloc(v, (size_t)ncap * sizeof *nv);
-            if (!nv) {
-                rc = PF_ERR_NOMEM;
-                FAIL("%s: out of memory", name);
-            }
-            v = nv;
-            cap = ncap;
-        }
         v[n].job.arrival = 0;
         v[n].job.prompt = (int)prompt;
         v[n].job.output = (int)output;
@@ -498,14 +502,23 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
              name, (double)(tmax - t0) / 1000.0, INT_MAX, step_ms);
     for (int i = 0; i < n; i++)
         v[i].job.arrival = (int)arrival_of(fmt, v[i].t, t0, step_ms);
-    qsort(v, (size_t)n, sizeof *v, by_arrival);
-    out->jobs = malloc((size_t)n * sizeof *out->jobs);
-    if (!out->jobs) {
-        rc = PF_ERR_NOMEM;
-        FAIL("%s: out of memory", name);
+    /* Most traces come sorted: check in one pass before paying for qsort. */
+    int sorted = 1;
+    for (int i = 1; i < n && sorted; i++)
+        sorted = v[i].job.arrival >= v[i - 1].job.arrival;
+    if (!sorted)
+        qsort(v, (size_t)n, sizeof *v, by_arrival);
+    /* Compact the jobs to the front of the same block (each moves to an
+     * address at or below its own, so a forward copy is safe) and give
+     * back the rest: no second array of a million rows. */
+    pf_job *jobs = (pf_job *)(void *)v;
+    for (int i = 0; i < n; i++) {
+        pf_job jb = v[i].job;
+        jobs[i] = jb;
     }
-    for (int i = 0; i < n; i++)
-        out->jobs[i] = v[i].job;
+    pf_job *shrunk = realloc(jobs, (size_t)n * sizeof *jobs);
+    out->jobs = shrunk ? shrunk : jobs;
+    v = NULL;
     out->njobs = n;
     out->rejected = rejected;
     rc = PF_OK;
@@ -534,10 +547,19 @@ int pf_jobs_read_file(const char *path, char **data, size_t *len, char *err, siz
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return PF_ERR_IO;
     }
-    /* Read to the end in growing chunks: a pipe has no size to ask for. */
+    /* Read to the end in growing chunks: a pipe has no size to ask for (a
+     * regular file's size is the first chunk, so it is read in one). */
     int rc = PF_OK;
     char *buf = NULL;
     size_t used = 0, cap = 0;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+        (unsigned long long)sb.st_size < SIZE_MAX / 2) {
+        cap = (size_t)sb.st_size + 65536 + 1;
+        buf = malloc(cap);
+        if (!buf)
+            cap = 0;
+    }
     for (;;) {
         if (cap - used < 65536) {
             size_t ncap = cap ? cap * 2 : 1 << 20;
