@@ -4,7 +4,8 @@
 # with no options (or the csv module when pandas is absent: every record
 # the header's width), JSON parsed strictly with sweep values as numbers,
 # and a trace read once from a pipe (/dev/stdin, and bash's <(...) when
-# bash is there) across a sweep. Skips (77) without python3.
+# bash is there) across a sweep; a pool too small for naive refused naming
+# the flags. Skips (77) without python3.
 set -u
 BIN=${1:?usage: test_cli_formats.sh PATH_TO_PAGEFAULT}
 HERE=$(dirname "$0")
@@ -41,6 +42,18 @@ if command -v bash >/dev/null 2>&1; then
 else
     set --
 fi
+
+# A pool too small for one naive reservation is a usage error naming the
+# flags, before anything runs (also at any point of a sweep).
+for args in "--pool-blocks 100" "--jobs 8 --sweep pool-blocks=4096,100"; do
+    "$BIN" sim $args >"$TMP/o" 2>"$TMP/e"
+    rc=$?
+    [ $rc -eq 2 ] || fail "sim $args: exit $rc, expected 2"
+    [ -s "$TMP/o" ] && fail "sim $args: printed on stdout"
+    grep -q -- '--pool-blocks 100 cannot hold one naive reservation: --max-len 2048' "$TMP/e" ||
+        fail "sim $args: $(cat "$TMP/e")"
+    [ "$(wc -l <"$TMP/e")" -eq 1 ] || fail "sim $args: not one line: $(cat "$TMP/e")"
+done
 
 "$PY" "$HERE/check_formats.py" "$@" --csv "$TMP/calc.csv" "$TMP/calc70.csv" "$TMP/sim.csv" \
     "$TMP/sim1.csv" "$TMP/pipe.csv" --json "$TMP/calc.json" "$TMP/sim.json" || exit 1

@@ -155,7 +155,8 @@ int pf_cmd_sim(int argc, char **argv)
                           opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
-    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK)
+    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK ||
+        (!a.sweep && pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK))
         return 2;
 
     /* --sweep NAME=v1,v2,...: every value is checked through the flag
@@ -193,7 +194,9 @@ int pf_cmd_sim(int argc, char **argv)
                 free(sweep_buf);
                 return pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
             }
-            if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK) {
+            /* each point must also hold a naive reservation */
+            if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK ||
+                pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK) {
                 free(sweep_buf);
                 return 2;
             }

@@ -104,6 +104,18 @@ void pf_simflags_release(pf_simflags *f)
     f->trace_len = 0;
 }
 
+int pf_simflags_check_naive(const char *prog, const pf_simflags *f)
+{
+    long long B = f->p.cfg.block_size;
+    long long need = (f->p.cfg.max_seq_len + B - 1) / B;
+    if (need > f->p.cfg.pool_blocks)
+        return pf_cli_error(prog,
+                            "--pool-blocks %d cannot hold one naive reservation: --max-len %d needs "
+                            "%lld blocks of %lld tokens (raise --pool-blocks or lower --max-len)",
+                            f->p.cfg.pool_blocks, f->p.cfg.max_seq_len, need, B);
+    return PF_CLI_OK;
+}
+
 void pf_simflags_params(const pf_simflags *f, pf_sim_params *out)
 {
     *out = f->p;

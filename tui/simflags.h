@@ -54,6 +54,12 @@ int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode);
  * exclude --trace. PF_CLI_OK or PF_CLI_USAGE (message printed). */
 int pf_simflags_check(const char *prog, const pf_simflags *f, pf_opt *opts);
 
+/* For commands that run naive mode (`sim` always does): one sequence's
+ * naive reservation, ceil(--max-len / --block-size) blocks, must fit
+ * --pool-blocks. PF_CLI_OK, or PF_CLI_USAGE after one line naming the
+ * flags. */
+int pf_simflags_check_naive(const char *prog, const pf_simflags *f);
+
 /* Read the --trace file (or pipe) into f once; nothing to do without
  * --trace. Returns 0, or 2 after a one-line error on stderr. */
 int pf_simflags_load(const char *prog, pf_simflags *f);
