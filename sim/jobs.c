@@ -276,7 +276,11 @@ static int parse_timestamp(field f, long long *us_out, char *why, size_t whylen)
     }
     if (s != end)
         return -1;
-    if (y < 1 || mo < 1 || mo > 12) {
+    if (y < 1) {
+        snprintf(why, whylen, "no year 0000");
+        return -2;
+    }
+    if (mo < 1 || mo > 12) {
         snprintf(why, whylen, "no month %02d", mo);
         return -2;
     }

@@ -26,6 +26,10 @@ SIM="--jobs 48 --workers 16 --pool-blocks 256"
 "$BIN" sim $SIM --sweep watermark=0,0.05,0.3 --format csv >"$TMP/sim.csv" 2>/dev/null || fail "sim csv"
 "$BIN" sim $SIM --sweep watermark=0,0.05,0.3 --format json >"$TMP/sim.json" 2>/dev/null || fail "sim json"
 "$BIN" sim $SIM --format csv >"$TMP/sim1.csv" || fail "sim csv without a sweep"
+# the swept flag is a column of its own, not also a (base) config column
+head -1 "$TMP/sim.csv" | grep -q '^watermark,mode,' || fail "sweep column first: $(head -1 "$TMP/sim.csv")"
+head -1 "$TMP/sim.csv" | grep -q 'config\.watermark' && fail "swept watermark also in config"
+head -1 "$TMP/sim1.csv" | grep -q ',config\.watermark,' || fail "config.watermark without a sweep"
 
 # A trace through a pipe, swept: read once, parsed for each point.
 TRACE='arrival,prompt,output\n0,100,50\n3,30,20\n5,900,40\n9,10,10\n'

@@ -241,8 +241,8 @@ int pf_cmd_sim(int argc, char **argv)
                 "%.0f", NULL);
         cfg_num(r, sw, "step-ms", "step_ms", "wall-clock per step", a.f.step_ms, "%g", "ms");
     } else {
-        cfg_num(r, sw, "arrival-rate", "arrival_rate", "arrivals per step (0: all at once)",
-                a.f.arrival_rate, "%g", NULL);
+        cfg_num(r, sw, "arrival-rate", "arrival_rate", "arrival rate", a.f.arrival_rate, "%g",
+                "jobs/step (0: all at step 0)");
     }
     cfg_num(r, sw, "workers", "workers", "workers", a.f.p.workers, "%.0f", NULL);
     cfg_num(r, sw, "pool-blocks", "num_gpu_blocks", "pool blocks", a.f.p.cfg.pool_blocks, "%.0f", NULL);
