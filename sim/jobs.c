@@ -358,6 +358,8 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         return PF_ERR_ARG;
     }
     memset(out, 0, sizeof *out);
+    if (!data)
+        data = ""; /* len is 0: no pointer arithmetic on NULL below */
     if (!(step_ms > 0.0) || isinf(step_ms) || max_seq_len < 2) {
         snprintf(err, errlen, "%s: bad step length or maximum sequence length", name);
         return PF_ERR_ARG;
