@@ -133,4 +133,12 @@ double pf_cost_swap_s(const pf_cost *c, int64_t tokens);
  * read) or PF_ERR_ARG (malformed). */
 int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen);
 
+/* The same format written: what `pagefault bench --profile-out` should print,
+ * so the writer and this reader cannot drift apart. Figures are printed with
+ * %.17g (they read back exactly); device has any '#' or line break replaced
+ * by a space. Returns the length written (as snprintf: a result >= len means
+ * truncated), or PF_ERR_ARG for values the reader would refuse. */
+int pf_cost_format_profile(char *buf, size_t len, const char *device, double mem_read_gbps,
+                           double attn_kv_gbps, double attn_fixed_us);
+
 #endif

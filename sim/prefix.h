@@ -83,8 +83,13 @@ typedef struct {
  * differ (a 16-token block repeats by chance with probability 2^-272). */
 int32_t pf_token_at(const pf_token_src *s, int64_t pos);
 
-/* Hash of block `block` (tokens block x B .. block x B + B - 1) of s, given
- * the hash of block - 1 (PF_PREFIX_ROOT_HASH for block 0). */
+/* Chained hash of block `block` (tokens block x B .. block x B + B - 1) of
+ * s, given the hash of block - 1 (PF_PREFIX_ROOT_HASH for block 0). O(1):
+ * it hashes which token streams and positions the block covers, which fixes
+ * its tokens, instead of the tokens themselves; equal for two blocks exactly
+ * when their tokens (and histories) are. A different function from
+ * pf_prefix_hash_block (for real token arrays): use one or the other in a
+ * cache, never both. */
 uint64_t pf_prefix_hash_src(const pf_token_src *s, uint64_t parent, int64_t block, int block_size);
 
 /* Hashes of s's first nblocks full blocks into out[0..nblocks). */

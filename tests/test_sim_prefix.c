@@ -64,17 +64,10 @@ Test(prefix_tokens, shared_within_a_group_distinct_otherwise)
 
 Test(prefix_tokens, chained_hashes_follow_the_shared_prefix)
 {
-    /* hash_src is hash_block over the materialized tokens */
     pf_token_src a = src(1, 3, 64, 200, 0);
     int32_t toks[16];
-    uint64_t parent = PF_PREFIX_ROOT_HASH;
-    for (int blk = 0; blk < 5; blk++) {
-        for (int i = 0; i < 16; i++)
-            toks[i] = pf_token_at(&a, blk * 16 + i);
-        uint64_t h = pf_prefix_hash_block(parent, toks, 16);
-        cr_assert_eq(h, pf_prefix_hash_src(&a, parent, blk, 16), "block %d", blk);
-        parent = h;
-    }
+    for (int i = 0; i < 16; i++)
+        toks[i] = pf_token_at(&a, i);
     /* 64 shared tokens = 4 whole blocks: 4 equal hashes, then different */
     pf_token_src b = src(2, 3, 64, 200, 0);
     uint64_t ha[8], hb[8];
@@ -91,6 +84,38 @@ Test(prefix_tokens, chained_hashes_follow_the_shared_prefix)
     /* The same tokens after a different history hash differently. */
     cr_assert_neq(pf_prefix_hash_block(1, toks, 16), pf_prefix_hash_block(2, toks, 16));
     cr_assert_neq(pf_prefix_hash_block(1, toks, 16), pf_prefix_hash_block(1, toks, 15));
+}
+
+/* Block hashes name content: over many pairs of sources (small ranges, so
+ * that groups, shared lengths, prompts and samples coincide often), block b
+ * of two sources hashes equal exactly when blocks 0..b hold equal tokens. */
+Test(prefix_tokens, block_hash_equal_iff_tokens_equal)
+{
+    pf_rng rng;
+    pf_rng_seed(&rng, 21);
+    const int32_t shared[] = {0, 16, 24, 40, 64};
+    const int64_t prompt[] = {16, 30, 48, 64, 100};
+    int equal_pairs = 0, diff_pairs = 0;
+    for (int t = 0; t < 3000; t++) {
+        pf_token_src s[2];
+        for (int k = 0; k < 2; k++)
+            s[k] = src(pf_rng_range(&rng, 1, 2), (int32_t)pf_rng_range(&rng, -1, 1),
+                       shared[pf_rng_range(&rng, 0, 4)], prompt[pf_rng_range(&rng, 0, 4)],
+                       (int32_t)pf_rng_range(&rng, 0, 1));
+        uint64_t h[2][8];
+        for (int k = 0; k < 2; k++)
+            pf_prefix_hash_blocks(&s[k], 16, 8, h[k]);
+        int same_so_far = 1;
+        for (int b = 0; b < 8; b++) {
+            for (int i = b * 16; i < b * 16 + 16; i++)
+                same_so_far &= pf_token_at(&s[0], i) == pf_token_at(&s[1], i);
+            cr_assert_eq(h[0][b] == h[1][b], same_so_far, "pair %d block %d", t, b);
+            equal_pairs += same_so_far;
+            diff_pairs += !same_so_far;
+        }
+    }
+    cr_assert_gt(equal_pairs, 1000, "the test must see many equal blocks");
+    cr_assert_gt(diff_pairs, 1000);
 }
 
 Test(prefix_cache, bad_arguments)
