@@ -21,26 +21,32 @@
  * Host link (what a swap to host memory crosses), one direction: H100 and
  * H200 sit on PCIe Gen5 x16 (32 GT/s x 16 lanes, 128b/130b: 63 GB/s raw),
  * A100 on PCIe Gen4 x16 (31.5 GB/s raw). Pinned 256 MiB cudaMemcpy measured
- * 55.4 GB/s host to device and 55.3 device to host on an H200 host
- * (2026-12-02, CUDA events, best of 5): 0.88 of raw. The H100 preset takes
- * the same link figure; the A100's is 0.88 x 31.5 = 27.7, scaled, not measured. */
-static const pf_gpu gpu_h200 = {"h200", "NVIDIA H200 SXM", 4800.0, 989.0, 55.0};
-static const pf_gpu gpu_h100 = {"h100", "NVIDIA H100 SXM", 3350.0, 989.0, 55.0};
-static const pf_gpu gpu_a100 = {"a100", "NVIDIA A100 80GB SXM", 2039.0, 312.0, 27.7};
+ * 55.4 / 55.3 GB/s (host to device / back) on an H200 host and 55.1 / 55.2 on
+ * an H100 host (2026-12-02, CUDA events, best of 5): 0.88 of raw, so 55.
+ * The A100's is 0.88 x 31.5 = 27.7, scaled, not measured.
+ * Memory (what weights and KV share): the H100's 81,079 MiB is what
+ * cudaMemGetInfo reported as total on an H100 80GB HBM3 (2026-12-02); the
+ * H200's 141 GB and the A100's 80 GB are the datasheets' (GiB, as NVIDIA
+ * counts; the H200 shows about 139 GiB usable). */
+static const pf_gpu gpu_h200 = {"h200", "NVIDIA H200 SXM", 4800.0, 989.0, 55.0, 141.0};
+static const pf_gpu gpu_h100 = {"h100", "NVIDIA H100 SXM", 3350.0, 989.0, 55.0, 81079.0 / 1024};
+static const pf_gpu gpu_a100 = {"a100", "NVIDIA A100 80GB SXM", 2039.0, 312.0, 27.7, 80.0};
 static const pf_gpu *const gpus[] = {&gpu_h200, &gpu_h100, &gpu_a100, NULL};
 
 /* Why these defaults (cost.h):
  * - PF_COST_MEM_EFFICIENCY 0.90: streaming reads on the H200 (4.8 TB/s
  *   peak) measured 4.27 TB/s for PyTorch's fp16 sum over 4 GiB and 4.38-4.49
- *   TB/s for cuDNN's decode attention (shared/anchors.md), and 4.48 TB/s for
- *   a plain 16-byte-load read kernel over 4 GiB (2026-12-02, best of 10):
- *   0.89-0.94 of the datasheet. A step's weights are streamed by GEMMs that
- *   do no better than these, so 0.90. A measured profile replaces it.
+ *   TB/s for cuDNN's decode attention (shared/anchors.md), and a plain
+ *   16-byte-load read kernel over 4 GiB reached 4.48 TB/s on the H200 and
+ *   3.11 TB/s on an H100 (3.35 peak) (2026-12-02, best of 10): 0.89-0.94 of
+ *   the datasheet. A step's weights are streamed by GEMMs that do no better
+ *   than these, so 0.90. A measured profile replaces it.
  * - PF_COST_FLOP_EFFICIENCY 0.70: a prefill's work is large bf16 GEMMs.
- *   cuBLAS on the H200 (2026-12-02, random bf16 data, CUDA events, 20 runs)
- *   ran 8192^3 at 788 TFLOP/s (0.80 of 989) but the shapes of a Llama 3 8B
- *   layer over 8192 tokens (4096x14336, 14336x4096, 6144x4096) at 691-724
- *   (0.70-0.73); attention's quadratic FLOPs run in FlashAttention kernels of
+ *   cuBLAS (2026-12-02, random bf16 data, CUDA events, mean of 20) ran
+ *   8192^3 at 788 TFLOP/s on the H200 and 800 on an H100 (0.80 of 989), but
+ *   the shapes of a Llama 3 8B layer over 8192 tokens (4096x14336,
+ *   14336x4096, 6144x4096) at 691-724 on the H200 and 710-750 on the H100
+ *   (0.70-0.76); attention's quadratic FLOPs run in FlashAttention kernels of
  *   similar efficiency (FlashAttention-3 reports up to 75% of H100 peak in
  *   bf16). The lower end, since a step also runs norms and small kernels.
  * - PF_COST_OVERHEAD_S 1 ms: what a step costs besides its kernels - the
@@ -181,6 +187,18 @@ double pf_cost_step_s(const pf_cost *c, const pf_cost_batch *b)
     pf_cost_detail d;
     pf_cost_step_detail(c, b, &d);
     return d.step_s;
+}
+
+int64_t pf_cost_kv_capacity_tokens(const pf_cost *c, double memory_utilization)
+{
+    if (!c || !(memory_utilization > 0 && memory_utilization <= 1))
+        return PF_ERR_ARG;
+    /* Every weight lives on the device, the input embedding included. */
+    double weights = (double)c->model.num_params * c->model.dtype_bytes;
+    double budget = c->gpu.mem_gib * 1073741824.0 * memory_utilization - weights;
+    if (budget < c->kv_bytes_per_token)
+        return PF_ERR_RANGE;
+    return (int64_t)floor(budget / c->kv_bytes_per_token);
 }
 
 double pf_cost_swap_s(const pf_cost *c, int64_t tokens)

@@ -386,3 +386,21 @@ Test(cost_profile, writer_and_reader_agree)
     cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 1, 1, -1), PF_ERR_ARG);
     cr_assert_gt(pf_cost_format_profile(text, 8, "x", 1, 1, 1), 8, "truncation is reported");
 }
+
+/* Llama 3 8B on an H200 at vLLM's 0.9: (141 GiB x 0.9 - 16.06 GB) / 128 KiB. */
+Test(cost_model, kv_capacity_beside_the_weights)
+{
+    pf_cost c = llama_h200();
+    double budget = 141.0 * 1073741824.0 * 0.9 - L3_PARAMS * 2;
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&c, 0.9), (int64_t)floor(budget / L3_BPT));
+    int64_t cap = pf_cost_kv_capacity_tokens(&c, 0.9);
+    cr_assert(cap > 900000 && cap < 950000, "%lld", (long long)cap); /* 120 GB of KV */
+    cr_assert_lt(pf_cost_kv_capacity_tokens(&c, 0.5), pf_cost_kv_capacity_tokens(&c, 0.9));
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&c, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&c, 1.01), PF_ERR_ARG);
+    pf_cost big;
+    cr_assert_eq(pf_cost_init(&big, pf_model_find("llama3-70b"), pf_gpu_find("h200"), 0), PF_OK);
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&big, 0.9), PF_ERR_RANGE, "141 GB of weights");
+    int64_t all = pf_cost_kv_capacity_tokens(&big, 1.0); /* 151.4 GB - 141.1 GB */
+    cr_assert(all > 0 && all < 40000, "%lld", (long long)all);
+}
