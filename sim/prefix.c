@@ -256,6 +256,8 @@ static int frame_ok(const pf_prefix *p, int32_t f)
 
 int32_t pf_prefix_find(const pf_prefix *p, uint64_t hash)
 {
+    if (!p)
+        return -1;
     int64_t i = table_lookup(p, hash);
     return i < 0 ? -1 : p->table[i].frame;
 }
@@ -263,7 +265,7 @@ int32_t pf_prefix_find(const pf_prefix *p, uint64_t hash)
 int pf_prefix_match(const pf_prefix *p, const uint64_t *hashes, int nblocks, int64_t prompt_tokens,
                     int32_t *frames)
 {
-    if (!p || nblocks <= 0 || prompt_tokens < 1)
+    if (!p || !hashes || nblocks <= 0 || prompt_tokens < 1)
         return 0;
     int64_t limit = (prompt_tokens - 1) / p->block_size;
     int n = 0;
