@@ -444,3 +444,103 @@ Test(prefix_cache, churn_matches_a_reference_model)
     }
     pf_prefix_destroy(p);
 }
+
+/* The cache as a scheduler drives it, over a toy pool: 40 requests of four
+ * prefix groups (48 shared tokens, 80-token prompts, 20 outputs) served one
+ * after another on 64 frames of 16 tokens. A frame is always in exactly one
+ * place (the pool's free list, the cache's evictable queue, or the running
+ * request's table); every request after its group's first hits the 3 shared
+ * blocks; after a clear each group misses once more. */
+typedef struct {
+    int32_t free[64];
+    int nfree;
+} toy_pool;
+
+static int32_t take_frame(toy_pool *pool, pf_prefix *p)
+{
+    if (pool->nfree > 0)
+        return pool->free[--pool->nfree];
+    int32_t f = pf_prefix_evict(p);
+    cr_assert_geq(f, 0, "the pool and the cache are both empty");
+    return f;
+}
+
+static void check_frames(const toy_pool *pool, const pf_prefix *p, const int32_t *held, int nheld)
+{
+    int seen[64] = {0};
+    for (int i = 0; i < pool->nfree; i++)
+        seen[pool->free[i]]++;
+    for (int i = 0; i < nheld; i++)
+        seen[held[i]]++;
+    int evictable = 0;
+    for (int32_t f = 0; f < 64; f++) {
+        int idle_cached = pf_prefix_is_cached(p, f) && pf_prefix_refcount(p, f) == 0;
+        evictable += idle_cached;
+        cr_assert_eq(seen[f] + idle_cached, 1, "frame %d is in %d places", f, seen[f] + idle_cached);
+    }
+    pf_prefix_stats st;
+    pf_prefix_get_stats(p, &st);
+    cr_assert_eq(st.evictable, evictable);
+}
+
+static void serve(pf_prefix *p, toy_pool *pool, int64_t id, int group, int64_t *hit_tokens)
+{
+    enum { B = 16, PROMPT = 80, OUT = 20 };
+    pf_token_src s = src(id, group, 48, PROMPT, 0);
+    uint64_t h[7];
+    pf_prefix_hash_blocks(&s, B, 7, h);
+    int32_t table[7];
+    int n = pf_prefix_match(p, h, PROMPT / B, PROMPT, table);
+    cr_assert_eq(pf_prefix_acquire(p, table, n, PROMPT), PF_OK);
+    *hit_tokens = (int64_t)n * B;
+    int nblocks = n;
+    /* Prefill from the first missed block, then decode; each block that
+     * fills is registered. The last (partial) block stays private. */
+    for (int64_t pos = (int64_t)n * B; pos < PROMPT + OUT; pos++) {
+        if (pos % B == 0)
+            table[nblocks++] = take_frame(pool, p);
+        if (pos % B == B - 1)
+            cr_assert_geq(pf_prefix_insert(p, h[pos / B], table[pos / B]), 0);
+        check_frames(pool, p, table, nblocks);
+    }
+    int32_t to_free[7];
+    int nf;
+    cr_assert_eq(pf_prefix_release_seq(p, table, nblocks, to_free, &nf), PF_OK);
+    cr_assert_eq(nf, 1, "only the partial last block goes back to the pool");
+    for (int i = 0; i < nf; i++)
+        pool->free[pool->nfree++] = to_free[i];
+    check_frames(pool, p, NULL, 0);
+}
+
+Test(prefix_cache, scheduler_round_trip_over_a_toy_pool)
+{
+    pf_prefix *p = new_cache(64);
+    toy_pool pool = {.nfree = 64};
+    for (int i = 0; i < 64; i++)
+        pool.free[i] = 63 - i;
+    int64_t hits = 0, hit;
+    for (int64_t r = 0; r < 40; r++) {
+        serve(p, &pool, r, (int)(r % 4), &hit);
+        cr_assert_eq(hit, r < 4 ? 0 : 48, "request %ld", (long)r);
+        hits += hit;
+    }
+    pf_prefix_stats st;
+    pf_prefix_get_stats(p, &st);
+    cr_assert_eq(st.queries, 40 * 80);
+    cr_assert_eq(st.hits, 36 * 48);
+    cr_assert_eq(st.hits, hits);
+    cr_assert_gt(st.evictions, 0, "the cache filled the pool and had to give frames back");
+
+    int32_t to_free[64];
+    int nf;
+    pf_prefix_clear(p, to_free, &nf);
+    for (int i = 0; i < nf; i++)
+        pool.free[pool.nfree++] = to_free[i];
+    check_frames(&pool, p, NULL, 0);
+    cr_assert_eq(pool.nfree, 64);
+    for (int64_t r = 40; r < 48; r++) {
+        serve(p, &pool, r, (int)(r % 4), &hit);
+        cr_assert_eq(hit, r < 44 ? 0 : 48, "request %ld", (long)r);
+    }
+    pf_prefix_destroy(p);
+}
