@@ -133,7 +133,8 @@ int64_t pf_mem_reserved_tokens(pf_mem_reserve r, int64_t current, int64_t final_
 
 static void split_shares(pf_mem_split *s)
 {
-    s->total_tokens = s->token_tokens + s->reserved_tokens + s->internal_tokens + s->external_tokens;
+    s->total_tokens =
+        s->token_tokens + s->reserved_tokens + s->internal_tokens + s->external_tokens;
     if (s->total_tokens <= 0) {
         s->token_share = s->reserved_share = s->internal_share = s->external_share = 0.0;
         return;

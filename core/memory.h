@@ -99,8 +99,8 @@ int64_t pf_mem_reserved_tokens(pf_mem_reserve r, int64_t current, int64_t final_
 typedef struct {
     int64_t token_tokens, reserved_tokens, internal_tokens, external_tokens;
     int64_t total_tokens;  /* the four together */
-    double token_share, reserved_share, internal_share, external_share; /* sum to 1,
-                                                                           or all 0 when total is 0 */
+    /* Shares of the total: they sum to 1, or are all 0 when the total is 0. */
+    double token_share, reserved_share, internal_share, external_share;
 } pf_mem_split;
 
 /* Split of n sequences (current[i], final_len[i]) under policy r, plus

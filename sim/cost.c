@@ -177,7 +177,8 @@ void pf_cost_step_detail(const pf_cost *c, const pf_cost_batch *b, pf_cost_detai
     out->memory_s = c->weight_bytes / c->mem_bps + kv_write / c->mem_bps +
                     c->model.num_layers * c->attn_fixed_s + kv_read / c->attn_bps;
     double tokens = (double)(b->decode_tokens + b->prefill_tokens);
-    out->flops = 2.0 * c->matmul_params * tokens + 2.0 * c->lm_head_params * (double)b->logit_tokens +
+    out->flops = 2.0 * c->matmul_params * tokens +
+                 2.0 * c->lm_head_params * (double)b->logit_tokens +
                  c->attn_flops_per_pair * b->attn_pairs;
     out->compute_s = out->flops / c->flops;
     out->overhead_s = c->overhead_s;

@@ -150,7 +150,8 @@ int pf_prefix_unref(pf_prefix *p, int32_t frame);
  * to its pool (untracked ones, and detached ones whose last reference went)
  * are written to to_free (room for n), their number to *n_free. Stops at the
  * first error (a double release), returning it. */
-int pf_prefix_release_seq(pf_prefix *p, const int32_t *frames, int n, int32_t *to_free, int *n_free);
+int pf_prefix_release_seq(pf_prefix *p, const int32_t *frames, int n, int32_t *to_free,
+                          int *n_free);
 
 /* Evict the least recently released unreferenced block: it leaves the cache
  * and its frame is returned to the caller to reuse. PF_ERR_NOMEM when no

@@ -356,7 +356,8 @@ Test(cost_profile, long_lines_and_missing_files)
     cr_assert_not_null(strstr(err, ":2: line longer"), "%s", err);
 
     /* The last line may lack its newline. */
-    write_file(path, sizeof path, "format = pagefault-gpu-profile/1\nmem_read_gbps = 1\nattn_kv_gbps = 2");
+    write_file(path, sizeof path,
+               "format = pagefault-gpu-profile/1\nmem_read_gbps = 1\nattn_kv_gbps = 2");
     cr_assert_eq(pf_cost_load_profile(&c, path, err, sizeof err), PF_OK, "%s", err);
     unlink(path);
     cr_assert_float_eq(c.attn_bps, 2e9, 1e-3);

@@ -476,7 +476,8 @@ static void check_frames(const toy_pool *pool, const pf_prefix *p, const int32_t
     for (int32_t f = 0; f < 64; f++) {
         int idle_cached = pf_prefix_is_cached(p, f) && pf_prefix_refcount(p, f) == 0;
         evictable += idle_cached;
-        cr_assert_eq(seen[f] + idle_cached, 1, "frame %d is in %d places", f, seen[f] + idle_cached);
+        cr_assert_eq(seen[f] + idle_cached, 1, "frame %d is in %d places", f,
+                     seen[f] + idle_cached);
     }
     pf_prefix_stats st;
     pf_prefix_get_stats(p, &st);
