@@ -34,12 +34,14 @@ Test(config, model_presets)
         {"llama2-7b", 32, 32, 32, 128, 2, 524288},  /* 512 KiB */
         {"llama3-8b", 32, 32, 8, 128, 2, 131072},   /* 128 KiB */
         {"llama3-70b", 80, 64, 8, 128, 2, 327680},  /* 320 KiB */
+        {"mistral-7b", 32, 32, 8, 128, 2, 131072},  /* 128 KiB */
+        {"qwen2.5-7b", 28, 28, 4, 128, 2, 57344},   /* 56 KiB */
     };
     int n = 0;
     for (const pf_model *const *m = pf_model_list(); *m; m++)
         n++;
-    cr_assert_eq(n, 4);
-    for (int i = 0; i < 4; i++) {
+    cr_assert_eq(n, 6);
+    for (int i = 0; i < 6; i++) {
         const pf_model *m = pf_model_find(want[i].name);
         cr_assert_not_null(m, "%s", want[i].name);
         cr_assert_eq(m->num_layers, want[i].layers);
