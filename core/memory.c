@@ -84,3 +84,97 @@ int pf_mem_naive_capacity(int pool_blocks, int block_size, int max_seq_len)
     int64_t cap = (int64_t)pool_blocks * block_size / max_seq_len;
     return cap > INT_MAX ? INT_MAX : (int)cap;
 }
+
+/* ---- Figure 2 split (see memory.h) ---------------------------------------- */
+
+static const char *const reserve_names[PF_RESERVE_COUNT] = {"max", "pow2", "oracle", "paged"};
+
+const char *pf_mem_reserve_name(pf_mem_reserve r)
+{
+    return (unsigned)r < PF_RESERVE_COUNT ? reserve_names[r] : NULL;
+}
+
+int pf_mem_reserve_parse(const char *name, pf_mem_reserve *out)
+{
+    if (!name || !out)
+        return PF_ERR_ARG;
+    for (int i = 0; i < PF_RESERVE_COUNT; i++)
+        if (!strcmp(name, reserve_names[i])) {
+            *out = (pf_mem_reserve)i;
+            return PF_OK;
+        }
+    return PF_ERR_ARG;
+}
+
+int64_t pf_mem_reserved_tokens(pf_mem_reserve r, int64_t current, int64_t final_len,
+                               int block_size, int max_seq_len)
+{
+    if (current < 0 || final_len < 1 || final_len < current || block_size < 1 || max_seq_len < 1)
+        return PF_ERR_ARG;
+    if (r != PF_RESERVE_PAGED && final_len > max_seq_len)
+        return PF_ERR_RANGE;
+    switch (r) {
+    case PF_RESERVE_MAX:
+        return max_seq_len;
+    case PF_RESERVE_POW2: {
+        int64_t p = 1;
+        while (p < final_len)
+            p <<= 1;
+        return p < max_seq_len ? p : max_seq_len;
+    }
+    case PF_RESERVE_ORACLE:
+        return final_len;
+    case PF_RESERVE_PAGED:
+        return blocks_for(current, block_size) * block_size;
+    default:
+        return PF_ERR_ARG;
+    }
+}
+
+static void split_shares(pf_mem_split *s)
+{
+    s->total_tokens =
+        s->token_tokens + s->reserved_tokens + s->internal_tokens + s->external_tokens;
+    if (s->total_tokens <= 0) {
+        s->token_share = s->reserved_share = s->internal_share = s->external_share = 0.0;
+        return;
+    }
+    double t = (double)s->total_tokens;
+    s->token_share = (double)s->token_tokens / t;
+    s->reserved_share = (double)s->reserved_tokens / t;
+    s->internal_share = (double)s->internal_tokens / t;
+    s->external_share = (double)s->external_tokens / t;
+}
+
+int pf_mem_split_compute(const int *current, const int *final_len, int n, pf_mem_reserve r,
+                         int block_size, int max_seq_len, int64_t external_tokens,
+                         pf_mem_split *out)
+{
+    if (!current || !final_len || !out || n < 1 || external_tokens < 0 ||
+        (unsigned)r >= PF_RESERVE_COUNT)
+        return PF_ERR_ARG;
+    pf_mem_split s;
+    memset(&s, 0, sizeof s);
+    for (int i = 0; i < n; i++) {
+        int64_t res = pf_mem_reserved_tokens(r, current[i], final_len[i], block_size, max_seq_len);
+        if (res < 0)
+            return (int)res;
+        int64_t used_eventually = res < final_len[i] ? res : final_len[i];
+        s.token_tokens += current[i];
+        s.reserved_tokens += used_eventually - current[i];
+        s.internal_tokens += res - used_eventually;
+    }
+    s.external_tokens = external_tokens;
+    split_shares(&s);
+    *out = s;
+    return PF_OK;
+}
+
+void pf_mem_split_accumulate(pf_mem_split *acc, const pf_mem_split *s)
+{
+    acc->token_tokens += s->token_tokens;
+    acc->reserved_tokens += s->reserved_tokens;
+    acc->internal_tokens += s->internal_tokens;
+    acc->external_tokens += s->external_tokens;
+    split_shares(acc);
+}

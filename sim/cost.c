@@ -21,35 +21,44 @@
  * Host link (what a swap to host memory crosses), one direction: H100 and
  * H200 sit on PCIe Gen5 x16 (32 GT/s x 16 lanes, 128b/130b: 63 GB/s raw),
  * A100 on PCIe Gen4 x16 (31.5 GB/s raw). Pinned 256 MiB cudaMemcpy measured
- * 55.4 GB/s host to device and 55.3 device to host on an H200 host
- * (2026-12-02, CUDA events, best of 5): 0.88 of raw. The H100 preset takes
- * the same link figure; the A100's is 0.88 x 31.5 = 27.7, scaled, not measured. */
-static const pf_gpu gpu_h200 = {"h200", "NVIDIA H200 SXM", 4800.0, 989.0, 55.0};
-static const pf_gpu gpu_h100 = {"h100", "NVIDIA H100 SXM", 3350.0, 989.0, 55.0};
-static const pf_gpu gpu_a100 = {"a100", "NVIDIA A100 80GB SXM", 2039.0, 312.0, 27.7};
+ * 55.4 / 55.3 GB/s (host to device / back) on an H200 host and 55.1 / 55.2 on
+ * an H100 host (2026-12-02, CUDA events, best of 5): 0.88 of raw, so 55.
+ * The A100's is 0.88 x 31.5 = 27.7, scaled, not measured.
+ * Memory (what weights and KV share): the H100's 81,079 MiB is what
+ * cudaMemGetInfo reported as total on an H100 80GB HBM3 (2026-12-02); the
+ * H200's 141 GB and the A100's 80 GB are the datasheets' (GiB, as NVIDIA
+ * counts; the H200 shows about 139 GiB usable). */
+static const pf_gpu gpu_h200 = {"h200", "NVIDIA H200 SXM", 4800.0, 989.0, 55.0, 141.0};
+static const pf_gpu gpu_h100 = {"h100", "NVIDIA H100 SXM", 3350.0, 989.0, 55.0, 81079.0 / 1024};
+static const pf_gpu gpu_a100 = {"a100", "NVIDIA A100 80GB SXM", 2039.0, 312.0, 27.7, 80.0};
 static const pf_gpu *const gpus[] = {&gpu_h200, &gpu_h100, &gpu_a100, NULL};
 
 /* Why these defaults (cost.h):
  * - PF_COST_MEM_EFFICIENCY 0.90: streaming reads on the H200 (4.8 TB/s
  *   peak) measured 4.27 TB/s for PyTorch's fp16 sum over 4 GiB and 4.38-4.49
- *   TB/s for cuDNN's decode attention (shared/anchors.md), and 4.48 TB/s for
- *   a plain 16-byte-load read kernel over 4 GiB (2026-12-02, best of 10):
- *   0.89-0.94 of the datasheet. A step's weights are streamed by GEMMs that
- *   do no better than these, so 0.90. A measured profile replaces it.
+ *   TB/s for cuDNN's decode attention (shared/anchors.md), and a plain
+ *   16-byte-load read kernel over 4 GiB reached 4.48 TB/s on the H200 and
+ *   3.11 TB/s on an H100 (3.35 peak) (2026-12-02, best of 10): 0.89-0.94 of
+ *   the datasheet. A step's weights are streamed by GEMMs that do no better
+ *   than these, so 0.90. A measured profile replaces it.
  * - PF_COST_FLOP_EFFICIENCY 0.70: a prefill's work is large bf16 GEMMs.
- *   cuBLAS on the H200 (2026-12-02, random bf16 data, CUDA events, 20 runs)
- *   ran 8192^3 at 788 TFLOP/s (0.80 of 989) but the shapes of a Llama 3 8B
- *   layer over 8192 tokens (4096x14336, 14336x4096, 6144x4096) at 691-724
- *   (0.70-0.73); attention's quadratic FLOPs run in FlashAttention kernels of
+ *   cuBLAS (2026-12-02, random bf16 data, CUDA events, mean of 20) ran
+ *   8192^3 at 788 TFLOP/s on the H200 and 800 on an H100 (0.80 of 989), but
+ *   the shapes of a Llama 3 8B layer over 8192 tokens (4096x14336,
+ *   14336x4096, 6144x4096) at 691-724 on the H200 and 710-750 on the H100
+ *   (0.70-0.76); attention's quadratic FLOPs run in FlashAttention kernels of
  *   similar efficiency (FlashAttention-3 reports up to 75% of H100 peak in
  *   bf16). The lower end, since a step also runs norms and small kernels.
- * - PF_COST_OVERHEAD_S 1 ms: what a step costs besides its kernels - the
- *   scheduler, input preparation, sampling and launch gaps. vLLM's own
- *   profiling of Llama 3 8B on one H100 (v0.6.0 performance update, 2024)
- *   found scheduling and output processing taking most of the step time
- *   before the v0.6 and V1 rewrites; after them a decode step runs a CUDA
- *   graph and the CPU work overlaps, leaving on the order of a millisecond of
- *   exposed time per step. Settable, since it is the least certain figure. */
+ * - PF_COST_OVERHEAD_S 1 ms: what a step costs besides its kernels: the
+ *   scheduler, input preparation, sampling, launch gaps. An estimate, not a
+ *   measurement (it is host-side: a device profile cannot see it). vLLM's
+ *   v0.6.0 performance update (2024) profiled Llama 3 8B on one H100 and
+ *   found the API server (33%) and scheduling (29%) taking most of the
+ *   execution time; the fixes it describes and V1's engine overlap that CPU
+ *   work with the GPU and replay decode steps as CUDA graphs, leaving the
+ *   exposed part on the order of a millisecond. At 1 ms it is 8% of a
+ *   memory-bound decode step of Llama 3 8B with 64 x 4k tokens on the H200
+ *   (12.4 ms) and dominates only tiny models like the seed's. Settable. */
 
 const pf_gpu *pf_gpu_find(const char *name)
 {
@@ -168,7 +177,8 @@ void pf_cost_step_detail(const pf_cost *c, const pf_cost_batch *b, pf_cost_detai
     out->memory_s = c->weight_bytes / c->mem_bps + kv_write / c->mem_bps +
                     c->model.num_layers * c->attn_fixed_s + kv_read / c->attn_bps;
     double tokens = (double)(b->decode_tokens + b->prefill_tokens);
-    out->flops = 2.0 * c->matmul_params * tokens + 2.0 * c->lm_head_params * (double)b->logit_tokens +
+    out->flops = 2.0 * c->matmul_params * tokens +
+                 2.0 * c->lm_head_params * (double)b->logit_tokens +
                  c->attn_flops_per_pair * b->attn_pairs;
     out->compute_s = out->flops / c->flops;
     out->overhead_s = c->overhead_s;
@@ -181,6 +191,18 @@ double pf_cost_step_s(const pf_cost *c, const pf_cost_batch *b)
     pf_cost_detail d;
     pf_cost_step_detail(c, b, &d);
     return d.step_s;
+}
+
+int64_t pf_cost_kv_capacity_tokens(const pf_cost *c, double memory_utilization)
+{
+    if (!c || !(memory_utilization > 0 && memory_utilization <= 1))
+        return PF_ERR_ARG;
+    /* Every weight lives on the device, the input embedding included. */
+    double weights = (double)c->model.num_params * c->model.dtype_bytes;
+    double budget = c->gpu.mem_gib * 1073741824.0 * memory_utilization - weights;
+    if (budget < c->kv_bytes_per_token)
+        return PF_ERR_RANGE;
+    return (int64_t)floor(budget / c->kv_bytes_per_token);
 }
 
 double pf_cost_swap_s(const pf_cost *c, int64_t tokens)
@@ -367,4 +389,25 @@ int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
 out:
     fclose(f);
     return rc;
+}
+
+int pf_cost_format_profile(char *buf, size_t len, const char *device, double mem_read_gbps,
+                           double attn_kv_gbps, double attn_fixed_us)
+{
+    if (!buf || len == 0 || !(mem_read_gbps > 0 && mem_read_gbps < 1e9) ||
+        !(attn_kv_gbps > 0 && attn_kv_gbps < 1e9) || !(attn_fixed_us >= 0 && attn_fixed_us < 1e6))
+        return PF_ERR_ARG;
+    char dev[64];
+    snprintf(dev, sizeof dev, "%s", device ? device : "unknown");
+    for (char *c = dev; *c; c++)
+        if (*c == '#' || *c == '\n' || *c == '\r')
+            *c = ' ';
+    int n = snprintf(buf, len,
+                     "format = pagefault-gpu-profile/1\n"
+                     "device = %s\n"
+                     "mem_read_gbps = %.17g    # streaming read bandwidth measured, GB/s (1e9)\n"
+                     "attn_kv_gbps = %.17g     # paged decode attention, effective KV GB/s\n"
+                     "attn_fixed_us = %.17g    # time of the smallest launch, microseconds\n",
+                     dev, mem_read_gbps, attn_kv_gbps, attn_fixed_us);
+    return n < 0 ? PF_ERR_ARG : n;
 }

@@ -40,6 +40,7 @@ typedef struct {
     double hbm_gbps;       /* peak HBM bandwidth, GB/s (1e9 B/s) */
     double bf16_tflops;    /* peak dense bf16 tensor rate, TFLOP/s (no sparsity) */
     double host_gbps;      /* host link, one direction, sustained, GB/s */
+    double mem_gib;        /* device memory, GiB */
 } pf_gpu;
 
 /* Preset by name ("h200", "h100", "a100"), or NULL. */
@@ -122,6 +123,17 @@ double pf_cost_step_s(const pf_cost *c, const pf_cost_batch *b);
 /* The same with its parts. */
 void pf_cost_step_detail(const pf_cost *c, const pf_cost_batch *b, pf_cost_detail *out);
 
+/* vLLM's default share of device memory (--gpu-memory-utilization 0.9). */
+#define PF_COST_MEMORY_UTILIZATION 0.90
+
+/* KV tokens that fit beside the weights: floor((mem x utilization - all
+ * weight bytes) / KV bytes per token), as vLLM sizes its block pool, less
+ * the activation and CUDA-graph memory vLLM also sets aside (a few GiB: an
+ * upper bound). PF_ERR_RANGE when not even one token fits (Llama 3 70B in
+ * bf16 on one GPU of 80 or 141 GB at 0.9), PF_ERR_ARG for a utilization outside
+ * (0, 1]. */
+int64_t pf_cost_kv_capacity_tokens(const pf_cost *c, double memory_utilization);
+
 /* Seconds to move `tokens` tokens of KV over the host link (one direction):
  * a swap-out or a swap-in of a preempted sequence. */
 double pf_cost_swap_s(const pf_cost *c, int64_t tokens);
@@ -132,5 +144,13 @@ double pf_cost_swap_s(const pf_cost *c, int64_t tokens);
  * "FILE:LINE: what" (or "FILE: what") and the result is PF_ERR_IO (cannot
  * read) or PF_ERR_ARG (malformed). */
 int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen);
+
+/* The same format written: what `pagefault bench --profile-out` should print,
+ * so the writer and this reader cannot drift apart. Figures are printed with
+ * %.17g (they read back exactly); device has any '#' or line break replaced
+ * by a space. Returns the length written (as snprintf: a result >= len means
+ * truncated), or PF_ERR_ARG for values the reader would refuse. */
+int pf_cost_format_profile(char *buf, size_t len, const char *device, double mem_read_gbps,
+                           double attn_kv_gbps, double attn_fixed_us);
 
 #endif

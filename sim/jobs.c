@@ -14,12 +14,22 @@
  * Trace files. Two formats, told apart by the header line:
  *   - ours:  "arrival,prompt,output[,priority]" with integer steps;
  *   - Azure: "TIMESTAMP,ContextTokens,GeneratedTokens" (the public Azure LLM
- *     inference trace), wall-clock arrivals "YYYY-MM-DD HH:MM:SS.fffffff"
- *     mapped onto steps as floor((t - t_first) / step_ms).
- * Jobs whose prompt + output exceed max_seq_len are dropped and counted in
- * ->rejected (the caller says so, and may raise the maximum). Any malformed
- * line stops the load with "FILE:LINE: what" in err and PF_ERR_IO. Jobs are
- * returned sorted by arrival (stable), which the engines rely on.
+ *     inference trace), wall-clock arrivals "YYYY-MM-DD HH:MM:SS.fffffff",
+ *     also ISO 8601 ("2023-11-16T18:17:03.97Z", "...+00:00", any +-HH:MM
+ *     offset, converted to UTC), mapped onto steps as
+ *     floor((t - t_earliest) / step_ms): time 0 is the earliest timestamp
+ *     in the file, wherever its row is.
+ * The file is read whole into memory first (pf_jobs_load_trace) or handed
+ * in as bytes (pf_jobs_parse_trace), so a pipe (--trace /dev/stdin) can be
+ * read once and parsed again for each point of a sweep. A UTF-8 byte order
+ * mark is skipped; rows may come in any order (they are sorted, stable, by
+ * arrival, which the engines rely on). Jobs whose prompt + output exceed
+ * max_seq_len are dropped and counted in ->rejected (the caller says so, and
+ * may raise the maximum). Anything malformed stops the load with
+ * "FILE:LINE: what" in err and PF_ERR_IO: a NUL byte, a field that is not a
+ * number, a number out of its range (the message gives the range), an
+ * impossible date (2023-02-30). Parsing is by hand, not sscanf/strtoll on
+ * copies, so a million-line trace loads in a fraction of a second.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -28,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/err.h"
 #include "core/rng.h"
@@ -99,58 +110,88 @@ fail:
 
 typedef enum { FMT_OURS, FMT_AZURE } trace_fmt;
 
-/* Strip the line end (\n, \r\n) in place; returns the length. */
-static size_t chomp(char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
-        s[--n] = '\0';
-    return n;
-}
+/* Token counts are bounded so that prompt + output cannot overflow an int;
+ * longer requests than max_seq_len are counted as rejected, not errors. */
+#define TOK_MAX (INT_MAX / 2)
+#define PRIO_MAX 1000000
 
-static int blank(const char *s)
-{
-    for (; *s; s++)
-        if (!isspace((unsigned char)*s))
-            return 0;
-    return 1;
-}
+/* One field of a line: [p, p + n), blanks and one pair of quotes removed. */
+typedef struct {
+    const char *p;
+    size_t n;
+} field;
 
-/* Split s on commas into at most cap fields (in place). Returns the count,
- * or cap + 1 if there are more. */
-static int split(char *s, char **f, int cap)
+static field trim(const char *p, size_t n)
 {
-    int n = 0;
-    for (;;) {
-        if (n == cap)
-            return cap + 1;
-        f[n++] = s;
-        char *c = strchr(s, ',');
-        if (!c)
-            return n;
-        *c = '\0';
-        s = c + 1;
+    while (n && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
     }
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+        p++;
+        n -= 2;
+    }
+    field f = {p, n};
+    return f;
 }
 
-/* A non-negative decimal integer field (surrounding blanks allowed). */
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
+/* Split a line on commas into at most cap fields. Returns the count, or
+ * cap + 1 if there are more. */
+static int split(const char *s, size_t n, field *f, int cap)
 {
-    while (isspace((unsigned char)*s))
-        s++;
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (errno)
-        return -1;
-    while (isspace((unsigned char)*end))
-        end++;
-    if (*end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    int nf = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++)
+        if (i == n || s[i] == ',') {
+            if (nf == cap)
+                return cap + 1;
+            f[nf++] = trim(s + start, i - start);
+            start = i + 1;
+        }
+    return nf;
+}
+
+enum { INT_OK = 0, INT_BAD = -1, INT_RANGE = -2 };
+
+/* A decimal integer field in [lo, hi]: INT_BAD when it is not a whole
+ * number (a sign other than a leading '-', other characters, empty),
+ * INT_RANGE when it is one but outside the range. */
+static int parse_int(field f, long long lo, long long hi, long long *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (i < f.n && (f.p[i] == '-' || f.p[i] == '+'))
+        neg = f.p[i++] == '-';
+    if (i == f.n)
+        return INT_BAD;
+    long long v = 0;
+    int big = 0;
+    for (; i < f.n; i++) {
+        if (f.p[i] < '0' || f.p[i] > '9')
+            return INT_BAD;
+        if (v > (LLONG_MAX - 9) / 10)
+            big = 1; /* keep scanning: "9999...x" is still malformed */
+        else
+            v = v * 10 + (f.p[i] - '0');
+    }
+    long long val = neg ? -v : v;
+    if (big || val < lo || val > hi)
+        return INT_RANGE;
+    *out = val;
+    return INT_OK;
+}
+
+static int is_leap(long long y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int days_in_month(long long y, int m)
+{
+    static const int d[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && is_leap(y) ? 29 : d[m - 1];
 }
 
 /* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
@@ -165,46 +206,102 @@ static long long days_from_civil(long long y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-/* "YYYY-MM-DD HH:MM:SS[.fraction]" -> microseconds since 1970. */
-static int parse_timestamp(const char *s, long long *us_out)
+/* n decimal digits at *s (advanced past them); -1 if any is not a digit. */
+static int digits(const char **s, const char *end, int n)
 {
-    while (isspace((unsigned char)*s))
-        s++;
-    int y, mo, d, h, mi, sec, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
-        return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970 ||
-        h < 0 || mi < 0 || sec < 0)
-        return -1;
-    s += n;
-    long long frac_us = 0;
-    if (*s == '.') {
-        s++;
-        int digits = 0;
-        long long scale = 100000;
-        if (!isdigit((unsigned char)*s))
+    int v = 0;
+    for (int i = 0; i < n; i++, (*s)++) {
+        if (*s >= end || **s < '0' || **s > '9')
             return -1;
-        while (isdigit((unsigned char)*s)) {
-            if (digits < 6) {
-                frac_us += (*s - '0') * scale;
-                scale /= 10;
-            }
-            digits++;
-            s++;
+        v = v * 10 + (**s - '0');
+    }
+    return v;
+}
+
+/* "YYYY-MM-DD HH:MM:SS[.fraction][Z|+HH:MM|-HH:MM]" (a 'T' may replace the
+ * space) -> microseconds since 1970-01-01 UTC. Fractions beyond
+ * microseconds are truncated. Returns 0, -1 when the text is not a
+ * timestamp of that shape, or -2 when it is but names no real moment
+ * (month 13, February 30, hour 24...), with what in why. */
+static int parse_timestamp(field f, long long *us_out, char *why, size_t whylen)
+{
+    const char *s = f.p, *end = f.p + f.n;
+    int y = digits(&s, end, 4);
+    if (y < 0 || s >= end || *s++ != '-')
+        return -1;
+    int mo = digits(&s, end, 2);
+    if (mo < 0 || s >= end || *s++ != '-')
+        return -1;
+    int d = digits(&s, end, 2);
+    if (d < 0 || s >= end || (*s != ' ' && *s != 'T' && *s != 't'))
+        return -1;
+    s++;
+    int h = digits(&s, end, 2);
+    if (h < 0 || s >= end || *s++ != ':')
+        return -1;
+    int mi = digits(&s, end, 2);
+    if (mi < 0 || s >= end || *s++ != ':')
+        return -1;
+    int sec = digits(&s, end, 2);
+    if (sec < 0)
+        return -1;
+    long long frac_us = 0;
+    if (s < end && *s == '.') {
+        s++;
+        if (s >= end || *s < '0' || *s > '9')
+            return -1;
+        long long scale = 100000;
+        for (; s < end && *s >= '0' && *s <= '9'; s++) {
+            frac_us += (*s - '0') * scale;
+            scale /= 10;
         }
     }
-    while (isspace((unsigned char)*s))
+    long long offset_s = 0; /* local time minus UTC */
+    if (s < end && (*s == 'Z' || *s == 'z'))
         s++;
-    if (*s)
+    else if (s < end && (*s == '+' || *s == '-')) {
+        int sign = *s++ == '-' ? -1 : 1;
+        int oh = digits(&s, end, 2), om = 0;
+        if (oh < 0)
+            return -1;
+        if (s < end && *s == ':')
+            s++;
+        if (s < end && (om = digits(&s, end, 2)) < 0)
+            return -1;
+        if (oh > 23 || om > 59) {
+            snprintf(why, whylen, "UTC offset out of range");
+            return -2;
+        }
+        offset_s = sign * (oh * 3600LL + om * 60LL);
+    }
+    if (s != end)
         return -1;
+    if (y < 1) {
+        snprintf(why, whylen, "no year 0000");
+        return -2;
+    }
+    if (mo < 1 || mo > 12) {
+        snprintf(why, whylen, "no month %02d", mo);
+        return -2;
+    }
+    if (d < 1 || d > days_in_month(y, mo)) {
+        snprintf(why, whylen, "%04d-%02d has %d days", y, mo, days_in_month(y, mo));
+        return -2;
+    }
+    /* second 60: a leap second, as UTC allows */
+    if (h > 23 || mi > 59 || sec > 60) {
+        snprintf(why, whylen, "no time %02d:%02d:%02d", h, mi, sec);
+        return -2;
+    }
     long long days = days_from_civil(y, mo, d);
-    *us_out = ((days * 24 + h) * 60 + mi) * 60LL * 1000000LL + sec * 1000000LL + frac_us;
+    *us_out = (((days * 24 + h) * 60 + mi) * 60LL + sec - offset_s) * 1000000LL + frac_us;
     return 0;
 }
 
 typedef struct {
     pf_job job;
-    int index; /* file order, for a stable sort */
+    long long t;  /* ours: the arrival step; Azure: microseconds since 1970 */
+    int index;    /* file order, for a stable sort */
 } job_ix;
 
 static int by_arrival(const void *a, const void *b)
@@ -215,8 +312,38 @@ static int by_arrival(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_seq_len,
-                       char *err, size_t errlen)
+/* The one place that turns a row's time into an arrival step: ours are
+ * steps already; Azure's wall clock counts from the earliest timestamp.
+ * (When arrivals become seconds, only this function and pf_job change.)
+ * Returns -1 when the arrival does not fit an int. */
+static long long arrival_of(trace_fmt fmt, long long t, long long t0, double step_ms)
+{
+    if (fmt == FMT_OURS)
+        return t;
+    double steps = floor((double)(t - t0) / 1000.0 / step_ms);
+    return steps > INT_MAX ? -1 : (long long)steps;
+}
+
+/* The header line decides the format; -1 when it is neither. */
+static int parse_header(const char *s, size_t n, trace_fmt *fmt)
+{
+    field f[5];
+    int nf = split(s, n, f, 4);
+    char h0[16] = "";
+    if (nf >= 1 && f[0].n < sizeof h0)
+        for (size_t i = 0; i < f[0].n; i++)
+            h0[i] = (char)tolower((unsigned char)f[0].p[i]);
+    if (nf == 3 && !strcmp(h0, "timestamp"))
+        *fmt = FMT_AZURE;
+    else if ((nf == 3 || nf == 4) && !strcmp(h0, "arrival"))
+        *fmt = FMT_OURS;
+    else
+        return -1;
+    return 0;
+}
+
+int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t len,
+                        double step_ms, int max_seq_len, char *err, size_t errlen)
 {
     char dummy[1];
     if (!err || errlen == 0) {
@@ -224,115 +351,134 @@ int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_s
         errlen = sizeof dummy;
     }
     err[0] = '\0';
-    if (!out || !path) {
-        snprintf(err, errlen, "no trace file given");
+    if (!name)
+        name = "trace";
+    if (!out || (!data && len)) {
+        snprintf(err, errlen, "%s: no trace given", name);
         return PF_ERR_ARG;
     }
     memset(out, 0, sizeof *out);
+    if (!data)
+        data = ""; /* len is 0: no pointer arithmetic on NULL below */
     if (!(step_ms > 0.0) || isinf(step_ms) || max_seq_len < 2) {
-        snprintf(err, errlen, "%s: bad step length or maximum sequence length", path);
+        snprintf(err, errlen, "%s: bad step length or maximum sequence length", name);
         return PF_ERR_ARG;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return PF_ERR_IO;
-    }
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        goto done;                                                                                 \
+    } while (0)
     int rc = PF_ERR_IO;
     job_ix *v = NULL;
     int n = 0, cap = 0, rejected = 0;
-    long long t0 = 0;
-    int have_t0 = 0;
+    long long t0 = LLONG_MAX, tmax = LLONG_MIN;
     trace_fmt fmt = FMT_OURS;
-    char line[4096];
     long lineno = 0;
     int header_seen = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
-            snprintf(err, errlen, "%s:%ld: line too long", path, lineno);
-            goto done;
+    const char *p = data, *end = data + len;
+    /* A binary file is refused before anything else, with its line. */
+    const char *nul = len ? memchr(data, '\0', len) : NULL;
+    if (nul) {
+        long at = 1;
+        for (const char *q = data; q < nul; q++)
+            at += *q == '\n';
+        FAIL("%s:%ld: NUL byte (not a text file?)", name, at);
+    }
+    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
+        p += 3; /* UTF-8 byte order mark, as spreadsheets write */
+    /* One row per line at most: size the array once instead of growing it
+     * (a million-row trace would otherwise be copied some 10 times). */
+    {
+        size_t lines = 1;
+        for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+            lines++;
+        cap = lines < PF_JOBS_MAX ? (int)lines : PF_JOBS_MAX;
+        v = malloc((size_t)cap * sizeof *v);
+        if (!v) {
+            rc = PF_ERR_NOMEM;
+            FAIL("%s: out of memory", name);
         }
-        chomp(line);
-        if (blank(line))
+    }
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *s = p;
+        p = nl ? nl + 1 : end;
+        lineno++;
+        size_t ln = (size_t)(le - s);
+        while (ln && (s[ln - 1] == '\r' || s[ln - 1] == ' ' || s[ln - 1] == '\t'))
+            ln--;
+        while (ln && (*s == ' ' || *s == '\t')) {
+            s++;
+            ln--;
+        }
+        if (!ln)
             continue;
-        char *fld[5];
         if (!header_seen) {
             header_seen = 1;
-            int nf = split(line, fld, 4);
-            char h0[32];
-            snprintf(h0, sizeof h0, "%s", fld[0]);
-            for (char *c = h0; *c; c++)
-                *c = (char)tolower((unsigned char)*c);
-            if (nf == 3 && !strcmp(h0, "timestamp"))
-                fmt = FMT_AZURE;
-            else if ((nf == 3 || nf == 4) && !strcmp(h0, "arrival"))
-                fmt = FMT_OURS;
-            else {
-                snprintf(err, errlen,
-                         "%s:%ld: expected a header 'arrival,prompt,output' or "
-                         "'TIMESTAMP,ContextTokens,GeneratedTokens'",
-                         path, lineno);
-                goto done;
-            }
+            if (parse_header(s, ln, &fmt) != 0)
+                FAIL("%s:%ld: expected a header 'arrival,prompt,output' or "
+                     "'TIMESTAMP,ContextTokens,GeneratedTokens'",
+                     name, lineno);
             continue;
         }
-        int nf = split(line, fld, 4);
-        long long arrival = 0, prompt, output, prio = 0;
+        field fld[5];
+        int nf = split(s, ln, fld, 4);
+        long long t = 0, prompt = 0, output = 0, prio = 0;
+        int r;
         if (fmt == FMT_AZURE) {
-            if (nf != 3) {
-                snprintf(err, errlen, "%s:%ld: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), got %d",
-                         path, lineno, nf > 4 ? 5 : nf);
-                goto done;
-            }
-            long long us;
-            if (parse_timestamp(fld[0], &us) != 0) {
-                snprintf(err, errlen, "%s:%ld: bad timestamp '%.40s'", path, lineno, fld[0]);
-                goto done;
-            }
-            if (!have_t0) {
-                t0 = us;
-                have_t0 = 1;
-            }
-            double steps = floor((double)(us - t0) / 1000.0 / step_ms);
-            if (steps < 0) {
-                snprintf(err, errlen, "%s:%ld: timestamp earlier than the first request", path, lineno);
-                goto done;
-            }
-            if (steps > INT_MAX) {
-                snprintf(err, errlen, "%s:%ld: arrival too far in the future at %.3g ms per step", path,
-                         lineno, step_ms);
-                goto done;
-            }
-            arrival = (long long)steps;
+            if (nf != 3)
+                FAIL("%s:%ld: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), got %d%s",
+                     name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
+            char why[64] = "";
+            r = parse_timestamp(fld[0], &t, why, sizeof why);
+            if (r == -1)
+                FAIL("%s:%ld: bad timestamp '%.*s' (expected YYYY-MM-DD HH:MM:SS[.fraction], "
+                     "optionally with T, Z or +HH:MM)",
+                     name, lineno, (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p);
+            if (r == -2)
+                FAIL("%s:%ld: impossible timestamp '%.*s': %s", name, lineno,
+                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p, why);
         } else {
-            if (nf != 3 && nf != 4) {
-                snprintf(err, errlen, "%s:%ld: expected 3 or 4 fields (arrival,prompt,output[,priority]), got %d",
-                         path, lineno, nf > 4 ? 5 : nf);
-                goto done;
-            }
-            if (parse_int(fld[0], 0, INT_MAX, &arrival) != 0) {
-                snprintf(err, errlen, "%s:%ld: arrival must be an integer step >= 0, got '%.40s'", path,
-                         lineno, fld[0]);
-                goto done;
-            }
-            if (nf == 4 && parse_int(fld[3], 0, 1000000, &prio) != 0) {
-                snprintf(err, errlen, "%s:%ld: priority must be an integer in [0, 1000000], got '%.40s'",
-                         path, lineno, fld[3]);
-                goto done;
+            if (nf != 3 && nf != 4)
+                FAIL("%s:%ld: expected 3 or 4 fields (arrival,prompt,output[,priority]), got %d%s",
+                     name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
+            r = parse_int(fld[0], 0, INT_MAX, &t);
+            if (r == INT_BAD)
+                FAIL("%s:%ld: arrival must be a whole number of steps, got '%.*s'", name, lineno,
+                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p);
+            if (r == INT_RANGE)
+                FAIL("%s:%ld: arrival %.*s out of range [0, %d] steps", name, lineno,
+                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p, INT_MAX);
+            if (nf == 4) {
+                r = parse_int(fld[3], 0, PRIO_MAX, &prio);
+                if (r == INT_BAD)
+                    FAIL("%s:%ld: priority must be a whole number, got '%.*s'", name, lineno,
+                         (int)(fld[3].n < 40 ? fld[3].n : 40), fld[3].p);
+                if (r == INT_RANGE)
+                    FAIL("%s:%ld: priority %.*s out of range [0, %d]", name, lineno,
+                         (int)(fld[3].n < 40 ? fld[3].n : 40), fld[3].p, PRIO_MAX);
             }
         }
-        if (parse_int(fld[1], 1, INT_MAX / 2, &prompt) != 0) {
-            snprintf(err, errlen, "%s:%ld: prompt tokens must be an integer >= 1, got '%.40s'", path,
-                     lineno, fld[1]);
-            goto done;
-        }
-        if (parse_int(fld[2], 0, INT_MAX / 2, &output) != 0) {
-            snprintf(err, errlen, "%s:%ld: output tokens must be an integer >= 0, got '%.40s'", path,
-                     lineno, fld[2]);
-            goto done;
-        }
+        r = parse_int(fld[1], 1, TOK_MAX, &prompt);
+        if (r == INT_BAD)
+            FAIL("%s:%ld: prompt tokens must be a whole number, got '%.*s'", name, lineno,
+                 (int)(fld[1].n < 40 ? fld[1].n : 40), fld[1].p);
+        if (r == INT_RANGE)
+            FAIL("%s:%ld: prompt tokens %.*s out of range [1, %d]", name, lineno,
+                 (int)(fld[1].n < 40 ? fld[1].n : 40), fld[1].p, TOK_MAX);
+        r = parse_int(fld[2], 0, TOK_MAX, &output);
+        if (r == INT_BAD)
+            FAIL("%s:%ld: output tokens must be a whole number, got '%.*s'", name, lineno,
+                 (int)(fld[2].n < 40 ? fld[2].n : 40), fld[2].p);
+        if (r == INT_RANGE)
+            FAIL("%s:%ld: output tokens %.*s out of range [0, %d]", name, lineno,
+                 (int)(fld[2].n < 40 ? fld[2].n : 40), fld[2].p, TOK_MAX);
+        /* Every row's time counts for time 0, kept or not, so arrivals do
+         * not move when --max-len changes. */
+        t0 = t < t0 ? t : t0;
+        tmax = t > tmax ? t : tmax;
         /* A request that generates nothing still needs one decode step to
          * be answered; the simulator models it as one token. */
         if (output < 1)
@@ -341,59 +487,133 @@ int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_s
             rejected++;
             continue;
         }
-        if (n == PF_JOBS_MAX) {
-            snprintf(err, errlen, "%s:%ld: more than %d jobs", path, lineno, PF_JOBS_MAX);
-            goto done;
-        }
-        if (n == cap) {
-            int ncap = cap ? cap * 2 : 1024;
-            job_ix *nv = realloc(v, (size_t)ncap * sizeof *nv);
-            if (!nv) {
-                snprintf(err, errlen, "%s: out of memory", path);
-                rc = PF_ERR_NOMEM;
-                goto done;
-            }
-            v = nv;
-            cap = ncap;
-        }
-        v[n].job.arrival = (int)arrival;
+        if (n == cap) /* cap is the line count, or PF_JOBS_MAX */
+            FAIL("%s:%ld: more than %d jobs", name, lineno, PF_JOBS_MAX);
+        v[n].job.arrival = 0;
         v[n].job.prompt = (int)prompt;
         v[n].job.output = (int)output;
         v[n].job.priority = (int)prio;
+        v[n].t = t;
         v[n].index = n;
         n++;
     }
-    if (ferror(f)) {
-        snprintf(err, errlen, "%s: read error", path);
-        goto done;
-    }
-    if (!header_seen) {
-        snprintf(err, errlen, "%s:1: empty file (expected a header line)", path);
-        goto done;
-    }
-    if (n == 0 && rejected == 0) {
-        snprintf(err, errlen, "%s: no jobs after the header line", path);
-        goto done;
-    }
-    if (n == 0) {
-        snprintf(err, errlen, "%s: no job fits (rejected %d longer than max_seq_len %d)", path, rejected,
-                 max_seq_len);
-        goto done;
-    }
-    qsort(v, (size_t)n, sizeof *v, by_arrival);
-    out->jobs = malloc((size_t)n * sizeof *out->jobs);
-    if (!out->jobs) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        rc = PF_ERR_NOMEM;
-        goto done;
-    }
+    if (!header_seen)
+        FAIL("%s:1: empty file (expected a header line)", name);
+    if (n == 0 && rejected == 0)
+        FAIL("%s: no jobs after the header line", name);
+    if (n == 0)
+        FAIL("%s: no job fits (rejected %d longer than max_seq_len %d)", name, rejected, max_seq_len);
+    if (arrival_of(fmt, tmax, t0, step_ms) < 0)
+        FAIL("%s: the last request arrives %.0f ms after the first: more than %d steps of %g ms",
+             name, (double)(tmax - t0) / 1000.0, INT_MAX, step_ms);
     for (int i = 0; i < n; i++)
-        out->jobs[i] = v[i].job;
+        v[i].job.arrival = (int)arrival_of(fmt, v[i].t, t0, step_ms);
+    /* Most traces come sorted: check in one pass before paying for qsort. */
+    int sorted = 1;
+    for (int i = 1; i < n && sorted; i++)
+        sorted = v[i].job.arrival >= v[i - 1].job.arrival;
+    if (!sorted)
+        qsort(v, (size_t)n, sizeof *v, by_arrival);
+    /* Compact the jobs to the front of the same block (each moves to an
+     * address at or below its own, so a forward copy is safe) and give
+     * back the rest: no second array of a million rows. */
+    pf_job *jobs = (pf_job *)(void *)v;
+    for (int i = 0; i < n; i++) {
+        pf_job jb = v[i].job;
+        jobs[i] = jb;
+    }
+    pf_job *shrunk = realloc(jobs, (size_t)n * sizeof *jobs);
+    out->jobs = shrunk ? shrunk : jobs;
+    v = NULL;
     out->njobs = n;
     out->rejected = rejected;
     rc = PF_OK;
 done:
+#undef FAIL
     free(v);
+    return rc;
+}
+
+int pf_jobs_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen)
+{
+    char dummy[1];
+    if (!err || errlen == 0) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (!path || !data || !len) {
+        snprintf(err, errlen, "no trace file given");
+        return PF_ERR_ARG;
+    }
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return PF_ERR_IO;
+    }
+    /* Read to the end in growing chunks: a pipe has no size to ask for (a
+     * regular file's size is the first chunk, so it is read in one). */
+    int rc = PF_OK;
+    char *buf = NULL;
+    size_t used = 0, cap = 0;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+        (unsigned long long)sb.st_size < SIZE_MAX / 2) {
+        cap = (size_t)sb.st_size + 65536 + 1;
+        buf = malloc(cap);
+        if (!buf)
+            cap = 0;
+    }
+    for (;;) {
+        if (cap - used < 65536) {
+            size_t ncap = cap ? cap * 2 : 1 << 20;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                rc = PF_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + used, 1, cap - used, f);
+        used += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+                rc = PF_ERR_IO;
+            }
+            break;
+        }
+    }
     fclose(f);
+    if (rc != PF_OK) {
+        free(buf);
+        return rc;
+    }
+    *data = buf;
+    *len = used;
+    return PF_OK;
+}
+
+int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_seq_len,
+                       char *err, size_t errlen)
+{
+    char *data;
+    size_t len;
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!out) {
+        if (err && errlen)
+            snprintf(err, errlen, "no output given");
+        return PF_ERR_ARG;
+    }
+    int rc = pf_jobs_read_file(path, &data, &len, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    rc = pf_jobs_parse_trace(out, path, data, len, step_ms, max_seq_len, err, errlen);
+    free(data);
     return rc;
 }

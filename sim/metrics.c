@@ -8,10 +8,10 @@
 
 /* Copied from vLLM, vllm/v1/metrics/loggers.py, class PrometheusStatLogger
  * (vllm-project/vllm; the same lists in the V0 engine's
- * vllm/engine/metrics.py): histogram_time_to_first_token,
- * histogram_inter_token_latency (also time_per_output_token and the
- * per-request TPOT), and request_latency_buckets (e2e, queue, prefill,
- * decode, inference time). */
+ * vllm/engine/metrics.py): histogram_time_to_first_token;
+ * histogram_inter_token_latency, whose list histogram_time_per_output_token
+ * and histogram_request_time_per_output_token repeat; and
+ * request_latency_buckets (e2e, queue, prefill, decode and inference time). */
 const double pf_vllm_ttft_buckets[PF_VLLM_TTFT_BUCKETS] = {
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
     1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};

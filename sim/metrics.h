@@ -104,6 +104,7 @@ typedef struct {
     int64_t output_tokens; /* >= 1 */
 } pf_request_times;
 
+/* About 220 KB: allocate it (or embed it in a heap object), not on a stack. */
 typedef struct {
     pf_latency lat[PF_MET_COUNT];
     double slo_ttft_s, slo_tpot_s; /* 0: no objective (always met) */

@@ -58,6 +58,19 @@ int pf_jobs_generate(pf_jobs *out, uint64_t seed, int njobs, const pf_mix *mix,
 int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_seq_len,
                        char *err, size_t errlen);
 
+/* The same from bytes already in memory (name is used in messages), so a
+ * trace read once (pf_jobs_read_file: a pipe too) can be parsed again for
+ * each point of a sweep. Accepts a UTF-8 BOM, rows in any order (sorted;
+ * Azure time 0 is the earliest timestamp), ISO timestamps with T and Z or
+ * +HH:MM; refuses NUL bytes, impossible dates and numbers out of range,
+ * each with "NAME:LINE: what". */
+int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t len,
+                        double step_ms, int max_seq_len, char *err, size_t errlen);
+
+/* Read a whole file (or pipe) into *data (malloc'd, caller frees), *len
+ * bytes. PF_OK, or PF_ERR_IO / PF_ERR_NOMEM with "PATH: why" in err. */
+int pf_jobs_read_file(const char *path, char **data, size_t *len, char *err, size_t errlen);
+
 void pf_jobs_free(pf_jobs *jobs);
 
 /* ---- parameters -------------------------------------------------------- */

@@ -4,6 +4,7 @@
  * and that the seed's numbers appear in table, CSV and JSON form. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@ static void slurp(const char *path, char *buf, size_t cap)
         fclose(f);
 }
 
+static void run_argv(run_result *r, char **argv);
+
 /* Run `pagefault calc ARGS...` (NULL-terminated) with stdout and stderr in
  * temporary files. */
 static void run_calc(run_result *r, ...)
@@ -45,6 +48,12 @@ static void run_calc(run_result *r, ...)
         argv[argc++] = a;
     va_end(ap);
     argv[argc] = NULL;
+    run_argv(r, argv);
+}
+
+/* argv[0] is the binary; NULL-terminated. */
+static void run_argv(run_result *r, char **argv)
+{
 
     char out_path[] = "/tmp/pf_calc_out_XXXXXX", err_path[] = "/tmp/pf_calc_err_XXXXXX";
     int fo = mkstemp(out_path), fe = mkstemp(err_path);
@@ -72,6 +81,52 @@ static void run_calc(run_result *r, ...)
 static run_result res; /* large: keep it off the stack */
 
 #define HAS(hay, needle) cr_assert(strstr((hay), (needle)) != NULL, "missing '%s' in:\n%s", (needle), (hay))
+
+/* Field `row` (0 = first data row) of column `col` of a CSV text with a
+ * header line, into buf; fails the test when there is none. Plain fields
+ * only (no quotes) in the columns asked for. */
+static void csv_get(const char *csv, const char *col, int row, char *buf, size_t len)
+{
+    const char *eol = strchr(csv, '\n');
+    cr_assert_not_null(eol);
+    int idx = -1, k = 0;
+    for (const char *p = csv; p < eol; k++) {
+        const char *e = memchr(p, ',', (size_t)(eol - p));
+        if (!e)
+            e = eol;
+        if ((size_t)(e - p) == strlen(col) && !strncmp(p, col, (size_t)(e - p)))
+            idx = k;
+        p = e + 1;
+    }
+    cr_assert_geq(idx, 0, "no column %s in:\n%s", col, csv);
+    const char *line = eol + 1;
+    for (int i = 0; i < row; i++) {
+        line = strchr(line, '\n');
+        cr_assert_not_null(line);
+        line++;
+    }
+    /* walk fields, honouring quotes, to field idx */
+    const char *p = line;
+    for (int f = 0; f < idx; f++) {
+        int inq = 0;
+        for (; *p && (inq || (*p != ',' && *p != '\n')); p++)
+            if (*p == '"')
+                inq = !inq;
+        cr_assert_eq(*p, ',', "row %d too short", row);
+        p++;
+    }
+    size_t n = strcspn(p, ",\n");
+    cr_assert_lt(n, len);
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+}
+
+#define CSV_IS(csv, col, row, want)                                                                \
+    do {                                                                                           \
+        char v_[128];                                                                              \
+        csv_get((csv), (col), (row), v_, sizeof v_);                                               \
+        cr_assert_str_eq(v_, (want), "%s row %d", (col), (row));                                   \
+    } while (0)
 
 Test(calc, default_run_prints_every_section)
 {
@@ -108,13 +163,15 @@ Test(calc, worked_example_json_and_csv)
     HAS(res.out, "\"blocks\": 11");
     HAS(res.out, "\"frag_tokens\": 42");
     HAS(res.out, "\"tokens\": 134");
-    HAS(res.out, "\"frag_per_seq\": 10.50");
+    HAS(res.out, "\"frag_per_seq\": 10.5,");
     cr_assert_eq(res.out[0], '{');
     run_calc(&res, "--lengths", "1,16,17,100", "--format", "csv", NULL);
     cr_assert_eq(res.status, 0);
-    HAS(res.out, "utilization,blocks,11\n");
-    HAS(res.out, "utilization,frag_tokens,42\n");
-    HAS(res.out, "block_size,blocks,reserved_mb");
+    cr_assert(strncmp(res.out, "block_size,blocks,reserved_mb,", 30) == 0, "%s", res.out);
+    for (int row = 0; row < 4; row++) {
+        CSV_IS(res.out, "utilization.blocks", row, "11");
+        CSV_IS(res.out, "utilization.frag_tokens", row, "42");
+    }
 }
 
 Test(calc, llama3_70b_sizing)
@@ -138,7 +195,7 @@ Test(calc, llama3_70b_sizing)
     HAS(res.out, "\"bytes_per_token\": 327680");
     HAS(res.out, "\"naive_seqs\": 29");
     HAS(res.out, "\"paged_seqs\": 122");
-    HAS(res.out, "\"ratio\": 4.21");
+    HAS(res.out, "\"ratio\": 4.206"); /* 122 / 29, in full */
 }
 
 Test(calc, custom_model_and_presets)
@@ -146,15 +203,15 @@ Test(calc, custom_model_and_presets)
     run_calc(&res, "--model", "custom", "--layers", "32", "--kv-heads", "8", "--head-dim", "128",
              "--dtype-bytes", "2", "--format", "csv", NULL);
     cr_assert_eq(res.status, 0, "stderr: %s", res.err);
-    HAS(res.out, "model,bytes_per_token,131072\n");
+    CSV_IS(res.out, "model.bytes_per_token", 0, "131072");
     run_calc(&res, "--model", "llama2-7b", "--format", "csv", NULL);
-    HAS(res.out, "model,bytes_per_token,524288\n");
+    CSV_IS(res.out, "model.bytes_per_token", 0, "524288");
     run_calc(&res, "--model", "seed", "--format", "csv", NULL);
-    HAS(res.out, "model,bytes_per_token,512\n");
+    CSV_IS(res.out, "model.bytes_per_token", 3, "512");
     /* a preset with a shape flag on top: fp8 KV halves the bytes */
     run_calc(&res, "--model", "llama3-70b", "--dtype-bytes", "1", "--format", "csv", NULL);
     cr_assert_eq(res.status, 0);
-    HAS(res.out, "model,bytes_per_token,163840\n");
+    CSV_IS(res.out, "model.bytes_per_token", 0, "163840");
     HAS(res.out, "(modified)");
 }
 
@@ -243,4 +300,105 @@ Test(calc, usage_errors)
         cr_assert(nl && nl[1] == '\0', "case %zu: not exactly one line: %s", i, res.err);
         HAS(res.err, "pagefault calc: ");
     }
+}
+
+/* Issue 8 point 11: every CSV calc prints is one rectangular table (the
+ * header's number of fields on every line, no blank line, no second
+ * header), the configuration repeated on each row. */
+Test(calc, csv_is_one_rectangular_table)
+{
+    const char *cases[][8] = {
+        {NULL},
+        {"--model", "llama3-70b", NULL},
+        {"--lengths", "1,16,17,100", "--sweep-sizes", "8", NULL},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *const *a = cases[c];
+        run_calc(&res, "--format", "csv", a[0], a[1], a[2], a[3], NULL);
+        cr_assert_eq(res.status, 0, "case %zu: %s", c, res.err);
+        int header = -1, lines = 0, nf = 1, inq = 0;
+        for (const char *p = res.out; *p; p++) {
+            if (*p == '"')
+                inq = !inq;
+            else if (!inq && *p == ',')
+                nf++;
+            else if (!inq && *p == '\n') {
+                cr_assert_gt(nf + (p > res.out && p[-1] != '\n'), 1, "case %zu: blank line", c);
+                if (header < 0)
+                    header = nf;
+                cr_assert_eq(nf, header, "case %zu line %d: %d fields, header %d\n%s", c, lines + 1,
+                             nf, header, res.out);
+                lines++;
+                nf = 1;
+            }
+        }
+        cr_assert_geq(lines, 2, "case %zu: a header and rows", c);
+        cr_assert_null(strstr(res.out, "section,key,value"), "case %zu", c);
+        HAS(res.out, ",config.bytes_per_token,");
+    }
+}
+
+/* The neighbouring double of v (finite) upwards or downwards: nextafter,
+ * without libm (this suite links none). */
+static double step_double(double v, int up)
+{
+    if (v == 0)
+        return up ? 5e-324 : -5e-324;
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    b += ((v > 0) == (up != 0)) ? 1 : (uint64_t)-1;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+/* Issue 8 point 15 for calc: every numeric flag's help states
+ * "[default; lo..hi]", and the program agrees: each bound runs (exit 0),
+ * one step beyond each is refused (exit 2, nothing on stdout, one line
+ * naming the flag). Flags are read from --help itself, so a new flag is
+ * walked too. Run with --model so that model-only flags are legal. */
+Test(calc, help_ranges_are_what_is_accepted)
+{
+    static char help[65536];
+    run_calc(&res, "--help", NULL);
+    cr_assert_eq(res.status, 0);
+    strcpy(help, res.out);
+    int walked = 0;
+    for (char *line = strstr(help, "\n  --"); line; line = strstr(line + 1, "\n  --")) {
+        char name[64], metavar[64];
+        if (sscanf(line + 5, "%63s %63s", name, metavar) != 2)
+            continue;
+        char *eol = strchr(line + 1, '\n');
+        char *open = NULL;
+        for (char *q = line + 1; q < eol; q++)
+            if (*q == '[')
+                open = q;
+        char lo[48], hi[48];
+        if (!open || sscanf(open, "[%*[^;]; %47[^.]..%47[^]]]", lo, hi) != 2)
+            continue; /* not a numeric flag */
+        /* integers step by one; real-valued flags (metavar F) by the
+         * nearest double */
+        int real = !strcmp(metavar, "F");
+        for (int upper = 0; upper < 2; upper++) {
+            const char *b = upper ? hi : lo;
+            double v = strtod(b, NULL);
+            char flag[80], beyond[48];
+            snprintf(flag, sizeof flag, "--%s", name);
+            if (real)
+                snprintf(beyond, sizeof beyond, "%.17g", step_double(v, upper));
+            else
+                snprintf(beyond, sizeof beyond, "%.0f", v + (upper ? 1 : -1));
+            run_calc(&res, "--model", "llama3-8b", "--seqs", "4", "--format", "csv", flag, b, NULL);
+            if (!strcmp(name, "seqs")) /* --seqs given twice: the last wins */
+                run_calc(&res, "--model", "llama3-8b", "--format", "csv", flag, b, NULL);
+            cr_assert_eq(res.status, 0, "%s %s is in the help's range but fails: %s", flag, b, res.err);
+            run_calc(&res, "--model", "llama3-8b", "--format", "csv", flag, beyond, NULL);
+            cr_assert_eq(res.status, 2, "%s %s is outside the help's range but ran", flag, beyond);
+            cr_assert_str_empty(res.out);
+            HAS(res.err, flag);
+            char *nl = strchr(res.err, '\n');
+            cr_assert(nl && nl[1] == '\0', "one line: %s", res.err);
+            walked++;
+        }
+    }
+    cr_assert_geq(walked, 2 * 10, "numeric flags walked: %d", walked);
 }

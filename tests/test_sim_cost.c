@@ -356,7 +356,8 @@ Test(cost_profile, long_lines_and_missing_files)
     cr_assert_not_null(strstr(err, ":2: line longer"), "%s", err);
 
     /* The last line may lack its newline. */
-    write_file(path, sizeof path, "format = pagefault-gpu-profile/1\nmem_read_gbps = 1\nattn_kv_gbps = 2");
+    write_file(path, sizeof path,
+               "format = pagefault-gpu-profile/1\nmem_read_gbps = 1\nattn_kv_gbps = 2");
     cr_assert_eq(pf_cost_load_profile(&c, path, err, sizeof err), PF_OK, "%s", err);
     unlink(path);
     cr_assert_float_eq(c.attn_bps, 2e9, 1e-3);
@@ -364,4 +365,43 @@ Test(cost_profile, long_lines_and_missing_files)
     cr_assert_eq(pf_cost_load_profile(&c, "/nonexistent/pf.profile", err, sizeof err), PF_ERR_IO);
     cr_assert_not_null(strstr(err, "/nonexistent/pf.profile: cannot open"), "%s", err);
     cr_assert_eq(pf_cost_load_profile(&c, NULL, err, sizeof err), PF_ERR_ARG);
+}
+
+Test(cost_profile, writer_and_reader_agree)
+{
+    char text[512], path[256], err[256];
+    int n = pf_cost_format_profile(text, sizeof text, "NVIDIA H100 # 80GB\nSXM", 3123.4567890123,
+                                   2987.25, 17.4);
+    cr_assert_gt(n, 0);
+    cr_assert_lt(n, (int)sizeof text);
+    write_file(path, sizeof path, text);
+    pf_cost c = llama_h200();
+    cr_assert_eq(pf_cost_load_profile(&c, path, err, sizeof err), PF_OK, "%s\n%s", err, text);
+    unlink(path);
+    cr_assert_eq(c.mem_bps, 3123.4567890123 * 1e9, "read back exactly");
+    cr_assert_eq(c.attn_bps, 2987.25 * 1e9);
+    cr_assert_eq(c.attn_fixed_s, 17.4 * 1e-6);
+    cr_assert_str_eq(c.profile_device, "NVIDIA H100   80GB SXM");
+    cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 0, 1, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 1, NAN, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 1, 1, -1), PF_ERR_ARG);
+    cr_assert_gt(pf_cost_format_profile(text, 8, "x", 1, 1, 1), 8, "truncation is reported");
+}
+
+/* Llama 3 8B on an H200 at vLLM's 0.9: (141 GiB x 0.9 - 16.06 GB) / 128 KiB. */
+Test(cost_model, kv_capacity_beside_the_weights)
+{
+    pf_cost c = llama_h200();
+    double budget = 141.0 * 1073741824.0 * 0.9 - L3_PARAMS * 2;
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&c, 0.9), (int64_t)floor(budget / L3_BPT));
+    int64_t cap = pf_cost_kv_capacity_tokens(&c, 0.9);
+    cr_assert(cap > 900000 && cap < 950000, "%lld", (long long)cap); /* 120 GB of KV */
+    cr_assert_lt(pf_cost_kv_capacity_tokens(&c, 0.5), pf_cost_kv_capacity_tokens(&c, 0.9));
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&c, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&c, 1.01), PF_ERR_ARG);
+    pf_cost big;
+    cr_assert_eq(pf_cost_init(&big, pf_model_find("llama3-70b"), pf_gpu_find("h200"), 0), PF_OK);
+    cr_assert_eq(pf_cost_kv_capacity_tokens(&big, 0.9), PF_ERR_RANGE, "141 GB of weights");
+    int64_t all = pf_cost_kv_capacity_tokens(&big, 1.0); /* 151.4 GB - 141.1 GB */
+    cr_assert(all > 0 && all < 40000, "%lld", (long long)all);
 }

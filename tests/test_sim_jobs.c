@@ -140,3 +140,158 @@ Test(sim_jobs, header_only_says_no_jobs)
     cr_assert_null(j.jobs);
     unlink(p);
 }
+
+/* ---- issue 8 point 14: what real trace files look like ------------------ */
+
+static pf_jobs load_ok(const char *text, double step_ms, int max_len)
+{
+    const char *p = write_tmp(text);
+    pf_jobs j;
+    char err[256];
+    cr_assert_eq(pf_jobs_load_trace(&j, p, step_ms, max_len, err, sizeof err), PF_OK, "%s\n%s", err,
+                 text);
+    unlink(p);
+    return j;
+}
+
+/* A spreadsheet's UTF-8 byte order mark before the header. */
+Test(sim_jobs, utf8_bom_accepted)
+{
+    pf_jobs j = load_ok("\xEF\xBB\xBF" "arrival,prompt,output\n0,10,5\n", 1.0, 2048);
+    cr_assert_eq(j.njobs, 1);
+    cr_assert_eq(j.jobs[0].prompt, 10);
+    pf_jobs_free(&j);
+    j = load_ok("\xEF\xBB\xBF" "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,5\n",
+                1.0, 2048);
+    cr_assert_eq(j.njobs, 1);
+    pf_jobs_free(&j);
+}
+
+/* Rows in any order: sorted by arrival, and time 0 is the earliest
+ * timestamp wherever it is in the file (not the first row's). */
+Test(sim_jobs, unsorted_azure_rows_time_zero_is_earliest)
+{
+    pf_jobs j = load_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                        "2023-11-16 18:00:01.000,300,1\n"
+                        "2023-11-16 18:00:00.500,200,1\n"
+                        "2023-11-16 18:00:00.000,100,1\n"
+                        "2023-11-16 18:00:00.500,250,1\n",
+                        100.0, 2048);
+    cr_assert_eq(j.njobs, 4);
+    cr_assert_eq(j.jobs[0].prompt, 100);
+    cr_assert_eq(j.jobs[0].arrival, 0);
+    cr_assert_eq(j.jobs[1].prompt, 200, "equal times keep file order");
+    cr_assert_eq(j.jobs[1].arrival, 5);
+    cr_assert_eq(j.jobs[2].prompt, 250);
+    cr_assert_eq(j.jobs[3].prompt, 300);
+    cr_assert_eq(j.jobs[3].arrival, 10);
+    pf_jobs_free(&j);
+    /* the earliest row may be one too long to keep: time 0 stays its own,
+     * so arrivals do not move when --max-len changes */
+    j = load_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                "2023-11-16 18:00:01.000,300,1\n"
+                "2023-11-16 18:00:00.000,5000,1\n",
+                100.0, 2048);
+    cr_assert_eq(j.njobs, 1);
+    cr_assert_eq(j.rejected, 1);
+    cr_assert_eq(j.jobs[0].arrival, 10);
+    pf_jobs_free(&j);
+    /* ours: unsorted steps sorted */
+    j = load_ok("arrival,prompt,output\n7,1,1\n2,2,1\n", 1.0, 2048);
+    cr_assert_eq(j.jobs[0].arrival, 2);
+    cr_assert_eq(j.jobs[1].arrival, 7);
+    pf_jobs_free(&j);
+}
+
+/* ISO 8601 as exporters write it: T, Z, +00:00, other offsets (to UTC). */
+Test(sim_jobs, iso_timestamps)
+{
+    pf_jobs j = load_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                        "2023-11-16T18:00:00Z,1,1\n"
+                        "2023-11-16T18:00:00.25+00:00,2,1\n"
+                        "2023-11-16 20:00:01+02:00,3,1\n"
+                        "2023-11-16T13:00:02-05:00,4,1\n"
+                        "2023-11-16 18:00:03.000000000,5,1\n",
+                        250.0, 2048);
+    cr_assert_eq(j.njobs, 5);
+    const int want[] = {0, 1, 4, 8, 12};
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(j.jobs[i].prompt, i + 1);
+        cr_assert_eq(j.jobs[i].arrival, want[i], "row %d: arrival %d", i, j.jobs[i].arrival);
+    }
+    pf_jobs_free(&j);
+    /* leap day of a leap year is a real date */
+    j = load_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-28 23:59:59,1,1\n2024-02-29 00:00:01,1,1\n",
+                1000.0, 2048);
+    cr_assert_eq(j.jobs[1].arrival, 2);
+    pf_jobs_free(&j);
+}
+
+#define AZ "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+
+Test(sim_jobs, impossible_dates_refused)
+{
+    expect_error(AZ "2023-02-30 10:00:00,1,1\n", 2, "2023-02 has 28 days");
+    expect_error(AZ "2023-02-29 10:00:00,1,1\n", 2, "impossible");
+    expect_error(AZ "2023-04-31 10:00:00,1,1\n", 2, "30 days");
+    expect_error(AZ "2023-11-16 24:00:00,1,1\n", 2, "impossible");
+    expect_error(AZ "2023-11-16 23:60:00,1,1\n", 2, "impossible");
+    expect_error(AZ "2023-00-10 10:00:00,1,1\n", 2, "month");
+    expect_error(AZ "2023-11-16 10:00:00+25:00,1,1\n", 2, "offset");
+    expect_error(AZ "2023-11-16 10:00:00 junk,1,1\n", 2, "bad timestamp");
+    expect_error(AZ "2023-11-16,1,1\n", 2, "bad timestamp");
+}
+
+/* A NUL byte is refused as such, on its line, not read as the end of a
+ * shorter line. */
+Test(sim_jobs, nul_byte_refused)
+{
+    const char text[] = "arrival,prompt,output\n0,1,1\n0,1\0,1\n";
+    snprintf(path, sizeof path, "/tmp/pf_test_trace_%d.csv", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+    pf_jobs j;
+    char err[256];
+    cr_assert_eq(pf_jobs_load_trace(&j, path, 1.0, 2048, err, sizeof err), PF_ERR_IO);
+    char want[96];
+    snprintf(want, sizeof want, "%s:3: NUL byte", path);
+    cr_assert(strstr(err, want), "'%s' should say '%s'", err, want);
+    unlink(path);
+}
+
+/* Numbers out of range say so, with the range (not "must be >= 1"). */
+Test(sim_jobs, out_of_range_numbers_say_so)
+{
+    expect_error("arrival,prompt,output\n0,2000000000,1\n", 2, "prompt tokens 2000000000 out of range [1, 1073741823]");
+    expect_error("arrival,prompt,output\n0,1,99999999999999999999\n", 2, "output tokens 99999999999999999999 out of range");
+    expect_error("arrival,prompt,output\n3000000000,1,1\n", 2, "arrival 3000000000 out of range");
+    expect_error("arrival,prompt,output,priority\n0,1,1,2000000\n", 2, "priority 2000000 out of range [0, 1000000]");
+    expect_error("arrival,prompt,output\n0,0,1\n", 2, "prompt tokens 0 out of range [1,");
+    expect_error("arrival,prompt,output\n0,1.5,1\n", 2, "prompt tokens must be a whole number, got '1.5'");
+    expect_error(AZ "2023-11-16 10:00:00,abc,1\n", 2, "prompt tokens must be a whole number");
+}
+
+/* Bytes in memory parse exactly like the file they came from (the sweep
+ * path parses one read many times); quoted fields and CRLF are fine. */
+Test(sim_jobs, parse_from_memory_equals_file)
+{
+    const char *text = AZ "\"2023-11-16 18:00:00.10\",\"10\",\"3\"\r\n2023-11-16 18:00:00.00,20,4\r\n";
+    pf_jobs a = load_ok(text, 50.0, 2048), b;
+    char err[256];
+    cr_assert_eq(pf_jobs_parse_trace(&b, "mem", text, strlen(text), 50.0, 2048, err, sizeof err), PF_OK,
+                 "%s", err);
+    cr_assert_eq(a.njobs, 2);
+    cr_assert_eq(b.njobs, a.njobs);
+    cr_assert_eq(memcmp(a.jobs, b.jobs, (size_t)a.njobs * sizeof *a.jobs), 0);
+    cr_assert_eq(b.jobs[1].arrival, 2);
+    pf_jobs_free(&a);
+    pf_jobs_free(&b);
+    /* errors name the given name */
+    cr_assert_eq(pf_jobs_parse_trace(&b, "mem", "arrival,prompt,output\n0,x,1\n", 28, 1.0, 2048, err,
+                                     sizeof err),
+                 PF_ERR_IO);
+    cr_assert(strncmp(err, "mem:2: ", 7) == 0, "%s", err);
+    cr_assert_null(b.jobs);
+}

@@ -19,8 +19,8 @@ static pf_metrics *new_metrics(double ttft, double tpot)
     return m;
 }
 
-static pf_request_times req(double arrival, double sched, double first, double finish, int64_t prompt,
-                            int64_t out)
+static pf_request_times req(double arrival, double sched, double first, double finish,
+                            int64_t prompt, int64_t out)
 {
     pf_request_times r = {arrival, sched, first, finish, prompt, out};
     return r;
@@ -271,11 +271,13 @@ Test(metrics, merge_equals_one_pass)
 /* 10^6 requests fold into the same fixed-size structure. */
 Test(metrics, a_million_requests_in_fixed_memory)
 {
-    cr_assert_lt(sizeof(pf_metrics), 300u * 1024, "the whole state is %zu bytes", sizeof(pf_metrics));
+    cr_assert_lt(sizeof(pf_metrics), 300u * 1024, "the whole state is %zu bytes",
+                 sizeof(pf_metrics));
     pf_metrics *m = new_metrics(2.0, 0.05);
     for (int i = 0; i < 1000000; i++) {
         double arr = i * 1e-3;
-        pf_request_times r = req(arr, arr + 0.01, arr + 0.1 + (i % 1000) * 1e-3, arr + 5.0, 200, 100);
+        double ttft = 0.1 + (i % 1000) * 1e-3;
+        pf_request_times r = req(arr, arr + 0.01, arr + ttft, arr + 5.0, 200, 100);
         cr_assert_eq(pf_metrics_add_request(m, &r), PF_OK);
     }
     pf_metrics_summary s;

@@ -1,9 +1,18 @@
-/* tests/test_sim_trace.c - the public Azure LLM inference trace (code
- * service) loads as it is published and replays to the end without a leak.
- * The file lives outside the repository (PF_TRACE_DIR, by default
- * ../shared/traces); without it this test exits 77, which ctest reports as
- * skipped. A plain executable, so the skip is a real skip. */
+/* tests/test_sim_trace.c - traces end to end: a trace file loads and
+ * replays to the end without a leak, in both formats.
+ *
+ * Part 1 runs from a clean clone alone: it writes its own trace of 3,000
+ * requests in the Azure format (wall-clock timestamps with 7 fractional
+ * digits, rows out of order, some requests longer than MAX_SEQ_LEN) and
+ * the same requests in our format (arrival steps computed here, in
+ * integer arithmetic), checks that both load to the same jobs with the
+ * counts computed here, and replays them through the paged simulator.
+ * Part 2, only in addition, does the same with the public Azure LLM
+ * inference trace (code service) when it is present (PF_TRACE_DIR, by
+ * default ../shared/traces); without it that part says so and is skipped.
+ * A plain executable (exit 0 pass, 1 fail). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,12 +26,123 @@
         return 1;                                                                                  \
     } while (0)
 
-int main(void)
+/* Replay jobs through the paged simulator to the end. */
+static int replay(const pf_jobs *jobs, int max_len, int pool, const char *what)
+{
+    char err[256];
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.cfg.max_seq_len = max_len;
+    p.cfg.pool_blocks = pool;
+    p.watermark = 0.02;
+    p.policy = PF_VICTIM_NEWEST;
+    pf_sim *s = pf_sim_create(&p, jobs, err, sizeof err);
+    if (!s)
+        FAIL("%s: create: %s", what, err);
+    pf_sim_stats st;
+    int rc = pf_sim_run(s, &st);
+    int ok = rc == PF_OK && st.done && st.pool_used == 0 && pf_sim_check(s) == PF_OK;
+    printf("test_sim_trace: %s: replayed %d requests: %lld steps, %lld tokens, %lld preemptions\n",
+           what, jobs->njobs, (long long)st.step, (long long)st.tokens_generated,
+           (long long)st.preemptions);
+    pf_sim_destroy(s);
+    if (!ok)
+        FAIL("%s: replay: rc %d done %d used %d", what, rc, st.done, st.pool_used);
+    return 0;
+}
+
+/* Part 1: our own files. */
+#define N 3000
+#define STEP_MS 20
+static int own_files(void)
+{
+    static long long t_ms[N]; /* ms since 18:00:00 */
+    static int prompt[N], output[N];
+    char az[64], ours[64];
+    snprintf(az, sizeof az, "/tmp/pf_trace_az_%d.csv", (int)getpid());
+    snprintf(ours, sizeof ours, "/tmp/pf_trace_ours_%d.csv", (int)getpid());
+    /* requests every 0..39 ms, written in blocks of 10 in reverse order
+     * (so the file is unsorted and the earliest row is not the first) */
+    unsigned long long x = 88172645463325252ull;
+    long long t = 0, tmin = -1, tmax = 0;
+    int over = 0;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        t += (long long)(x % 40);
+        t_ms[i] = t;
+        prompt[i] = 1 + (int)((x >> 8) % 3000);
+        output[i] = (int)((x >> 20) % 200); /* 0 happens: counts as 1 */
+        over += prompt[i] + (output[i] < 1 ? 1 : output[i]) > 2048;
+    }
+    FILE *fa = fopen(az, "w"), *fo = fopen(ours, "w");
+    if (!fa || !fo)
+        FAIL("cannot write %s or %s", az, ours);
+    fputs("TIMESTAMP,ContextTokens,GeneratedTokens\n", fa);
+    fputs("arrival,prompt,output\n", fo);
+    for (int b = 0; b < N; b += 10)
+        for (int i = b + 9; i >= b; i--) {
+            long long ms = t_ms[i];
+            fprintf(fa, "2023-11-16 %02lld:%02lld:%02lld.%03lld%04d,%d,%d\n", 18 + ms / 3600000,
+                    ms / 60000 % 60, ms / 1000 % 60, ms % 1000, i % 10000, prompt[i], output[i]);
+            /* the sub-millisecond digits never cross a step boundary:
+             * steps are whole milliseconds apart */
+            if (tmin < 0 || ms < tmin)
+                tmin = ms;
+            tmax = ms > tmax ? ms : tmax;
+        }
+    for (int i = 0; i < N; i++)
+        fprintf(fo, "%lld,%d,%d\n", (t_ms[i] - t_ms[0]) / STEP_MS, prompt[i], output[i]);
+    fclose(fa);
+    fclose(fo);
+    if (tmin != t_ms[0])
+        FAIL("test setup: earliest time should be the first request's");
+
+    pf_jobs a, o;
+    char err[512];
+    int rc = pf_jobs_load_trace(&a, az, STEP_MS, 2048, err, sizeof err);
+    if (rc != PF_OK)
+        FAIL("own Azure file: %s", err);
+    rc = pf_jobs_load_trace(&o, ours, STEP_MS, 2048, err, sizeof err);
+    if (rc != PF_OK)
+        FAIL("own file in our format: %s", err);
+    unlink(az);
+    unlink(ours);
+    if (a.njobs != N - over || a.rejected != over)
+        FAIL("own Azure file: kept %d rejected %d, expected %d and %d", a.njobs, a.rejected, N - over,
+             over);
+    if (a.jobs[a.njobs - 1].arrival > (tmax - tmin) / STEP_MS)
+        FAIL("own Azure file: last arrival %d beyond %lld", a.jobs[a.njobs - 1].arrival,
+             (tmax - tmin) / STEP_MS);
+    /* Same requests, same order within a step: ours sorts stably in file
+     * order (time order), Azure's file is reversed in blocks of 10, so
+     * compare as multisets: sort both copies by (arrival, prompt, output). */
+    if (o.njobs != a.njobs || o.rejected != a.rejected)
+        FAIL("our format: kept %d rejected %d, Azure %d and %d", o.njobs, o.rejected, a.njobs,
+             a.rejected);
+    long long sa = 0, so = 0;
+    for (int i = 0; i < a.njobs; i++) {
+        if (i && (a.jobs[i].arrival < a.jobs[i - 1].arrival || o.jobs[i].arrival < o.jobs[i - 1].arrival))
+            FAIL("arrivals not sorted at %d", i);
+        if (a.jobs[i].arrival != o.jobs[i].arrival)
+            FAIL("job %d: Azure arrival %d, ours %d", i, a.jobs[i].arrival, o.jobs[i].arrival);
+        sa += (long long)a.jobs[i].prompt * 7919 + a.jobs[i].output;
+        so += (long long)o.jobs[i].prompt * 7919 + o.jobs[i].output;
+    }
+    if (sa != so)
+        FAIL("the two formats hold different requests");
+    int bad = replay(&a, 2048, 1024, "own Azure file") || replay(&o, 2048, 1024, "own file, our format");
+    pf_jobs_free(&a);
+    pf_jobs_free(&o);
+    return bad;
+}
+
+/* Part 2: the published trace, when present. */
+static int real_trace(void)
 {
     const char *path = PF_TRACE_DIR "/AzureLLMInferenceTrace_code.csv";
     if (access(path, R_OK) != 0) {
-        printf("test_sim_trace: %s not found, skipped\n", path);
-        return 77;
+        printf("test_sim_trace: %s not found: the real-trace part is skipped\n", path);
+        return 0;
     }
     /* Count the requests independently: every non-empty line after the
      * header. (The README says 8,818; the file as stored holds 8,819.) */
@@ -65,25 +185,17 @@ int main(void)
      * step (a decode iteration of a mid-size model). */
     if (pf_jobs_load_trace(&j, path, 20.0, 8192 + 2048, err, sizeof err) != PF_OK)
         FAIL("load at 20 ms: %s", err);
+    printf("test_sim_trace: %d requests in the public trace (%d over 2048)\n", kept + rejected,
+           rejected);
     pf_jobs head = {j.jobs, 1500, 0};
-    pf_sim_params p;
-    pf_sim_params_default(&p);
-    p.cfg.max_seq_len = 8192 + 2048;
-    p.cfg.pool_blocks = 8192;
-    p.watermark = 0.02;
-    p.policy = PF_VICTIM_NEWEST;
-    pf_sim *s = pf_sim_create(&p, &head, err, sizeof err);
-    if (!s)
-        FAIL("create: %s", err);
-    pf_sim_stats st;
-    int rc = pf_sim_run(s, &st);
-    if (rc != PF_OK || !st.done || st.pool_used != 0 || pf_sim_check(s) != PF_OK)
-        FAIL("replay: rc %d done %d used %d", rc, st.done, st.pool_used);
-    printf("test_sim_trace: %d requests (%d over 2048), replayed 1500: %lld steps, %lld tokens, "
-           "%lld preemptions\n",
-           kept + rejected, rejected, (long long)st.step, (long long)st.tokens_generated,
-           (long long)st.preemptions);
-    pf_sim_destroy(s);
+    int bad = replay(&head, 8192 + 2048, 8192, "public trace, first 1500");
     pf_jobs_free(&j);
-    return 0;
+    return bad;
+}
+
+int main(void)
+{
+    if (own_files())
+        return 1;
+    return real_trace();
 }

@@ -7,6 +7,8 @@
  */
 #include "tui/cli.h"
 
+#include "tui/report.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -45,6 +47,16 @@ static void choices_text(const pf_opt *o, char *buf, size_t len)
     }
 }
 
+/* "lo..hi" or "[lo, hi]" with the bounds exact (never rounded by %g, so
+ * the text names the very values the parser compares with). */
+static void range_text(const pf_opt *o, char *buf, size_t len, const char *fmt)
+{
+    char lo[40], hi[40];
+    pf_report_shortest(lo, sizeof lo, o->lo);
+    pf_report_shortest(hi, sizeof hi, o->hi);
+    snprintf(buf, len, fmt, lo, hi);
+}
+
 /* What the option accepts, e.g. "an integer in [1, 4096]". */
 static void accepts_text(const pf_opt *o, char *buf, size_t len)
 {
@@ -52,10 +64,10 @@ static void accepts_text(const pf_opt *o, char *buf, size_t len)
     switch (o->kind) {
     case PF_OPT_INT:
     case PF_OPT_I64:
-        snprintf(buf, len, "an integer in [%.0f, %.0f]", o->lo, o->hi);
+        range_text(o, buf, len, "an integer in [%s, %s]");
         break;
     case PF_OPT_DOUBLE:
-        snprintf(buf, len, "a number in [%g, %g]", o->lo, o->hi);
+        range_text(o, buf, len, "a number in [%s, %s]");
         break;
     case PF_OPT_CHOICE:
         choices_text(o, ch, sizeof ch);
@@ -192,16 +204,23 @@ void pf_cli_help(FILE *f, const char *prog, const char *summary, const pf_opt *o
         } else
             snprintf(lhs, sizeof lhs, "--%s %s", o->name, o->metavar ? o->metavar : "V");
         fprintf(f, "  %-34s %s", lhs, o->help ? o->help : "");
-        /* the target still holds the default when help is asked for */
+        /* The target still holds the default when help is asked for;
+         * numeric flags show "[default; lo..hi]", the range the parser
+         * accepts, bounds included. */
+        char range[96], def[40];
         switch (o->kind) {
         case PF_OPT_INT:
-            fprintf(f, " [%d; %.0f..%.0f]", *(int *)o->target, o->lo, o->hi);
+            range_text(o, range, sizeof range, "%s..%s");
+            fprintf(f, " [%d; %s]", *(int *)o->target, range);
             break;
         case PF_OPT_I64:
-            fprintf(f, " [%lld]", *(long long *)o->target);
+            range_text(o, range, sizeof range, "%s..%s");
+            fprintf(f, " [%lld; %s]", *(long long *)o->target, range);
             break;
         case PF_OPT_DOUBLE:
-            fprintf(f, " [%g; %g..%g]", *(double *)o->target, o->lo, o->hi);
+            range_text(o, range, sizeof range, "%s..%s");
+            pf_report_shortest(def, sizeof def, *(double *)o->target);
+            fprintf(f, " [%s; %s]", def, range);
             break;
         case PF_OPT_CHOICE:
             fprintf(f, " [%s]", o->choices[*(int *)o->target]);

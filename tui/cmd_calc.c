@@ -345,9 +345,9 @@ int pf_cmd_calc(int argc, char **argv)
         {"block-size", PF_OPT_INT, &a.block_size, 1, CALC_MAX_BLOCK, NULL, "N", "tokens per block", 0},
         {"pool-blocks", PF_OPT_INT, &a.pool_blocks, 1, 1 << 24, NULL, "N", "blocks in the pool", 0},
         {"lengths", PF_OPT_STRING, &a.lengths, 0, 0, NULL, "L1,L2,...",
-         "explicit sequence lengths instead of the seed mix", 0},
+         "explicit sequence lengths instead of the seed mix (each 1..2147483647, at most 1000000)", 0},
         {"sweep-sizes", PF_OPT_STRING, &a.sweep, 0, 0, NULL, "B1,B2,...",
-         "block sizes for the sweep (default 1,16,64,256)", 0},
+         "block sizes for the sweep (each 1..65536, at most 32) [1,16,64,256]", 0},
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
         {0},
     };

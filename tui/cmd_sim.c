@@ -10,7 +10,11 @@
  * only when the swept value changes naive's result (e.g. not for
  * --watermark, which naive ignores). Metric keys in CSV/JSON follow vLLM's
  * names where one exists (num_preemptions, kv_cache_usage, ...); times are
- * in steps (one decode iteration), not seconds.
+ * in steps (one decode iteration), not seconds. In CSV the configuration
+ * becomes "config.KEY" columns repeated on every row (tui/report.h), and a
+ * swept flag's base value is left out of it: its column holds the value
+ * each row ran with. A trace is read once (a pipe works) and parsed again
+ * for each point of a sweep.
  *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
  * line on stderr, nothing on stdout); 1 a run could not finish (a job that
@@ -96,10 +100,12 @@ static const char *const col_labels[] = {
     "waiting (mean)"};
 #define NCOLS 18
 
+/* sweep_val: the swept flag's value as typed (NULL without a sweep); a
+ * number in CSV and JSON, the typed text in the table. */
 static void row(pf_report *r, const char *sweep_val, const char *mode, const pf_sim_stats *st)
 {
     if (sweep_val)
-        pf_report_cell_str(r, sweep_val);
+        pf_report_cell_num_text(r, strtod(sweep_val, NULL), sweep_val);
     pf_report_cell_str(r, mode);
     pf_report_cell_num(r, (double)st->preemptions, "%.0f");
     pf_report_cell_num(r, st->decoding_mean, "%.1f");
@@ -127,6 +133,15 @@ static int same_stats(const pf_sim_stats *a, const pf_sim_stats *b)
            a->decoding_mean == b->decoding_mean;
 }
 
+/* A configuration entry for flag `flag`, left out when that flag is swept
+ * (the sweep column says what each row ran with). */
+static void cfg_num(pf_report *r, const char *sweep_name, const char *flag, const char *key,
+                    const char *label, double v, const char *fmt, const char *unit)
+{
+    if (!flag || strcmp(flag, sweep_name) != 0)
+        pf_report_num(r, key, label, v, fmt, unit);
+}
+
 int pf_cmd_sim(int argc, char **argv)
 {
     sim_args a;
@@ -140,7 +155,8 @@ int pf_cmd_sim(int argc, char **argv)
                           opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
-    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK)
+    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK ||
+        (!a.sweep && pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK))
         return 2;
 
     /* --sweep NAME=v1,v2,...: every value is checked through the flag
@@ -178,7 +194,9 @@ int pf_cmd_sim(int argc, char **argv)
                 free(sweep_buf);
                 return pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
             }
-            if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK) {
+            /* each point must also hold a naive reservation */
+            if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK ||
+                pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK) {
                 free(sweep_buf);
                 return 2;
             }
@@ -204,29 +222,44 @@ int pf_cmd_sim(int argc, char **argv)
         free(sweep_buf);
         return pf_cli_error(PROG, "out of memory");
     }
-    /* The config section shows the base flags; a sweep names its column. */
+    /* The trace is read here, once: every point below parses these bytes,
+     * so --trace /dev/stdin and --trace <(...) work with sweeps. */
     pf_jobs jobs = {0};
-    status = pf_simflags_jobs(PROG, &a.f, &jobs, 1);
+    status = pf_simflags_load(PROG, &a.f);
+    if (!status)
+        status = pf_simflags_jobs(PROG, &a.f, &jobs, 1);
     if (status)
         goto out;
+    /* The config section shows the base flags; a sweep names its column. */
+    const char *sw = sweep_name;
     pf_report_section(r, "config", "Configuration");
     pf_report_str(r, "jobs_source", "workload", a.f.trace ? a.f.trace : "seed mix");
-    pf_report_num(r, "num_jobs", "jobs", jobs.njobs, "%.0f", NULL);
-    if (a.f.trace)
-        pf_report_num(r, "num_rejected", "rejected (longer than max-len)", jobs.rejected, "%.0f", NULL);
-    pf_report_num(r, "workers", "workers", a.f.p.workers, "%.0f", NULL);
-    pf_report_num(r, "num_gpu_blocks", "pool blocks", a.f.p.cfg.pool_blocks, "%.0f", NULL);
-    pf_report_num(r, "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
-    pf_report_num(r, "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f", "tokens");
-    pf_report_num(r, "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
+    if (!nvals || (strcmp(sw, "jobs") && strcmp(sw, "max-len")))
+        pf_report_num(r, "num_jobs", "jobs", jobs.njobs, "%.0f", NULL);
+    if (a.f.trace) {
+        cfg_num(r, sw, "max-len", "num_rejected", "rejected (longer than max-len)", jobs.rejected,
+                "%.0f", NULL);
+        cfg_num(r, sw, "step-ms", "step_ms", "wall-clock per step", a.f.step_ms, "%g", "ms");
+    } else {
+        cfg_num(r, sw, "arrival-rate", "arrival_rate", "arrival rate", a.f.arrival_rate, "%g",
+                "jobs/step (0: all at step 0)");
+    }
+    cfg_num(r, sw, "workers", "workers", "workers", a.f.p.workers, "%.0f", NULL);
+    cfg_num(r, sw, "pool-blocks", "num_gpu_blocks", "pool blocks", a.f.p.cfg.pool_blocks, "%.0f", NULL);
+    cfg_num(r, sw, "block-size", "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
+    cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f",
+            "tokens");
+    cfg_num(r, sw, "watermark", "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
     pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
     pf_report_str(r, "preemption_mode", "preemption", pf_preempt_names[a.f.preempt]);
     pf_report_str(r, "engine", "engine", pf_engine_names[a.f.engine]);
-    pf_report_num(r, "seed", "seed", (double)a.f.seed, "%.0f", NULL);
-    pf_report_num(r, "stall_limit", "stall limit", a.f.p.stall_limit, "%.0f", "steps");
-    pf_report_num(r, "recompute_cost", "recompute cost", a.f.p.recompute_cost, "%g", "steps/token");
-    pf_report_num(r, "swap_cost", "swap cost", a.f.p.swap_cost_per_page, "%g", "steps/page");
-    pf_report_num(r, "swap_space_blocks", "host swap", a.f.p.swap_host_blocks, "%.0f", "blocks");
+    cfg_num(r, sw, "seed", "seed", "seed", (double)a.f.seed, "%.0f", NULL);
+    cfg_num(r, sw, "stall-limit", "stall_limit", "stall limit", a.f.p.stall_limit, "%.0f", "steps");
+    cfg_num(r, sw, "recompute-cost", "recompute_cost", "recompute cost", a.f.p.recompute_cost, "%g",
+            "steps/token");
+    cfg_num(r, sw, "swap-cost", "swap_cost", "swap cost", a.f.p.swap_cost_per_page, "%g", "steps/page");
+    cfg_num(r, sw, "swap-blocks", "swap_space_blocks", "host swap", a.f.p.swap_host_blocks, "%.0f",
+            "blocks");
     pf_jobs_free(&jobs);
 
     {
@@ -285,6 +318,7 @@ int pf_cmd_sim(int argc, char **argv)
     }
 out:
     pf_jobs_free(&jobs);
+    pf_simflags_release(&a.f);
     pf_report_free(r);
     free(sweep_buf);
     return status;

@@ -1,10 +1,16 @@
 /* tui/report.c - one result rendered as a text table, CSV or JSON.
  *
  * The report is a list of blocks. A block is either a key/value section or
- * a table; both hold their values as text already formatted with the
- * caller's printf format, plus a flag saying whether the text is a number
- * (JSON then writes it bare, or null when it is not finite). Rendering only
- * walks the blocks, so the three formats cannot disagree on a value.
+ * a table. A numeric value is kept twice: as the double itself, and as text
+ * formatted with the caller's printf format for people. The text table
+ * prints the rounded text; CSV and JSON print the double in its shortest
+ * form that reads back to the same double (so 0.05 stays "0.05" and nothing
+ * is rounded away), non-finite values as JSON null. Rendering only walks
+ * the blocks, so the three formats cannot disagree on a value.
+ *
+ * CSV is one rectangular table (see report.h for its shape): every row has
+ * the header's number of fields, so pandas.read_csv and csv.reader read it
+ * with no options.
  *
  * Memory: every string is copied into the report; pf_report_free releases
  * all. An allocation failure marks the report broken and later calls do
@@ -22,9 +28,10 @@ const char *const pf_fmt_names[] = {"table", "csv", "json", NULL};
 typedef struct {
     char *key;   /* kv: key; table: unused           */
     char *label; /* kv: label; table: unused         */
-    char *text;  /* formatted value                  */
+    char *text;  /* formatted value, for people      */
     char *unit;
-    int is_num;
+    int is_num;  /* a number: `num` holds it         */
+    double num;
 } pf_item;
 
 typedef struct {
@@ -134,11 +141,31 @@ static pf_item *new_item(pf_report *r)
     return it;
 }
 
-static void format_num(char *buf, size_t len, double v, const char *fmt, int *is_num)
+void pf_report_shortest(char *buf, size_t len, double v)
 {
     if (!isfinite(v)) {
         snprintf(buf, len, "%s", isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
-        *is_num = 0;
+        return;
+    }
+    /* Whole numbers as integers ("100", not "1e+02"): every integer below
+     * 2^53 is exact in a double. Otherwise the fewest significant digits
+     * that strtod reads back exactly; 17 always do for an IEEE double. */
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        snprintf(buf, len, "%.0f", v);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+static void format_num(char *buf, size_t len, double v, const char *fmt, int *is_num)
+{
+    *is_num = 1;
+    if (!isfinite(v)) {
+        snprintf(buf, len, "%s", isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
         return;
     }
     /* Integer formats want an integer argument; everything else a double. */
@@ -148,7 +175,6 @@ static void format_num(char *buf, size_t len, double v, const char *fmt, int *is
         snprintf(buf, len, "%lld", (long long)llround(v));
     else
         snprintf(buf, len, f, v);
-    *is_num = 1;
 }
 
 void pf_report_section(pf_report *r, const char *name, const char *title)
@@ -164,6 +190,7 @@ void pf_report_num(pf_report *r, const char *key, const char *label, double v, c
     if (!it)
         return;
     format_num(buf, sizeof buf, v, fmt, &it->is_num);
+    it->num = v;
     it->key = dup_str(r, key);
     it->label = dup_str(r, label ? label : key);
     it->text = dup_str(r, buf);
@@ -207,7 +234,18 @@ void pf_report_cell_num(pf_report *r, double v, const char *fmt)
     if (!it)
         return;
     format_num(buf, sizeof buf, v, fmt, &it->is_num);
+    it->num = v;
     it->text = dup_str(r, buf);
+}
+
+void pf_report_cell_num_text(pf_report *r, double v, const char *text)
+{
+    pf_item *it = new_item(r);
+    if (!it)
+        return;
+    it->is_num = 1;
+    it->num = v;
+    it->text = dup_str(r, text ? text : "");
 }
 
 void pf_report_cell_str(pf_report *r, const char *s)
@@ -289,11 +327,13 @@ static void print_kv_block(const pf_block *b, FILE *f)
     }
 }
 
-/* CSV field: quoted when it holds a comma, quote or newline. */
+/* CSV field (RFC 4180): quoted when it holds a comma, a quote, a line
+ * break or leading/trailing blanks, quotes doubled. */
 static void csv_field(FILE *f, const char *s)
 {
     s = s0(s);
-    if (!strpbrk(s, ",\"\n")) {
+    size_t n = strlen(s);
+    if (!strpbrk(s, ",\"\r\n") && !(n && (s[0] == ' ' || s[n - 1] == ' '))) {
         fputs(s, f);
         return;
     }
@@ -304,6 +344,141 @@ static void csv_field(FILE *f, const char *s)
         fputc(*s, f);
     }
     fputc('"', f);
+}
+
+/* A value as machines read it: numbers in full (shortest round-trip form),
+ * strings as they are. */
+static void machine_text(const pf_item *it, char *buf, size_t len, const char **out)
+{
+    if (it->is_num) {
+        pf_report_shortest(buf, len, it->num);
+        *out = buf;
+    } else {
+        *out = s0(it->text);
+    }
+}
+
+static void csv_item(FILE *f, const pf_item *it)
+{
+    char buf[40];
+    const char *t;
+    machine_text(it, buf, sizeof buf, &t);
+    csv_field(f, t);
+}
+
+/* The CSV table. Columns: the union of every table's columns (by key, in
+ * order of first appearance), then "table" when there are several tables,
+ * then one column per key/value item named "section.key". Rows: every
+ * table row, its own cells in its columns (empty elsewhere), the context
+ * items repeated on each. A report with no table rows prints one row of
+ * context. Returns -1 when out of memory. */
+static int print_csv(const pf_report *r, FILE *f)
+{
+    int ntables = 0, nrows = 0, cap = 0;
+    for (int bi = 0; bi < r->nblocks; bi++)
+        if (r->blocks[bi].is_table) {
+            ntables++;
+            cap += r->blocks[bi].ncols;
+            nrows += r->blocks[bi].ncols ? r->blocks[bi].nitems / r->blocks[bi].ncols : 0;
+        }
+    /* cols: the data columns' keys; colmap[c of block] -> data column */
+    const char **cols = malloc((size_t)(cap ? cap : 1) * sizeof *cols);
+    int *colmap = malloc((size_t)(cap ? cap : 1) * sizeof *colmap);
+    int ncols = 0;
+    if (!cols || !colmap) {
+        free(cols);
+        free(colmap);
+        return -1;
+    }
+    for (int bi = 0, m = 0; bi < r->nblocks; bi++) {
+        const pf_block *b = &r->blocks[bi];
+        if (!b->is_table)
+            continue;
+        for (int c = 0; c < b->ncols; c++, m++) {
+            int k = 0;
+            while (k < ncols && strcmp(cols[k], s0(b->keys[c])))
+                k++;
+            if (k == ncols)
+                cols[ncols++] = s0(b->keys[c]);
+            colmap[m] = k;
+        }
+    }
+
+    /* header */
+    int first = 1;
+    for (int k = 0; k < ncols; k++, first = 0) {
+        if (!first)
+            fputc(',', f);
+        csv_field(f, cols[k]);
+    }
+    if (ntables > 1) {
+        fputs(first ? "table" : ",table", f);
+        first = 0;
+    }
+    for (int bi = 0; bi < r->nblocks; bi++) {
+        const pf_block *b = &r->blocks[bi];
+        if (b->is_table)
+            continue;
+        for (int i = 0; i < b->nitems; i++, first = 0) {
+            char name[256];
+            snprintf(name, sizeof name, "%s.%s", s0(b->name), s0(b->items[i].key));
+            if (!first)
+                fputc(',', f);
+            csv_field(f, name);
+        }
+    }
+    fputc('\n', f);
+
+    /* rows: a pass over each table; a NULL table prints the context row */
+    const pf_item **cells = calloc((size_t)(ncols ? ncols : 1), sizeof *cells);
+    if (!cells) {
+        free(cols);
+        free(colmap);
+        return -1;
+    }
+    for (int bi = 0, m = 0; bi <= r->nblocks; bi++) {
+        const pf_block *b = bi < r->nblocks ? &r->blocks[bi] : NULL;
+        if (b && !b->is_table)
+            continue;
+        if (!b && nrows > 0)
+            break;
+        int rows = b && b->ncols ? b->nitems / b->ncols : (b ? 0 : 1);
+        for (int row = 0; row < rows; row++) {
+            memset(cells, 0, (size_t)(ncols ? ncols : 1) * sizeof *cells);
+            for (int c = 0; b && c < b->ncols; c++)
+                cells[colmap[m + c]] = &b->items[row * b->ncols + c];
+            first = 1;
+            for (int k = 0; k < ncols; k++, first = 0) {
+                if (!first)
+                    fputc(',', f);
+                if (cells[k])
+                    csv_item(f, cells[k]);
+            }
+            if (ntables > 1) {
+                if (!first)
+                    fputc(',', f);
+                csv_field(f, b ? b->name : "");
+                first = 0;
+            }
+            for (int ci = 0; ci < r->nblocks; ci++) {
+                const pf_block *cb = &r->blocks[ci];
+                if (cb->is_table)
+                    continue;
+                for (int i = 0; i < cb->nitems; i++, first = 0) {
+                    if (!first)
+                        fputc(',', f);
+                    csv_item(f, &cb->items[i]);
+                }
+            }
+            fputc('\n', f);
+        }
+        if (b)
+            m += b->ncols;
+    }
+    free(cells);
+    free(cols);
+    free(colmap);
+    return 0;
 }
 
 static void json_string(FILE *f, const char *s)
@@ -323,24 +498,33 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Numbers bare and in full; non-finite numbers are null (JSON has no NaN). */
 static void json_value(FILE *f, const pf_item *it)
 {
+    char buf[40];
+    const char *t;
+    if (it->is_num && !isfinite(it->num)) {
+        fputs("null", f);
+        return;
+    }
+    machine_text(it, buf, sizeof buf, &t);
     if (it->is_num)
-        fputs(s0(it->text), f);
+        fputs(t, f);
     else
-        json_string(f, it->text);
+        json_string(f, t);
 }
 
 int pf_report_print(const pf_report *r, pf_fmt fmt, FILE *f)
 {
     if (!r || r->broken)
         return -1;
+    if (fmt == PF_FMT_CSV)
+        return print_csv(r, f);
     if (fmt == PF_FMT_JSON)
         fputs("{\n", f);
     for (int bi = 0; bi < r->nblocks; bi++) {
         const pf_block *b = &r->blocks[bi];
-        switch (fmt) {
-        case PF_FMT_TABLE:
+        if (fmt == PF_FMT_TABLE) {
             if (bi)
                 fputc('\n', f);
             if (b->is_table)
@@ -349,64 +533,36 @@ int pf_report_print(const pf_report *r, pf_fmt fmt, FILE *f)
                 print_kv_block(b, f);
             for (int i = 0; i < b->nnotes; i++)
                 fprintf(f, "  %s\n", b->notes[i]);
-            break;
-        case PF_FMT_CSV:
-            if (bi)
-                fputc('\n', f);
-            if (b->is_table) {
+            continue;
+        }
+        fputs("  ", f);
+        json_string(f, b->name);
+        if (b->is_table) {
+            fputs(": [", f);
+            int nrows = b->ncols ? b->nitems / b->ncols : 0;
+            for (int row = 0; row < nrows; row++) {
+                fputs(row ? ",\n    {" : "\n    {", f);
                 for (int c = 0; c < b->ncols; c++) {
                     if (c)
-                        fputc(',', f);
-                    csv_field(f, b->keys[c]);
-                }
-                fputc('\n', f);
-                for (int i = 0; i < b->nitems; i++) {
-                    csv_field(f, b->items[i].text);
-                    fputc((i + 1) % b->ncols ? ',' : '\n', f);
-                }
-            } else {
-                fputs("section,key,value\n", f);
-                for (int i = 0; i < b->nitems; i++) {
-                    csv_field(f, b->name);
-                    fputc(',', f);
-                    csv_field(f, b->items[i].key);
-                    fputc(',', f);
-                    csv_field(f, b->items[i].text);
-                    fputc('\n', f);
-                }
-            }
-            break;
-        case PF_FMT_JSON:
-            fputs("  ", f);
-            json_string(f, b->name);
-            if (b->is_table) {
-                fputs(": [", f);
-                int nrows = b->ncols ? b->nitems / b->ncols : 0;
-                for (int row = 0; row < nrows; row++) {
-                    fputs(row ? ",\n    {" : "\n    {", f);
-                    for (int c = 0; c < b->ncols; c++) {
-                        if (c)
-                            fputs(", ", f);
-                        json_string(f, b->keys[c]);
-                        fputs(": ", f);
-                        json_value(f, &b->items[row * b->ncols + c]);
-                    }
-                    fputc('}', f);
-                }
-                fputs(nrows ? "\n  ]" : "]", f);
-            } else {
-                fputs(": {", f);
-                for (int i = 0; i < b->nitems; i++) {
-                    fputs(i ? ",\n    " : "\n    ", f);
-                    json_string(f, b->items[i].key);
+                        fputs(", ", f);
+                    json_string(f, b->keys[c]);
                     fputs(": ", f);
-                    json_value(f, &b->items[i]);
+                    json_value(f, &b->items[row * b->ncols + c]);
                 }
-                fputs(b->nitems ? "\n  }" : "}", f);
+                fputc('}', f);
             }
-            fputs(bi + 1 < r->nblocks ? ",\n" : "\n", f);
-            break;
+            fputs(nrows ? "\n  ]" : "]", f);
+        } else {
+            fputs(": {", f);
+            for (int i = 0; i < b->nitems; i++) {
+                fputs(i ? ",\n    " : "\n    ", f);
+                json_string(f, b->items[i].key);
+                fputs(": ", f);
+                json_value(f, &b->items[i]);
+            }
+            fputs(b->nitems ? "\n  }" : "}", f);
         }
+        fputs(bi + 1 < r->nblocks ? ",\n" : "\n", f);
     }
     if (fmt == PF_FMT_JSON)
         fputs("}\n", f);

@@ -2,6 +2,7 @@
 #include "tui/simflags.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -24,17 +25,25 @@ void pf_simflags_default(pf_simflags *f, pf_engine engine)
 int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
 {
     pf_sim_params *p = &f->p;
+    /* Bounds the simulator also checks (sim/sim.c params_check; workers:
+     * PF_SIM_MAX_WORKERS) are copied from it exactly; tests/test_cli.c
+     * fails if they drift. The others are the command line's own: --jobs
+     * and --arrival-rate keep a generated workload to what one run finishes
+     * in seconds; --seed is the largest integer a double (JSON) holds
+     * exactly; --stall-limit, --swap-blocks and --pingpong-window stop far
+     * above any meaningful value but well inside an int. */
     const pf_opt rows[] = {
         {"jobs", PF_OPT_INT, &f->jobs, 1, 1000000, NULL, "N", "jobs from the seed's length mix", 0},
         {"trace", PF_OPT_STRING, &f->trace, 0, 0, NULL, "FILE",
-         "jobs from a trace: arrival,prompt,output CSV or the Azure LLM trace format", 0},
+         "jobs from a trace (read once; a pipe works): arrival,prompt,output CSV or the Azure LLM "
+         "trace format", 0},
         {"step-ms", PF_OPT_DOUBLE, &f->step_ms, 0.001, 1e6, NULL, "MS",
          "Azure trace: wall-clock milliseconds per simulated step", 0},
         {"arrival-rate", PF_OPT_DOUBLE, &f->arrival_rate, 0, 1e6, NULL, "R",
          "generated jobs arrive R per step (0: all at step 0, the seed's)", 0},
         {"workers", PF_OPT_INT, &p->workers, 1, 4096, NULL, "N", "concurrent sequence slots", 0},
-        {"pool-blocks", PF_OPT_INT, &p->cfg.pool_blocks, 1, 1 << 24, NULL, "N", "frames in the KV pool", 0},
-        {"block-size", PF_OPT_INT, &p->cfg.block_size, 1, 4096, NULL, "TOKENS", "tokens per block", 0},
+        {"pool-blocks", PF_OPT_INT, &p->cfg.pool_blocks, 1, 1 << 22, NULL, "N", "frames in the KV pool", 0},
+        {"block-size", PF_OPT_INT, &p->cfg.block_size, 1, 65536, NULL, "TOKENS", "tokens per block", 0},
         {"max-len", PF_OPT_INT, &p->cfg.max_seq_len, 2, 1 << 24, NULL, "TOKENS",
          "MAX_SEQ_LEN: naive reservation; longer trace requests are skipped", 0},
         {"watermark", PF_OPT_DOUBLE, &p->watermark, 0, 1, NULL, "F",
@@ -76,6 +85,37 @@ int pf_simflags_check(const char *prog, const pf_simflags *f, pf_opt *opts)
     return PF_CLI_OK;
 }
 
+int pf_simflags_load(const char *prog, pf_simflags *f)
+{
+    if (!f->trace || f->trace_data)
+        return 0;
+    char err[512] = "";
+    if (pf_jobs_read_file(f->trace, &f->trace_data, &f->trace_len, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 2;
+    }
+    return 0;
+}
+
+void pf_simflags_release(pf_simflags *f)
+{
+    free(f->trace_data);
+    f->trace_data = NULL;
+    f->trace_len = 0;
+}
+
+int pf_simflags_check_naive(const char *prog, const pf_simflags *f)
+{
+    long long B = f->p.cfg.block_size;
+    long long need = (f->p.cfg.max_seq_len + B - 1) / B;
+    if (need > f->p.cfg.pool_blocks)
+        return pf_cli_error(prog,
+                            "--pool-blocks %d cannot hold one naive reservation: --max-len %d needs "
+                            "%lld blocks of %lld tokens (raise --pool-blocks or lower --max-len)",
+                            f->p.cfg.pool_blocks, f->p.cfg.max_seq_len, need, B);
+    return PF_CLI_OK;
+}
+
 void pf_simflags_params(const pf_simflags *f, pf_sim_params *out)
 {
     *out = f->p;
@@ -98,7 +138,9 @@ int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int 
         return 0;
     }
     char err[512] = "";
-    int rc = pf_jobs_load_trace(jobs, f->trace, f->step_ms, max_len, err, sizeof err);
+    int rc = f->trace_data ? pf_jobs_parse_trace(jobs, f->trace, f->trace_data, f->trace_len,
+                                                 f->step_ms, max_len, err, sizeof err)
+                           : pf_jobs_load_trace(jobs, f->trace, f->step_ms, max_len, err, sizeof err);
     if (rc != PF_OK) {
         fprintf(stderr, "%s: %s\n", prog, err[0] ? err : pf_strerror(rc));
         return 2;
