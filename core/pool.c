@@ -738,19 +738,29 @@ static int free_n_impl(pf_pool *p, pf_pool_cache *c, int owner, const int *frame
      * where no one can take a returned frame before the list is done (else
      * a later entry could meet it reallocated). */
     if (dup) {
+        /* Newest entry first: the first LIMBO meeting is a frame's last
+         * occurrence, where n sequential frees would have returned it. They
+         * are written above the depot's top in that reverse order, and the
+         * segment is then reversed: the depot ends as sequential frees leave
+         * it (same LIFO order). */
         pthread_mutex_lock(&p->mu);
-        for (i = 0; i < n; i++) {
+        int base = p->depot_n;
+        for (i = n - 1; i >= 0; i--) {
             int f = frames[i];
             uint64_t limbo = ST_LIMBO;
             if (atomic_compare_exchange_strong_explicit(&p->state[f], &limbo, ST_FREE,
                                                         memory_order_acq_rel,
-                                                        memory_order_acquire)) {
+                                                        memory_order_acquire))
                 p->depot[p->depot_n++] = f;
-                p->headroom++;
-            } else {
+            else
                 unpin(p, f, owner);
-            }
         }
+        for (int a = base, b = p->depot_n - 1; a < b; a++, b--) {
+            int t = p->depot[a];
+            p->depot[a] = p->depot[b];
+            p->depot[b] = t;
+        }
+        p->headroom += p->depot_n - base;
         STORE(p->depot_view, p->depot_n);
         pthread_mutex_unlock(&p->mu);
         return PF_OK;

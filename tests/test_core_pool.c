@@ -201,8 +201,16 @@ Test(pool, eight_thread_stress)
 
 /* ---- randomized model-based test ---------------------------------------- */
 
+/* The model is the contract written plainly: owners, reference counts, a
+ * LIFO stack of free frames, the peak, the frames handed out. In `exact`
+ * mode (calls without a cache) the pool must hand out the very frames the
+ * model's stack does; with caches only the set matters (a cache hands out
+ * any free frame), so the model removes whatever frames the pool named,
+ * after checking each was free in the model and named once. */
+
 #define M_N 64
 #define M_OWNERS 6
+#define M_CACHES 3
 
 typedef struct {
     int owner[M_N], ref[M_N];
@@ -223,15 +231,14 @@ static void model_init(model *m)
     m->total = 0;
 }
 
-static void model_took(model *m, int n)
+/* Take n frames: the decision, then (rc OK) the frames. `got` is what the
+ * pool returned; in exact mode it must equal the model's pops, otherwise
+ * each must be free in the model (and so named once). Returns the model's
+ * code; *match is 0 when the pool's frames are wrong. */
+static int model_take_n(model *m, int owner, int n, int reserve, const int *got, int exact,
+                        int *match)
 {
-    if (M_N - m->top > m->peak)
-        m->peak = M_N - m->top;
-    m->total += (uint64_t)n;
-}
-
-static int model_take_n(model *m, int owner, int n, int reserve, int *out)
-{
+    *match = 1;
     if (owner < 0 || n < 0)
         return PF_ERR_ARG;
     if (n > m->top)
@@ -239,12 +246,28 @@ static int model_take_n(model *m, int owner, int n, int reserve, int *out)
     if (m->top - n < reserve)
         return PF_ERR_WATERMARK;
     for (int i = 0; i < n; i++) {
-        int f = m->stack[--m->top];
+        int f;
+        if (exact) {
+            f = m->stack[--m->top];
+            *match &= got[i] == f;
+        } else {
+            f = got[i];
+            int at = -1;
+            for (int k = 0; f >= 0 && f < M_N && k < m->top; k++)
+                if (m->stack[k] == f)
+                    at = k;
+            if (at < 0) {
+                *match = 0;
+                return PF_OK;
+            }
+            m->stack[at] = m->stack[--m->top];
+        }
         m->owner[f] = owner;
         m->ref[f] = 1;
-        out[i] = f;
     }
-    model_took(m, n);
+    if (M_N - m->top > m->peak)
+        m->peak = M_N - m->top;
+    m->total += (uint64_t)n;
     return PF_OK;
 }
 
@@ -255,18 +278,33 @@ static void model_release(model *m, int f)
     m->stack[m->top++] = f;
 }
 
-static int model_free(model *m, int owner, int f)
+/* check_owner 0: pf_pool_unref (any holder) */
+static int model_drop(model *m, int owner, int check_owner, int f)
 {
-    if (owner < 0)
-        return PF_ERR_ARG;
     if (f < 0 || f >= M_N)
         return PF_ERR_RANGE;
     if (m->ref[f] == 0)
         return PF_ERR_DOUBLE_FREE;
-    if (m->owner[f] != owner)
+    if (check_owner && m->owner[f] != owner)
         return PF_ERR_NOT_OWNER;
     if (--m->ref[f] == 0)
         model_release(m, f);
+    return PF_OK;
+}
+
+/* n frees in order; the first error undoes them all */
+static int model_free_n(model *m, int owner, const int *fr, int n)
+{
+    if (owner < 0 || n < 0)
+        return PF_ERR_ARG;
+    model saved = *m;
+    for (int i = 0; i < n; i++) {
+        int rc = model_drop(m, owner, 1, fr[i]);
+        if (rc != PF_OK) {
+            *m = saved;
+            return rc;
+        }
+    }
     return PF_OK;
 }
 
@@ -296,63 +334,94 @@ static int model_share(model *m, int f)
     return PF_OK;
 }
 
-Test(pool, model_based_random_operations)
+/* A free_n list: mostly the frames of one owner (so most lists succeed),
+ * sometimes a duplicate, a stranger's frame, a free frame or a bad id. */
+static int make_list(pf_rng *r, const model *m, int *owner, int *list)
+{
+    int k = (int)pf_rng_range(r, 0, 6), n = 0;
+    int start = (int)pf_rng_range(r, 0, M_N - 1);
+    for (int i = 0; i < M_N && n < k; i++) {
+        int f = (start + i) % M_N;
+        if (m->ref[f] > 0 && m->owner[f] == *owner)
+            list[n++] = f;
+    }
+    int spoil = (int)pf_rng_range(r, 0, 7);
+    if (spoil == 0 && n > 0) {
+        int twice = list[pf_rng_range(r, 0, n - 1)]; /* listed twice */
+        list[n++] = twice;
+    }
+    else if (spoil == 1)
+        list[n++] = (int)pf_rng_range(r, -1, M_N); /* anything, bad ids too */
+    if (n > 1 && pf_rng_range(r, 0, 1)) { /* the spoiler is not always last */
+        int a = (int)pf_rng_range(r, 0, n - 1), t = list[a];
+        list[a] = list[n - 1];
+        list[n - 1] = t;
+    }
+    return n;
+}
+
+/* nops random operations on a 64-frame pool, each checked against the
+ * model: return code, frames, free/used counts and peak after every call;
+ * owners, reference counts, alloc_total and pf_pool_check every 1000 calls.
+ * With caches, each call picks the depot or one of M_CACHES caches. */
+static void run_model(int nops, int with_caches, uint64_t seed)
 {
     /* Watermarks whose reserve ceil(w * 64) is exact, plus invalid ones. */
     static const double wms[] = {0.0, 1.0 / 64, 0.125, 0.25, 0.5, 1.0, -0.25, 1.5};
     static const int reserves[] = {0, 1, 8, 16, 32, 64, -1, -1};
-    const int nops = 150000;
+    enum { K_ALLOC, K_ALLOC_N, K_ADMIT, K_FREE, K_FREE_OWNER, K_SHARE, K_FREE_N, K_UNREF, K_N };
     pf_pool *p = pf_pool_create(M_N);
+    pf_pool_cache *caches[M_CACHES] = {0};
+    for (int i = 0; with_caches && i < M_CACHES; i++)
+        cr_assert_not_null(caches[i] = pf_pool_cache_new(p));
     model m;
     model_init(&m);
     pf_rng r;
-    pf_rng_seed(&r, 20261202);
-    int got[M_N + 4], want[M_N + 4];
-    int counts[6] = {0};
+    pf_rng_seed(&r, seed);
+    int got[M_N + 8], list[16];
+    int counts[K_N] = {0};
     int codes[9] = {0}; /* how often each pf_err (by -code) was returned */
 
     for (int op = 0; op < nops; op++) {
-        int kind = (int)pf_rng_range(&r, 0, 5);
+        int kind = (int)pf_rng_range(&r, 0, K_N - 1);
         /* mostly valid owners and frames, some invalid ones */
         int owner = (int)pf_rng_range(&r, -1, M_OWNERS - 1);
         int frame = (int)pf_rng_range(&r, -2, M_N + 1);
-        int rc_pool = 0, rc_model = 0;
+        int ci = with_caches ? (int)pf_rng_range(&r, -1, M_CACHES - 1) : -1;
+        pf_pool_cache *c = ci >= 0 ? caches[ci] : NULL;
+        int exact = !with_caches;
+        int rc_pool = 0, rc_model = 0, match = 1;
         counts[kind]++;
         switch (kind) {
-        case 0: { /* alloc */
-            int f = -99, g = -99;
-            rc_pool = pf_pool_alloc(p, owner, &f);
-            rc_model = model_take_n(&m, owner, 1, 0, &g);
-            if (rc_model == PF_OK)
-                cr_assert_eq(f, g, "op %d: alloc gave %d, model %d", op, f, g);
+        case K_ALLOC:
+            got[0] = -99;
+            rc_pool = c ? pf_pool_alloc_c(c, owner, got) : pf_pool_alloc(p, owner, got);
+            rc_model = model_take_n(&m, owner, 1, 0, got, exact, &match);
             break;
-        }
-        case 1: { /* alloc_n, sometimes more than free */
+        case K_ALLOC_N: { /* sometimes more than free */
             int n = (int)pf_rng_range(&r, -1, 12);
-            rc_pool = pf_pool_alloc_n(p, owner, n, got);
-            rc_model = model_take_n(&m, owner, n, 0, want);
-            if (rc_model == PF_OK)
-                cr_assert_arr_eq(got, want, (size_t)n * sizeof(int), "op %d: alloc_n frames", op);
+            rc_pool = c ? pf_pool_alloc_n_c(c, owner, n, got) : pf_pool_alloc_n(p, owner, n, got);
+            rc_model = model_take_n(&m, owner, n, 0, got, exact, &match);
             break;
         }
-        case 2: { /* alloc_admit */
+        case K_ADMIT: {
             int n = (int)pf_rng_range(&r, 0, 10);
             int w = (int)pf_rng_range(&r, 0, 7);
-            rc_pool = pf_pool_alloc_admit(p, owner, n, wms[w], got);
-            rc_model = reserves[w] < 0 ? PF_ERR_ARG : model_take_n(&m, owner, n, reserves[w], want);
-            if (rc_model == PF_OK)
-                cr_assert_arr_eq(got, want, (size_t)n * sizeof(int), "op %d: admit frames", op);
+            rc_pool = c ? pf_pool_alloc_admit_c(c, owner, n, wms[w], got)
+                        : pf_pool_alloc_admit(p, owner, n, wms[w], got);
+            rc_model = reserves[w] < 0 ? PF_ERR_ARG
+                                       : model_take_n(&m, owner, n, reserves[w], got, exact, &match);
             if (reserves[w] >= 0)
                 cr_assert_eq(pf_pool_reserve_frames(p, wms[w]), reserves[w]);
             break;
         }
-        case 3: /* free: prefer a used frame with its owner so frees succeed often */
+        case K_FREE: /* prefer a used frame with its owner so frees succeed often */
             if (pf_rng_range(&r, 0, 2) && frame >= 0 && frame < M_N && m.ref[frame] > 0)
                 owner = m.owner[frame];
-            rc_pool = pf_pool_free(p, owner, frame);
-            rc_model = model_free(&m, owner, frame);
+            rc_pool = c ? pf_pool_free_c(c, owner, frame) : pf_pool_free(p, owner, frame);
+            rc_model = owner < 0 ? PF_ERR_ARG : model_drop(&m, owner, 1, frame);
             break;
-        case 4: { /* free_owner, rarer in effect because owners are few */
+        case K_FREE_OWNER: { /* rarer in effect because owners are few */
             if (pf_rng_range(&r, 0, 3)) {
                 counts[kind]--;
                 continue;
@@ -364,17 +433,33 @@ Test(pool, model_based_random_operations)
                 cr_assert_eq(fp, fm, "op %d: free_owner freed %d, model %d", op, fp, fm);
             break;
         }
-        default: /* share */
+        case K_SHARE:
             rc_pool = pf_pool_share(p, frame);
             rc_model = model_share(&m, frame);
+            break;
+        case K_FREE_N: {
+            if (frame >= 0 && frame < M_N && m.ref[frame] > 0 && pf_rng_range(&r, 0, 3))
+                owner = m.owner[frame];
+            int n = owner < 0 ? 2 : make_list(&r, &m, &owner, list);
+            if (owner < 0)
+                list[0] = list[1] = 0;
+            rc_pool = c ? pf_pool_free_n_c(c, owner, list, n) : pf_pool_free_n(p, owner, list, n);
+            rc_model = model_free_n(&m, owner, list, n);
+            break;
+        }
+        default: /* K_UNREF: any holder drops a reference */
+            rc_pool = c ? pf_pool_unref_c(c, frame) : pf_pool_unref(p, frame);
+            rc_model = model_drop(&m, 0, 0, frame);
             break;
         }
         cr_assert_eq(rc_pool, rc_model, "op %d kind %d: pool %d (%s), model %d", op, kind,
                      rc_pool, pf_strerror(rc_pool), rc_model);
+        cr_assert(match, "op %d kind %d: the pool handed out frames the model does not", op, kind);
         codes[-rc_model]++;
         cr_assert_eq(pf_pool_free_count(p), m.top, "op %d: free count", op);
         cr_assert_eq(pf_pool_used_count(p), M_N - m.top);
-        cr_assert_eq(pf_pool_peak(p), m.peak, "op %d: peak", op);
+        cr_assert_eq(pf_pool_peak(p), m.peak, "op %d: peak %d, model %d", op, pf_pool_peak(p),
+                     m.peak);
         if (op % 1000 == 0) {
             cr_assert_eq(pf_pool_check(p), PF_OK, "op %d: check", op);
             cr_assert_eq(pf_pool_alloc_total(p), m.total);
@@ -383,20 +468,42 @@ Test(pool, model_based_random_operations)
                 cr_assert_eq(pf_pool_refcount(p, f), m.ref[f], "op %d frame %d ref", op, f);
             }
         }
+        if (with_caches && op % 5000 == 2500) { /* a thread leaves, another comes */
+            int k = (int)pf_rng_range(&r, 0, M_CACHES - 1);
+            pf_pool_cache_free(caches[k]);
+            cr_assert_not_null(caches[k] = pf_pool_cache_new(p));
+            pf_pool_reset_peak(p);
+            m.peak = M_N - m.top;
+        }
         if (op % 20000 == 19999) { /* drain now and then so exhaustion is reached from empty too */
             pf_pool_reset(p);
             model_init(&m);
         }
     }
     /* every kind of operation actually ran a meaningful number of times */
-    for (int k = 0; k < 6; k++)
-        cr_assert_gt(counts[k], 1000, "operation %d ran %d times", k, counts[k]);
+    for (int k = 0; k < K_N; k++)
+        cr_assert_gt(counts[k], nops / 100, "operation %d ran %d times", k, counts[k]);
     /* and every outcome the pool can report was exercised */
     static const int outcomes[] = {PF_OK, PF_ERR_NOMEM, PF_ERR_DOUBLE_FREE, PF_ERR_NOT_OWNER,
                                    PF_ERR_RANGE, PF_ERR_ARG, PF_ERR_WATERMARK};
     for (int i = 0; i < 7; i++)
-        cr_assert_gt(codes[-outcomes[i]], 100, "outcome %s seen %d times",
+        cr_assert_gt(codes[-outcomes[i]], nops / 1000, "outcome %s seen %d times",
                      pf_strerror(outcomes[i]), codes[-outcomes[i]]);
     cr_assert_eq(pf_pool_check(p), PF_OK);
+    for (int i = 0; i < M_CACHES; i++)
+        pf_pool_cache_free(caches[i]);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
     pf_pool_destroy(p);
+}
+
+/* 10^6 calls without caches: the pool's original semantics, frame for frame. */
+Test(pool, model_based_random_operations, .timeout = 60)
+{
+    run_model(1000000, 0, 20261202);
+}
+
+/* The same calls spread over the depot and three caches. */
+Test(pool, model_based_with_caches, .timeout = 60)
+{
+    run_model(400000, 1, 20261203);
 }
