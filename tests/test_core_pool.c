@@ -189,6 +189,141 @@ Test(pool, sharing_counts_references)
     pf_pool_destroy(p);
 }
 
+/* Frames parked in caches are free: they count in free_count, admission
+ * counts them to the frame, and a taker steals them when the depot is out. */
+Test(pool, parked_frames_admit_exactly_up_to_the_reserve)
+{
+    pf_pool *p = pf_pool_create(100);
+    pf_pool_cache *a = pf_pool_cache_new(p), *b = pf_pool_cache_new(p), *c = pf_pool_cache_new(p);
+    cr_assert(a && b && c);
+    int fa[40], fb[30], frames[100];
+    cr_assert_eq(pf_pool_alloc_n_c(a, 1, 40, fa), PF_OK);
+    cr_assert_eq(pf_pool_alloc_n_c(b, 2, 30, fb), PF_OK);
+    cr_assert_eq(pf_pool_free_n_c(a, 1, fa, 40), PF_OK);
+    cr_assert_eq(pf_pool_free_n_c(b, 2, fb, 30), PF_OK);
+    int parked = pf_pool_cache_count(a) + pf_pool_cache_count(b);
+    cr_assert_geq(parked, 60, "frames freed through a cache stay parked there (%d)", parked);
+    cr_assert_eq(pf_pool_free_count(p), 100, "parked frames count as free");
+    cr_assert_eq(pf_pool_used_count(p), 0);
+    cr_assert(pf_pool_can_admit(p, 90, 0.10));
+    cr_assert_not(pf_pool_can_admit(p, 91, 0.10));
+    /* reserve 10: 91 is refused with the watermark code, 90 is admitted */
+    cr_assert_eq(pf_pool_alloc_admit(p, 3, 91, 0.10, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 91, 0.10, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 101, 0.10, frames), PF_ERR_NOMEM);
+    cr_assert_eq(pf_pool_free_count(p), 100, "a refusal takes nothing");
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 90, 0.10, frames), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 10);
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 1, 0.10, frames + 90), PF_ERR_WATERMARK);
+    /* a running sequence may grow into the reserve: plain allocs steal the
+     * last parked frames wherever they are */
+    cr_assert_eq(pf_pool_alloc_n_c(c, 3, 10, frames + 90), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 0);
+    cr_assert_eq(pf_pool_cache_count(a) + pf_pool_cache_count(b), 0);
+    cr_assert_eq(pf_pool_alloc(p, 3, frames), PF_ERR_NOMEM);
+    unsigned char seen[100] = {0};
+    for (int i = 0; i < 100; i++) {
+        cr_assert(frames[i] >= 0 && frames[i] < 100 && !seen[frames[i]], "frame %d twice", frames[i]);
+        seen[frames[i]] = 1;
+    }
+    cr_assert_eq(pf_pool_peak(p), 100);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    cr_assert_eq(pf_pool_free_n(p, 3, frames, 100), PF_OK);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_cache_free(a);
+    pf_pool_cache_free(b);
+    pf_pool_cache_free(c);
+    cr_assert_eq(pf_pool_free_count(p), 100);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+Test(pool, free_n_is_all_or_nothing)
+{
+    pf_pool *p = pf_pool_create(8);
+    int a[3], other, f;
+    cr_assert_eq(pf_pool_alloc_n(p, 1, 3, a), PF_OK);
+    cr_assert_eq(pf_pool_alloc(p, 2, &other), PF_OK);
+    int bad_owner[] = {a[0], a[1], other};
+    cr_assert_eq(pf_pool_free_n(p, 1, bad_owner, 3), PF_ERR_NOT_OWNER);
+    int twice[] = {a[0], a[0]};
+    cr_assert_eq(pf_pool_free_n(p, 1, twice, 2), PF_ERR_DOUBLE_FREE, "one reference, listed twice");
+    int bad_id[] = {a[2], 8};
+    cr_assert_eq(pf_pool_free_n(p, 1, bad_id, 2), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_free_n(p, 1, NULL, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_n(p, -1, a, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_n(p, 1, NULL, 0), PF_OK, "an empty list frees nothing");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pf_pool_owner(p, a[i]), 1, "a refused list changed frame %d", a[i]);
+        cr_assert_eq(pf_pool_refcount(p, a[i]), 1);
+    }
+    cr_assert_eq(pf_pool_free_count(p), 4);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    /* two references listed twice: both dropped, the frame is free */
+    cr_assert_eq(pf_pool_share(p, a[0]), PF_OK);
+    cr_assert_eq(pf_pool_free_n(p, 1, twice, 2), PF_OK);
+    cr_assert_eq(pf_pool_refcount(p, a[0]), 0);
+    int rest[] = {a[1], a[2]};
+    cr_assert_eq(pf_pool_free_n(p, 1, rest, 2), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 7);
+    cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_OK);
+    cr_assert_eq(f, a[2], "LIFO as sequential frees: the last freed comes back first");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+/* Issue 9: any holder drops its own reference; the owner field keeps naming
+ * the first allocator; pf_pool_free keeps its owner check. */
+Test(pool, any_holder_unrefs)
+{
+    pf_pool *p = pf_pool_create(4);
+    pf_pool_cache *c = pf_pool_cache_new(p);
+    int f;
+    cr_assert_eq(pf_pool_alloc_c(c, 1, &f), PF_OK);
+    cr_assert_eq(pf_pool_share(p, f), PF_OK); /* sequence 2 shares the prefix */
+    cr_assert_eq(pf_pool_free(p, 2, f), PF_ERR_NOT_OWNER, "free keeps its owner check");
+    cr_assert_eq(pf_pool_free(p, 1, f), PF_OK, "the first owner drops its reference");
+    cr_assert_eq(pf_pool_refcount(p, f), 1);
+    cr_assert_eq(pf_pool_owner(p, f), 1, "owner still names the first allocator");
+    cr_assert_eq(pf_pool_free_count(p), 3);
+    cr_assert_eq(pf_pool_unref_c(c, f), PF_OK, "the sharer drops its own reference");
+    cr_assert_eq(pf_pool_refcount(p, f), 0);
+    cr_assert_eq(pf_pool_owner(p, f), PF_POOL_NO_OWNER);
+    cr_assert_eq(pf_pool_unref(p, f), PF_ERR_DOUBLE_FREE);
+    cr_assert_eq(pf_pool_unref(p, 4), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_unref(NULL, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_count(p), 4);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_cache_free(c);
+    pf_pool_destroy(p);
+}
+
+Test(pool, caches_come_and_go)
+{
+    pf_pool *p = pf_pool_create(256);
+    static pf_pool_cache *cs[PF_POOL_CACHE_MAX];
+    for (int i = 0; i < PF_POOL_CACHE_MAX; i++)
+        cr_assert_not_null(cs[i] = pf_pool_cache_new(p));
+    cr_assert_null(pf_pool_cache_new(p), "at most PF_POOL_CACHE_MAX caches");
+    int f;
+    cr_assert_eq(pf_pool_alloc_c(cs[7], 1, &f), PF_OK);
+    cr_assert_eq(pf_pool_free_c(cs[7], 1, f), PF_OK);
+    int parked = pf_pool_cache_count(cs[7]);
+    cr_assert_gt(parked, 0, "a refill parks frames in the cache");
+    pf_pool_cache_free(cs[7]);
+    cr_assert_eq(pf_pool_free_count(p), 256, "detaching a cache keeps its frames free");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    cr_assert_not_null(cs[7] = pf_pool_cache_new(p), "a detached slot is reused");
+    cr_assert_eq(pf_pool_cache_count(cs[7]), 0);
+    cr_assert_eq(pf_pool_alloc_c(NULL, 1, &f), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_alloc_c(cs[7], -1, &f), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_alloc_total(p), 1u);
+    pf_pool_cache_free(NULL);
+    for (int i = 0; i < PF_POOL_CACHE_MAX; i += 2)
+        pf_pool_cache_free(cs[i]);
+    pf_pool_destroy(p); /* frees the caches still attached */
+}
+
 /* 8 threads allocate and free in loops; every frame handed out is claimed
  * in a side array with an atomic exchange, so two holders of one frame are
  * caught. The worker code is shared with the TSan race test. */
