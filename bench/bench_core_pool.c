@@ -259,8 +259,12 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (strcmp(a, "--seconds") && strcmp(a, "--frames") && strcmp(a, "--threads")) {
+            fprintf(stderr, "bench_core_pool: unknown flag: %s (see --help)\n", a);
+            return 2;
+        }
         if (i + 1 >= argc) {
-            fprintf(stderr, "bench_core_pool: unknown flag or missing value: %s\n", a);
+            fprintf(stderr, "bench_core_pool: %s needs a value\n", a);
             return 2;
         }
         const char *v = argv[++i];
