@@ -144,7 +144,7 @@ static void *worker_main(void *arg)
 /* Pairs per second with `threads` threads on the pool (ours) or the list.
  * Returns a negative value if threads or caches could not be made or any
  * operation failed. */
-static double run_point(int threads, int ours, int nframes, double seconds)
+static double run_point(int threads, int ours, int nframes, double seconds, uint64_t *stops)
 {
     static worker ws[MAX_THREADS];
     run_ctl ctl = {0};
@@ -190,6 +190,7 @@ static double run_point(int threads, int ours, int nframes, double seconds)
             pf_pool_cache_free(ws[i].cache);
         if (pf_pool_check(ctl.pool) != PF_OK || pf_pool_used_count(ctl.pool) != 0)
             rate = -1.0;
+        *stops = pf_pool_stop_count(ctl.pool);
         pf_pool_destroy(ctl.pool);
     } else {
         ml_destroy(&ml);
@@ -320,14 +321,15 @@ int main(int argc, char **argv)
     printf("machine: %ld online cores\n", cores);
     printf("ours  = pf_pool_alloc_c + pf_pool_free_c, each thread its own cache\n");
     printf("mutex = LIFO free list under one pthread mutex (the baseline)\n\n");
-    printf("%7s %12s %12s %11s %15s %15s\n", "threads", "ours M/s", "mutex M/s", "ours/mutex",
-           "ours vs 1 thr", "mutex vs 1 thr");
+    printf("%7s %12s %12s %11s %15s %15s %11s\n", "threads", "ours M/s", "mutex M/s",
+           "ours/mutex", "ours vs 1 thr", "mutex vs 1 thr", "ours stops");
     double ours1 = 0, mutex1 = 0;
     int failed = 0;
     for (int i = 0; i < npoints; i++) {
         int t = threads[i];
-        double o = run_point(t, 1, nframes, seconds);
-        double m = run_point(t, 0, nframes, seconds);
+        uint64_t stops = 0;
+        double o = run_point(t, 1, nframes, seconds, &stops);
+        double m = run_point(t, 0, nframes, seconds, &stops);
         if (o < 0 || m < 0) {
             fprintf(stderr, "bench_core_pool: the %d-thread point failed (threads, caches, or a "
                             "pool error)\n", t);
@@ -342,10 +344,11 @@ int main(int argc, char **argv)
         if (ours1 > 0)
             printf(" %7.2fx (%3.0f%%) %7.2fx (%3.0f%%)", o / ours1, 100.0 * o / ours1 / t,
                    m / mutex1, 100.0 * m / mutex1 / t);
-        printf("\n");
+        printf(" %11llu\n", (unsigned long long)stops);
     }
     printf("  (vs 1 thr: speedup over this design's 1-thread rate, and that speedup / T as the "
-           "fraction of linear)\n\n");
+           "fraction of linear;\n   ours stops: takes that locked every cache, pf_pool_stop_count)"
+           "\n\n");
 
     double a = seq_ns(nframes, 1, seconds), b = seq_ns(nframes, 0, seconds);
     if (a < 0 || b < 0) {

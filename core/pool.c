@@ -138,6 +138,7 @@ struct pf_pool {
     _Atomic int depot_view; /* == depot_n */
     _Atomic int peak;       /* written under mu */
     _Atomic uint64_t depot_allocs;
+    _Atomic uint64_t stops; /* slow paths that locked every cache */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -233,6 +234,7 @@ static void reset_all_locked(pf_pool *p)
     STORE(p->depot_view, p->n);
     STORE(p->peak, 0);
     STORE(p->depot_allocs, (uint64_t)0);
+    STORE(p->stops, (uint64_t)0);
 }
 
 pf_pool *pf_pool_create(int nframes)
@@ -394,6 +396,28 @@ static void headroom_take(pf_pool *p, pf_pool_cache *c, int n, int all)
     }
     if (n > 0)
         STORE(p->peak, LOAD(p->peak) + n);
+    /* Stock the own cache for its next takes, up to CACHE_BATCH units: from
+     * the depot's headroom, and (all) half of each other cache's surplus
+     * beyond one unit, so a thread that allocates more than it frees does
+     * not stop the world on every take. Moving headroom between holders
+     * keeps the sum, so the peak stays exact. */
+    if (!c)
+        return;
+    t = imin(p->headroom, CACHE_BATCH - c->headroom);
+    if (t > 0) {
+        p->headroom -= t;
+        c->headroom += t;
+    }
+    for (int i = 0; all && i < p->nslots && c->headroom < CACHE_BATCH; i++) {
+        pf_pool_cache *o = slot(p, i);
+        if (o == c || !o->in_use)
+            continue;
+        t = imin((o->headroom - 1) / 2, CACHE_BATCH - c->headroom);
+        if (t > 0) {
+            o->headroom -= t;
+            c->headroom += t;
+        }
+    }
 }
 
 /* Under mu with c (if any) locked, and every other cache locked when `all`.
@@ -463,6 +487,7 @@ static int slow_take(pf_pool *p, pf_pool_cache *c, int owner, int n, int reserve
         spin_lock(&c->lock);
     int rc = take_locked(p, c, owner, n, reserve, out, 0);
     if (rc == NEED_ALL) {
+        add_u64(&p->stops, 1);
         lock_others(p, c);
         rc = take_locked(p, c, owner, n, reserve, out, 1);
         unlock_others(p, c);
@@ -891,6 +916,11 @@ int pf_pool_refcount(const pf_pool *pool, int frame)
     if (!pool || frame < 0 || frame >= pool->n)
         return 0;
     return ST_REF(LOAD(((pf_pool *)pool)->state[frame]));
+}
+
+uint64_t pf_pool_stop_count(const pf_pool *pool)
+{
+    return pool ? LOAD(((pf_pool *)pool)->stops) : 0;
 }
 
 uint64_t pf_pool_alloc_total(const pf_pool *pool)

@@ -144,6 +144,10 @@ int pf_pool_peak(const pf_pool *pool);
 int pf_pool_owner(const pf_pool *pool, int frame);    /* PF_POOL_NO_OWNER if free */
 int pf_pool_refcount(const pf_pool *pool, int frame); /* 0 if free */
 uint64_t pf_pool_alloc_total(const pf_pool *pool);    /* frames handed out, ever */
+/* Takes that had to lock every cache at once (to count parked frames for a
+ * decision, steal them, or find headroom at a new peak); steady churn
+ * through caches adds none. For tests and benchmarks; reset clears it. */
+uint64_t pf_pool_stop_count(const pf_pool *pool);
 
 /* Set the peak to the frames used now. */
 void pf_pool_reset_peak(pf_pool *pool);

@@ -332,6 +332,39 @@ Test(pool, caches_come_and_go)
     pf_pool_destroy(p); /* frees the caches still attached */
 }
 
+/* The fast path is the point of the caches: once warm, a cache whose churn
+ * stays within what the pool has already held at once (here: four caches
+ * each taking a list of 8 and single frames, in any interleaving) never
+ * locks the other caches. A take beyond that is a new peak, which must
+ * stop the world to stay exact (pool.c says why). */
+Test(pool, steady_churn_never_stops_the_world)
+{
+    pf_pool *p = pf_pool_create(4096);
+    pf_pool_cache *c[4];
+    int f, fr[4][8];
+    for (int i = 0; i < 4; i++)
+        cr_assert_not_null(c[i] = pf_pool_cache_new(p));
+    for (int round = 0; round < 2; round++) {
+        uint64_t before = pf_pool_stop_count(p);
+        for (int it = 0; it < 2000; it++) {
+            for (int k = 0; k < 4; k++)
+                cr_assert_eq(pf_pool_alloc_n_c(c[k], k, 8, fr[k]), PF_OK);
+            for (int k = 0; k < 4; k++)
+                cr_assert_eq(pf_pool_free_n_c(c[k], k, fr[k], 8), PF_OK);
+            for (int k = 3; k >= 0; k--) {
+                cr_assert_eq(pf_pool_alloc_c(c[k], 9, &f), PF_OK);
+                cr_assert_eq(pf_pool_free_c(c[k], 9, f), PF_OK);
+            }
+        }
+        if (round == 1) /* round 0 warmed the caches and found the peak */
+            cr_assert_eq(pf_pool_stop_count(p), before, "%llu stops in steady churn",
+                         (unsigned long long)(pf_pool_stop_count(p) - before));
+    }
+    cr_assert_eq(pf_pool_peak(p), 32, "four lists of 8 held at once");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
 /* Threads allocate and free in loops (three in four through their own
  * cache); every frame handed out is claimed in a side array with an atomic
  * exchange, so two holders of one frame are caught; at the end every frame
