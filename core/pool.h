@@ -126,7 +126,8 @@ int pf_pool_free_n_c(pf_pool_cache *cache, int owner, const int *frames, int n);
 int pf_pool_free_owner(pf_pool *pool, int owner, int *freed_out);
 
 /* Add a reference to a used frame (prefix sharing). PF_ERR_ARG for a free
- * frame, PF_ERR_RANGE for a bad id or a count at INT_MAX. */
+ * frame, PF_ERR_RANGE for a bad id or a count already at 2^30 - 1 (the
+ * count shares its word with the owner and a flag). */
 int pf_pool_share(pf_pool *pool, int frame);
 
 /* Drop one reference to a used frame, whoever holds it (a sharer dropping
