@@ -50,8 +50,12 @@
  * and only if those are short (the pool is at or near its peak) every cache
  * is locked and their headroom spent; what is then still missing means the
  * pool is at a new maximum and raises the peak by exactly the missing
- * amount, so the peak is always a value `used` really reached. Steady churn
- * spends the headroom its own frees made and never stops the world. Sums
+ * amount, so the peak is always a value `used` really reached. Moving
+ * units between holders keeps the sum, so a slow take also stocks its cache
+ * with up to CACHE_BATCH units (the depot's, and half of each other cache's
+ * surplus) for the takes that follow. Churn within what the pool has already
+ * held at once spends units its own frees made and never stops the world
+ * (pf_pool_stop_count counts the times it does). Sums
  * taken one cache at a time would not do: a cache seen empty of headroom may
  * free (and gain headroom) before the decision, and the peak would then
  * count a maximum that never happened; hence all cache locks at once.
