@@ -322,6 +322,10 @@ void pf_pool_cache_free(pf_pool_cache *c)
         return;
     pf_pool *p = c->pool;
     pthread_mutex_lock(&p->mu);
+    if (!c->in_use) { /* freed twice: the slot is already detached */
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
     spin_lock(&c->lock);
     for (int i = 0; i < c->n; i++)
         p->depot[p->depot_n++] = c->frames[i];

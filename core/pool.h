@@ -67,7 +67,9 @@ void pf_pool_reset(pf_pool *pool);
  * per pool at a time). NULL if the pool has that many or allocation failed. */
 #define PF_POOL_CACHE_MAX 1024
 pf_pool_cache *pf_pool_cache_new(pf_pool *pool);
-/* Return the cache's frames to the depot and detach it (NULL: no-op). */
+/* Return the cache's frames to the depot and detach it (NULL, or a cache
+ * already detached: no-op). The handle may be handed out again by a later
+ * pf_pool_cache_new; the pool frees it in pf_pool_destroy. */
 void pf_pool_cache_free(pf_pool_cache *cache);
 /* Frames parked in the cache now (free frames; for tests and viewers). */
 int pf_pool_cache_count(const pf_pool_cache *cache);
