@@ -86,7 +86,6 @@
  */
 #include "core/pool.h"
 
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
