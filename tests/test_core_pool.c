@@ -1,8 +1,11 @@
 /* tests/test_core_pool.c - the frame pool (core/pool.h): exhaustion, double
  * free, not-owner, range, all-or-nothing, watermark boundaries, peak,
- * sharing, an 8-thread stress (tests/test_core_pool_race.c) and a
- * randomized model-based test of >= 100k operations against a reference
- * model that mirrors the contract (LIFO free list, owners, ref counts). */
+ * sharing and unref, free_n, per-thread caches (parked frames count as free
+ * and admit exactly up to the reserve), randomized model-based tests (10^6
+ * calls without caches, frame for frame; 4x10^5 over three caches), and the
+ * threaded checks of tests/test_core_pool_race.c: stress with 8 and 256
+ * threads, a multi-threaded model checked at quiescent points, the exact
+ * peak and admission under threads. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,11 @@
 #include "core/rng.h"
 
 int pf_test_pool_stress(int nthreads, int nframes, int iters, char *msg, size_t msglen);
+int pf_test_pool_mt_model(int nthreads, int nframes, int rounds, int ops, char *msg,
+                          size_t msglen);
+int pf_test_pool_peak(int nthreads, int iters, char *msg, size_t msglen);
+int pf_test_pool_admit(int nthreads, int nframes, int rounds, double watermark, char *msg,
+                       size_t msglen);
 
 Test(pool, create_rejects_bad_sizes)
 {
@@ -189,9 +197,180 @@ Test(pool, sharing_counts_references)
     pf_pool_destroy(p);
 }
 
-/* 8 threads allocate and free in loops; every frame handed out is claimed
- * in a side array with an atomic exchange, so two holders of one frame are
- * caught. The worker code is shared with the TSan race test. */
+/* Frames parked in caches are free: they count in free_count, admission
+ * counts them to the frame, and a taker steals them when the depot is out. */
+Test(pool, parked_frames_admit_exactly_up_to_the_reserve)
+{
+    pf_pool *p = pf_pool_create(100);
+    pf_pool_cache *a = pf_pool_cache_new(p), *b = pf_pool_cache_new(p), *c = pf_pool_cache_new(p);
+    cr_assert(a && b && c);
+    int fa[40], fb[30], frames[100];
+    cr_assert_eq(pf_pool_alloc_n_c(a, 1, 40, fa), PF_OK);
+    cr_assert_eq(pf_pool_alloc_n_c(b, 2, 30, fb), PF_OK);
+    cr_assert_eq(pf_pool_free_n_c(a, 1, fa, 40), PF_OK);
+    cr_assert_eq(pf_pool_free_n_c(b, 2, fb, 30), PF_OK);
+    int parked = pf_pool_cache_count(a) + pf_pool_cache_count(b);
+    cr_assert_geq(parked, 60, "frames freed through a cache stay parked there (%d)", parked);
+    cr_assert_eq(pf_pool_free_count(p), 100, "parked frames count as free");
+    cr_assert_eq(pf_pool_used_count(p), 0);
+    cr_assert(pf_pool_can_admit(p, 90, 0.10));
+    cr_assert_not(pf_pool_can_admit(p, 91, 0.10));
+    /* reserve 10: 91 is refused with the watermark code, 90 is admitted */
+    cr_assert_eq(pf_pool_alloc_admit(p, 3, 91, 0.10, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 91, 0.10, frames), PF_ERR_WATERMARK);
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 101, 0.10, frames), PF_ERR_NOMEM);
+    cr_assert_eq(pf_pool_free_count(p), 100, "a refusal takes nothing");
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 90, 0.10, frames), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 10);
+    cr_assert_eq(pf_pool_alloc_admit_c(c, 3, 1, 0.10, frames + 90), PF_ERR_WATERMARK);
+    /* a running sequence may grow into the reserve: plain allocs steal the
+     * last parked frames wherever they are */
+    cr_assert_eq(pf_pool_alloc_n_c(c, 3, 10, frames + 90), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 0);
+    cr_assert_eq(pf_pool_cache_count(a) + pf_pool_cache_count(b), 0);
+    cr_assert_eq(pf_pool_alloc(p, 3, frames), PF_ERR_NOMEM);
+    unsigned char seen[100] = {0};
+    for (int i = 0; i < 100; i++) {
+        cr_assert(frames[i] >= 0 && frames[i] < 100 && !seen[frames[i]], "frame %d twice", frames[i]);
+        seen[frames[i]] = 1;
+    }
+    cr_assert_eq(pf_pool_peak(p), 100);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    cr_assert_eq(pf_pool_free_n(p, 3, frames, 100), PF_OK);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_cache_free(a);
+    pf_pool_cache_free(b);
+    pf_pool_cache_free(c);
+    cr_assert_eq(pf_pool_free_count(p), 100);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+Test(pool, free_n_is_all_or_nothing)
+{
+    pf_pool *p = pf_pool_create(8);
+    int a[3], other, f;
+    cr_assert_eq(pf_pool_alloc_n(p, 1, 3, a), PF_OK);
+    cr_assert_eq(pf_pool_alloc(p, 2, &other), PF_OK);
+    int bad_owner[] = {a[0], a[1], other};
+    cr_assert_eq(pf_pool_free_n(p, 1, bad_owner, 3), PF_ERR_NOT_OWNER);
+    int twice[] = {a[0], a[0]};
+    cr_assert_eq(pf_pool_free_n(p, 1, twice, 2), PF_ERR_DOUBLE_FREE, "one reference, listed twice");
+    int bad_id[] = {a[2], 8};
+    cr_assert_eq(pf_pool_free_n(p, 1, bad_id, 2), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_free_n(p, 1, NULL, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_n(p, -1, a, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_n(p, 1, NULL, 0), PF_OK, "an empty list frees nothing");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pf_pool_owner(p, a[i]), 1, "a refused list changed frame %d", a[i]);
+        cr_assert_eq(pf_pool_refcount(p, a[i]), 1);
+    }
+    cr_assert_eq(pf_pool_free_count(p), 4);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    /* two references listed twice: both dropped, the frame is free */
+    cr_assert_eq(pf_pool_share(p, a[0]), PF_OK);
+    cr_assert_eq(pf_pool_free_n(p, 1, twice, 2), PF_OK);
+    cr_assert_eq(pf_pool_refcount(p, a[0]), 0);
+    int rest[] = {a[1], a[2]};
+    cr_assert_eq(pf_pool_free_n(p, 1, rest, 2), PF_OK);
+    cr_assert_eq(pf_pool_free_count(p), 7);
+    cr_assert_eq(pf_pool_alloc(p, 1, &f), PF_OK);
+    cr_assert_eq(f, a[2], "LIFO as sequential frees: the last freed comes back first");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+/* Issue 9: any holder drops its own reference; the owner field keeps naming
+ * the first allocator; pf_pool_free keeps its owner check. */
+Test(pool, any_holder_unrefs)
+{
+    pf_pool *p = pf_pool_create(4);
+    pf_pool_cache *c = pf_pool_cache_new(p);
+    int f;
+    cr_assert_eq(pf_pool_alloc_c(c, 1, &f), PF_OK);
+    cr_assert_eq(pf_pool_share(p, f), PF_OK); /* sequence 2 shares the prefix */
+    cr_assert_eq(pf_pool_free(p, 2, f), PF_ERR_NOT_OWNER, "free keeps its owner check");
+    cr_assert_eq(pf_pool_free(p, 1, f), PF_OK, "the first owner drops its reference");
+    cr_assert_eq(pf_pool_refcount(p, f), 1);
+    cr_assert_eq(pf_pool_owner(p, f), 1, "owner still names the first allocator");
+    cr_assert_eq(pf_pool_free_count(p), 3);
+    cr_assert_eq(pf_pool_unref_c(c, f), PF_OK, "the sharer drops its own reference");
+    cr_assert_eq(pf_pool_refcount(p, f), 0);
+    cr_assert_eq(pf_pool_owner(p, f), PF_POOL_NO_OWNER);
+    cr_assert_eq(pf_pool_unref(p, f), PF_ERR_DOUBLE_FREE);
+    cr_assert_eq(pf_pool_unref(p, 4), PF_ERR_RANGE);
+    cr_assert_eq(pf_pool_unref(NULL, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_free_count(p), 4);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_cache_free(c);
+    pf_pool_destroy(p);
+}
+
+Test(pool, caches_come_and_go)
+{
+    pf_pool *p = pf_pool_create(256);
+    static pf_pool_cache *cs[PF_POOL_CACHE_MAX];
+    for (int i = 0; i < PF_POOL_CACHE_MAX; i++)
+        cr_assert_not_null(cs[i] = pf_pool_cache_new(p));
+    cr_assert_null(pf_pool_cache_new(p), "at most PF_POOL_CACHE_MAX caches");
+    int f;
+    cr_assert_eq(pf_pool_alloc_c(cs[7], 1, &f), PF_OK);
+    cr_assert_eq(pf_pool_free_c(cs[7], 1, f), PF_OK);
+    int parked = pf_pool_cache_count(cs[7]);
+    cr_assert_gt(parked, 0, "a refill parks frames in the cache");
+    pf_pool_cache_free(cs[7]);
+    pf_pool_cache_free(cs[7]); /* twice: no-op */
+    cr_assert_eq(pf_pool_free_count(p), 256, "detaching a cache keeps its frames free");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    cr_assert_not_null(cs[7] = pf_pool_cache_new(p), "a detached slot is reused");
+    cr_assert_eq(pf_pool_cache_count(cs[7]), 0);
+    cr_assert_eq(pf_pool_alloc_c(NULL, 1, &f), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_alloc_c(cs[7], -1, &f), PF_ERR_ARG);
+    cr_assert_eq(pf_pool_alloc_total(p), 1u);
+    pf_pool_cache_free(NULL);
+    for (int i = 0; i < PF_POOL_CACHE_MAX; i += 2)
+        pf_pool_cache_free(cs[i]);
+    pf_pool_destroy(p); /* frees the caches still attached */
+}
+
+/* The fast path is the point of the caches: once warm, a cache whose churn
+ * stays within what the pool has already held at once (here: four caches
+ * each taking a list of 8 and single frames, in any interleaving) never
+ * locks the other caches. A take beyond that is a new peak, which must
+ * stop the world to stay exact (pool.c says why). */
+Test(pool, steady_churn_never_stops_the_world)
+{
+    pf_pool *p = pf_pool_create(4096);
+    pf_pool_cache *c[4];
+    int f, fr[4][8];
+    for (int i = 0; i < 4; i++)
+        cr_assert_not_null(c[i] = pf_pool_cache_new(p));
+    for (int round = 0; round < 2; round++) {
+        uint64_t before = pf_pool_stop_count(p);
+        for (int it = 0; it < 2000; it++) {
+            for (int k = 0; k < 4; k++)
+                cr_assert_eq(pf_pool_alloc_n_c(c[k], k, 8, fr[k]), PF_OK);
+            for (int k = 0; k < 4; k++)
+                cr_assert_eq(pf_pool_free_n_c(c[k], k, fr[k], 8), PF_OK);
+            for (int k = 3; k >= 0; k--) {
+                cr_assert_eq(pf_pool_alloc_c(c[k], 9, &f), PF_OK);
+                cr_assert_eq(pf_pool_free_c(c[k], 9, f), PF_OK);
+            }
+        }
+        if (round == 1) /* round 0 warmed the caches and found the peak */
+            cr_assert_eq(pf_pool_stop_count(p), before, "%llu stops in steady churn",
+                         (unsigned long long)(pf_pool_stop_count(p) - before));
+    }
+    cr_assert_eq(pf_pool_peak(p), 32, "four lists of 8 held at once");
+    cr_assert_eq(pf_pool_check(p), PF_OK);
+    pf_pool_destroy(p);
+}
+
+/* Threads allocate and free in loops (three in four through their own
+ * cache); every frame handed out is claimed in a side array with an atomic
+ * exchange, so two holders of one frame are caught; at the end every frame
+ * is back and the counts are exact. The worker code is shared with the TSan
+ * race test (tests/test_core_pool_race.c). */
 Test(pool, eight_thread_stress)
 {
     char msg[256] = "";
@@ -199,10 +378,51 @@ Test(pool, eight_thread_stress)
     cr_assert_eq(rc, 0, "%s", msg);
 }
 
+Test(pool, stress_256_threads, .timeout = 60)
+{
+    char msg[256] = "";
+    int rc = pf_test_pool_stress(256, 4096, 300, msg, sizeof msg);
+    cr_assert_eq(rc, 0, "%s", msg);
+}
+
+/* Each thread models its references (own allocations, references shared
+ * with it); at every round's barrier the pool must match their union. */
+Test(pool, threads_against_the_model, .timeout = 60)
+{
+    char msg[256] = "";
+    int rc = pf_test_pool_mt_model(8, 512, 40, 400, msg, sizeof msg);
+    cr_assert_eq(rc, 0, "%s", msg);
+}
+
+/* All threads hold their maximum at once: the peak is exactly the sum. */
+Test(pool, peak_is_exact_under_threads, .timeout = 60)
+{
+    char msg[256] = "";
+    int rc = pf_test_pool_peak(12, 2000, msg, sizeof msg);
+    cr_assert_eq(rc, 0, "%s", msg);
+}
+
+/* Concurrent admitters never dip into the reserve, and are refused only on
+ * the exact count, frames parked in caches included. */
+Test(pool, admission_counts_parked_frames_under_threads, .timeout = 60)
+{
+    char msg[256] = "";
+    int rc = pf_test_pool_admit(8, 256, 40, 0.1, msg, sizeof msg);
+    cr_assert_eq(rc, 0, "%s", msg);
+}
+
 /* ---- randomized model-based test ---------------------------------------- */
+
+/* The model is the contract written plainly: owners, reference counts, a
+ * LIFO stack of free frames, the peak, the frames handed out. In `exact`
+ * mode (calls without a cache) the pool must hand out the very frames the
+ * model's stack does; with caches only the set matters (a cache hands out
+ * any free frame), so the model removes whatever frames the pool named,
+ * after checking each was free in the model and named once. */
 
 #define M_N 64
 #define M_OWNERS 6
+#define M_CACHES 3
 
 typedef struct {
     int owner[M_N], ref[M_N];
@@ -223,15 +443,14 @@ static void model_init(model *m)
     m->total = 0;
 }
 
-static void model_took(model *m, int n)
+/* Take n frames: the decision, then (rc OK) the frames. `got` is what the
+ * pool returned; in exact mode it must equal the model's pops, otherwise
+ * each must be free in the model (and so named once). Returns the model's
+ * code; *match is 0 when the pool's frames are wrong. */
+static int model_take_n(model *m, int owner, int n, int reserve, const int *got, int exact,
+                        int *match)
 {
-    if (M_N - m->top > m->peak)
-        m->peak = M_N - m->top;
-    m->total += (uint64_t)n;
-}
-
-static int model_take_n(model *m, int owner, int n, int reserve, int *out)
-{
+    *match = 1;
     if (owner < 0 || n < 0)
         return PF_ERR_ARG;
     if (n > m->top)
@@ -239,12 +458,28 @@ static int model_take_n(model *m, int owner, int n, int reserve, int *out)
     if (m->top - n < reserve)
         return PF_ERR_WATERMARK;
     for (int i = 0; i < n; i++) {
-        int f = m->stack[--m->top];
+        int f;
+        if (exact) {
+            f = m->stack[--m->top];
+            *match &= got[i] == f;
+        } else {
+            f = got[i];
+            int at = -1;
+            for (int k = 0; f >= 0 && f < M_N && k < m->top; k++)
+                if (m->stack[k] == f)
+                    at = k;
+            if (at < 0) {
+                *match = 0;
+                return PF_OK;
+            }
+            m->stack[at] = m->stack[--m->top];
+        }
         m->owner[f] = owner;
         m->ref[f] = 1;
-        out[i] = f;
     }
-    model_took(m, n);
+    if (M_N - m->top > m->peak)
+        m->peak = M_N - m->top;
+    m->total += (uint64_t)n;
     return PF_OK;
 }
 
@@ -255,18 +490,33 @@ static void model_release(model *m, int f)
     m->stack[m->top++] = f;
 }
 
-static int model_free(model *m, int owner, int f)
+/* check_owner 0: pf_pool_unref (any holder) */
+static int model_drop(model *m, int owner, int check_owner, int f)
 {
-    if (owner < 0)
-        return PF_ERR_ARG;
     if (f < 0 || f >= M_N)
         return PF_ERR_RANGE;
     if (m->ref[f] == 0)
         return PF_ERR_DOUBLE_FREE;
-    if (m->owner[f] != owner)
+    if (check_owner && m->owner[f] != owner)
         return PF_ERR_NOT_OWNER;
     if (--m->ref[f] == 0)
         model_release(m, f);
+    return PF_OK;
+}
+
+/* n frees in order; the first error undoes them all */
+static int model_free_n(model *m, int owner, const int *fr, int n)
+{
+    if (owner < 0 || n < 0)
+        return PF_ERR_ARG;
+    model saved = *m;
+    for (int i = 0; i < n; i++) {
+        int rc = model_drop(m, owner, 1, fr[i]);
+        if (rc != PF_OK) {
+            *m = saved;
+            return rc;
+        }
+    }
     return PF_OK;
 }
 
@@ -296,63 +546,94 @@ static int model_share(model *m, int f)
     return PF_OK;
 }
 
-Test(pool, model_based_random_operations)
+/* A free_n list: mostly the frames of one owner (so most lists succeed),
+ * sometimes a duplicate, a stranger's frame, a free frame or a bad id. */
+static int make_list(pf_rng *r, const model *m, int *owner, int *list)
+{
+    int k = (int)pf_rng_range(r, 0, 6), n = 0;
+    int start = (int)pf_rng_range(r, 0, M_N - 1);
+    for (int i = 0; i < M_N && n < k; i++) {
+        int f = (start + i) % M_N;
+        if (m->ref[f] > 0 && m->owner[f] == *owner)
+            list[n++] = f;
+    }
+    int spoil = (int)pf_rng_range(r, 0, 7);
+    if (spoil == 0 && n > 0) {
+        int twice = list[pf_rng_range(r, 0, n - 1)]; /* listed twice */
+        list[n++] = twice;
+    }
+    else if (spoil == 1)
+        list[n++] = (int)pf_rng_range(r, -1, M_N); /* anything, bad ids too */
+    if (n > 1 && pf_rng_range(r, 0, 1)) { /* the spoiler is not always last */
+        int a = (int)pf_rng_range(r, 0, n - 1), t = list[a];
+        list[a] = list[n - 1];
+        list[n - 1] = t;
+    }
+    return n;
+}
+
+/* nops random operations on a 64-frame pool, each checked against the
+ * model: return code, frames, free/used counts and peak after every call;
+ * owners, reference counts, alloc_total and pf_pool_check every 1000 calls.
+ * With caches, each call picks the depot or one of M_CACHES caches. */
+static void run_model(int nops, int with_caches, uint64_t seed)
 {
     /* Watermarks whose reserve ceil(w * 64) is exact, plus invalid ones. */
     static const double wms[] = {0.0, 1.0 / 64, 0.125, 0.25, 0.5, 1.0, -0.25, 1.5};
     static const int reserves[] = {0, 1, 8, 16, 32, 64, -1, -1};
-    const int nops = 150000;
+    enum { K_ALLOC, K_ALLOC_N, K_ADMIT, K_FREE, K_FREE_OWNER, K_SHARE, K_FREE_N, K_UNREF, K_N };
     pf_pool *p = pf_pool_create(M_N);
+    pf_pool_cache *caches[M_CACHES] = {0};
+    for (int i = 0; with_caches && i < M_CACHES; i++)
+        cr_assert_not_null(caches[i] = pf_pool_cache_new(p));
     model m;
     model_init(&m);
     pf_rng r;
-    pf_rng_seed(&r, 20261202);
-    int got[M_N + 4], want[M_N + 4];
-    int counts[6] = {0};
+    pf_rng_seed(&r, seed);
+    int got[M_N + 8], list[16];
+    int counts[K_N] = {0};
     int codes[9] = {0}; /* how often each pf_err (by -code) was returned */
 
     for (int op = 0; op < nops; op++) {
-        int kind = (int)pf_rng_range(&r, 0, 5);
+        int kind = (int)pf_rng_range(&r, 0, K_N - 1);
         /* mostly valid owners and frames, some invalid ones */
         int owner = (int)pf_rng_range(&r, -1, M_OWNERS - 1);
         int frame = (int)pf_rng_range(&r, -2, M_N + 1);
-        int rc_pool = 0, rc_model = 0;
+        int ci = with_caches ? (int)pf_rng_range(&r, -1, M_CACHES - 1) : -1;
+        pf_pool_cache *c = ci >= 0 ? caches[ci] : NULL;
+        int exact = !with_caches;
+        int rc_pool = 0, rc_model = 0, match = 1;
         counts[kind]++;
         switch (kind) {
-        case 0: { /* alloc */
-            int f = -99, g = -99;
-            rc_pool = pf_pool_alloc(p, owner, &f);
-            rc_model = model_take_n(&m, owner, 1, 0, &g);
-            if (rc_model == PF_OK)
-                cr_assert_eq(f, g, "op %d: alloc gave %d, model %d", op, f, g);
+        case K_ALLOC:
+            got[0] = -99;
+            rc_pool = c ? pf_pool_alloc_c(c, owner, got) : pf_pool_alloc(p, owner, got);
+            rc_model = model_take_n(&m, owner, 1, 0, got, exact, &match);
             break;
-        }
-        case 1: { /* alloc_n, sometimes more than free */
+        case K_ALLOC_N: { /* sometimes more than free */
             int n = (int)pf_rng_range(&r, -1, 12);
-            rc_pool = pf_pool_alloc_n(p, owner, n, got);
-            rc_model = model_take_n(&m, owner, n, 0, want);
-            if (rc_model == PF_OK)
-                cr_assert_arr_eq(got, want, (size_t)n * sizeof(int), "op %d: alloc_n frames", op);
+            rc_pool = c ? pf_pool_alloc_n_c(c, owner, n, got) : pf_pool_alloc_n(p, owner, n, got);
+            rc_model = model_take_n(&m, owner, n, 0, got, exact, &match);
             break;
         }
-        case 2: { /* alloc_admit */
+        case K_ADMIT: {
             int n = (int)pf_rng_range(&r, 0, 10);
             int w = (int)pf_rng_range(&r, 0, 7);
-            rc_pool = pf_pool_alloc_admit(p, owner, n, wms[w], got);
-            rc_model = reserves[w] < 0 ? PF_ERR_ARG : model_take_n(&m, owner, n, reserves[w], want);
-            if (rc_model == PF_OK)
-                cr_assert_arr_eq(got, want, (size_t)n * sizeof(int), "op %d: admit frames", op);
+            rc_pool = c ? pf_pool_alloc_admit_c(c, owner, n, wms[w], got)
+                        : pf_pool_alloc_admit(p, owner, n, wms[w], got);
+            rc_model = reserves[w] < 0 ? PF_ERR_ARG
+                                       : model_take_n(&m, owner, n, reserves[w], got, exact, &match);
             if (reserves[w] >= 0)
                 cr_assert_eq(pf_pool_reserve_frames(p, wms[w]), reserves[w]);
             break;
         }
-        case 3: /* free: prefer a used frame with its owner so frees succeed often */
+        case K_FREE: /* prefer a used frame with its owner so frees succeed often */
             if (pf_rng_range(&r, 0, 2) && frame >= 0 && frame < M_N && m.ref[frame] > 0)
                 owner = m.owner[frame];
-            rc_pool = pf_pool_free(p, owner, frame);
-            rc_model = model_free(&m, owner, frame);
+            rc_pool = c ? pf_pool_free_c(c, owner, frame) : pf_pool_free(p, owner, frame);
+            rc_model = owner < 0 ? PF_ERR_ARG : model_drop(&m, owner, 1, frame);
             break;
-        case 4: { /* free_owner, rarer in effect because owners are few */
+        case K_FREE_OWNER: { /* rarer in effect because owners are few */
             if (pf_rng_range(&r, 0, 3)) {
                 counts[kind]--;
                 continue;
@@ -364,17 +645,33 @@ Test(pool, model_based_random_operations)
                 cr_assert_eq(fp, fm, "op %d: free_owner freed %d, model %d", op, fp, fm);
             break;
         }
-        default: /* share */
+        case K_SHARE:
             rc_pool = pf_pool_share(p, frame);
             rc_model = model_share(&m, frame);
+            break;
+        case K_FREE_N: {
+            if (frame >= 0 && frame < M_N && m.ref[frame] > 0 && pf_rng_range(&r, 0, 3))
+                owner = m.owner[frame];
+            int n = owner < 0 ? 2 : make_list(&r, &m, &owner, list);
+            if (owner < 0)
+                list[0] = list[1] = 0;
+            rc_pool = c ? pf_pool_free_n_c(c, owner, list, n) : pf_pool_free_n(p, owner, list, n);
+            rc_model = model_free_n(&m, owner, list, n);
+            break;
+        }
+        default: /* K_UNREF: any holder drops a reference */
+            rc_pool = c ? pf_pool_unref_c(c, frame) : pf_pool_unref(p, frame);
+            rc_model = model_drop(&m, 0, 0, frame);
             break;
         }
         cr_assert_eq(rc_pool, rc_model, "op %d kind %d: pool %d (%s), model %d", op, kind,
                      rc_pool, pf_strerror(rc_pool), rc_model);
+        cr_assert(match, "op %d kind %d: the pool handed out frames the model does not", op, kind);
         codes[-rc_model]++;
         cr_assert_eq(pf_pool_free_count(p), m.top, "op %d: free count", op);
         cr_assert_eq(pf_pool_used_count(p), M_N - m.top);
-        cr_assert_eq(pf_pool_peak(p), m.peak, "op %d: peak", op);
+        cr_assert_eq(pf_pool_peak(p), m.peak, "op %d: peak %d, model %d", op, pf_pool_peak(p),
+                     m.peak);
         if (op % 1000 == 0) {
             cr_assert_eq(pf_pool_check(p), PF_OK, "op %d: check", op);
             cr_assert_eq(pf_pool_alloc_total(p), m.total);
@@ -383,20 +680,42 @@ Test(pool, model_based_random_operations)
                 cr_assert_eq(pf_pool_refcount(p, f), m.ref[f], "op %d frame %d ref", op, f);
             }
         }
+        if (with_caches && op % 5000 == 2500) { /* a thread leaves, another comes */
+            int k = (int)pf_rng_range(&r, 0, M_CACHES - 1);
+            pf_pool_cache_free(caches[k]);
+            cr_assert_not_null(caches[k] = pf_pool_cache_new(p));
+            pf_pool_reset_peak(p);
+            m.peak = M_N - m.top;
+        }
         if (op % 20000 == 19999) { /* drain now and then so exhaustion is reached from empty too */
             pf_pool_reset(p);
             model_init(&m);
         }
     }
     /* every kind of operation actually ran a meaningful number of times */
-    for (int k = 0; k < 6; k++)
-        cr_assert_gt(counts[k], 1000, "operation %d ran %d times", k, counts[k]);
+    for (int k = 0; k < K_N; k++)
+        cr_assert_gt(counts[k], nops / 100, "operation %d ran %d times", k, counts[k]);
     /* and every outcome the pool can report was exercised */
     static const int outcomes[] = {PF_OK, PF_ERR_NOMEM, PF_ERR_DOUBLE_FREE, PF_ERR_NOT_OWNER,
                                    PF_ERR_RANGE, PF_ERR_ARG, PF_ERR_WATERMARK};
     for (int i = 0; i < 7; i++)
-        cr_assert_gt(codes[-outcomes[i]], 100, "outcome %s seen %d times",
+        cr_assert_gt(codes[-outcomes[i]], nops / 1000, "outcome %s seen %d times",
                      pf_strerror(outcomes[i]), codes[-outcomes[i]]);
     cr_assert_eq(pf_pool_check(p), PF_OK);
+    for (int i = 0; i < M_CACHES; i++)
+        pf_pool_cache_free(caches[i]);
+    cr_assert_eq(pf_pool_check(p), PF_OK);
     pf_pool_destroy(p);
+}
+
+/* 10^6 calls without caches: the pool's original semantics, frame for frame. */
+Test(pool, model_based_random_operations, .timeout = 60)
+{
+    run_model(1000000, 0, 20261202);
+}
+
+/* The same calls spread over the depot and three caches. */
+Test(pool, model_based_with_caches, .timeout = 60)
+{
+    run_model(400000, 1, 20261203);
 }
