@@ -82,7 +82,7 @@ const char *const pf_naive_reserve_names[] = {"max", "pow2", "oracle", NULL};
 #define PF_SCHED_MAX_SHARDS 4096
 
 /* Request flags set by land for commit. */
-enum { F_FIRST = 1, F_DONE = 2, F_TO_DECODE = 4 };
+enum { F_FIRST = 1, F_DONE = 2, F_TO_DECODE = 4, F_BLOCKS = 8 };
 
 /* What one shard's landing leaves for commit. */
 typedef struct {
@@ -94,6 +94,7 @@ typedef struct {
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
     pf_metrics *itl;   /* inter-token gaps landed here (lazily made)  */
+    pf_pool_cache *cache; /* the landing thread's frames (core/pool.h) */
 } shard_out;
 
 struct pf_sched {
@@ -144,6 +145,11 @@ struct pf_sched {
     shard_out *shard;
     int nshards;
     pf_metrics metrics; /* finished requests (commit)                  */
+
+    pf_prefix *pc;    /* the prefix cache, NULL when caching is off      */
+    uint64_t *hbuf;   /* admission scratch: block hashes, frames         */
+    int32_t *fbuf;
+    int hcap;
 };
 
 void pf_sched_params_default(pf_sched_params *p)
@@ -275,12 +281,17 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
         snprintf(err, errlen, "SLO targets must be finite and >= 0");
         return NULL;
     }
+    if (p->prefix_caching && p->paged && pf_prefix_create(&s->pc, pool_frames, p->block_size) != PF_OK)
+        goto oom;
     for (int i = 0; i < n; i++) {
         pf_req *q = &s->r[i];
         q->arrival = jobs[i].arrival;
         q->prompt = jobs[i].prompt;
         q->output = jobs[i].output;
         q->priority = jobs[i].priority;
+        q->group = jobs[i].group;
+        q->shared_tokens = jobs[i].shared_tokens;
+        q->last_hash = PF_PREFIX_ROOT_HASH;
         q->state = PF_REQ_PENDING;
         q->slot = q->prev = q->next = q->pprev = q->pnext = -1;
         q->t_first_sched = q->t_first_token = q->t_last_token = q->t_done = -1.0;
@@ -303,8 +314,12 @@ void pf_sched_destroy(pf_sched *s)
     for (int k = 0; k < s->nshards; k++) {
         free(s->shard[k].note);
         free(s->shard[k].itl);
+        pf_pool_cache_free(s->shard[k].cache);
     }
     free(s->shard);
+    pf_prefix_destroy(s->pc);
+    free(s->hbuf);
+    free(s->fbuf);
     free(s->r);
     free(s->wq);
     free(s->order);
@@ -334,6 +349,16 @@ int pf_sched_set_shards(pf_sched *s, int nshards)
             return PF_ERR_NOMEM;
         memset(t + s->nshards, 0, (size_t)(nshards - s->nshards) * sizeof *t);
         s->shard = t;
+        for (int k = s->nshards; k < nshards; k++) {
+            t[k].cache = pf_pool_cache_new(s->pool);
+            if (!t[k].cache) {
+                for (int j = s->nshards; j < k; j++) {
+                    pf_pool_cache_free(t[j].cache);
+                    t[j].cache = NULL;
+                }
+                return PF_ERR_NOMEM;
+            }
+        }
     } else {
         /* the gaps landed by the shards going away stay counted: fold
          * them into shard 0 */
@@ -347,6 +372,7 @@ int pf_sched_set_shards(pf_sched *s, int nshards)
                 }
             }
             free(s->shard[k].note);
+            pf_pool_cache_free(s->shard[k].cache); /* its frames to the depot */
             memset(&s->shard[k], 0, sizeof s->shard[k]);
         }
     }
@@ -466,9 +492,27 @@ static int blocks_for(const pf_sched *s, int64_t tokens)
     return b > INT_MAX ? INT_MAX : (int)b;
 }
 
+/* Frames a decision may count on: free in the pool and not promised yet,
+ * plus cached blocks nobody references (evicted when they are needed). */
+static int evictable(const pf_sched *s)
+{
+    if (!s->pc)
+        return 0;
+    pf_prefix_stats st;
+    pf_prefix_get_stats(s->pc, &st);
+    return st.evictable;
+}
+
 int pf_sched_free_frames(const pf_sched *s)
 {
-    return pf_pool_free_count(s->pool) - s->pending;
+    return pf_pool_free_count(s->pool) - s->pending + evictable(s);
+}
+
+static pf_token_src token_src(const pf_sched *s, int id)
+{
+    const pf_req *q = &s->r[id];
+    pf_token_src t = {s->p.token_seed, id, q->group, q->shared_tokens, q->prompt, 0};
+    return t;
 }
 
 static int64_t req_tokens(const pf_req *q)
@@ -491,14 +535,43 @@ static int frames_needed(const pf_sched *s, const pf_req *q, int n)
     return need > 0 ? need : 0;
 }
 
-/* Every frame of id back to the pool, and the table's memory (a request
- * holds a table only while it holds frames). */
-static int drop_frames(pf_sched *s, int id)
+/* Room for `need` entries in q's block table. 1 on success. */
+static int table_grow(pf_req *q, int need)
+{
+    if (need <= q->cap)
+        return 1;
+    int c = q->cap ? q->cap : 4;
+    while (c < need)
+        c = c > INT_MAX / 2 ? need : c * 2;
+    int32_t *t = realloc(q->table, (size_t)c * sizeof *t);
+    if (!t)
+        return 0;
+    q->table = t;
+    q->cap = c;
+    return 1;
+}
+
+/* Every frame of id released, and the table's memory (a request holds a
+ * table only while it holds frames). Without prefix caching its frames go
+ * back to the pool at once, through the caller's cache. With it, each
+ * frame the prefix cache tracks loses this request's reference, last block
+ * first (vLLM's order, so a request's tail is evicted before its shared
+ * head): still held by others, or kept cached (the cache takes over the
+ * pool reference), or freed; a frame only this request knew is freed. */
+static int drop_frames(pf_sched *s, int id, pf_pool_cache *cache)
 {
     pf_req *q = &s->r[id];
     int n = q->nframes;
-    for (int k = 0; k < n; k++)
-        (void)pf_pool_free(s->pool, id, q->table[k]);
+    if (!s->pc) {
+        (void)pf_pool_free_n_c(cache, id, q->table, n);
+    } else {
+        for (int k = n - 1; k >= 0; k--) {
+            int32_t f = q->table[k];
+            int r = pf_prefix_refcount(s->pc, f) > 0 ? pf_prefix_unref(s->pc, f) : PF_PREFIX_FREE;
+            if (r != PF_PREFIX_CACHED)
+                (void)pf_pool_unref_c(cache, f);
+        }
+    }
     free(q->table);
     q->table = NULL;
     q->nframes = q->cap = 0;
@@ -571,7 +644,7 @@ static void preempt(pf_sched *s, int v, int *budget)
     int frames = q->nframes;
     pf_preempt_mode how = pf_policy_preempt_how(s->p.preempt, s->p.swap_host_blocks - s->host_used,
                                                 frames);
-    drop_frames(s, v);
+    drop_frames(s, v, s->shard[0].cache);
     if (how == PF_PREEMPT_SWAP) {
         s->host_used += frames;
         q->host_frames = frames;
@@ -694,6 +767,45 @@ static int plan_fast(pf_sched *s, int *budget)
     return 1;
 }
 
+/* The longest cached prefix of request id's tokens: its frames into
+ * s->fbuf, their hashes into s->hbuf; *idle gets how many of them nobody
+ * references (they stop counting as free once taken). The chain is hashed
+ * block by block and the walk stops at the first miss, so a head that
+ * waits many steps costs O(hits) a step, not O(its length). As in vLLM the
+ * last token is always computed: at most (tokens - 1) / B blocks match. */
+static int prefix_lookup(pf_sched *s, int id, int *idle)
+{
+    const pf_req *q = &s->r[id];
+    int B = s->p.block_size;
+    int64_t max = (req_tokens(q) - 1) / B;
+    pf_token_src src = token_src(s, id);
+    uint64_t h = PF_PREFIX_ROOT_HASH;
+    int k = 0;
+    *idle = 0;
+    for (; k < max; k++) {
+        h = pf_prefix_hash_src(&src, h, k, B);
+        int32_t f = pf_prefix_find(s->pc, h);
+        if (f < 0)
+            break;
+        if (k == s->hcap) {
+            int c = s->hcap ? s->hcap * 2 : 64;
+            uint64_t *hb = realloc(s->hbuf, (size_t)c * sizeof *hb);
+            if (!hb)
+                break;
+            s->hbuf = hb;
+            int32_t *fb = realloc(s->fbuf, (size_t)c * sizeof *fb);
+            if (!fb)
+                break;
+            s->fbuf = fb;
+            s->hcap = c;
+        }
+        s->hbuf[k] = h;
+        s->fbuf[k] = f;
+        *idle += pf_prefix_refcount(s->pc, f) == 0;
+    }
+    return k;
+}
+
 /* Step 3 for the head of the queue. Returns 1 if it was admitted (or
  * aborted), 0 if it must wait (and blocks the queue). */
 static int admit_head(pf_sched *s, int *budget)
@@ -703,7 +815,13 @@ static int admit_head(pf_sched *s, int *budget)
     int vllm = s->p.rules == PF_SCHED_VLLM;
     int swapped = q->state == PF_REQ_SWAPPED;
     int returning = swapped || q->preemptions > 0;
-    int n = want_tokens(q);
+    /* cached blocks are taken, not computed: the first chunk starts after */
+    int hits = 0, idle = 0;
+    if (s->pc && !swapped && q->computed == 0)
+        hits = prefix_lookup(s, id, &idle);
+    int64_t base = (int64_t)hits * s->p.block_size;
+    int64_t left = req_tokens(q) - (hits ? base : q->computed);
+    int n = left > INT_MAX ? INT_MAX : (int)left;
     if (vllm && n > *budget)
         n = *budget;
     int need;
@@ -712,7 +830,7 @@ static int admit_head(pf_sched *s, int *budget)
         need = blocks_for(s, pf_sched_naive_tokens(s->p.reserve, (int)final, s->p.max_seq_len));
     } else {
         /* a swapped request brings its frames back, then grows as usual */
-        need = blocks_for(s, (int64_t)q->computed + n);
+        need = blocks_for(s, (hits ? base : q->computed) + n);
         if (swapped && need < q->host_frames)
             need = q->host_frames;
     }
@@ -725,11 +843,31 @@ static int admit_head(pf_sched *s, int *budget)
         emit(s, PF_SCHED_EV_ABORT, id, need);
         return 1;
     }
-    if (pf_sched_free_frames(s) - need < reserve)
+    if (pf_sched_free_frames(s) - idle - (need - hits) < reserve)
         return 0;
-    if (slot_take(s, id) < 0)
+    if (hits > 0 && !table_grow(q, hits))
         return 0; /* host memory: try again next step */
+    if (slot_take(s, id) < 0)
+        return 0;
     wq_pop_front(s);
+    if (hits > 0) {
+        /* each hit frame gains this request as a holder: a pool reference
+         * more, except for an idle cached block, whose reference (the
+         * cache's) this request takes over */
+        for (int k = 0; k < hits; k++)
+            if (pf_prefix_refcount(s->pc, s->fbuf[k]) > 0)
+                (void)pf_pool_share(s->pool, s->fbuf[k]);
+        (void)pf_prefix_acquire(s->pc, s->fbuf, hits, req_tokens(q));
+        memcpy(q->table, s->fbuf, (size_t)hits * sizeof *q->table);
+        q->nframes = hits;
+        q->computed = (int32_t)base;
+        q->hashed = hits;
+        q->last_hash = s->hbuf[hits - 1];
+    } else if (s->pc && !swapped && q->computed == 0) {
+        (void)pf_prefix_acquire(s->pc, NULL, 0, req_tokens(q)); /* a query that missed */
+        q->hashed = 0;
+        q->last_hash = PF_PREFIX_ROOT_HASH;
+    }
     if (swapped) {
         s->host_used -= q->host_frames;
         s->batch.swap_in_frames += q->host_frames;
@@ -746,8 +884,8 @@ static int admit_head(pf_sched *s, int *budget)
     list_append(s, id, 1);
     s->nrun++;
     /* a naive reservation or swapped-in frames can exceed what the first
-     * chunk needs: promise the whole of `need` */
-    s->pending += need;
+     * chunk needs: promise all of `need` but the hits it holds already */
+    s->pending += need - hits;
     q->hold = need;
     q->sched_tokens = n;
     *budget -= n;
@@ -875,6 +1013,19 @@ int pf_sched_plan(pf_sched *s)
             if (!admit_head(s, &budget))
                 break;
 
+    /* frames promised beyond the pool's free ones come from idle cached
+     * blocks, least recently released first: evict them now, so that
+     * landing (on any thread) finds the frames in the pool */
+    if (s->pc) {
+        int shortfall = s->pending - pf_pool_free_count(s->pool);
+        for (; shortfall > 0; shortfall--) {
+            int32_t f = pf_prefix_evict(s->pc);
+            if (f < 0)
+                break;
+            (void)pf_pool_unref_c(s->shard[0].cache, f);
+        }
+    }
+
     /* 4. time */
     measure(s);
     if (s->nsched == 0 && !s->implicit && s->step_preempted == 0 && s->nrun > 0 && !vllm)
@@ -904,23 +1055,16 @@ static int note(shard_out *o, int id)
     return PF_OK;
 }
 
-/* Take k frames for request id (promised in plan, so the pool has them). */
-static int take_frames(pf_sched *s, int id, int k)
+/* Take k frames for request id through the landing thread's cache
+ * (promised in plan, so the pool has them). */
+static int take_frames(pf_sched *s, int id, int k, pf_pool_cache *cache)
 {
     pf_req *q = &s->r[id];
     if (k <= 0)
         return PF_OK;
-    if (q->nframes + k > q->cap) {
-        int c = q->cap ? q->cap : 4;
-        while (c < q->nframes + k)
-            c = c > INT_MAX / 2 ? q->nframes + k : c * 2;
-        int32_t *t = realloc(q->table, (size_t)c * sizeof *t);
-        if (!t)
-            return PF_ERR_NOMEM;
-        q->table = t;
-        q->cap = c;
-    }
-    int rc = pf_pool_alloc_n(s->pool, id, k, q->table + q->nframes);
+    if (!table_grow(q, q->nframes + k))
+        return PF_ERR_NOMEM;
+    int rc = pf_pool_alloc_n_c(cache, id, k, q->table + q->nframes);
     if (rc != PF_OK)
         return rc;
     q->nframes += k;
@@ -954,7 +1098,7 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
     if (n > 0) {
         int k = q->hold ? q->hold - q->nframes : frames_needed(s, q, n);
         q->hold = 0;
-        if (take_frames(s, id, k) != PF_OK) {
+        if (take_frames(s, id, k, o->cache) != PF_OK) {
             o->err = PF_ERR_NOMEM;
             return;
         }
@@ -964,6 +1108,8 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
         q->computed += n;
         if (q->computed > q->computed_max)
             q->computed_max = q->computed;
+        if (s->pc && q->computed / s->p.block_size > q->hashed)
+            q->flags |= F_BLOCKS; /* commit offers them to the prefix cache */
         if (q->computed >= req_tokens(q)) {
             q->generated++;
             o->tokens++;
@@ -975,17 +1121,19 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
             }
             q->t_last_token = t;
             if (q->generated >= q->output) {
-                drop_frames(s, id);
+                if (!s->pc) /* with a prefix cache, commit releases them */
+                    drop_frames(s, id, o->cache);
                 q->flags |= F_DONE;
                 q->t_done = t;
-                note(o, id);
+                if (note(o, id) != PF_OK)
+                    o->err = PF_ERR_NOMEM;
                 return;
             }
         }
         q->decode = req_tokens(q) - q->computed == 1;
         if (q->decode && !was_decode)
             q->flags |= F_TO_DECODE;
-        if (q->flags & (F_FIRST | F_TO_DECODE))
+        if (q->flags & (F_FIRST | F_TO_DECODE | F_BLOCKS))
             if (note(o, id) != PF_OK)
                 o->err = PF_ERR_NOMEM;
     }
@@ -994,6 +1142,13 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
         o->ctx += q->computed;
         o->nbound += q->computed + 1 > (int64_t)q->nframes * s->p.block_size;
     }
+}
+
+void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s && s->pc)
+        pf_prefix_get_stats(s->pc, out);
 }
 
 void pf_sched_land(pf_sched *s, int shard)
@@ -1017,6 +1172,24 @@ void pf_sched_land(pf_sched *s, int shard)
 
 /* ---- commit ---------------------------------------------------------------------- */
 
+/* Offer request id's newly filled blocks to the prefix cache, in order.
+ * A hash already cached under another frame leaves this one the request's
+ * own (vLLM keeps the first copy). */
+static void offer_blocks(pf_sched *s, int id)
+{
+    pf_req *q = &s->r[id];
+    int full = q->computed / s->p.block_size;
+    if (full > q->nframes)
+        full = q->nframes;
+    pf_token_src src = token_src(s, id);
+    for (int b = q->hashed; b < full; b++) {
+        uint64_t h = pf_prefix_hash_src(&src, q->last_hash, b, s->p.block_size);
+        (void)pf_prefix_insert(s->pc, h, q->table[b]);
+        q->last_hash = h;
+    }
+    q->hashed = full;
+}
+
 int pf_sched_commit(pf_sched *s)
 {
     if (!s)
@@ -1035,6 +1208,8 @@ int pf_sched_commit(pf_sched *s)
         for (int i = 0; i < o->nnote; i++) {
             int id = o->note[i];
             pf_req *q = &s->r[id];
+            if (q->flags & F_BLOCKS)
+                offer_blocks(s, id);
             if (q->flags & F_TO_DECODE)
                 list_remove(s, id, 1);
             if (q->flags & F_FIRST)
@@ -1044,6 +1219,8 @@ int pf_sched_commit(pf_sched *s)
                 list_remove(s, id, 0);
                 if (!was_decode)
                     list_remove(s, id, 1);
+                if (s->pc)
+                    drop_frames(s, id, s->shard[0].cache);
                 slot_release(s, id);
                 s->nrun--;
                 q->state = PF_REQ_DONE;
@@ -1186,21 +1363,35 @@ const pf_sched_params *pf_sched_get_params(const pf_sched *s)
 
 int pf_sched_check(pf_sched *s)
 {
-    int held = 0, nrun = 0, npre = 0, ndec = 0, nbound = 0;
+    int nrun = 0, npre = 0, ndec = 0, nbound = 0, rc = PF_OK;
     int64_t ctx = 0;
+    /* holders of every frame, from the block tables */
+    int32_t *holders = calloc((size_t)s->pool_frames, sizeof *holders);
+    if (!holders)
+        return PF_ERR_NOMEM;
+#define FAIL()                                                                                     \
+    do {                                                                                           \
+        rc = PF_ERR_ARG;                                                                           \
+        goto out;                                                                                  \
+    } while (0)
     for (int i = 0; i < s->n; i++) {
         const pf_req *q = &s->r[i];
-        held += q->nframes;
-        for (int k = 0; k < q->nframes; k++)
-            if (pf_pool_owner(s->pool, q->table[k]) != i)
-                return PF_ERR_ARG;
+        for (int k = 0; k < q->nframes; k++) {
+            int32_t f = q->table[k];
+            if (f < 0 || f >= s->pool_frames)
+                FAIL();
+            /* a frame is the request's own, or a block the prefix cache shares */
+            if (pf_pool_owner(s->pool, f) != i && !(s->pc && pf_prefix_refcount(s->pc, f) > 0))
+                FAIL();
+            holders[f]++;
+        }
         int running = q->state == PF_REQ_RUNNING || q->state == PF_REQ_STALLED;
         if (running != (q->slot >= 0))
-            return PF_ERR_ARG;
+            FAIL();
         if (running) {
             nrun++;
             if (s->slot_req[q->slot] != i)
-                return PF_ERR_ARG;
+                FAIL();
             if (q->decode) {
                 ndec++;
                 ctx += q->computed;
@@ -1209,29 +1400,46 @@ int pf_sched_check(pf_sched *s)
                 npre++;
             }
         } else if (q->nframes != 0 || q->decode) {
-            return PF_ERR_ARG;
+            FAIL();
         }
+    }
+    /* the pool's reference counts mirror the holders; an idle cached block
+     * is held by the cache alone */
+    int used = 0;
+    for (int f = 0; f < s->pool_frames; f++) {
+        int idle = s->pc && pf_prefix_is_cached(s->pc, f) && pf_prefix_refcount(s->pc, f) == 0;
+        int want = holders[f] + idle;
+        if (idle && holders[f] != 0)
+            FAIL();
+        if (pf_pool_refcount(s->pool, f) != want)
+            FAIL();
+        used += want > 0;
     }
     int listed = 0, plisted = 0;
     for (int id = s->run_head; id >= 0; id = s->r[id].next)
         listed++;
     for (int id = s->pre_head; id >= 0; id = s->r[id].pnext) {
         if (s->r[id].decode)
-            return PF_ERR_ARG;
+            FAIL();
         plisted++;
     }
     if (nrun != s->nrun || listed != nrun || plisted != npre)
-        return PF_ERR_ARG;
+        FAIL();
     if (ndec != s->ndec || ctx != s->dec_ctx || nbound != s->nbound)
-        return PF_ERR_ARG;
-    if (pf_pool_used_count(s->pool) != held || pf_pool_check(s->pool) != PF_OK)
-        return PF_ERR_ARG;
+        FAIL();
+    if (pf_pool_used_count(s->pool) != used || pf_pool_check(s->pool) != PF_OK)
+        FAIL();
     int host = 0;
     for (int k = 0; k < s->wq_len; k++) {
         const pf_req *q = &s->r[s->wq[(s->wq_head + k) % s->n]];
         if (q->state != PF_REQ_WAITING && q->state != PF_REQ_SWAPPED)
-            return PF_ERR_ARG;
+            FAIL();
         host += q->host_frames;
     }
-    return host == s->host_used ? PF_OK : PF_ERR_ARG;
+    if (host != s->host_used)
+        FAIL();
+#undef FAIL
+out:
+    free(holders);
+    return rc;
 }

@@ -25,6 +25,16 @@
  * by swap to a bounded host pool (the victim's frames copied out over the
  * host link and back in at readmission, no recompute).
  *
+ * Prefix caching (either rule set, paged): full blocks are named by the
+ * chained hash of their tokens (sim/prefix.h); an admitted request starts
+ * from its longest cached prefix, taking a reference on each of those
+ * frames instead of computing them; a block that fills during a step is
+ * offered to the cache; a released block stays cached, unreferenced and
+ * counted as free, until the pool runs short and the least recently
+ * released one is evicted. The pool's reference counts mirror the holders
+ * (each request holding a frame, and the cache for an unreferenced cached
+ * one), so a viewer sees sharing from the pool alone.
+ *
  * Naive mode (either rule set): a request reserves its whole KV up front at
  * admission, by a named policy (the PagedAttention paper's three Orca
  * baselines): max (max_seq_len tokens), pow2 (the next power of two at or
@@ -52,6 +62,7 @@
 #include "core/pool.h"
 #include "sim/cost.h"
 #include "sim/metrics.h"
+#include "sim/prefix.h"
 #include "sim/sim.h"
 
 typedef enum { PF_SCHED_VLLM = 0, PF_SCHED_SEED = 1, PF_SCHED_COUNT } pf_sched_rules;
@@ -76,6 +87,8 @@ typedef struct {
     int pingpong_window;        /* steps: preempted again this soon after readmission */
     int always_walk;            /* tests: never take the fast plan (same results)     */
     double slo_ttft_s, slo_tpot_s; /* latency objectives (0: none), sim/metrics.h    */
+    int prefix_caching;         /* vLLM's --enable-prefix-caching (sim/prefix.h)       */
+    uint64_t token_seed;        /* synthetic token ids (pf_token_at)                  */
 } pf_sched_params;
 
 /* vLLM's defaults for a >= 70 GiB GPU serving the OpenAI API (vLLM 0.8-0.11,
@@ -122,6 +135,11 @@ typedef struct {
     double t_first_sched, t_first_token, t_done;
     int32_t prev, next;   /* running list, admission order, -1 terminated     */
     int32_t pprev, pnext; /* prefilling list (running, not decode), likewise  */
+    /* prefix caching */
+    int32_t group;        /* prefix group (system prompt), -1 for none        */
+    int32_t shared_tokens;/* the group's first N prompt tokens are common     */
+    int32_t hashed;       /* leading full blocks already offered to the cache */
+    uint64_t last_hash;   /* chained hash of block hashed - 1                 */
 } pf_req;
 
 /* One step's work, for the cost model. */
@@ -208,6 +226,9 @@ int pf_sched_waiting(const pf_sched *s);     /* queued (incl. swapped)    */
 int pf_sched_free_frames(const pf_sched *s);
 const pf_sched_batch *pf_sched_last_batch(const pf_sched *s);
 int64_t pf_sched_tokens(const pf_sched *s);  /* output tokens sampled, total */
+
+/* The prefix cache's counters (zeros when caching is off). */
+void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out);
 
 /* Latency metrics so far (finished requests, every inter-token gap), merged
  * from the landing shards into *out. */

@@ -32,10 +32,11 @@ static void *work(void *arg)
     }
 }
 
-static int run(const pf_req *j, int threads, double *t_done)
+static int run(const pf_req *j, int threads, int prefix, double *t_done)
 {
     pf_sched_params p;
     pf_sched_params_default(&p);
+    p.prefix_caching = prefix;
     p.max_num_batched_tokens = 2048;
     p.max_num_seqs = 256;
     p.watermark = 0.01;
@@ -69,7 +70,11 @@ static int run(const pf_req *j, int threads, double *t_done)
         pthread_join(th[k], NULL);
     pthread_barrier_destroy(&go);
     pthread_barrier_destroy(&done);
-    int bad = rc != 1 || pf_sched_check(s) != PF_OK || pf_pool_used_count(pf_sched_pool(s)) != 0;
+    /* at the end only idle cached blocks may hold frames */
+    pf_prefix_stats st;
+    pf_sched_prefix_stats(s, &st);
+    int bad = rc != 1 || pf_sched_check(s) != PF_OK ||
+              pf_pool_used_count(pf_sched_pool(s)) != st.evictable;
     for (int i = 0; i < N; i++)
         t_done[i] = pf_sched_req(s, i)->t_done;
     pf_sched_destroy(s);
@@ -88,18 +93,23 @@ int main(void)
         j[i].arrival = t;
         j[i].prompt = (int)pf_rng_range(&g, 1, 600);
         j[i].output = (int)pf_rng_range(&g, 1, 600);
+        j[i].group = (int)pf_rng_range(&g, -1, 4);
+        j[i].shared_tokens = 64;
     }
     static double one[N], many[N];
-    if (run(j, 1, one) || run(j, THREADS, many)) {
-        fprintf(stderr, "race_sched: a run failed\n");
-        return 1;
-    }
-    for (int i = 0; i < N; i++)
-        if (one[i] != many[i]) {
-            fprintf(stderr, "race_sched: request %d done at %g with 1 thread, %g with %d\n", i, one[i],
-                    many[i], THREADS);
+    for (int prefix = 0; prefix <= 1; prefix++) {
+        if (run(j, 1, prefix, one) || run(j, THREADS, prefix, many)) {
+            fprintf(stderr, "race_sched: a run failed (prefix caching %d)\n", prefix);
             return 1;
         }
-    printf("race_sched: %d requests, 1 and %d landing threads agree\n", N, THREADS);
+        for (int i = 0; i < N; i++)
+            if (one[i] != many[i]) {
+                fprintf(stderr, "race_sched: request %d done at %g with 1 thread, %g with %d\n", i,
+                        one[i], many[i], THREADS);
+                return 1;
+            }
+    }
+    printf("race_sched: %d requests, 1 and %d landing threads agree, with and without prefix "
+           "caching\n", N, THREADS);
     return 0;
 }
