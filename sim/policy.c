@@ -85,6 +85,11 @@ pf_preempt_mode pf_policy_preempt_how(pf_preempt_mode mode, int host_free, int f
     return PF_PREEMPT_RECOMPUTE;
 }
 
+int pf_policy_livelocked(int64_t idle_preempts, int in_flight)
+{
+    return idle_preempts > 4 * (int64_t)in_flight + 16;
+}
+
 int pf_policy_cost_steps(double units, double cost_per_unit)
 {
     if (!(units > 0.0) || !(cost_per_unit > 0.0))

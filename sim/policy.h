@@ -74,6 +74,14 @@ int pf_policy_pick_victim(pf_victim_policy policy, const pf_victim_cand *c, int 
  * all its frames; otherwise recompute. */
 pf_preempt_mode pf_policy_preempt_how(pf_preempt_mode mode, int host_free, int frames);
 
+/* Is the run in a livelock? idle_preempts: preemptions since the last
+ * progress (a token, a finish, an abort, a first admission); in_flight:
+ * requests admitted, swapped out or queued. A legitimate run preempts each
+ * sequence in flight at most once or twice before one of them decodes with
+ * the frames set free, so more than 4 per sequence in flight, plus 16, with
+ * no progress means the preemptions only undo one another. */
+int pf_policy_livelocked(int64_t idle_preempts, int in_flight);
+
 /* Busy steps a cost implies: ceil(units * cost_per_unit), 0 for no cost. */
 int pf_policy_cost_steps(double units, double cost_per_unit);
 

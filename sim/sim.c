@@ -655,11 +655,8 @@ static int in_flight(const pf_sim *s, int running)
  * counts down, a stalled one reaches its stall limit and preempts, an
  * empty pool admits the queue's head, a request that never fits is
  * aborted). So the check counts preemptions since the last progress (a
- * token, a finish, an abort, a first admission); a legitimate run preempts
- * at most every sequence in flight once or twice before one of them
- * decodes with the frames set free, so more than four preemptions per
- * sequence in flight (plus a margin of 16) without progress is a livelock,
- * and the run stops rather than spin. The static case (nothing running,
+ * token, a finish, an abort, a first admission) and asks
+ * pf_policy_livelocked; the run then stops rather than spin. The static case (nothing running,
  * busy or arriving, yet the run not done) cannot arise under the
  * admission rules; it is checked anyway, so no loop can be endless. */
 void pf_sim__end_step(pf_sim *s)
@@ -706,7 +703,7 @@ void pf_sim__end_step(pf_sim *s)
         s->idle_preempts += s->cur.preempted;
     int stuck = !s->done && running == 0 && s->cur.admitted == 0 && s->cur.preempted == 0 &&
                 s->next_arrival == s->njobs;
-    if (!s->done && (stuck || s->idle_preempts > 4 * (int64_t)in_flight(s, running) + 16))
+    if (!s->done && (stuck || pf_policy_livelocked(s->idle_preempts, in_flight(s, running))))
         s->livelock = 1;
 }
 

@@ -732,3 +732,51 @@ Test(sim_engine, stop_at_random_moments_never_hangs, .timeout = 240)
     }
     pf_jobs_free(&j);
 }
+
+/* Issue 8 points 1-2, as a property: on thousands of random small
+ * configurations (pool, block size, workers, watermark, victim, preemption
+ * mode, stall limit, costs, host swap, arrivals), every run ends with each
+ * request finished or aborted, no livelock, and the pool consistent. */
+Test(sim_engine, random_configurations_always_finish)
+{
+    uint64_t r = 88172645463325252ULL;
+    int aborts = 0, preempts = 0;
+    for (int it = 0; it < 3000; it++) {
+        pf_sim_params p;
+        pf_sim_params_default(&p);
+        p.cfg.block_size = 1 + (int)(lcg(&r) % 16);
+        p.cfg.pool_blocks = 2 + (int)(lcg(&r) % 60);
+        p.cfg.max_seq_len = p.cfg.block_size * p.cfg.pool_blocks;
+        if (p.cfg.max_seq_len < 2)
+            p.cfg.max_seq_len = 2;
+        p.workers = 1 + (int)(lcg(&r) % 12);
+        p.watermark = (double)(lcg(&r) % 5) * 0.1;
+        p.policy = (pf_victim_policy)(lcg(&r) % PF_VICTIM_COUNT);
+        p.preempt = (pf_preempt_mode)(lcg(&r) % 2);
+        p.stall_limit = lcg(&r) % 3 ? (int)(lcg(&r) % 3) : (int)(lcg(&r) % 50);
+        p.recompute_cost = (double)(lcg(&r) % 4) * 0.3;
+        p.swap_cost_per_page = (double)(lcg(&r) % 3) * 0.5;
+        p.swap_host_blocks = (int)(lcg(&r) % 40);
+        p.tick_us = 0;
+        pf_job jobs[20];
+        int n = 1 + (int)(lcg(&r) % 20), t = 0;
+        for (int i = 0; i < n; i++) {
+            t += (int)(lcg(&r) % 5);
+            int tot = 2 + (int)(lcg(&r) % (uint64_t)(p.cfg.max_seq_len - 1));
+            int pr = 1 + (int)(lcg(&r) % (uint64_t)(tot - 1));
+            jobs[i] = (pf_job){t, pr, tot - pr, (int)(lcg(&r) % 4)};
+        }
+        pf_sim *s = make(&p, jobs, n);
+        pf_sim_stats st;
+        cr_assert_eq(pf_sim_run(s, &st), PF_OK, "configuration %d", it);
+        cr_assert_eq(st.finished + st.aborted, n, "configuration %d", it);
+        cr_assert_eq(st.pool_used, 0);
+        cr_assert_eq(pf_sim_check(s), PF_OK);
+        aborts += st.aborted > 0;
+        preempts += st.preemptions > 0;
+        pf_sim_destroy(s);
+    }
+    /* the interesting paths were taken */
+    cr_assert_gt(aborts, 100);
+    cr_assert_gt(preempts, 100);
+}

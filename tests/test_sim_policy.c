@@ -85,6 +85,15 @@ Test(sim_policy, swap_only_when_the_host_has_room)
     cr_assert_eq(pf_policy_preempt_how(PF_PREEMPT_RECOMPUTE, 100, 10), PF_PREEMPT_RECOMPUTE);
 }
 
+Test(sim_policy, livelock_bound)
+{
+    cr_assert_not(pf_policy_livelocked(0, 0));
+    cr_assert_not(pf_policy_livelocked(16, 0));
+    cr_assert(pf_policy_livelocked(17, 0));
+    cr_assert_not(pf_policy_livelocked(4 * 100 + 16, 100));
+    cr_assert(pf_policy_livelocked(4 * 100 + 17, 100));
+}
+
 Test(sim_policy, cost_steps_round_up)
 {
     cr_assert_eq(pf_policy_cost_steps(100, 0.25), 25);
