@@ -163,7 +163,7 @@ static void *driver_main(void *arg)
     int threaded = s->p.engine == PF_ENGINE_THREADED;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->quit && s->paused && !s->single_req && !s->reset_req)
+        while (!s->quit && s->live && s->paused && !s->single_req && !s->reset_req)
             pthread_cond_wait(&s->ctl_cv, &s->mu);
         if (s->quit)
             break;

@@ -213,7 +213,7 @@ int pf_sim_set_workers(pf_sim *sim, int workers);
 int pf_sim_set_policy(pf_sim *sim, pf_victim_policy policy);
 int pf_sim_set_preempt(pf_sim *sim, pf_preempt_mode mode);
 int pf_sim_set_mode(pf_sim *sim, pf_sim_mode mode); /* implies reset */
-int pf_sim_set_paused(pf_sim *sim, int paused);
+int pf_sim_set_paused(pf_sim *sim, int paused); /* live mode; pf_sim_run ignores it */
 int pf_sim_single_step(pf_sim *sim);               /* while paused: one step */
 int pf_sim_set_tick_us(pf_sim *sim, int tick_us);  /* speed */
 int pf_sim_reset(pf_sim *sim);                      /* same jobs from step 0 */
@@ -282,9 +282,11 @@ typedef struct {
     int paused;
     int nframes;             /* = params.cfg.pool_blocks              */
     pf_frame_view *frames;   /* [nframes], owned by the snapshot      */
-    int nseqs;               /* sequences in a worker slot (admitted, or
-                                bound and waiting for admission) and
-                                those swapped out to the host        */
+    int nseqs;               /* sequences in a worker slot (admitted:
+                                decoding, stalled or rebuilding) and
+                                those swapped out to the host; the
+                                waiting queue is only counted
+                                (stats.waiting)                      */
     pf_seq_view *seqs;       /* [nseqs], owned by the snapshot        */
     int nevents;             /* oldest first                          */
     pf_event events[PF_SIM_EVENTS];
