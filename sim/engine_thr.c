@@ -18,7 +18,18 @@
  *
  * Live deterministic driver: one thread runs pf_sim__det_step under mu,
  * then sleeps out the tick. Pause, single step, reset and worker changes
- * are handled at step boundaries by the driver in both cases.
+ * are handled at step boundaries by the driver in both cases. A run to
+ * completion (pf_sim_run, threaded) skips quiet steps as the deterministic
+ * engine does (pf_sim__skip_quiet) and stops on a livelock; a live run
+ * shows every step and keeps going (a viewer sees the livelock's counters).
+ *
+ * Stopping. pf_sim_stop sets quit and wakes every wait; the driver leaves
+ * its loop at the next check (a step in flight is dropped: workers that
+ * have not taken their action leave without it, and every frame stays in a
+ * sequence's list), joins the workers, and exits; stop joins the driver.
+ * Ticks are measured on CLOCK_MONOTONIC (ctl_cv is created with that
+ * clock in pf_sim_create), so a change of the wall clock cannot stretch a
+ * timed wait.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,7 +43,6 @@ typedef struct {
     pf_sim *s;
     int w;
     uint64_t gen0;
-    int *tmp;
 } worker_arg;
 
 static void *worker_main(void *arg)
@@ -40,7 +50,6 @@ static void *worker_main(void *arg)
     worker_arg *a = arg;
     pf_sim *s = a->s;
     int w = a->w;
-    int *tmp = a->tmp;
     uint64_t my = a->gen0;
     free(a);
     pthread_mutex_lock(&s->mu);
@@ -50,12 +59,11 @@ static void *worker_main(void *arg)
         if (s->quit || s->th_exit[w])
             break;
         my = s->gen;
-        pf_sim__slot_step(s, w, tmp);
+        pf_sim__slot_step(s, w);
         if (--s->pending == 0)
             pthread_cond_signal(&s->done_cv);
     }
     pthread_mutex_unlock(&s->mu);
-    free(tmp);
     return NULL;
 }
 
@@ -68,16 +76,11 @@ static void sync_threads(pf_sim *s)
     for (int w = 0; w < PF_SIM_MAX_WORKERS; w++) {
         if (w < s->p.workers && !s->th_alive[w]) {
             worker_arg *a = malloc(sizeof *a);
-            int *tmp = malloc((size_t)s->max_frames * sizeof *tmp);
-            if (!a || !tmp) {
-                free(a);
-                free(tmp);
+            if (!a)
                 continue; /* fewer threads this step; retried next boundary */
-            }
             a->s = s;
             a->w = w;
             a->gen0 = s->gen;
-            a->tmp = tmp;
             s->th_exit[w] = 0;
             /* A worker needs little stack; 256 KiB instead of the default
              * (often 8 MiB) keeps 4096 workers cheap in address space. */
@@ -90,7 +93,6 @@ static void sync_threads(pf_sim *s)
                 pthread_attr_destroy(&attr);
             if (crc != 0) {
                 free(a);
-                free(tmp);
                 continue;
             }
             s->th_alive[w] = 1;
@@ -147,7 +149,7 @@ static void pace(pf_sim *s, const struct timespec *t0)
             return;
         struct timespec end = *t0, now;
         add_us(&end, s->p.tick_us);
-        clock_gettime(CLOCK_REALTIME, &now);
+        clock_gettime(CLOCK_MONOTONIC, &now);
         if (!before(&now, &end))
             return;
         pthread_cond_timedwait(&s->ctl_cv, &s->mu, &end);
@@ -161,7 +163,7 @@ static void *driver_main(void *arg)
     int threaded = s->p.engine == PF_ENGINE_THREADED;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->quit && s->paused && !s->single_req && !s->reset_req)
+        while (!s->quit && s->live && s->paused && !s->single_req && !s->reset_req)
             pthread_cond_wait(&s->ctl_cv, &s->mu);
         if (s->quit)
             break;
@@ -173,14 +175,14 @@ static void *driver_main(void *arg)
             sync_threads(s);
         else if (s->workers_target != s->p.workers)
             pf_sim__apply_workers_locked(s, s->workers_target);
-        if (s->done || s->stuck) {
+        if (s->done || s->livelock) {
             if (!s->live)
                 break;
             if (s->done) /* live: the same jobs again, so there is always something to show */
                 pf_sim__reset_locked(s);
         }
         struct timespec t0;
-        clock_gettime(CLOCK_REALTIME, &t0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         if (threaded) {
             pf_sim__begin_step(s);
             s->pending = s->nthreads;
@@ -198,6 +200,9 @@ static void *driver_main(void *arg)
         } else {
             pf_sim__det_step(s);
         }
+        if (!s->live)
+            pf_sim__skip_quiet(s);
+        pf_sim__let_callers_in(s);
         s->single_req = 0;
         pthread_cond_broadcast(&s->ctl_cv);
         if (!s->done || s->live)
@@ -211,11 +216,14 @@ static void *driver_main(void *arg)
     return NULL;
 }
 
+/* Called by the controlling thread; viewers may hold mu meanwhile. */
 int pf_sim__thr_start(pf_sim *s, int live)
 {
-    if (s->running)
+    pf_sim__lock(s);
+    if (s->running) {
+        pthread_mutex_unlock(&s->mu);
         return PF_ERR_ARG;
-    s->locking = 1; /* before any other thread exists */
+    }
     s->live = live;
     s->quit = 0;
     s->single_req = 0;
@@ -226,18 +234,20 @@ int pf_sim__thr_start(pf_sim *s, int live)
     s->nthreads = 0;
     memset(s->th_alive, 0, sizeof s->th_alive);
     memset(s->th_exit, 0, sizeof s->th_exit);
+    /* The driver starts by taking mu, so it runs only after this. */
     if (pthread_create(&s->driver, NULL, driver_main, s) != 0) {
-        s->locking = 0;
+        pthread_mutex_unlock(&s->mu);
         return PF_ERR_NOMEM;
     }
     s->driver_started = 1;
     s->running = 1;
+    pthread_mutex_unlock(&s->mu);
     return PF_OK;
 }
 
 int pf_sim__thr_wait_done(pf_sim *s)
 {
-    pthread_mutex_lock(&s->mu);
+    pf_sim__lock(s);
     while (!s->driver_exited)
         pthread_cond_wait(&s->ctl_cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
@@ -246,33 +256,36 @@ int pf_sim__thr_wait_done(pf_sim *s)
 
 int pf_sim__thr_stop(pf_sim *s)
 {
-    if (!s->running)
+    pf_sim__lock(s);
+    if (!s->driver_started) {
+        pthread_mutex_unlock(&s->mu);
         return PF_OK;
-    pthread_mutex_lock(&s->mu);
+    }
     s->quit = 1;
     pthread_cond_broadcast(&s->ctl_cv);
     pthread_cond_broadcast(&s->go_cv);
     pthread_cond_broadcast(&s->done_cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->driver, NULL);
+    pf_sim__lock(s);
     s->driver_started = 0;
     s->running = 0;
-    s->locking = 0; /* every other thread is gone */
-    /* Pending requests made while running apply now. */
+    /* Requests made while it ran apply now. */
     if (s->workers_target != s->p.workers)
         pf_sim__apply_workers_locked(s, s->workers_target);
     if (s->reset_req) {
         s->reset_req = 0;
         pf_sim__reset_locked(s);
     }
+    pthread_mutex_unlock(&s->mu);
     return PF_OK;
 }
 
 int pf_sim_start(pf_sim *sim)
 {
-    if (!sim || sim->running)
+    if (!sim)
         return PF_ERR_ARG;
-    pf_sim__ensure_baseline(sim); /* before any thread exists */
+    pf_sim__refresh_baseline(sim);
     return pf_sim__thr_start(sim, 1);
 }
 

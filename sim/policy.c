@@ -2,6 +2,9 @@
 #include "sim/policy.h"
 
 #include <math.h>
+#include <stdint.h>
+
+#include "core/pool.h"
 
 int pf_policy_admit_frames(const pf_sim_params *p, int tokens)
 {
@@ -13,15 +16,30 @@ int pf_policy_admit_frames(const pf_sim_params *p, int tokens)
     return (tokens + B - 1) / B;
 }
 
-double pf_policy_admit_watermark(const pf_sim_params *p)
+int pf_policy_readmit_frames(const pf_sim_params *p, int tokens)
 {
-    return p->mode == PF_SIM_NAIVE ? 0.0 : p->watermark;
+    return pf_policy_admit_frames(p, tokens + 1);
 }
 
-pf_fault_action pf_policy_on_fault(int stalled_steps, int stall_limit, int pending_free)
+double pf_policy_admit_watermark(const pf_sim_params *p, int returning)
 {
-    if (pending_free > 0)
-        return PF_FAULT_WAIT;
+    return p->mode == PF_SIM_NAIVE || returning ? 0.0 : p->watermark;
+}
+
+int pf_policy_never_fits(const pf_sim_params *p, const pf_job *j)
+{
+    if (p->mode == PF_SIM_NAIVE)
+        return 0;
+    int N = p->cfg.pool_blocks, B = p->cfg.block_size;
+    int64_t total = ((int64_t)j->prompt + j->output + B - 1) / B;
+    if (total > N)
+        return 1;
+    int reserve = pf_pool_reserve_for(N, pf_policy_admit_watermark(p, 0));
+    return pf_policy_admit_frames(p, j->prompt) > N - reserve;
+}
+
+pf_fault_action pf_policy_on_fault(int stalled_steps, int stall_limit)
+{
     return stalled_steps > stall_limit ? PF_FAULT_PREEMPT : PF_FAULT_WAIT;
 }
 
@@ -65,6 +83,11 @@ pf_preempt_mode pf_policy_preempt_how(pf_preempt_mode mode, int host_free, int f
     if (mode == PF_PREEMPT_SWAP && frames <= host_free)
         return PF_PREEMPT_SWAP;
     return PF_PREEMPT_RECOMPUTE;
+}
+
+int pf_policy_livelocked(int64_t idle_preempts, int in_flight)
+{
+    return idle_preempts > 4 * (int64_t)in_flight + 16;
 }
 
 int pf_policy_cost_steps(double units, double cost_per_unit)

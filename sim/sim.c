@@ -2,29 +2,38 @@
  * API (contract in sim/sim.h; state in sim/sim_internal.h).
  *
  * The model. Time is counted in steps; one step is one decode iteration.
- * There are `workers` slots; each slot serves one job at a time, as each of
- * the seed's 128 worker threads did. In every step each slot takes exactly
- * one action, decided by the functions in sim/policy.h:
+ * There are `workers` slots; each slot serves one sequence at a time, as
+ * each of the seed's 128 worker threads did. A step has three parts:
  *
- *   idle      take the next job: a swapped-out sequence first (vLLM's
- *             order), else the head of the waiting queue (FIFO; preempted
- *             sequences go back to its front). The slot is then bound to it.
- *   bound     try admission: take the job's frames (paged: ceil(tokens/B)
- *             for the prompt plus anything generated before a preemption;
- *             naive: ceil(max_seq_len/B)) only if, afterwards, watermark x
- *             pool frames stay free (naive: no watermark). On failure the
- *             job waits, bound to its slot, and retries next step.
- *   busy      a readmitted sequence is rebuilding its KV (recompute costs
- *             recompute_cost steps per token of prompt + generated) or
- *             copying its pages back from the host (swap costs
- *             swap_cost_per_page steps per page, out and in). No token.
- *   running   decode one token. If the last frame is full, first take one
- *             more frame (demand paging). No free frame = page fault: the
- *             sequence stalls (holds its frames, decodes nothing); once it
- *             has stalled more than stall_limit steps in a row a victim is
- *             preempted (victim policy), by swap if the host pool has room,
- *             else by recompute, and the faulting sequence tries again.
- *             The output's last token frees every frame and the slot.
+ *   begin     arrivals join the tail of the waiting queue.
+ *   slots     every slot holding a sequence takes exactly one action,
+ *             decided by the functions in sim/policy.h:
+ *     busy      a readmitted sequence is rebuilding its KV (recompute costs
+ *               recompute_cost steps per token of prompt + generated) or
+ *               copying its pages back from the host (swap costs
+ *               swap_cost_per_page steps per page, out and in). No token.
+ *     running   decode one token. If the last frame is full, first take one
+ *               more frame (demand paging). No free frame = page fault: the
+ *               sequence stalls (holds its frames, decodes nothing); once it
+ *               has stalled more than stall_limit steps in a row a victim is
+ *               preempted (victim policy), by swap if the host pool has
+ *               room, else by recompute, and the faulting sequence tries
+ *               again. The output's last token frees every frame and the
+ *               slot.
+ *   end       admission, first come first served, into the idle slots: the
+ *             swapped-out queue first (vLLM's order), then the waiting
+ *             queue (FIFO; recompute-preempted sequences go back to its
+ *             front), each head in turn until one does not fit; nothing
+ *             overtakes a blocked head. A new request takes its prompt's
+ *             frames (paged: ceil(tokens/B); naive: ceil(max_seq_len/B))
+ *             only if watermark x pool frames stay free afterwards (the
+ *             pool's pf_pool_alloc_admit, reserve from pf_pool_reserve_for);
+ *             a returning sequence (recompute or swap-in) needs only its
+ *             frames to fit, with room for its next token
+ *             (pf_policy_readmit_frames), no watermark. A new
+ *             request that can never be admitted (pf_policy_never_fits) is
+ *             aborted and the next one considered. Admitted sequences
+ *             decode from the next step. Then the statistics.
  *
  * Running sequences may use every frame (the watermark only gates
  * admission), as in vLLM. The deterministic engine runs the slots one after
@@ -32,25 +41,37 @@
  * gets to go first equally often, like threads racing, but reproducibly.
  * The threaded engine (engine_thr.c) runs the same slot action for each
  * slot on its own thread; the order within a step is then whatever the
- * pool's lock decides.
+ * pool's lock decides. Begin and end run on one thread in both engines.
  */
 #include <math.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "sim/sim_internal.h"
 
 /* ---- names and defaults ------------------------------------------------- */
 
-/* Name tables, indexed by the enums and NULL-terminated, so the command-line
- * choices (tui/simflags.c) and every printed name come from one place. */
+/* Name tables, indexed by the enums and NULL-terminated: every caller
+ * (tui/simflags.c's choices, the reports, the dashboard) spells a name
+ * from here. */
 const char *const pf_sim_mode_names[] = {"naive", "paged", NULL};
 const char *const pf_victim_names[] = {"faulting",    "newest",          "fewest-generated",
                                        "most-frames", "lowest-priority", NULL};
 const char *const pf_preempt_names[] = {"recompute", "swap", NULL};
 const char *const pf_engine_names[] = {"deterministic", "threaded", NULL};
+const char *const pf_event_names[] = {"admit",   "stall",     "preempt", "swap-out", "swap-in",
+                                      "finish",  "ping-pong", "reset",   "abort",    NULL};
+
+/* A new enum value without its name fails to compile here. */
+_Static_assert(sizeof pf_event_names / sizeof pf_event_names[0] == PF_EV_COUNT + 1, "event names");
+_Static_assert(sizeof pf_victim_names / sizeof pf_victim_names[0] == PF_VICTIM_COUNT + 1, "victim names");
+_Static_assert(sizeof pf_preempt_names / sizeof pf_preempt_names[0] == PF_PREEMPT_COUNT + 1,
+               "preempt names");
 
 const char *pf_sim_mode_name(pf_sim_mode m)
 {
@@ -74,9 +95,7 @@ const char *pf_engine_name(pf_engine e)
 
 const char *pf_event_name(pf_event_kind k)
 {
-    static const char *const n[] = {"admit", "stall", "preempt", "swap-out",
-                                    "swap-in", "finish", "ping-pong", "reset"};
-    return (unsigned)k <= PF_EV_RESET ? n[k] : "?";
+    return (unsigned)k < PF_EV_COUNT ? pf_event_names[k] : "?";
 }
 
 void pf_sim_params_default(pf_sim_params *p)
@@ -204,6 +223,8 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
                  naive_frames, c->pool_blocks);
         return NULL;
     }
+    /* Frames one sequence can ever hold: its whole length, but never more
+     * than the pool (a longer request is aborted, not run). */
     int max_frames = naive_frames;
     for (int i = 0; i < jobs->njobs; i++) {
         const pf_job *j = &jobs->jobs[i];
@@ -218,19 +239,17 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
             return NULL;
         }
         int need = (j->prompt + j->output + B - 1) / B;
-        if (need > c->pool_blocks) {
-            snprintf(err, errlen, "job %d needs %d blocks, more than the pool's %d", i, need,
-                     c->pool_blocks);
-            return NULL;
-        }
         if (need > max_frames)
             max_frames = need;
     }
+    if (max_frames > c->pool_blocks)
+        max_frames = c->pool_blocks;
     pf_sim *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    atomic_init(&s->callers, 0);
     int n = jobs->njobs;
     s->njobs = n;
     s->max_frames = max_frames;
@@ -244,10 +263,18 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     s->tmp = malloc((size_t)max_frames * sizeof(int));
     s->cand = malloc(PF_SIM_MAX_WORKERS * sizeof *s->cand);
     s->pool = pf_pool_create(c->pool_blocks);
+    /* The driver's timed wait (pace) measures the tick on the monotonic
+     * clock: a wall-clock step (NTP, a user setting the date) must neither
+     * stretch nor cut a tick. */
+    pthread_condattr_t ca;
+    int ca_ok = pthread_condattr_init(&ca) == 0;
+    int clock_ok = ca_ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0;
     int mu_ok = pthread_mutex_init(&s->mu, NULL) == 0;
     int cv_ok = mu_ok && pthread_cond_init(&s->go_cv, NULL) == 0;
     int cv2_ok = cv_ok && pthread_cond_init(&s->done_cv, NULL) == 0;
-    int cv3_ok = cv2_ok && pthread_cond_init(&s->ctl_cv, NULL) == 0;
+    int cv3_ok = cv2_ok && clock_ok && pthread_cond_init(&s->ctl_cv, &ca) == 0;
+    if (ca_ok)
+        pthread_condattr_destroy(&ca);
     if (!s->jobs || !s->frame_store || !s->seq || !s->q || !s->sq || !s->waits || !s->tmp ||
         !s->cand || !s->pool || !cv3_ok) {
         if (cv3_ok)
@@ -275,7 +302,11 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     for (int i = 0; i < n; i++)
         s->seq[i].frames = s->frame_store + (size_t)i * (size_t)max_frames;
     s->workers_target = p->workers;
-    pf_sim__reset_locked(s);
+    if (p->naive_throughput > 0.0) { /* the caller's baseline, for these workers */
+        s->naive_tput = p->naive_throughput;
+        s->naive_workers = p->workers;
+    }
+    pf_sim__reset_locked(s); /* no other thread knows s yet */
     return s;
 }
 
@@ -301,7 +332,7 @@ void pf_sim_destroy(pf_sim *sim)
 }
 
 /* Everything back to step 0 on the same jobs: every frame returns to the
- * pool (reset), every job to "not arrived". */
+ * pool (reset, which also zeroes its peak), every job to "not arrived". */
 void pf_sim__reset_locked(pf_sim *s)
 {
     pf_pool_reset(s->pool);
@@ -323,10 +354,10 @@ void pf_sim__reset_locked(pf_sim *s)
     s->host_used = 0;
     s->step = 0;
     s->admit_counter = 0;
-    s->admitted = s->finished = s->preemptions = s->recomputed = s->swapped_pages = s->pingpongs = 0;
+    s->admitted = s->finished = s->aborted = 0;
+    s->preemptions = s->recomputed = s->swapped_pages = s->pingpongs = 0;
     s->tokens_gen = 0;
     s->sum_decoding = s->sum_stalled = s->sum_used = s->sum_running = s->sum_waiting = 0;
-    s->peak_used = 0;
     s->running_peak = 0;
     s->nwaits = 0;
     s->waits_sorted_n = 0;
@@ -334,15 +365,15 @@ void pf_sim__reset_locked(pf_sim *s)
     memset(&s->cur, 0, sizeof s->cur);
     s->last_waiting = s->last_running = s->last_decoding = s->last_stalled = s->last_swapped = 0;
     s->done = 0;
-    s->stuck = 0;
+    s->livelock = 0;
+    s->idle_preempts = 0;
     s->ev_head = s->ev_n = 0;
     s->h_head = s->h_n = 0;
     event(s, PF_EV_RESET, -1, 0);
 }
 
 /* Change the number of worker slots at a step boundary. Slots beyond the
- * new count drain: they finish the sequence they run (a job still waiting
- * for admission goes back to the front of the queue) and take no more. */
+ * new count drain: they finish the sequence they run and take no more. */
 void pf_sim__apply_workers_locked(pf_sim *s, int workers)
 {
     s->p.workers = workers;
@@ -368,7 +399,7 @@ void pf_sim__begin_step(pf_sim *s)
     memset(&s->cur, 0, sizeof s->cur);
 }
 
-/* Return every frame of sequence id to the pool (under mu). */
+/* Return every frame of sequence id to the pool. */
 static void release_frames(pf_sim *s, int id)
 {
     pf_seqrec *q = &s->seq[id];
@@ -457,53 +488,69 @@ static void finish(pf_sim *s, int id)
     event(s, PF_EV_FINISH, id, n);
 }
 
-/* Admission (or swap-in) of the job bound to slot w. */
-static void try_admit(pf_sim *s, int w, int id, int *tmp)
+/* Admission, first come first served, into the idle slots below the worker
+ * count (see the model at the top). Runs on the one thread that ends the
+ * step, so the pool sees no other allocation meanwhile. */
+static void admit_fcfs(pf_sim *s)
 {
-    pf_seqrec *q = &s->seq[id];
-    const pf_job *j = &s->jobs[id];
-    int swap_in = q->host_frames > 0;
-    int tokens = j->prompt + q->generated;
-    int need = swap_in ? q->host_frames : pf_policy_admit_frames(&s->p, tokens);
-    double wm = pf_policy_admit_watermark(&s->p);
-    /* A lock-free look first: most failed admissions end here, without
-     * touching the pool's lock. */
-    if (!pf_pool_can_admit(s->pool, need, wm))
-        return;
-    SIM_UNLOCK(s);
-    int rc = pf_pool_alloc_admit(s->pool, id, need, wm, tmp);
-    SIM_LOCK(s);
-    if (rc != PF_OK)
-        return;
-    if (s->slot_seq[w] != id) { /* reset meanwhile: not possible mid-step, but never leak */
-        for (int k = 0; k < need; k++)
-            (void)pf_pool_free(s->pool, id, tmp[k]);
-        return;
-    }
-    memcpy(q->frames, tmp, (size_t)need * sizeof(int));
-    q->nframes = need;
-    q->admit_step = s->step;
-    q->admit_order = s->admit_counter++;
-    q->stalled = 0;
-    s->cur.admitted++;
-    if (swap_in) {
-        s->host_used -= q->host_frames;
-        q->busy = pf_policy_cost_steps(2.0 * q->host_frames, s->p.swap_cost_per_page);
-        q->host_frames = 0;
-        q->st = q->busy > 0 ? SQ_SWAPIN : SQ_DECODING;
-        event(s, PF_EV_SWAP_IN, id, need);
-    } else if (q->recompute) {
-        s->recomputed += tokens;
-        q->recompute = 0;
-        q->busy = pf_policy_cost_steps(tokens, s->p.recompute_cost);
-        q->st = q->busy > 0 ? SQ_RECOMPUTING : SQ_DECODING;
-        event(s, PF_EV_ADMIT, id, need);
-    } else {
-        int64_t wait = s->step - j->arrival;
-        s->waits[s->nwaits++] = wait > 0x7fffffff ? 0x7fffffff : (int)wait;
-        s->admitted++;
-        q->st = SQ_DECODING;
-        event(s, PF_EV_ADMIT, id, need);
+    int w = 0;
+    for (;;) {
+        while (w < s->p.workers && s->slot_seq[w] >= 0)
+            w++;
+        if (w >= s->p.workers)
+            return;
+        int swapped = s->sqlen > 0;
+        if (!swapped && s->qlen == 0)
+            return;
+        int id = swapped ? s->sq[s->sqhead] : s->q[s->qhead];
+        pf_seqrec *q = &s->seq[id];
+        const pf_job *j = &s->jobs[id];
+        int tokens = j->prompt + q->generated;
+        int returning = swapped || q->recompute;
+        int need = returning ? pf_policy_readmit_frames(&s->p, tokens) : pf_policy_admit_frames(&s->p, tokens);
+        if (!returning && pf_policy_never_fits(&s->p, j)) {
+            (void)q_pop_front(s->q, s->njobs, &s->qhead, &s->qlen);
+            q->st = SQ_ABORTED;
+            s->aborted++;
+            s->cur.aborted++;
+            event(s, PF_EV_ABORT, id, need);
+            continue;
+        }
+        double wm = pf_policy_admit_watermark(&s->p, returning);
+        if (pf_pool_alloc_admit(s->pool, id, need, wm, s->tmp) != PF_OK)
+            return;
+        if (swapped)
+            (void)q_pop_front(s->sq, s->njobs, &s->sqhead, &s->sqlen);
+        else
+            (void)q_pop_front(s->q, s->njobs, &s->qhead, &s->qlen);
+        memcpy(q->frames, s->tmp, (size_t)need * sizeof(int));
+        q->nframes = need;
+        q->slot = w;
+        s->slot_seq[w] = id;
+        q->admit_step = s->step;
+        q->admit_order = s->admit_counter++;
+        q->stalled = 0;
+        s->cur.admitted++;
+        if (swapped) {
+            s->host_used -= q->host_frames;
+            q->busy = pf_policy_cost_steps(2.0 * q->host_frames, s->p.swap_cost_per_page);
+            q->host_frames = 0;
+            q->st = q->busy > 0 ? SQ_SWAPIN : SQ_DECODING;
+            event(s, PF_EV_SWAP_IN, id, need);
+        } else if (q->recompute) {
+            s->recomputed += tokens;
+            q->recompute = 0;
+            q->busy = pf_policy_cost_steps(tokens, s->p.recompute_cost);
+            q->st = q->busy > 0 ? SQ_RECOMPUTING : SQ_DECODING;
+            event(s, PF_EV_ADMIT, id, need);
+        } else {
+            int64_t wait = s->step - j->arrival;
+            s->waits[s->nwaits++] = wait > 0x7fffffff ? 0x7fffffff : (int)wait;
+            s->admitted++;
+            s->cur.first_admitted++;
+            q->st = SQ_DECODING;
+            event(s, PF_EV_ADMIT, id, need);
+        }
     }
 }
 
@@ -517,9 +564,9 @@ static int grab_frame(pf_sim *s, int w, int id)
         return -1;
     uint32_t ep = s->seq[id].epoch;
     int f;
-    SIM_UNLOCK(s);
+    pthread_mutex_unlock(&s->mu);
     int rc = pf_pool_alloc(s->pool, id, &f);
-    SIM_LOCK(s);
+    pthread_mutex_lock(&s->mu);
     if (s->seq[id].epoch != ep || s->slot_seq[w] != id) {
         if (rc == PF_OK)
             (void)pf_pool_free(s->pool, id, f);
@@ -541,7 +588,7 @@ static void decode(pf_sim *s, int w, int id)
             return;
         if (f < 0) {
             q->stalled++;
-            if (pf_policy_on_fault(q->stalled, s->p.stall_limit, 0) == PF_FAULT_PREEMPT) {
+            if (pf_policy_on_fault(q->stalled, s->p.stall_limit) == PF_FAULT_PREEMPT) {
                 int v = choose_victim(s, id);
                 preempt(s, v);
                 if (v == id)
@@ -569,39 +616,13 @@ static void decode(pf_sim *s, int w, int id)
         finish(s, id);
 }
 
-void pf_sim__slot_step(pf_sim *s, int w, int *tmp)
+void pf_sim__slot_step(pf_sim *s, int w)
 {
     int id = s->slot_seq[w];
-    if (id < 0) {
-        if (s->slot_retire[w])
-            return;
-        if (s->sqlen > 0)
-            id = q_pop_front(s->sq, s->njobs, &s->sqhead, &s->sqlen);
-        else if (s->qlen > 0)
-            id = q_pop_front(s->q, s->njobs, &s->qhead, &s->qlen);
-        else
-            return;
-        s->slot_seq[w] = id;
-        s->seq[id].slot = w;
-        if (s->seq[id].st != SQ_SWAPPED)
-            s->seq[id].st = SQ_BOUND;
-    }
+    if (id < 0)
+        return;
     pf_seqrec *q = &s->seq[id];
     switch (q->st) {
-    case SQ_BOUND:
-    case SQ_SWAPPED:
-        if (s->slot_retire[w]) { /* draining slot: give the job back */
-            unbind(s, id);
-            if (q->st == SQ_SWAPPED)
-                q_push_front(s->sq, s->njobs, &s->sqhead, &s->sqlen, id);
-            else {
-                q->st = SQ_QUEUED;
-                q_push_front(s->q, s->njobs, &s->qhead, &s->qlen, id);
-            }
-            return;
-        }
-        try_admit(s, w, id, tmp);
-        return;
     case SQ_RECOMPUTING:
     case SQ_SWAPIN:
         s->cur.busy++;
@@ -619,33 +640,39 @@ void pf_sim__slot_step(pf_sim *s, int w, int *tmp)
     }
 }
 
-/* Fold the step's counters into the totals and the history. A run is
- * stuck when nothing holds a frame, no job is in flight and the waiting
- * ones still cannot be admitted: then no later step can differ. A step in
- * which a sequence decoded (its last token frees its frames and its slot)
- * or was preempted changed the state, so it is never stuck: with one
- * worker every finish leaves the pool empty and the next job is taken
- * only in the following step. */
+/* Requests in flight: admitted (in a slot), swapped out, or queued after a
+ * recompute preemption. */
+static int in_flight(const pf_sim *s, int running)
+{
+    return running + s->sqlen + s->qlen;
+}
+
+/* Admission, then fold the step's counters into the totals and the
+ * history, then the livelock check.
+ *
+ * Livelock. A run can stop making progress only through preemptions that
+ * undo one another: every other state moves on its own (a busy sequence
+ * counts down, a stalled one reaches its stall limit and preempts, an
+ * empty pool admits the queue's head, a request that never fits is
+ * aborted). So the check counts preemptions since the last progress (a
+ * token, a finish, an abort, a first admission) and asks
+ * pf_policy_livelocked; the run then stops rather than spin. The static case (nothing running,
+ * busy or arriving, yet the run not done) cannot arise under the
+ * admission rules; it is checked anyway, so no loop can be endless. */
 void pf_sim__end_step(pf_sim *s)
 {
-    int running = 0, bound = 0, swapped = s->sqlen, hi = 0;
+    admit_fcfs(s);
+    int running = 0, swapped = s->sqlen, hi = 0;
     for (int w = 0; w < s->slot_hi; w++) {
-        int id = s->slot_seq[w];
-        if (id < 0)
+        if (s->slot_seq[w] < 0)
             continue;
         hi = w + 1;
-        uint8_t st = s->seq[id].st;
-        if (st == SQ_BOUND)
-            bound++;
-        else if (st == SQ_SWAPPED)
-            swapped++;
-        else
-            running++;
+        running++;
     }
     if (hi < s->p.workers)
         hi = s->p.workers;
     s->slot_hi = hi;
-    s->last_waiting = s->qlen + bound;
+    s->last_waiting = s->qlen;
     s->last_running = running;
     if (running > s->running_peak)
         s->running_peak = running;
@@ -658,8 +685,6 @@ void pf_sim__end_step(pf_sim *s)
     s->sum_stalled += s->cur.stalled;
     int used = pf_pool_used_count(s->pool);
     s->sum_used += used;
-    if (used > s->peak_used)
-        s->peak_used = used;
     int h = (s->h_head + s->h_n) % PF_SIM_HISTORY;
     if (s->h_n == PF_SIM_HISTORY)
         s->h_head = (s->h_head + 1) % PF_SIM_HISTORY;
@@ -670,10 +695,78 @@ void pf_sim__end_step(pf_sim *s)
     s->h_pre[h] = (float)s->cur.preempted;
     s->h_use[h] = (float)used / (float)s->p.cfg.pool_blocks;
     s->step++;
-    if (s->finished == s->njobs)
+    if (s->finished + s->aborted == s->njobs)
         s->done = 1;
-    s->stuck = !s->done && running == 0 && used == 0 && s->cur.admitted == 0 && s->cur.busy == 0 &&
-               s->cur.decoding == 0 && s->cur.preempted == 0 && (s->qlen + bound + swapped) > 0;
+    if (s->cur.decoding > 0 || s->cur.aborted > 0 || s->cur.first_admitted > 0)
+        s->idle_preempts = 0;
+    else
+        s->idle_preempts += s->cur.preempted;
+    int stuck = !s->done && running == 0 && s->cur.admitted == 0 && s->cur.preempted == 0 &&
+                s->next_arrival == s->njobs;
+    if (!s->done && (stuck || pf_policy_livelocked(s->idle_preempts, in_flight(s, running))))
+        s->livelock = 1;
+}
+
+/* See sim_internal.h. A step was quiet when nobody decoded, nothing was
+ * admitted, preempted or aborted: every sequence in a slot is busy or
+ * stalled, and the queue heads did not fit. The next steps repeat it
+ * exactly (no frame moves, so no admission can succeed) until the first
+ * of: an arrival, a busy sequence reaching 0 (it decodes in the step
+ * after), a stalled one passing its stall limit (it preempts). Skip to the
+ * step before that one, adding what the skipped steps would have. */
+void pf_sim__skip_quiet(pf_sim *s)
+{
+    const pf_stepcount *c = &s->cur;
+    if (s->done || s->livelock || c->decoding || c->admitted || c->preempted || c->aborted)
+        return;
+    int64_t k = INT64_MAX; /* steps that can be skipped */
+    if (s->next_arrival < s->njobs)
+        k = (int64_t)s->jobs[s->next_arrival].arrival - s->step;
+    for (int w = 0; w < s->slot_hi; w++) {
+        int id = s->slot_seq[w];
+        if (id < 0)
+            continue;
+        const pf_seqrec *q = &s->seq[id];
+        int64_t room;
+        if (q->st == SQ_RECOMPUTING || q->st == SQ_SWAPIN)
+            room = (int64_t)q->busy - 1;
+        else if (q->st == SQ_STALLED)
+            room = (int64_t)s->p.stall_limit - q->stalled;
+        else
+            room = 0; /* a sequence that will decode: nothing to skip */
+        if (room < k)
+            k = room;
+    }
+    if (k <= 0 || k == INT64_MAX)
+        return;
+    for (int w = 0; w < s->slot_hi; w++) {
+        int id = s->slot_seq[w];
+        if (id < 0)
+            continue;
+        pf_seqrec *q = &s->seq[id];
+        if (q->st == SQ_STALLED)
+            q->stalled += (int)k;
+        else
+            q->busy -= (int)k;
+    }
+    s->sum_running += k * s->last_running;
+    s->sum_waiting += k * s->last_waiting;
+    s->sum_stalled += k * c->stalled;
+    int used = pf_pool_used_count(s->pool);
+    s->sum_used += k * used;
+    int64_t nh = k < PF_SIM_HISTORY ? k : PF_SIM_HISTORY;
+    for (int64_t i = 0; i < nh; i++) {
+        int h = (s->h_head + s->h_n) % PF_SIM_HISTORY;
+        if (s->h_n == PF_SIM_HISTORY)
+            s->h_head = (s->h_head + 1) % PF_SIM_HISTORY;
+        else
+            s->h_n++;
+        s->h_dec[h] = 0.0f;
+        s->h_stall[h] = (float)c->stalled;
+        s->h_pre[h] = 0.0f;
+        s->h_use[h] = (float)used / (float)s->p.cfg.pool_blocks;
+    }
+    s->step += k;
 }
 
 /* ---- the deterministic engine ------------------------------------------- */
@@ -687,28 +780,51 @@ void pf_sim__det_step(pf_sim *s)
         int w = start + i;
         if (w >= n)
             w -= n;
-        pf_sim__slot_step(s, w, s->tmp);
+        pf_sim__slot_step(s, w);
     }
     pf_sim__end_step(s);
+}
+
+void pf_sim__let_callers_in(pf_sim *s)
+{
+    if (atomic_load(&s->callers) == 0)
+        return;
+    pthread_mutex_unlock(&s->mu);
+    while (atomic_load(&s->callers) > 0)
+        sched_yield();
+    pthread_mutex_lock(&s->mu);
+}
+
+/* Requests made by control calls while pf_sim_run's deterministic loop or
+ * pf_sim_step runs apply at a step boundary, as the drivers apply them. */
+static void apply_requests_locked(pf_sim *s)
+{
+    if (s->reset_req) {
+        s->reset_req = 0;
+        pf_sim__reset_locked(s);
+    }
+    if (s->workers_target != s->p.workers)
+        pf_sim__apply_workers_locked(s, s->workers_target);
 }
 
 int pf_sim_step(pf_sim *sim)
 {
     if (!sim)
         return PF_ERR_ARG;
-    if (sim->running) {
-        if (sim->p.engine == PF_ENGINE_THREADED || sim->driver_started)
-            return pf_sim_single_step(sim) == PF_OK ? 0 : PF_ERR_ARG;
-    }
-    if (!sim->running)
-        pf_sim__ensure_baseline(sim);
-    SIM_LOCK(sim);
-    if (!sim->done)
+    pf_sim__lock(sim);
+    int running = sim->running, background = sim->driver_started;
+    pthread_mutex_unlock(&sim->mu);
+    if (running)
+        return background && pf_sim_single_step(sim) == PF_OK ? 0 : PF_ERR_ARG;
+    pf_sim__refresh_baseline(sim);
+    pf_sim__lock(sim);
+    apply_requests_locked(sim);
+    if (!sim->done && !sim->livelock) {
         pf_sim__det_step(sim);
-    /* stuck (as pf_sim_run reports it): a caller stepping until done would
-     * otherwise loop forever; the step itself was still taken */
-    int r = sim->done ? 1 : sim->stuck ? PF_ERR_RANGE : 0;
-    SIM_UNLOCK(sim);
+        pf_sim__skip_quiet(sim);
+    }
+    int r = sim->done ? 1 : sim->livelock ? PF_ERR_RANGE : 0;
+    pthread_mutex_unlock(&sim->mu);
     return r;
 }
 
@@ -724,40 +840,53 @@ static double naive_throughput_of(const pf_sim_params *p, const pf_job *jobs, in
     pf_sim *n = pf_sim_create(&np, &j, NULL, 0);
     if (!n)
         return 0.0;
-    while (!n->done && !n->stuck)
-        pf_sim__det_step(n);
-    double t = n->done && n->step > 0 ? (double)n->tokens_gen / (double)n->step : 0.0;
+    pf_sim_stats st;
+    double t = pf_sim_run(n, &st) == PF_OK && st.step > 0 ? st.throughput : 0.0;
     pf_sim_destroy(n);
     return t;
 }
 
-/* Make sure a paged simulator knows its naive baseline before it runs: the
- * caller's figure when it passed one (cmd_sim runs naive itself), else a
- * private deterministic naive run over the same jobs (milliseconds). Called
- * before any worker thread exists, so it needs no lock. */
-void pf_sim__ensure_baseline(pf_sim *sim)
+/* See sim_internal.h. The baseline depends on the jobs and the pool (fixed
+ * for the simulator's life) and on the worker count; the watermark, victim
+ * and preemption settings do not change a naive run. The result (0 when
+ * naive cannot run: the ratio is then unknown) is kept only if the worker
+ * count is still the one it was computed for. */
+void pf_sim__refresh_baseline(pf_sim *s)
 {
-    if (sim->p.mode != PF_SIM_PAGED || sim->naive_tput > 0.0)
+    pf_sim__lock(s);
+    pf_sim_params p = s->p;
+    p.workers = s->workers_target;
+    int stale = s->naive_workers != p.workers; /* 0 (never computed) is no count */
+    pthread_mutex_unlock(&s->mu);
+    if (!stale || p.mode != PF_SIM_PAGED)
         return;
-    if (sim->p.naive_throughput > 0.0)
-        sim->naive_tput = sim->p.naive_throughput;
-    else
-        sim->naive_tput = naive_throughput_of(&sim->p, sim->jobs, sim->njobs);
+    double base = naive_throughput_of(&p, s->jobs, s->njobs);
+    pf_sim__lock(s);
+    if (s->workers_target == p.workers) {
+        s->naive_tput = base;
+        s->naive_workers = p.workers;
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 int pf_sim_run(pf_sim *sim, pf_sim_stats *out)
 {
     if (!sim)
         return PF_ERR_ARG;
-    if (sim->running)
+    pf_sim__lock(sim);
+    if (sim->running) {
+        pthread_mutex_unlock(&sim->mu);
         return PF_ERR_ARG;
-    if (sim->done || sim->step > 0)
-        pf_sim__reset_locked(sim);
-    if (sim->p.mode == PF_SIM_NAIVE)
-        sim->naive_tput = 0.0;
-    pf_sim__ensure_baseline(sim);
+    }
+    pthread_mutex_unlock(&sim->mu);
+    pf_sim__refresh_baseline(sim);
     int rc = PF_OK;
     if (sim->p.engine == PF_ENGINE_THREADED) {
+        pf_sim__lock(sim);
+        apply_requests_locked(sim);
+        if (sim->done || sim->step > 0)
+            pf_sim__reset_locked(sim);
+        pthread_mutex_unlock(&sim->mu);
         rc = pf_sim__thr_start(sim, 0);
         if (rc == PF_OK)
             rc = pf_sim__thr_wait_done(sim);
@@ -765,21 +894,31 @@ int pf_sim_run(pf_sim *sim, pf_sim_stats *out)
         if (rc == PF_OK)
             rc = rc2;
     } else {
-        sim->locking = 0;
-        while (!sim->done && !sim->stuck) {
-            /* Nothing admitted, waiting or swapped: skip the empty steps up
-             * to the next arrival (they add nothing but the step count). */
-            if (sim->step > 0 && sim->last_running == 0 && sim->last_waiting == 0 &&
-                sim->last_swapped == 0 && sim->next_arrival < sim->njobs &&
-                sim->jobs[sim->next_arrival].arrival > sim->step)
-                sim->step = sim->jobs[sim->next_arrival].arrival;
+        /* One step per lock hold, so that a viewer on another thread gets in
+         * between steps; `running` makes a concurrent pf_sim_step refuse
+         * rather than interleave its steps with these. */
+        pf_sim__lock(sim);
+        apply_requests_locked(sim);
+        if (sim->done || sim->step > 0)
+            pf_sim__reset_locked(sim);
+        sim->running = 1;
+        sim->live = 0;
+        while (!sim->done && !sim->livelock) {
             pf_sim__det_step(sim);
+            pf_sim__skip_quiet(sim);
+            pthread_mutex_unlock(&sim->mu);
+            pf_sim__lock(sim);
+            apply_requests_locked(sim);
         }
+        sim->running = 0;
+        pthread_mutex_unlock(&sim->mu);
     }
-    if (rc == PF_OK && sim->stuck)
+    pf_sim__lock(sim);
+    if (rc == PF_OK && sim->livelock)
         rc = PF_ERR_RANGE;
     if (out)
-        pf_sim_get_stats(sim, out);
+        pf_sim__stats_locked(sim, out);
+    pthread_mutex_unlock(&sim->mu);
     return rc;
 }
 
@@ -789,9 +928,9 @@ int pf_sim_set_watermark(pf_sim *sim, double watermark)
 {
     if (!sim || !(watermark >= 0.0 && watermark <= 1.0))
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->p.watermark = watermark;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -799,13 +938,14 @@ int pf_sim_set_workers(pf_sim *sim, int workers)
 {
     if (!sim || workers < 1 || workers > PF_SIM_MAX_WORKERS)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->workers_target = workers;
-    /* A running engine's driver applies it at the next step boundary (it
-     * owns the threads); otherwise nothing runs a step right now. */
+    /* A running engine applies it at the next step boundary (the threaded
+     * driver owns the threads); otherwise nothing runs a step right now. */
     if (!sim->running)
         pf_sim__apply_workers_locked(sim, workers);
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
+    pf_sim__refresh_baseline(sim);
     return PF_OK;
 }
 
@@ -813,9 +953,9 @@ int pf_sim_set_policy(pf_sim *sim, pf_victim_policy policy)
 {
     if (!sim || (unsigned)policy >= PF_VICTIM_COUNT)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->p.policy = policy;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -823,9 +963,9 @@ int pf_sim_set_preempt(pf_sim *sim, pf_preempt_mode mode)
 {
     if (!sim || (unsigned)mode >= PF_PREEMPT_COUNT)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->p.preempt = mode;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -833,22 +973,13 @@ int pf_sim_set_mode(pf_sim *sim, pf_sim_mode mode)
 {
     if (!sim || (unsigned)mode > PF_SIM_PAGED)
         return PF_ERR_ARG;
-    int B = sim->p.cfg.block_size;
+    int B = sim->p.cfg.block_size; /* cfg never changes */
     if (mode == PF_SIM_NAIVE && (sim->p.cfg.max_seq_len + B - 1) / B > sim->p.cfg.pool_blocks)
         return PF_ERR_RANGE;
-    pf_sim_params p;
-    SIM_LOCK(sim);
-    p = sim->p;
-    int need_baseline = mode == PF_SIM_PAGED && !(sim->naive_tput > 0.0);
-    SIM_UNLOCK(sim);
-    /* The naive baseline for throughput_vs_naive, on a private simulator
-     * and outside the lock (it takes milliseconds). */
-    double base = need_baseline ? naive_throughput_of(&p, sim->jobs, sim->njobs) : 0.0;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->p.mode = mode;
-    if (need_baseline)
-        sim->naive_tput = base;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
+    pf_sim__refresh_baseline(sim);
     return pf_sim_reset(sim);
 }
 
@@ -856,11 +987,10 @@ int pf_sim_set_paused(pf_sim *sim, int paused)
 {
     if (!sim)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->paused = paused ? 1 : 0;
-    if (sim->locking)
-        pthread_cond_broadcast(&sim->ctl_cv);
-    SIM_UNLOCK(sim);
+    pthread_cond_broadcast(&sim->ctl_cv);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -868,15 +998,16 @@ int pf_sim_single_step(pf_sim *sim)
 {
     if (!sim)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
-    int ok = sim->running && sim->paused;
+    pf_sim__lock(sim);
+    int running = sim->running;
+    int ok = running && sim->driver_started && sim->paused;
     if (ok) {
         sim->single_req = 1;
         pthread_cond_broadcast(&sim->ctl_cv);
     }
-    SIM_UNLOCK(sim);
-    if (!ok && !sim->running) {
-        int r = pf_sim_step(sim); /* a step that leaves the run stuck still stepped */
+    pthread_mutex_unlock(&sim->mu);
+    if (!running) {
+        int r = pf_sim_step(sim); /* a step that ends in a livelock still stepped */
         return r < 0 && r != PF_ERR_RANGE ? PF_ERR_ARG : PF_OK;
     }
     return ok ? PF_OK : PF_ERR_ARG;
@@ -886,11 +1017,10 @@ int pf_sim_set_tick_us(pf_sim *sim, int tick_us)
 {
     if (!sim || tick_us < 0 || tick_us > 10000000)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     sim->p.tick_us = tick_us;
-    if (sim->locking)
-        pthread_cond_broadcast(&sim->ctl_cv);
-    SIM_UNLOCK(sim);
+    pthread_cond_broadcast(&sim->ctl_cv);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -898,14 +1028,14 @@ int pf_sim_reset(pf_sim *sim)
 {
     if (!sim)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     if (sim->running) {
-        sim->reset_req = 1; /* the driver resets at the next step boundary */
+        sim->reset_req = 1; /* the engine resets at the next step boundary */
         pthread_cond_broadcast(&sim->ctl_cv);
     } else {
         pf_sim__reset_locked(sim);
     }
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -913,25 +1043,25 @@ void pf_sim_get_params(pf_sim *sim, pf_sim_params *out)
 {
     if (!sim || !out)
         return;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     *out = sim->p;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
 }
 
 void pf_sim_get_stats(pf_sim *sim, pf_sim_stats *out)
 {
     if (!sim || !out)
         return;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     pf_sim__stats_locked(sim, out);
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
 }
 
 int pf_sim_check(pf_sim *sim)
 {
     if (!sim)
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     int held = 0, rc = PF_OK;
     for (int i = 0; i < sim->njobs; i++) {
         const pf_seqrec *q = &sim->seq[i];
@@ -944,6 +1074,6 @@ int pf_sim_check(pf_sim *sim)
         rc = PF_ERR_ARG;
     if (sim->host_used < 0 || sim->host_used > sim->p.swap_host_blocks)
         rc = PF_ERR_ARG;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return rc;
 }

@@ -6,17 +6,26 @@
  * a sequence takes a new frame only when its last one is full (demand
  * paging); under naive mode it reserves MAX_SEQ_LEN tokens of frames up
  * front. A page fault with no free frame stalls the sequence or preempts a
- * victim (recompute or swap), chosen by a victim policy. Admission keeps
- * watermark x pool frames free after the prompt's frames.
+ * victim (recompute or swap), chosen by a victim policy. Admission is first
+ * come, first served: swapped-out sequences first, then the waiting queue,
+ * in order, none overtaking a blocked one; a new request is admitted when,
+ * after its prompt's frames, watermark x pool frames stay free; a returning
+ * (preempted) sequence needs only its frames to fit. A request that can
+ * never be admitted under the parameters is aborted alone (counted in
+ * pf_sim_stats.aborted), as vLLM does, and the run goes on.
  *
  * Two engines run the same policy functions (sim/policy.h):
  *  - deterministic: virtual time, one thread; same inputs -> same bytes.
  *  - threaded: one pthread per worker slot, real contention on the pool,
  *    paced by a tick length; workers can be added and removed while it runs.
  *
- * Contract for viewers (the dashboard): everything below marked "live" is
- * safe to call from another thread while the engine runs. pf_sim_take_snapshot
- * copies state out and holds any lock only for a short copy.
+ * Threads. Functions marked "live" below are safe to call from any thread
+ * at any time, also while an engine runs on another thread (pf_sim_start's
+ * background engine, or pf_sim_run of either engine): every one of them
+ * takes the simulator's one mutex, which every step holds too; none is ever
+ * switched off. pf_sim_take_snapshot copies state out and holds the lock
+ * only for a short copy. The lifecycle functions (create, destroy, run,
+ * step, start, stop) are for one controlling thread.
  * Callers: tui/ (the `sim` subcommand and the dashboard), tests.
  */
 #ifndef PF_SIM_SIM_H
@@ -90,7 +99,9 @@ typedef enum { PF_PREEMPT_RECOMPUTE = 0, PF_PREEMPT_SWAP = 1, PF_PREEMPT_COUNT }
 
 typedef enum { PF_ENGINE_DETERMINISTIC = 0, PF_ENGINE_THREADED = 1 } pf_engine;
 
-/* NULL-terminated name tables indexed by the enums (command-line choices). */
+/* NULL-terminated name tables indexed by the enums: the one spelling of
+ * every name, for command-line choices, reports and the dashboard alike
+ * (pf_event_names, for the event kinds, is below them). */
 extern const char *const pf_sim_mode_names[];
 extern const char *const pf_victim_names[];
 extern const char *const pf_preempt_names[];
@@ -152,6 +163,15 @@ typedef struct {
                                  work the engine simulated)                */
     double waiting_mean;      /* mean waiting requests per step            */
     double running_mean;      /* mean admitted sequences per step          */
+    /* added by the correctness pass (issue 8): */
+    int64_t aborted;          /* requests dropped because they can never be
+                                 admitted under the parameters (a prompt
+                                 larger than pool - watermark reserve, or a
+                                 request larger than the pool), as vLLM
+                                 ignores a prompt its block manager can never
+                                 hold                                      */
+    int livelock;             /* 1 when the run stopped because nothing
+                                 could move (pf_sim_run's PF_ERR_RANGE)    */
 } pf_sim_stats;
 
 /* ---- the simulator ------------------------------------------------------- */
@@ -159,19 +179,27 @@ typedef struct {
 typedef struct pf_sim pf_sim;
 
 /* Create a simulator over a copy of jobs. Returns NULL and writes a reason
- * into err on bad parameters or allocation failure. */
+ * into err on bad parameters or allocation failure. A job larger than the
+ * pool is not an error here: the run aborts it (pf_sim_stats.aborted). */
 pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, size_t errlen);
 void pf_sim_destroy(pf_sim *sim); /* stops threads first if running */
 
 /* Run to completion on the calling thread's engine choice and fill stats.
  * Deterministic engine: virtual time, no threads. Threaded engine: starts
- * the workers, waits for every job, stops them. */
+ * the workers, waits for every job, stops them. Steps in which nothing can
+ * happen (every sequence busy rebuilding or stalled, nothing admissible)
+ * are skipped in one jump to the next step in which something can; the
+ * figures are those of stepping through them. Returns PF_OK when every job
+ * finished or was aborted; PF_ERR_RANGE when the run stopped in a livelock
+ * (stats.livelock: sequences kept preempting one another and none produced
+ * a token); other codes on error. */
 int pf_sim_run(pf_sim *sim, pf_sim_stats *out);
 
-/* Advance one step (deterministic engine, or a paused threaded one).
- * Returns 1 when all jobs are done, 0 otherwise, <0 on error; PF_ERR_RANGE
- * when, after the step, the run is stuck (a waiting job can never be
- * admitted; pf_sim_run's PF_ERR_RANGE). */
+/* Advance one step (or, as pf_sim_run does, a jump over steps in which
+ * nothing can happen) on a simulator no engine is running. While the
+ * background engine runs it is pf_sim_single_step. Returns 1 when all jobs
+ * are done, 0 otherwise, <0 on error; PF_ERR_RANGE in a livelock (as
+ * pf_sim_run). */
 int pf_sim_step(pf_sim *sim);
 
 /* Live mode: start the engine in the background (threaded: worker threads;
@@ -189,13 +217,16 @@ int pf_sim_stop(pf_sim *sim);
  * worker may hold a frame it has not recorded yet. */
 int pf_sim_check(pf_sim *sim);
 
-/* ---- control (live) ------------------------------------------------------ */
+/* ---- control (live) ------------------------------------------------------ *
+ * Each returns PF_OK or PF_ERR_ARG for a bad value. set_workers also brings
+ * the vs-naive baseline up to date for the new count (a private naive run
+ * of a few milliseconds, on the caller's thread, outside the lock). */
 int pf_sim_set_watermark(pf_sim *sim, double watermark);
 int pf_sim_set_workers(pf_sim *sim, int workers);
 int pf_sim_set_policy(pf_sim *sim, pf_victim_policy policy);
 int pf_sim_set_preempt(pf_sim *sim, pf_preempt_mode mode);
 int pf_sim_set_mode(pf_sim *sim, pf_sim_mode mode); /* implies reset */
-int pf_sim_set_paused(pf_sim *sim, int paused);
+int pf_sim_set_paused(pf_sim *sim, int paused); /* live mode; pf_sim_run ignores it */
 int pf_sim_single_step(pf_sim *sim);               /* while paused: one step */
 int pf_sim_set_tick_us(pf_sim *sim, int tick_us);  /* speed */
 int pf_sim_reset(pf_sim *sim);                      /* same jobs from step 0 */
@@ -240,10 +271,13 @@ typedef enum {
     PF_EV_SWAP_IN,
     PF_EV_FINISH,
     PF_EV_PINGPONG,
-    PF_EV_RESET
+    PF_EV_RESET,
+    PF_EV_ABORT, /* a request that can never be admitted was dropped */
+    PF_EV_COUNT
 } pf_event_kind;
 
-const char *pf_event_name(pf_event_kind k); /* "admit", "stall", ... */
+extern const char *const pf_event_names[]; /* [PF_EV_COUNT + 1], NULL-terminated */
+const char *pf_event_name(pf_event_kind k); /* "admit", "stall", ..., "?" if out of range */
 
 typedef struct {
     int64_t step;
@@ -261,9 +295,11 @@ typedef struct {
     int paused;
     int nframes;             /* = params.cfg.pool_blocks              */
     pf_frame_view *frames;   /* [nframes], owned by the snapshot      */
-    int nseqs;               /* sequences in a worker slot (admitted, or
-                                bound and waiting for admission) and
-                                those swapped out to the host        */
+    int nseqs;               /* sequences in a worker slot (admitted:
+                                decoding, stalled or rebuilding) and
+                                those swapped out to the host; the
+                                waiting queue is only counted
+                                (stats.waiting)                      */
     pf_seq_view *seqs;       /* [nseqs], owned by the snapshot        */
     int nevents;             /* oldest first                          */
     pf_event events[PF_SIM_EVENTS];

@@ -3,13 +3,14 @@
  * engine_thr.c: threads). Not for callers outside sim/.
  *
  * Locking. One mutex, mu, guards every field below except the pool (which
- * has its own lock) and the immutable job list. `locking` is 0 while the
- * deterministic engine runs on the caller's thread with nobody else
- * looking (pf_sim_run); then the LOCK/UNLOCK macros are no-ops and the
- * step costs no atomic operations. Whenever another thread may look (live
- * mode, the threaded engine), locking is 1. The scheduler step releases mu
- * only around frame allocations, so that worker threads really contend on
- * the pool's own lock, and re-checks its sequence afterwards (epoch).
+ * has its own lock) and the immutable job list, always, in both engines:
+ * whoever runs a step (pf_sim_run's loop, pf_sim_step, the live drivers,
+ * the worker threads) holds mu for it, so a viewer on another thread may
+ * call any "live" function of sim/sim.h at any time. An uncontended lock
+ * costs some tens of nanoseconds, once per step plus twice per frame
+ * taken: nothing next to the step itself. A decoding slot releases mu only
+ * around its frame allocation, so that worker threads really contend on the
+ * pool's own lock, and re-checks its sequence afterwards (epoch).
  */
 #ifndef PF_SIM_INTERNAL_H
 #define PF_SIM_INTERNAL_H
@@ -28,13 +29,13 @@
 typedef enum {
     SQ_PENDING = 0, /* not arrived yet                                 */
     SQ_QUEUED,      /* in the waiting queue                             */
-    SQ_BOUND,       /* taken by a worker slot, waiting for admission    */
     SQ_DECODING,    /* admitted, decoded in its last step               */
     SQ_STALLED,     /* admitted, page fault, waiting for a frame        */
     SQ_RECOMPUTING, /* readmitted after recompute preemption, rebuilding */
     SQ_SWAPIN,      /* readmitted from host swap, pages copying in      */
     SQ_SWAPPED,     /* on the host, in the swapped queue                */
-    SQ_DONE
+    SQ_DONE,
+    SQ_ABORTED      /* could never fit under the parameters: dropped    */
 } sq_state;
 
 typedef struct {
@@ -55,7 +56,7 @@ typedef struct {
 
 /* Per-step counters filled by the slot actions, folded in at step end. */
 typedef struct {
-    int decoding, stalled, preempted, busy, admitted;
+    int decoding, stalled, preempted, busy, admitted, first_admitted, aborted;
 } pf_stepcount;
 
 struct pf_sim {
@@ -67,7 +68,7 @@ struct pf_sim {
     pf_pool *pool;
 
     pthread_mutex_t mu;
-    int locking;
+    atomic_int callers; /* API calls waiting for mu (pf_sim__lock)       */
 
     pf_sim_params p; /* live parameters                                  */
     pf_seqrec *seq;  /* [njobs]                                          */
@@ -80,16 +81,15 @@ struct pf_sim {
     uint8_t slot_retire[PF_SIM_MAX_WORKERS]; /* slot >= workers: drain   */
     int slot_hi;     /* slots [0, slot_hi) may be busy                   */
     int host_used;
-    int *tmp;        /* [max_frames] allocation buffer (caller's thread) */
+    int *tmp;        /* [max_frames] admission buffer (whoever steps)    */
     pf_victim_cand *cand; /* [PF_SIM_MAX_WORKERS]                        */
 
     /* clock and totals */
     int64_t step;    /* steps completed                                  */
     int64_t admit_counter;
-    int64_t admitted, finished, preemptions, recomputed, swapped_pages, pingpongs;
+    int64_t admitted, finished, aborted, preemptions, recomputed, swapped_pages, pingpongs;
     int64_t tokens_gen;
     int64_t sum_decoding, sum_stalled, sum_used, sum_running, sum_waiting;
-    int peak_used;
     int running_peak;
     int *waits;      /* first-admission waits, [njobs]                  */
     int nwaits;
@@ -97,9 +97,12 @@ struct pf_sim {
     double wait_p50, wait_p99;
     pf_stepcount cur;
     int last_waiting, last_running, last_decoding, last_stalled, last_swapped;
-    int done;
-    int stuck;       /* no sequence running and the queue head can never fit */
+    int done;        /* every job finished or aborted                   */
+    int livelock;    /* the run stopped: nothing can move (see end_step) */
+    int64_t idle_preempts; /* preemptions since a token, a finish, an
+                              abort or a first admission              */
     double naive_tput; /* baseline for throughput_vs_naive, 0 unknown    */
+    int naive_workers; /* the worker count naive_tput was computed for    */
 
     /* recent events and per-step history (rings) */
     pf_event ev[PF_SIM_EVENTS];
@@ -109,8 +112,9 @@ struct pf_sim {
     int h_head, h_n;
 
     /* live mode / threaded engine (engine_thr.c) */
-    int running;     /* pf_sim_start'ed or pf_sim_run threaded           */
-    int live;        /* loop forever (restart when done)                 */
+    int running;     /* an engine runs: pf_sim_start'ed, or in pf_sim_run */
+    int live;        /* loop forever (restart when done); live runs show
+                        every step, others skip quiet ones (skip_quiet) */
     int paused;
     int single_req;  /* one step requested while paused                  */
     int reset_req;
@@ -128,24 +132,38 @@ struct pf_sim {
     uint8_t th_exit[PF_SIM_MAX_WORKERS];
 };
 
-#define SIM_LOCK(s)                                                                                \
-    do {                                                                                           \
-        if ((s)->locking)                                                                          \
-            pthread_mutex_lock(&(s)->mu);                                                          \
-    } while (0)
-#define SIM_UNLOCK(s)                                                                              \
-    do {                                                                                           \
-        if ((s)->locking)                                                                          \
-            pthread_mutex_unlock(&(s)->mu);                                                        \
-    } while (0)
+/* Take mu for an API call (every "live" function of sim.h). A mutex is not
+ * fair: an engine that steps without sleeping (tick 0, or pf_sim_run)
+ * would unlock and relock it at once and starve a viewer. The count lets
+ * the engine hand the lock over between steps (pf_sim__let_callers_in).
+ * The engine's own threads take mu directly. */
+static inline void pf_sim__lock(pf_sim *s)
+{
+    atomic_fetch_add(&s->callers, 1);
+    pthread_mutex_lock(&s->mu);
+    atomic_fetch_sub(&s->callers, 1);
+}
 
-/* sim.c: the step in three parts (all with mu held when locking). */
+/* Under mu, at a step boundary: if API calls are waiting, release mu until
+ * each of them has taken it; returns with mu held again. */
+void pf_sim__let_callers_in(pf_sim *s);
+
+/* sim.c: the step in three parts, all with mu held. */
 void pf_sim__begin_step(pf_sim *s);
-void pf_sim__slot_step(pf_sim *s, int w, int *tmp);
-void pf_sim__end_step(pf_sim *s);
+void pf_sim__slot_step(pf_sim *s, int w);
+void pf_sim__end_step(pf_sim *s); /* admission (FCFS), statistics, livelock */
 void pf_sim__det_step(pf_sim *s); /* begin, every slot in rotating order, end */
+/* After a step in which nothing happened (every sequence busy or stalled,
+ * nothing admitted): advance the clock in one jump to the step before the
+ * next one in which something can happen, with the statistics those steps
+ * would have added. Exact: the result is the same as stepping. Not used in
+ * live mode, where a viewer watches every step. Under mu. */
+void pf_sim__skip_quiet(pf_sim *s);
 void pf_sim__reset_locked(pf_sim *s);
-void pf_sim__ensure_baseline(pf_sim *s); /* naive throughput for a paged run */
+/* The naive baseline for throughput_vs_naive: computed (a private naive
+ * run, milliseconds) when missing or when the worker count changed. Takes
+ * mu itself; call without it. */
+void pf_sim__refresh_baseline(pf_sim *s);
 void pf_sim__apply_workers_locked(pf_sim *s, int workers);
 void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o);
 

@@ -1,7 +1,7 @@
 /* sim/snapshot.c - statistics, snapshots and block-table layouts for
  * viewers (contract in sim/sim.h).
  *
- * Everything here runs with mu held (when locking) and only copies: a
+ * Everything here runs with mu held and only copies: a
  * snapshot of the default pool copies 4096 frame views and at most a few
  * hundred sequence views, a few microseconds, so a viewer calling it 30
  * times a second never holds the workers up for long. Frame states are
@@ -84,7 +84,7 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     int N = s->p.cfg.pool_blocks;
     o->pool_used = pf_pool_used_count(s->pool);
     o->pool_free = pf_pool_free_count(s->pool);
-    o->pool_peak = s->peak_used;
+    o->pool_peak = pf_pool_peak(s->pool); /* exact, not a per-step sample */
     o->kv_usage = (double)o->pool_used / N;
     o->kv_usage_mean = (double)s->sum_used / steps / N;
     o->throughput = s->step > 0 ? (double)s->tokens_gen / (double)s->step : 0.0;
@@ -98,6 +98,8 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->seq_steps = s->sum_running;
     o->waiting_mean = (double)s->sum_waiting / steps;
     o->running_mean = (double)s->sum_running / steps;
+    o->aborted = s->aborted;
+    o->livelock = s->livelock;
 }
 
 static pf_seq_state view_state(uint8_t st)
@@ -113,6 +115,7 @@ static pf_seq_state view_state(uint8_t st)
     case SQ_SWAPPED:
         return PF_SEQ_SWAPPED;
     case SQ_DONE:
+    case SQ_ABORTED:
         return PF_SEQ_DONE;
     default:
         return PF_SEQ_WAITING;
@@ -152,20 +155,19 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     int N = sim->p.cfg.pool_blocks; /* immutable */
     if (grow((void **)&snap->frames, &snap->frames_cap, N, sizeof *snap->frames) != PF_OK)
         return PF_ERR_NOMEM;
-    /* Sequences shown: those in a worker slot plus those swapped out; at
-     * most workers-in-use + njobs, bounded by the slots and the swap queue. */
-    SIM_LOCK(sim);
+    /* Sequences shown: those in a worker slot plus those swapped out. */
+    pf_sim__lock(sim);
     int want = sim->slot_hi + sim->sqlen;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     for (;;) {
         if (grow((void **)&snap->seqs, &snap->seqs_cap, want > 16 ? want : 16,
                  sizeof *snap->seqs) != PF_OK)
             return PF_ERR_NOMEM;
-        SIM_LOCK(sim);
+        pf_sim__lock(sim);
         want = sim->slot_hi + sim->sqlen;
         if (want <= snap->seqs_cap)
             break; /* keep the lock */
-        SIM_UNLOCK(sim);
+        pthread_mutex_unlock(&sim->mu);
     }
     pf_sim__stats_locked(sim, &snap->stats);
     snap->params = sim->p;
@@ -211,7 +213,7 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
         snap->hist_usage[i] = sim->h_use[h];
     }
     snap->hist_step0 = sim->step - sim->h_n;
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
 
@@ -231,7 +233,7 @@ int pf_sim_layout(pf_sim *sim, int cap, int max_blocks, int *lens, int *tables)
 {
     if (!sim || cap < 0 || max_blocks < 1 || (cap > 0 && (!lens || !tables)))
         return PF_ERR_ARG;
-    SIM_LOCK(sim);
+    pf_sim__lock(sim);
     int B = sim->p.cfg.block_size;
     int n = 0;
     for (int w = 0; w < sim->slot_hi && n < cap; w++) {
@@ -254,6 +256,6 @@ int pf_sim_layout(pf_sim *sim, int cap, int max_blocks, int *lens, int *tables)
             tables[(size_t)n * max_blocks + k] = k < used ? q->frames[k] : -1;
         n++;
     }
-    SIM_UNLOCK(sim);
+    pthread_mutex_unlock(&sim->mu);
     return n;
 }

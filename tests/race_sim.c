@@ -4,6 +4,9 @@
  * stats as the dashboard does; the main thread turns every control (workers
  * up and down, watermark, policy, preemption, pause, single step, speed,
  * reset, mode). Then the deterministic live driver gets the same treatment.
+ * Then (issue 8 point 7) pf_sim_run of each engine, run to completion on
+ * the main thread, while a viewer and a controller thread call every live
+ * function; and (point 9) a threaded engine stopped at random moments.
  * Exit 0 when no frame leaked and every snapshot was self-consistent. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -121,10 +124,121 @@ static int exercise(pf_engine engine)
     return fail;
 }
 
+/* A controller calling every live control while pf_sim_run works. */
+static atomic_int stop_ctl;
+
+static void *controller(void *arg)
+{
+    pf_sim *s = arg;
+    for (int k = 0; !atomic_load(&stop_ctl); k++) {
+        pf_sim_set_workers(s, k % 2 ? 6 : 14);
+        pf_sim_set_watermark(s, k % 3 ? 0.0 : 0.04);
+        pf_sim_set_policy(s, (pf_victim_policy)(k % PF_VICTIM_COUNT));
+        pf_sim_set_preempt(s, k % 2 ? PF_PREEMPT_SWAP : PF_PREEMPT_RECOMPUTE);
+        pf_sim_set_tick_us(s, 0);
+        pf_sim_set_paused(s, k % 2);
+        (void)pf_sim_single_step(s); /* refused while pf_sim_run steps: never interleaved */
+        if (k == 3)
+            pf_sim_reset(s);
+        pf_sim_params p;
+        pf_sim_get_params(s, &p);
+        sleep_us(300);
+    }
+    pf_sim_set_paused(s, 0);
+    return NULL;
+}
+
+static int run_watched(pf_engine engine)
+{
+    pf_jobs j;
+    if (pf_jobs_generate(&j, 23, 64, pf_mix_seed(), 0.0, 512) != PF_OK)
+        return 1;
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.engine = engine;
+    p.cfg.max_seq_len = 512;
+    p.cfg.pool_blocks = 192;
+    p.workers = 10;
+    p.watermark = 0.0;
+    p.tick_us = 0;
+    p.swap_host_blocks = 40;
+    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
+    if (!s)
+        return 1;
+    int fail = 0;
+    atomic_store(&stop_viewer, 0);
+    atomic_store(&stop_ctl, 0);
+    pthread_t v, c;
+    pthread_create(&v, NULL, viewer, s);
+    pthread_create(&c, NULL, controller, s);
+    pf_sim_stats st;
+    for (int r = 0; r < 3 && !fail; r++) {
+        int rc = pf_sim_run(s, &st);
+        if (rc != PF_OK || !st.done || st.pool_used != 0) {
+            fprintf(stderr, "race_sim: pf_sim_run (%s) under live calls: rc %d, done %d, used %d\n",
+                    pf_engine_name(engine), rc, st.done, st.pool_used);
+            fail = 1;
+        }
+    }
+    atomic_store(&stop_ctl, 1);
+    atomic_store(&stop_viewer, 1);
+    pthread_join(c, NULL);
+    pthread_join(v, NULL);
+    if (pf_sim_check(s) != PF_OK)
+        fail = 1;
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+    return fail;
+}
+
+/* Stop a threaded engine at random moments, controls in flight; it must
+ * return every time (a hang shows as the test's timeout). */
+static int random_stops(void)
+{
+    pf_jobs j;
+    if (pf_jobs_generate(&j, 29, 64, pf_mix_seed(), 0.0, 512) != PF_OK)
+        return 1;
+    uint64_t x = 99;
+    int fail = 0;
+    for (int it = 0; it < 40 && !fail; it++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        unsigned r = (unsigned)(x >> 33);
+        pf_sim_params p;
+        pf_sim_params_default(&p);
+        p.engine = PF_ENGINE_THREADED;
+        p.cfg.max_seq_len = 512;
+        p.cfg.pool_blocks = 192;
+        p.workers = 1 + (int)(r % 24);
+        p.watermark = 0.0;
+        p.tick_us = (int)(r % 3) * 100;
+        pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
+        if (!s || pf_sim_start(s) != PF_OK) {
+            pf_sim_destroy(s);
+            fail = 1;
+            break;
+        }
+        if (r % 5 == 0)
+            pf_sim_set_workers(s, 1 + (int)(r % 31));
+        if (r % 7 == 0)
+            pf_sim_set_paused(s, 1);
+        sleep_us((long)(r % 4000));
+        if (pf_sim_stop(s) != PF_OK || pf_sim_check(s) != PF_OK) {
+            fprintf(stderr, "race_sim: stop at a random moment (iteration %d) failed\n", it);
+            fail = 1;
+        }
+        pf_sim_destroy(s);
+    }
+    pf_jobs_free(&j);
+    return fail;
+}
+
 int main(void)
 {
     int fail = exercise(PF_ENGINE_THREADED);
     fail |= exercise(PF_ENGINE_DETERMINISTIC);
+    fail |= run_watched(PF_ENGINE_DETERMINISTIC);
+    fail |= run_watched(PF_ENGINE_THREADED);
+    fail |= random_stops();
     if (atomic_load(&bad_snapshots) > 0) {
         fprintf(stderr, "race_sim: %d inconsistent snapshots\n", atomic_load(&bad_snapshots));
         fail = 1;

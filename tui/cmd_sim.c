@@ -17,8 +17,10 @@
  * for each point of a sweep.
  *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
- * line on stderr, nothing on stdout); 1 a run could not finish (a job that
- * can never be admitted under these parameters).
+ * line on stderr, nothing on stdout); 1 a run stopped in a livelock
+ * (sequences kept preempting one another and none produced a token). A
+ * request that can never be admitted under the parameters is aborted alone
+ * (as vLLM does) and the run goes on: one line on stderr says how many.
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/pool.h"
 #include "sim/sim.h"
 #include "tui/cli.h"
 #include "tui/commands.h"
@@ -77,14 +80,23 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
     int rc = pf_sim_run(s, st);
     pf_sim_destroy(s);
     if (rc == PF_ERR_RANGE) {
-        fprintf(stderr, "%s: %s run cannot finish: a waiting job can never be admitted (watermark %.3g, pool %d blocks)\n",
-                PROG, pf_sim_mode_name(mode), a->f.p.watermark, a->f.p.cfg.pool_blocks);
+        fprintf(stderr,
+                "%s: %s run stopped at step %lld: livelock (sequences kept preempting one another and none "
+                "produced a token; %lld of %lld requests finished)\n",
+                PROG, pf_sim_mode_name(mode), (long long)st->step, (long long)st->finished,
+                (long long)jobs->njobs);
         return 1;
     }
     if (rc != PF_OK) {
         fprintf(stderr, "%s: %s run failed: %s\n", PROG, pf_sim_mode_name(mode), pf_strerror(rc));
         return 1;
     }
+    if (st->aborted > 0)
+        fprintf(stderr,
+                "%s: %s run: %lld of %d requests aborted: they can never be admitted (a prompt larger than "
+                "the pool less the watermark's reserve of %d blocks, or a request larger than the pool)\n",
+                PROG, pf_sim_mode_name(mode), (long long)st->aborted, jobs->njobs,
+                pf_pool_reserve_for(a->f.p.cfg.pool_blocks, mode == PF_SIM_PAGED ? a->f.p.watermark : 0.0));
     return 0;
 }
 
