@@ -721,7 +721,7 @@ static int walk_one(pf_sched *s, int id, int *budget)
         }
     } else if (need > pf_sched_free_frames(s)) {
         q->stalled++;
-        if (pf_policy_on_fault(q->stalled, s->p.stall_limit, 0) == PF_FAULT_PREEMPT) {
+        if (pf_policy_on_fault(q->stalled, s->p.stall_limit) == PF_FAULT_PREEMPT) {
             int v = pick_victim(s, id);
             preempt(s, v, budget);
             if (v == id)
