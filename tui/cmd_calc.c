@@ -310,6 +310,9 @@ static void add_model(pf_report *r, const calc_args *a, const calc_run *run)
                    (long long)b.naive_seqs,
                    (int)((b.mean_len + b.block_size - 1) / b.block_size * b.block_size), run->bpt,
                    (long long)b.paged_seqs);
+    pf_report_note(r, "the paged figure assumes every sequence holds exactly the mean length at "
+                      "the same moment; real lengths vary and live sequences grow, so a pool "
+                      "sized this way needs headroom (`pagefault sim` measures it)");
 }
 
 static const char calc_summary[] =
