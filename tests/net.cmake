@@ -22,3 +22,6 @@ if(PF_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
     target_link_libraries(fuzz_${t}_libfuzzer PRIVATE pf_net_codec pf_core)
   endforeach()
 endif()
+
+# Real sockets on 127.0.0.1 (ports chosen by the kernel).
+pf_criterion_test(test_net_zmq SOURCES test_net_zmq.c LIBS pf_net)
