@@ -26,3 +26,4 @@ endif()
 # Real sockets on 127.0.0.1 (ports chosen by the kernel).
 pf_criterion_test(test_net_zmq SOURCES test_net_zmq.c LIBS pf_net)
 pf_criterion_test(test_net_http SOURCES test_net_http.c LIBS pf_net_http)
+pf_criterion_test(test_net_attach SOURCES test_net_attach.c LIBS pf_net_codec)
