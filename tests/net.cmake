@@ -27,3 +27,17 @@ endif()
 pf_criterion_test(test_net_zmq SOURCES test_net_zmq.c LIBS pf_net)
 pf_criterion_test(test_net_http SOURCES test_net_http.c LIBS pf_net_http)
 pf_criterion_test(test_net_attach SOURCES test_net_attach.c LIBS pf_net_codec)
+
+# `pagefault attach` end to end: usage errors, and a Python publisher in
+# vLLM's wire format (both encodings, a replayed gap, a restart, hostile input,
+# a 100 MB metrics page). The Python test needs Debian's python3-zmq and
+# python3-msgpack, so it runs the system python3 and skips (77) without them.
+add_test(NAME test_net_attach_cli
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_attach_cli.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(test_net_attach_cli PROPERTIES TIMEOUT 60)
+find_program(PF_SYS_PYTHON3 python3 HINTS /usr/bin)
+if(PF_SYS_PYTHON3)
+  add_test(NAME test_net_attach_e2e
+           COMMAND ${PF_SYS_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/attach_publisher.py $<TARGET_FILE:pagefault>)
+  set_tests_properties(test_net_attach_e2e PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()

@@ -212,10 +212,10 @@ int pf_cmd_attach(int argc, char **argv)
     int rc = pf_cli_start(PROG, summary, opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
-    if (!a.events && !a.metrics)
-        return pf_cli_error(PROG, "give --kv-events tcp://HOST:5557 and/or --metrics http://HOST:8000/metrics");
     if (a.replay && !a.events)
         return pf_cli_error(PROG, "--replay needs --kv-events");
+    if (!a.events && !a.metrics)
+        return pf_cli_error(PROG, "give --kv-events tcp://HOST:5557 and/or --metrics http://HOST:8000/metrics");
 
     int status = 1;
     pf_zsub *sub = NULL;
