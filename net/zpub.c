@@ -38,6 +38,9 @@ struct pf_zpub {
     entry *ring; /* buffer_steps slots; oldest at head */
     uint32_t head, count;
     size_t bytes;
+    /* events queued by pf_zpub_stored/removed/cleared, owned */
+    pf_kvev_event *q;
+    uint32_t nq, capq;
 };
 
 static int bind_sock(void *ctx, int type, const char *ep, int rank, void **sock, char *bound, const char **why)
@@ -114,6 +117,11 @@ void pf_zpub_close(pf_zpub *p)
         for (uint32_t i = 0; i < p->count; i++)
             free(p->ring[(p->head + i) % p->cfg.buffer_steps].payload);
     free(p->ring);
+    for (uint32_t i = 0; i < p->nq; i++) {
+        free(p->q[i].hashes);
+        free(p->q[i].token_ids);
+    }
+    free(p->q);
     free(p);
 }
 
@@ -246,3 +254,120 @@ int pf_zpub_service(pf_zpub *p, int timeout_ms)
 const char *pf_zpub_endpoint(const pf_zpub *p) { return p->ep; }
 const char *pf_zpub_replay_endpoint(const pf_zpub *p) { return p->router ? p->rep : NULL; }
 uint64_t pf_zpub_next_seq(const pf_zpub *p) { return p->seq; }
+
+/* ---- the event queue -------------------------------------------------------- */
+
+static void queue_reset(pf_zpub *p)
+{
+    for (uint32_t i = 0; i < p->nq; i++) {
+        free(p->q[i].hashes);
+        free(p->q[i].token_ids);
+    }
+    p->nq = 0;
+}
+
+int pf_zpub_flush(pf_zpub *p, double ts)
+{
+    if (!p)
+        return PF_ERR_ARG;
+    if (!p->nq)
+        return 0;
+    pf_kvev_batch b = {.ts = ts, .events = p->q, .n_events = p->nq};
+    if (p->cfg.dp_rank > 0) { /* vLLM stamps the rank when it has one */
+        b.has_dp_rank = 1;
+        b.dp_rank = p->cfg.dp_rank;
+    }
+    int rc = pf_zpub_publish(p, &b);
+    queue_reset(p);
+    return rc;
+}
+
+uint32_t pf_zpub_pending(const pf_zpub *p) { return p ? p->nq : 0; }
+
+static pf_kvev_event *queue_push(pf_zpub *p)
+{
+    pf_kvev_limits lim = pf_kvev_limits_default();
+    if (p->nq >= lim.max_events && pf_zpub_flush(p, 0) != 0)
+        return NULL;
+    if (p->nq == p->capq) {
+        uint32_t nc = p->capq ? p->capq * 2 : 64;
+        pf_kvev_event *nq = realloc(p->q, (size_t)nc * sizeof *nq);
+        if (!nq)
+            return NULL;
+        p->q = nq;
+        p->capq = nc;
+    }
+    pf_kvev_event *e = &p->q[p->nq];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static int copy_hashes(pf_kvev_event *e, const uint64_t *h, uint32_t n)
+{
+    if (!n)
+        return 0;
+    e->hashes = malloc((size_t)n * sizeof *e->hashes);
+    if (!e->hashes)
+        return PF_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        e->hashes[i] = pf_kvev_hash_uint(h[i]);
+    e->n_hashes = n;
+    return 0;
+}
+
+int pf_zpub_stored(pf_zpub *p, const uint64_t *hashes, uint32_t n, const uint64_t *parent,
+                   const uint32_t *token_ids, uint32_t n_tokens, int block_size)
+{
+    pf_kvev_limits lim = pf_kvev_limits_default();
+    if (!p || (n && !hashes) || (n_tokens && !token_ids) || n > lim.max_hashes || n_tokens > lim.max_tokens ||
+        block_size < 1 || block_size > 65536)
+        return PF_ERR_ARG;
+    pf_kvev_event *e = queue_push(p);
+    if (!e)
+        return PF_ERR_NOMEM;
+    e->type = PF_KVEV_STORED;
+    e->block_size = block_size;
+    strcpy(e->medium, "GPU");
+    if (parent)
+        e->parent = pf_kvev_hash_uint(*parent);
+    if (copy_hashes(e, hashes, n) != 0)
+        return PF_ERR_NOMEM;
+    if (n_tokens) {
+        e->token_ids = malloc((size_t)n_tokens * sizeof *e->token_ids);
+        if (!e->token_ids) {
+            free(e->hashes);
+            return PF_ERR_NOMEM;
+        }
+        memcpy(e->token_ids, token_ids, (size_t)n_tokens * sizeof *e->token_ids);
+        e->n_tokens = n_tokens;
+    }
+    p->nq++;
+    return 0;
+}
+
+int pf_zpub_removed(pf_zpub *p, const uint64_t *hashes, uint32_t n)
+{
+    if (!p || (n && !hashes) || n > pf_kvev_limits_default().max_hashes)
+        return PF_ERR_ARG;
+    pf_kvev_event *e = queue_push(p);
+    if (!e)
+        return PF_ERR_NOMEM;
+    e->type = PF_KVEV_REMOVED;
+    strcpy(e->medium, "GPU");
+    if (copy_hashes(e, hashes, n) != 0)
+        return PF_ERR_NOMEM;
+    p->nq++;
+    return 0;
+}
+
+int pf_zpub_cleared(pf_zpub *p)
+{
+    if (!p)
+        return PF_ERR_ARG;
+    pf_kvev_event *e = queue_push(p);
+    if (!e)
+        return PF_ERR_NOMEM;
+    e->type = PF_KVEV_CLEARED;
+    p->nq++;
+    return 0;
+}

@@ -47,6 +47,23 @@ int pf_zpub_publish(pf_zpub *p, const pf_kvev_batch *b);
 #define PF_ZPUB_BUFFER_ONLY 1
 int pf_zpub_publish_payload(pf_zpub *p, const void *payload, size_t len, int flags);
 
+/* The simulator's side, a few calls per step: queue events as its prefix
+ * cache changes, then publish them as one batch per scheduler step, as vLLM
+ * does. Hashes are 64-bit integers (vLLM's older int hashes; they decode
+ * the same as bytes ones for every consumer that keys by hash). parent NULL:
+ * none. token_ids may be NULL (n_tokens 0). Each returns 0, PF_ERR_ARG or
+ * PF_ERR_NOMEM; the queue is bounded by the decoder's limits (an event past
+ * them flushes the queue first). */
+int pf_zpub_stored(pf_zpub *p, const uint64_t *hashes, uint32_t n, const uint64_t *parent,
+                   const uint32_t *token_ids, uint32_t n_tokens, int block_size);
+int pf_zpub_removed(pf_zpub *p, const uint64_t *hashes, uint32_t n);
+int pf_zpub_cleared(pf_zpub *p);
+/* Publish the queued events as one batch stamped ts (seconds); nothing to
+ * publish is not an error. Returns 0 or a negative pf_err. */
+int pf_zpub_flush(pf_zpub *p, double ts);
+/* Events queued and not yet flushed. */
+uint32_t pf_zpub_pending(const pf_zpub *p);
+
 /* Answer replay requests waiting (up to timeout_ms for the first). Returns
  * the number of requests answered, or a negative pf_err. */
 int pf_zpub_service(pf_zpub *p, int timeout_ms);

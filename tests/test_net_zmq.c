@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/err.h"
+#include "net/attach_model.h"
 #include "net/zpub.h"
 #include "net/zsub.h"
 
@@ -233,4 +234,61 @@ Test(net_zmq, rank_endpoints_follow_vllm)
     const char *why;
     cr_expect_eq(pf_zsub_open(&sc, &sub, &why), PF_ERR_ARG);
     cr_expect(strstr(why, "ranks") != NULL);
+}
+
+typedef struct {
+    pf_attach *m;
+    int batches;
+} model_ctx;
+
+static void to_model(void *ctx, const pf_zsub_note *n)
+{
+    model_ctx *mc = ctx;
+    if (n->kind == PF_ZSUB_BATCH) {
+        pf_attach_apply(mc->m, n->rank, n->batch);
+        mc->batches++;
+    }
+}
+
+/* The simulator's calls (stored / removed / cleared, flushed per step) seen
+ * by a subscriber feeding the attach model: the counts must match. */
+Test(net_zmq, builder_calls_reach_the_attach_model)
+{
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pf_zpub *p;
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &p, &why), 0, "%s", why);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = pf_zpub_endpoint(p);
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    model_ctx mc = {pf_attach_new(0), 0};
+    /* warm up with empty-but-valid batches until the subscription is live */
+    for (int t = 0; t < 500 && mc.batches == 0; t++) {
+        pf_zpub_cleared(p);
+        cr_assert_eq(pf_zpub_flush(p, t), 0);
+        pf_zsub_poll(sub, 10, to_model, &mc);
+    }
+    cr_assert_gt(mc.batches, 0);
+    const uint64_t a[] = {10, 11, 12}, parent = 12, b[] = {13};
+    const uint32_t tok[4] = {1, 2, 3, 4};
+    cr_expect_eq(pf_zpub_stored(p, a, 3, NULL, NULL, 0, 16), 0);
+    cr_expect_eq(pf_zpub_stored(p, b, 1, &parent, tok, 4, 4), 0);
+    cr_expect_eq(pf_zpub_removed(p, a, 1), 0);
+    cr_expect_eq(pf_zpub_pending(p), 3);
+    cr_expect_eq(pf_zpub_stored(p, a, 1, NULL, NULL, 0, 0), PF_ERR_ARG);
+    cr_expect_eq(pf_zpub_flush(p, 1.0), 0);
+    cr_expect_eq(pf_zpub_pending(p), 0);
+    int before = mc.batches;
+    for (int t = 0; t < 300 && mc.batches == before; t++)
+        pf_zsub_poll(sub, 10, to_model, &mc);
+    const pf_attach_counts *c = pf_attach_counts_get(mc.m);
+    cr_expect_eq(mc.batches, before + 1);
+    cr_expect_eq(c->blocks_live, 3);
+    cr_expect_eq(c->prefixes_live, 1);
+    cr_expect_eq(c->blocks_removed, 1);
+    pf_attach_free(mc.m);
+    pf_zsub_close(sub);
+    pf_zpub_close(p);
 }
