@@ -42,3 +42,6 @@ if(PF_SYS_PYTHON3)
   set_tests_properties(test_net_attach_e2e PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
 pf_criterion_test(test_net_attach_view SOURCES test_net_attach_view.c LIBS pf_attach_view)
+
+# The registry under concurrent updates while the HTTP thread renders it (TSan).
+pf_race_test(race_net_metrics SOURCES race_net_metrics.c LIBS pf_net_http)
