@@ -25,6 +25,7 @@
 
 static long accepted; /* inputs the decoder took: the mutator must reach both sides */
 
+#if !defined(PF_FUZZ_TARGET_PROM)
 static int fuzz_kvev(const uint8_t *data, size_t len)
 {
     pf_kvev_batch b, b2;
@@ -47,7 +48,9 @@ static int fuzz_kvev(const uint8_t *data, size_t len)
     pf_kvev_batch_free(&b);
     return bad;
 }
+#endif
 
+#if !defined(PF_FUZZ_TARGET_KVEV)
 static int fuzz_prom(const uint8_t *data, size_t len)
 {
     pf_prom_page pg;
@@ -77,6 +80,7 @@ static int fuzz_prom(const uint8_t *data, size_t len)
     pf_prom_page_free(&pg);
     return bad;
 }
+#endif
 
 #if defined(PF_FUZZ_TARGET_KVEV) || defined(PF_FUZZ_TARGET_PROM)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
