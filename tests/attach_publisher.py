@@ -293,7 +293,9 @@ def run(ranks, proc, pub_ep0):
     # 2. array_like encoding, int hashes: chain B (3 blocks), an unknown tag, bad types
     B = [9_000_000_001, 9_000_000_002, 9_000_000_003]
     r0.send(batch_array([stored_array(B, None), ["BlockMoved", [1], None],
-                         ["BlockStored", "not-a-list", None, [], 16, None, None]]))
+                         ["BlockStored", "not-a-list", None, [], 16, None, None],
+                         ["BlockStored", [5], None, [], -5, None, None],          # negative size
+                         ["BlockStored", [6], None, [], 2 ** 40, None, None]]))   # enormous size
     sent_batches += 1
     # 3. hostile messages: each counted as malformed
     r0.send(b"\xc1\x00garbage")                               # not msgpack
@@ -329,7 +331,7 @@ def run(ranks, proc, pub_ep0):
           f"gap/replay: gaps {w['gaps']} replayed {w['replayed']} lost {w['lost']}")
     check(w["malformed"] == 4, f"malformed {w['malformed']} != 4")
     check(w["unknown_events"] == 1, f"unknown_events {w['unknown_events']} != 1")
-    check(w["bad_events"] == 1, f"bad_events {w['bad_events']} != 1")
+    check(w["bad_events"] == 3, f"bad_events {w['bad_events']} != 3")
 
     # metrics: the page's values, quantiles as Prometheus computes them
     cur = wait_for(lambda c: c["metric_polls"] >= 1 and c["ttft_p50_s"] is not None, "a metrics poll", ranks)
