@@ -68,6 +68,7 @@ typedef struct {
     /* warnings (set by the caller from the transports, and by the model) */
     uint64_t w_malformed, w_bad_events, w_unknown_events, w_gaps, w_missed, w_replays, w_replayed, w_lost,
         w_reconnects, w_restarts, w_metrics_failed, w_metrics_bad_lines, w_metrics_truncated;
+    uint64_t history; /* batches from before attaching, replayed on request (not a warning) */
 } pf_attach_counts;
 
 typedef struct {

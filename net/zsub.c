@@ -273,11 +273,16 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         zmq_close(d);
         return 0;
     }
-    double deadline = now_s() + s->cfg.replay_timeout_ms / 1000.0;
-    int64_t next = from;
+    /* Three bounds, so neither a dead nor a hostile replay socket can hold
+     * us: silence (replay_timeout_ms since the last reply), 30 s in all, and
+     * the number of replies (what we asked for, plus some slack for stray
+     * ones). */
+    double start_t = now_s(), deadline = start_t + s->cfg.replay_timeout_ms / 1000.0;
+    int64_t next = from, budget = upto - from + 64;
     for (;;) {
-        int left_ms = (int)((deadline - now_s()) * 1000.0);
-        if (left_ms <= 0)
+        double t = now_s();
+        int left_ms = (int)((deadline - t) * 1000.0);
+        if (left_ms <= 0 || t - start_t > 30.0 || budget-- <= 0)
             break;
         zmq_pollitem_t it = {d, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, left_ms) <= 0)
@@ -286,6 +291,7 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         int n = recv_frames(d, fr, ZMQ_DONTWAIT);
         if (n == 0)
             continue;
+        deadline = now_s() + s->cfg.replay_timeout_ms / 1000.0;
         int64_t seq;
         s->st.messages += n > 0;
         if (n != 3 || zmq_msg_size(&fr[0]) != 0 || seq_of(&fr[1], &seq) != 0) {
@@ -309,7 +315,6 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
             break;
     }
     zmq_close(d);
-    s->st.replayed += (uint64_t)got;
     return got;
 }
 
@@ -325,6 +330,11 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
     rs->last_msg = now_s();
     rs->heard = 1;
     int got = 0;
+    if (rs->last_seq < 0 && seq > 0 && s->cfg.replay_history && rs->replay_ep[0]) {
+        int r = replay(s, rank, 0, seq, fn, ctx);
+        s->st.history += (uint64_t)r;
+        got += r;
+    }
     if (rs->last_seq >= 0) {
         if (seq == rs->last_seq) {
             s->st.duplicates++;
@@ -340,6 +350,7 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
             s->st.gaps++;
             s->st.missed += (uint64_t)missing;
             int r = rs->replay_ep[0] ? replay(s, rank, rs->last_seq + 1, seq, fn, ctx) : 0;
+            s->st.replayed += (uint64_t)r;
             got += r;
             s->st.lost += (uint64_t)(missing - r);
         }

@@ -12,6 +12,9 @@
  *    is counted as lost;
  *  - seq going back (seq < last): the server restarted (its counter begins
  *    at 0 again): reported, and the rank's baseline reset;
+ *  - with replay_history, a rank's first message also asks for everything
+ *    the publisher still buffers before it, so the view starts from the
+ *    cache's recent history instead of empty;
  *  - silence past silence_ms: the sockets are closed and opened again
  *    (a reconnect), since a server that went away and came back on the same
  *    port may otherwise leave us waiting on a dead connection. An idle vLLM
@@ -19,8 +22,9 @@
  *
  * Contract: single-threaded (call pf_zsub_poll from one thread); every frame
  * is untrusted (ZMQ_MAXMSGSIZE caps inbound messages, the decoder bounds the
- * rest); malformed messages are counted, never fatal. Replay waits at most
- * replay_timeout_ms per gap. Callers: tui/cmd_attach.c, tests.
+ * rest); malformed messages are counted, never fatal. A replay stops after
+ * replay_timeout_ms without a reply, after 30 s in all, or after as many
+ * messages as it asked for plus 64. Callers: tui/cmd_attach.c, tests.
  */
 #ifndef PF_NET_ZSUB_H
 #define PF_NET_ZSUB_H
@@ -39,7 +43,10 @@ typedef struct {
     int dp_ranks;                /* 1..64 */
     const char *topic;           /* subscription prefix; NULL or "" = every topic */
     int silence_ms;              /* reconnect after this much silence (0 = never)  */
-    int replay_timeout_ms;       /* wait for one replay at most this long          */
+    int replay_timeout_ms;       /* a replay gives up after this long without a reply */
+    int replay_history;          /* on a rank's first message, replay from seq 0: the
+                                    blocks stored before we attached, as far back as
+                                    the publisher's buffer reaches (vLLM: 10,000 steps) */
     pf_kvev_limits limits;       /* per payload                                    */
 } pf_zsub_config;
 
@@ -58,6 +65,7 @@ typedef struct {
     uint64_t missed;          /* batches those gaps left out                    */
     uint64_t replays;         /* replay requests sent                           */
     uint64_t replayed;        /* batches recovered by replay                    */
+    uint64_t history;         /* batches from before we attached (replay_history) */
     uint64_t lost;            /* missed batches replay could not supply         */
     uint64_t restarts;        /* seq went back: the server restarted            */
     uint64_t reconnects;      /* sockets reopened after silence                 */

@@ -27,6 +27,7 @@ usage "dp-ranks" --kv-events tcp://127.0.0.1:5557 --dp-ranks 0
 usage "dp-ranks" --kv-events tcp://127.0.0.1:5557 --dp-ranks 65
 usage "metrics" --metrics 127.0.0.1:8000/metrics
 usage "replay" --replay tcp://127.0.0.1:5558
+usage "history" --kv-events tcp://127.0.0.1:5557 --history
 usage "tick-ms" --kv-events tcp://127.0.0.1:5557 --tick-ms 0
 usage "format" --kv-events tcp://127.0.0.1:5557 --headless --format xml
 

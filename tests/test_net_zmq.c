@@ -292,3 +292,51 @@ Test(net_zmq, builder_calls_reach_the_attach_model)
     pf_zsub_close(sub);
     pf_zpub_close(p);
 }
+
+/* --history: batches published before the subscriber existed come back by
+ * replay on its first message, in order, before it. */
+static void *pub_history(void *arg)
+{
+    pub_job *j = arg;
+    uint64_t warm = 1000;
+    while (atomic_load(&j->phase) != 2) {
+        publish_hash(j->pub, warm++, 0);
+        pf_zpub_service(j->pub, 5);
+    }
+    return NULL;
+}
+
+Test(net_zmq, history_is_replayed_on_the_first_message)
+{
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pc.replay_endpoint = "tcp://127.0.0.1:*";
+    pub_job job = {0};
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    for (uint64_t h = 1; h <= 5; h++) /* nobody listens yet */
+        publish_hash(job.pub, h, 0);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = pf_zpub_endpoint(job.pub);
+    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    sc.replay_history = 1;
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pub_history, &job), 0);
+    seen s = {0};
+    int got = poll_until(sub, &s, 0, 5000);
+    atomic_store(&job.phase, 2);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    pf_zpub_close(job.pub);
+    cr_assert(got);
+    cr_assert_geq(s.n, 6);
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(s.hashes[i], (uint64_t)(i + 1), "position %d", i);
+    cr_expect_geq(st.history, 5);
+    cr_expect_eq(st.gaps, 0);
+    cr_expect_eq(st.lost, 0);
+}

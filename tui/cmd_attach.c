@@ -1,7 +1,7 @@
 /* tui/cmd_attach.c - `pagefault attach`: watch a live vLLM server's KV cache.
  *
  *   pagefault attach --kv-events tcp://HOST:5557 [--replay tcp://HOST:5558]
- *                    [--metrics http://HOST:8000/metrics] [--dp-ranks N]
+ *                    [--metrics http://HOST:8000/metrics] [--dp-ranks N] [--history]
  *                    [--headless --format jsonl [--ticks N]]
  *
  * Reads vLLM's KV-cache events (net/zsub) and its Prometheus page
@@ -37,7 +37,7 @@ static const char *const fmt_names[] = {"jsonl", NULL};
 
 typedef struct {
     const char *events, *replay, *metrics, *topic;
-    int dp_ranks, headless, format, ticks, tick_ms, no_color, max_blocks;
+    int dp_ranks, headless, format, ticks, tick_ms, no_color, max_blocks, history;
     double silence_s, metrics_timeout_s;
 } attach_args;
 
@@ -113,6 +113,7 @@ static void sync_warnings(pf_attach *m, const pf_zsub_stats *z, const pf_mfetch_
         c->w_lost = z->lost;
         c->w_reconnects = z->reconnects;
         c->w_restarts = z->restarts;
+        c->history = z->history;
         *prev = *z;
     }
     if (f)
@@ -147,6 +148,7 @@ static void print_jsonl(FILE *o, const pf_attach *m, double t, int tick, const p
     jint(o, "removed_unknown", c->removed_unknown);
     jint(o, "stored_again", c->stored_again);
     jint(o, "untracked", c->untracked);
+    jint(o, "history_batches", c->history);
     jint(o, "metric_polls", c->metric_polls);
     jnum(o, "kv_cache_usage", c->usage);
     jnum(o, "num_requests_running", c->running);
@@ -193,6 +195,8 @@ int pf_cmd_attach(int argc, char **argv)
         {"replay", PF_OPT_STRING, &a.replay, 0, 0, NULL, "tcp://HOST:PORT",
          "vLLM's replay ROUTER endpoint ('replay_endpoint'): gaps are repaired from it", 0},
         {"metrics", PF_OPT_STRING, &a.metrics, 0, 0, NULL, "URL", "vLLM's Prometheus page, e.g. http://HOST:8000/metrics", 0},
+        {"history", PF_OPT_FLAG, &a.history, 0, 0, NULL, NULL,
+         "on attaching, replay what the server still buffers (needs --replay): the blocks stored before", 0},
         {"dp-ranks", PF_OPT_INT, &a.dp_ranks, 1, PF_ZSUB_MAX_RANKS, NULL, "N",
          "data-parallel ranks: rank r publishes on PORT + r", 0},
         {"topic", PF_OPT_STRING, &a.topic, 0, 0, NULL, "T", "subscribe to this topic prefix (vLLM's default is \"\")", 0},
@@ -214,6 +218,8 @@ int pf_cmd_attach(int argc, char **argv)
         return rc;
     if (a.replay && !a.events)
         return pf_cli_error(PROG, "--replay needs --kv-events");
+    if (a.history && !a.replay)
+        return pf_cli_error(PROG, "--history needs --replay (the history comes from the replay socket)");
     if (!a.events && !a.metrics)
         return pf_cli_error(PROG, "give --kv-events tcp://HOST:5557 and/or --metrics http://HOST:8000/metrics");
 
@@ -233,6 +239,7 @@ int pf_cmd_attach(int argc, char **argv)
         zc.dp_ranks = a.dp_ranks;
         zc.topic = a.topic;
         zc.silence_ms = (int)(a.silence_s * 1000.0);
+        zc.replay_history = a.history;
         rc = pf_zsub_open(&zc, &sub, &why);
         if (rc == PF_ERR_ARG) {
             status = pf_cli_error(PROG, "--kv-events/--replay: %s", why);
