@@ -17,7 +17,8 @@ counts attach prints against what was sent:
      sent: attach must ask for and apply the three;
   5. a restart: rank 0's publisher closes and a new one binds the same port
      with seq from 0: attach must drop rank 0's blocks (rank 1 keeps its own);
-  6. rank 1 publishing with data_parallel_rank = 1 in the batch.
+  6. rank 1 publishing with data_parallel_rank = 1 in the batch;
+  7. --history: a chain published before attach started, recovered by replay.
 
 Usage: attach_publisher.py PATH/TO/pagefault. Exit 0 pass, 1 fail, 77 skip
 (python3-zmq or python3-msgpack missing).
@@ -250,9 +251,11 @@ def main():
     threading.Thread(target=http.serve_forever, daemon=True).start()
     murl = f"http://127.0.0.1:{http.server_address[1]}/metrics"
 
+    # history: a chain published before attach exists, recovered by --history
+    ranks[0].send(batch_map([stored_map([bhash(400), bhash(401)], None)]))
     proc = subprocess.Popen(
         [BIN, "attach", "--kv-events", f"tcp://127.0.0.1:{pub_port}", "--replay",
-         f"tcp://127.0.0.1:{rep_port}", "--metrics", murl, "--dp-ranks", "2", "--headless",
+         f"tcp://127.0.0.1:{rep_port}", "--history", "--metrics", murl, "--dp-ranks", "2", "--headless",
          "--format", "jsonl", "--tick-ms", "100", "--metrics-timeout-s", "5"],
         stdout=subprocess.PIPE, text=True)
     threading.Thread(target=reader, args=(proc,), daemon=True).start()
@@ -315,17 +318,18 @@ def run(ranks, proc, pub_ep0):
     r1.send(batch_map([stored_map(E, None)], rank=1))
     sent_batches += 1
 
-    stored = 4 + 2 + 3 + 2 + 1 + 2
+    stored = 2 + 4 + 2 + 3 + 2 + 1 + 2  # the history chain first
     removed = 1 + 1 + 1
     live = stored - removed
     cur = wait_for(lambda c: c["batches"] >= base + sent_batches, "the scripted batches", ranks)
     check(cur["blocks_stored"] == stored, f"blocks_stored {cur['blocks_stored']} != {stored}")
     check(cur["blocks_removed"] == removed, f"blocks_removed {cur['blocks_removed']} != {removed}")
     check(cur["blocks_live"] == live, f"blocks_live {cur['blocks_live']} != {live}")
-    # prefixes: A (with its continuation), B, C, the lone 7e9 block, E
-    check(cur["prefixes_live"] == 5, f"prefixes_live {cur['prefixes_live']} != 5")
-    check(cur["events_stored"] == 6 and cur["events_removed"] == 3,
-          f"events stored/removed {cur['events_stored']}/{cur['events_removed']} != 6/3")
+    # prefixes: the history chain, A (with its continuation), B, C, the lone 7e9 block, E
+    check(cur["prefixes_live"] == 6, f"prefixes_live {cur['prefixes_live']} != 6")
+    check(cur["events_stored"] == 7 and cur["events_removed"] == 3,
+          f"events stored/removed {cur['events_stored']}/{cur['events_removed']} != 7/3")
+    check(cur["history_batches"] >= 1, f"history_batches {cur['history_batches']}: the history was not replayed")
     w = cur["warnings"]
     check(w["gaps"] >= 1 and w["replayed"] == 3 and w["lost"] == 0,
           f"gap/replay: gaps {w['gaps']} replayed {w['replayed']} lost {w['lost']}")
