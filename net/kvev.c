@@ -10,7 +10,7 @@
 pf_kvev_limits pf_kvev_limits_default(void)
 {
     pf_kvev_limits l = {
-        .max_bytes = 8u << 20,
+        .max_bytes = 2u << 20,
         .max_objects = 2u << 20,
         .max_events = 65536,
         .max_hashes = 65536,

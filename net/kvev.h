@@ -81,10 +81,14 @@ typedef struct {
 } pf_kvev_batch;
 
 /* Hard bounds on one payload. Defaults (pf_kvev_limits_default):
- *   max_bytes   8 MiB: a vLLM step that stores the prompts of 1,000 requests of
- *               2,000 tokens is about 6 MB (token ids dominate, 1-5 bytes each);
- *   max_objects 2 M msgpack values: msgpack-c builds a 24-byte object per value,
- *               so decoding is capped near 48 MB whatever the payload says;
+ *   max_bytes   2 MiB: vLLM publishes one batch per scheduler step, and the
+ *               blocks a step stores are bounded by its token budget
+ *               (max_num_batched_tokens: thousands to a few tens of thousands);
+ *               token ids dominate at 1-5 bytes each, so a 40,000-token step is
+ *               at most 200 KB: 10x headroom;
+ *   max_objects 2 M msgpack values (a 2 MiB payload cannot hold more than about
+ *               that): msgpack-c builds a 24-byte object per value, so decoding
+ *               is capped near 48 MB whatever the payload says;
  *   max_events  65,536 per batch; max_hashes 65,536 per event (a 1 M-token prompt
  *               in 16-token blocks); max_tokens 1 M per event (the same prompt).
  */

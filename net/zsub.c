@@ -83,13 +83,14 @@ static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
         *why = zmq_strerror(zmq_errno());
         return PF_ERR_IO;
     }
-    int linger = 0;
+    int linger = 0, hwm = PF_ZSUB_RCVHWM;
     /* Bound one inbound message: a hostile or broken peer sending more is
      * disconnected by libzmq before it can make us buffer it. The frame cap
      * is the payload cap plus room for topic and seq frames. */
     int64_t maxmsg = (int64_t)s->cfg.limits.max_bytes + 4096;
     zmq_setsockopt(rs->sub, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(rs->sub, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(rs->sub, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(rs->sub, ZMQ_SUBSCRIBE, s->topic, strlen(s->topic));
     if (zmq_connect(rs->sub, rs->ep) != 0) {
         *why = zmq_strerror(zmq_errno());
@@ -262,8 +263,10 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         return 0;
     int linger = 0, got = 0;
     int64_t maxmsg = (int64_t)s->cfg.limits.max_bytes + 4096;
+    int hwm = PF_ZSUB_RCVHWM;
     zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(d, ZMQ_RCVHWM, &hwm, sizeof hwm);
     s->st.replays++;
     uint8_t start[8];
     for (int i = 0; i < 8; i++)

@@ -21,8 +21,8 @@
  *    server is silent too, so a reconnect is cheap and harmless.
  *
  * Contract: single-threaded (call pf_zsub_poll from one thread); every frame
- * is untrusted (ZMQ_MAXMSGSIZE caps inbound messages, the decoder bounds the
- * rest); malformed messages are counted, never fatal. A replay stops after
+ * is untrusted (ZMQ_MAXMSGSIZE caps inbound messages, ZMQ_RCVHWM how many
+ * wait, the decoder bounds the rest); malformed messages are counted, never fatal. A replay stops after
  * replay_timeout_ms without a reply, after 30 s in all, or after as many
  * messages as it asked for plus 64. Callers: tui/cmd_attach.c, tests.
  */
@@ -35,6 +35,12 @@
 #include "net/kvev.h"
 
 #define PF_ZSUB_MAX_RANKS 64
+/* Messages libzmq may queue per socket before it drops (the high-water
+ * mark). With payloads capped at limits.max_bytes (2 MiB) this bounds what a
+ * flood can make us hold to 100 x 2 MiB per socket; vLLM sends about one
+ * batch per scheduler step and we drain every 20 ms, so 100 is a second of
+ * slack, and what is dropped past it comes back as a gap, by replay. */
+#define PF_ZSUB_RCVHWM 100
 #define PF_ZSUB_ENDPOINT_MAX 256
 
 typedef struct {
