@@ -31,10 +31,14 @@ typedef struct {
     int64_t last_seq; /* -1: none yet */
     double last_msg;  /* monotonic seconds of the last message (or connect) */
     int heard;        /* a message arrived since the last (re)connect */
+    void *mon;        /* PAIR socket reading the SUB socket's monitor, or NULL */
+    int connected;    /* the monitor's word: a TCP connection is up */
+    int dropped;      /* the monitor saw the connection drop: reopen now */
 } rank_state;
 
 struct pf_zsub {
     pf_zsub_config cfg;
+    unsigned mon_gen; /* makes each monitor's inproc address unique */
     char topic[128];
     void *ctx;
     rank_state r[PF_ZSUB_MAX_RANKS];
@@ -100,7 +104,76 @@ static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
     }
     rs->last_msg = now_s();
     rs->heard = 0;
+    rs->connected = 0;
+    rs->dropped = 0;
+    /* A monitor tells us when the connection comes up and when it drops.
+     * libzmq reconnects by itself after a server goes away, but not after it
+     * refused a message past ZMQ_MAXMSGSIZE (checked with libzmq 4.3.4):
+     * without the monitor only the silence timer would bring the rank back.
+     * Without a monitor (it failed to start) the silence timer still works. */
+    char addr[96];
+    snprintf(addr, sizeof addr, "inproc://pf-zsub-mon-%p-%u", (void *)s, s->mon_gen++);
+    if (zmq_socket_monitor(rs->sub, addr, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
+        rs->mon = zmq_socket(s->ctx, ZMQ_PAIR);
+        if (rs->mon) {
+            zmq_setsockopt(rs->mon, ZMQ_LINGER, &linger, sizeof linger);
+            if (zmq_connect(rs->mon, addr) != 0) {
+                zmq_close(rs->mon);
+                rs->mon = NULL;
+            }
+        }
+        if (!rs->mon)
+            zmq_socket_monitor(rs->sub, NULL, 0);
+    }
     return 0;
+}
+
+static void rank_close(rank_state *rs)
+{
+    if (rs->mon) {
+        zmq_socket_monitor(rs->sub, NULL, 0);
+        zmq_close(rs->mon);
+        rs->mon = NULL;
+    }
+    if (rs->sub)
+        zmq_close(rs->sub);
+    rs->sub = NULL;
+}
+
+/* Read the monitor's events: [event (u16) + value (u32), endpoint]. */
+static void rank_monitor(rank_state *rs)
+{
+    if (!rs->mon)
+        return;
+    for (int k = 0; k < 64; k++) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, rs->mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            return;
+        }
+        int more = zmq_msg_more(&m);
+        if (zmq_msg_size(&m) >= 2) {
+            uint16_t ev;
+            memcpy(&ev, zmq_msg_data(&m), sizeof ev);
+            if (ev == ZMQ_EVENT_CONNECTED)
+                rs->connected = 1;
+            else if (ev == ZMQ_EVENT_DISCONNECTED) {
+                rs->connected = 0;
+                rs->dropped = 1;
+            }
+        }
+        zmq_msg_close(&m);
+        while (more) { /* the endpoint frame */
+            zmq_msg_init(&m);
+            if (zmq_msg_recv(&m, rs->mon, 0) < 0) {
+                zmq_msg_close(&m);
+                break;
+            }
+            more = zmq_msg_more(&m);
+            zmq_msg_close(&m);
+        }
+    }
 }
 
 int pf_zsub_open(const pf_zsub_config *cfg, pf_zsub **out, const char **why)
@@ -161,8 +234,7 @@ void pf_zsub_close(pf_zsub *s)
     if (!s)
         return;
     for (int r = 0; r < PF_ZSUB_MAX_RANKS; r++)
-        if (s->r[r].sub)
-            zmq_close(s->r[r].sub);
+        rank_close(&s->r[r]);
     if (s->ctx)
         zmq_ctx_term(s->ctx);
     free(s);
@@ -178,6 +250,8 @@ int pf_zsub_rank_live(const pf_zsub *s, int r)
     if (!s || r < 0 || r >= s->cfg.dp_ranks)
         return 0;
     const rank_state *rs = &s->r[r];
+    if (rs->mon) /* connected, as the monitor says: an idle server is live too */
+        return rs->connected;
     return rs->heard && (s->cfg.silence_ms <= 0 || (now_s() - rs->last_msg) * 1000.0 < s->cfg.silence_ms);
 }
 
@@ -399,13 +473,14 @@ int pf_zsub_poll(pf_zsub *s, int timeout_ms, pf_zsub_fn fn, void *ctx)
         }
     }
     double t = now_s();
-    for (int r = 0; r < nr && s->cfg.silence_ms > 0; r++) {
+    for (int r = 0; r < nr; r++) {
         rank_state *rs = &s->r[r];
-        if ((t - rs->last_msg) * 1000.0 < s->cfg.silence_ms)
+        rank_monitor(rs);
+        int silent = s->cfg.silence_ms > 0 && (t - rs->last_msg) * 1000.0 >= s->cfg.silence_ms;
+        if (!silent && !rs->dropped)
             continue;
         const char *why;
-        zmq_close(rs->sub);
-        rs->sub = NULL;
+        rank_close(rs);
         s->st.reconnects++;
         if (rank_connect(s, rs, &why) != 0)
             return PF_ERR_IO;

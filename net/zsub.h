@@ -15,10 +15,12 @@
  *  - with replay_history, a rank's first message also asks for everything
  *    the publisher still buffers before it, so the view starts from the
  *    cache's recent history instead of empty;
- *  - silence past silence_ms: the sockets are closed and opened again
- *    (a reconnect), since a server that went away and came back on the same
- *    port may otherwise leave us waiting on a dead connection. An idle vLLM
- *    server is silent too, so a reconnect is cheap and harmless.
+ *  - a dropped connection (libzmq's socket monitor says so) or silence past
+ *    silence_ms: the sockets are closed and opened again (a reconnect).
+ *    libzmq reconnects by itself after a server restart, but not after it
+ *    refused an oversized message, and a half-open TCP connection can leave
+ *    us waiting forever. An idle vLLM server is silent too, so a reconnect
+ *    is cheap and harmless. A rank is "live" while its connection is up.
  *
  * Contract: single-threaded (call pf_zsub_poll from one thread); every frame
  * is untrusted (ZMQ_MAXMSGSIZE caps inbound messages, ZMQ_RCVHWM how many
@@ -107,7 +109,8 @@ int pf_zsub_open(const pf_zsub_config *cfg, pf_zsub **out, const char **why);
 int pf_zsub_poll(pf_zsub *s, int timeout_ms, pf_zsub_fn fn, void *ctx);
 
 void pf_zsub_stats_get(const pf_zsub *s, pf_zsub_stats *st);
-/* 1 when rank r has delivered a message within silence_ms. */
+/* 1 when rank r's connection is up (the socket monitor's word; without a
+ * monitor: a message arrived within silence_ms). */
 int pf_zsub_rank_live(const pf_zsub *s, int r);
 void pf_zsub_close(pf_zsub *s);
 
