@@ -80,6 +80,18 @@ int pf_zsub_rank_endpoint(const char *ep, int r, char *out, size_t cap)
     return 0;
 }
 
+static void rank_close(rank_state *rs)
+{
+    if (rs->mon) {
+        zmq_socket_monitor(rs->sub, NULL, 0);
+        zmq_close(rs->mon);
+        rs->mon = NULL;
+    }
+    if (rs->sub)
+        zmq_close(rs->sub);
+    rs->sub = NULL;
+}
+
 static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
 {
     rs->sub = zmq_socket(s->ctx, ZMQ_SUB);
@@ -96,13 +108,6 @@ static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
     zmq_setsockopt(rs->sub, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(rs->sub, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(rs->sub, ZMQ_SUBSCRIBE, s->topic, strlen(s->topic));
-    if (zmq_connect(rs->sub, rs->ep) != 0) {
-        *why = zmq_strerror(zmq_errno());
-        zmq_close(rs->sub);
-        rs->sub = NULL;
-        return PF_ERR_IO;
-    }
-    rs->last_msg = now_s();
     rs->heard = 0;
     rs->connected = 0;
     rs->dropped = 0;
@@ -110,7 +115,9 @@ static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
      * libzmq reconnects by itself after a server goes away, but not after it
      * refused a message past ZMQ_MAXMSGSIZE (checked with libzmq 4.3.4):
      * without the monitor only the silence timer would bring the rank back.
-     * Without a monitor (it failed to start) the silence timer still works. */
+     * Without a monitor (it failed to start) the silence timer still works.
+     * It is attached and read before connecting: events sent before our
+     * PAIR socket is connected would be lost. */
     char addr[96];
     snprintf(addr, sizeof addr, "inproc://pf-zsub-mon-%p-%u", (void *)s, s->mon_gen++);
     if (zmq_socket_monitor(rs->sub, addr, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
@@ -125,19 +132,13 @@ static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
         if (!rs->mon)
             zmq_socket_monitor(rs->sub, NULL, 0);
     }
-    return 0;
-}
-
-static void rank_close(rank_state *rs)
-{
-    if (rs->mon) {
-        zmq_socket_monitor(rs->sub, NULL, 0);
-        zmq_close(rs->mon);
-        rs->mon = NULL;
+    if (zmq_connect(rs->sub, rs->ep) != 0) {
+        *why = zmq_strerror(zmq_errno());
+        rank_close(rs);
+        return PF_ERR_IO;
     }
-    if (rs->sub)
-        zmq_close(rs->sub);
-    rs->sub = NULL;
+    rs->last_msg = now_s();
+    return 0;
 }
 
 /* Read the monitor's events: [event (u16) + value (u32), endpoint]. */
@@ -250,8 +251,10 @@ int pf_zsub_rank_live(const pf_zsub *s, int r)
     if (!s || r < 0 || r >= s->cfg.dp_ranks)
         return 0;
     const rank_state *rs = &s->r[r];
-    if (rs->mon) /* connected, as the monitor says: an idle server is live too */
-        return rs->connected;
+    /* connected, as the monitor says (an idle server is live too), or heard
+     * from lately (the word of the messages themselves) */
+    if (rs->connected)
+        return 1;
     return rs->heard && (s->cfg.silence_ms <= 0 || (now_s() - rs->last_msg) * 1000.0 < s->cfg.silence_ms);
 }
 

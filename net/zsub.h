@@ -109,8 +109,8 @@ int pf_zsub_open(const pf_zsub_config *cfg, pf_zsub **out, const char **why);
 int pf_zsub_poll(pf_zsub *s, int timeout_ms, pf_zsub_fn fn, void *ctx);
 
 void pf_zsub_stats_get(const pf_zsub *s, pf_zsub_stats *st);
-/* 1 when rank r's connection is up (the socket monitor's word; without a
- * monitor: a message arrived within silence_ms). */
+/* 1 when rank r's connection is up (the socket monitor's word) or a
+ * message arrived within silence_ms. */
 int pf_zsub_rank_live(const pf_zsub *s, int r);
 void pf_zsub_close(pf_zsub *s);
 
