@@ -29,7 +29,7 @@ pf_kvev_limits pf_kvev_limits_default(void)
  * step reads one header, checks that the bytes it needs are there, and for a
  * container checks that it claims no more elements than bytes remain (every
  * msgpack value takes at least one byte). The walk counts values (capped by
- * max_objects), caps nesting at PREScan_DEPTH (msgpack-c's own stack is 32),
+ * max_objects), caps nesting at PRESCAN_DEPTH (msgpack-c's own stack is 32),
  * and requires the value to end exactly at the end of the buffer. After it
  * succeeds, msgpack-c allocates at most 24 bytes per counted value. */
 #define PRESCAN_DEPTH 24
