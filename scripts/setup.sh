@@ -10,7 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(gcc make cmake pkg-config libncurses-dev libcriterion-dev tmux locales)
+# net/ (pagefault attach): libzmq, msgpack-c, libcurl, libmicrohttpd; its end-to-end
+# test publishes with python3-zmq and python3-msgpack.
+packages=(gcc make cmake pkg-config libncurses-dev libcriterion-dev tmux locales
+          libzmq3-dev libmsgpack-dev libcurl4-openssl-dev libmicrohttpd-dev python3 python3-zmq python3-msgpack)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

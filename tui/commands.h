@@ -10,6 +10,8 @@
 int pf_cmd_calc(int argc, char **argv);
 int pf_cmd_sim(int argc, char **argv);
 int pf_cmd_bench(int argc, char **argv);
+/* `pagefault attach`: a live vLLM server's KV-cache events and metrics. */
+int pf_cmd_attach(int argc, char **argv);
 /* The dashboard: `pagefault` with no subcommand (or only flags). */
 int pf_cmd_dash(int argc, char **argv);
 

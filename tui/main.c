@@ -4,6 +4,7 @@
  *   pagefault calc ...            memory accounting and model sizing
  *   pagefault sim ...             headless serving simulation
  *   pagefault bench ...           GPU naive vs paged decode attention
+ *   pagefault attach ...          a live vLLM server's KV cache and metrics
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ static void usage(FILE *f)
             "  calc      memory accounting, block-size sweep, model sizing\n"
             "  sim       serving simulation: naive vs paged, watermark, preemption\n"
             "  bench     GPU naive vs paged decode attention\n"
+            "  attach    watch a live vLLM server: KV-cache events and /metrics\n"
             "\n"
             "`pagefault COMMAND --help` lists a command's flags.\n");
 }
@@ -58,13 +60,15 @@ static int run(int argc, char **argv)
         return pf_cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return pf_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "attach"))
+        return pf_cmd_attach(argc - 1, argv + 1);
     if (!strcmp(cmd, "dash") || !strcmp(cmd, "dashboard"))
         return pf_cmd_dash(argc - 1, argv + 1);
     if (!strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, or no command for the dashboard)\n", cmd);
+    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, attach, or no command for the dashboard)\n", cmd);
     return 2;
 }
 

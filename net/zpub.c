@@ -1,0 +1,373 @@
+/* net/zpub.c - KV-event publisher over libzmq (see zpub.h). */
+#include "net/zpub.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "core/err.h"
+#include "net/zsub.h"
+
+pf_zpub_config pf_zpub_config_default(void)
+{
+    pf_zpub_config c = {
+        .endpoint = "tcp://*:5557",
+        .replay_endpoint = NULL,
+        .dp_rank = 0,
+        .topic = "",
+        .array_like = 0,
+        .buffer_steps = 10000,
+        .buffer_bytes = 256u << 20,
+    };
+    return c;
+}
+
+typedef struct {
+    uint64_t seq;
+    char *payload;
+    size_t len;
+} entry;
+
+struct pf_zpub {
+    pf_zpub_config cfg;
+    char topic[128];
+    void *ctx, *pub, *router;
+    char ep[PF_ZSUB_ENDPOINT_MAX], rep[PF_ZSUB_ENDPOINT_MAX];
+    uint64_t seq;
+    entry *ring; /* buffer_steps slots; oldest at head */
+    uint32_t head, count;
+    size_t bytes;
+    /* events queued by pf_zpub_stored/removed/cleared, owned */
+    pf_kvev_event *q;
+    uint32_t nq, capq;
+};
+
+static int bind_sock(void *ctx, int type, const char *ep, int rank, void **sock, char *bound, const char **why)
+{
+    char e[PF_ZSUB_ENDPOINT_MAX];
+    /* a "*" port has nothing to offset: bind as given */
+    if (strstr(ep, ":*") || strstr(ep, "://*:*"))
+        snprintf(e, sizeof e, "%s", ep);
+    else if (pf_zsub_rank_endpoint(ep, rank, e, sizeof e) != 0) {
+        *why = "bad publish endpoint (expected tcp://HOST:PORT)";
+        return PF_ERR_ARG;
+    }
+    *sock = zmq_socket(ctx, type);
+    if (!*sock) {
+        *why = zmq_strerror(zmq_errno());
+        return PF_ERR_IO;
+    }
+    int linger = 0;
+    zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_bind(*sock, e) != 0) {
+        *why = zmq_strerror(zmq_errno());
+        return PF_ERR_IO;
+    }
+    size_t n = PF_ZSUB_ENDPOINT_MAX;
+    if (zmq_getsockopt(*sock, ZMQ_LAST_ENDPOINT, bound, &n) != 0)
+        snprintf(bound, PF_ZSUB_ENDPOINT_MAX, "%s", e);
+    return 0;
+}
+
+int pf_zpub_open(const pf_zpub_config *cfg, pf_zpub **out, const char **why)
+{
+    const char *dummy;
+    if (!why)
+        why = &dummy;
+    *why = "";
+    if (!cfg || !out || !cfg->endpoint || cfg->dp_rank < 0 || cfg->dp_rank >= PF_ZSUB_MAX_RANKS ||
+        cfg->buffer_steps < 1 || (cfg->topic && strlen(cfg->topic) >= 128)) {
+        *why = "bad publisher configuration";
+        return PF_ERR_ARG;
+    }
+    *out = NULL;
+    pf_zpub *p = calloc(1, sizeof *p);
+    if (!p)
+        return PF_ERR_NOMEM;
+    p->cfg = *cfg;
+    snprintf(p->topic, sizeof p->topic, "%s", cfg->topic ? cfg->topic : "");
+    p->ring = calloc(cfg->buffer_steps, sizeof *p->ring);
+    p->ctx = zmq_ctx_new();
+    int rc = PF_ERR_NOMEM;
+    if (p->ring && p->ctx) {
+        rc = bind_sock(p->ctx, ZMQ_PUB, cfg->endpoint, cfg->dp_rank, &p->pub, p->ep, why);
+        if (rc == 0 && cfg->replay_endpoint)
+            rc = bind_sock(p->ctx, ZMQ_ROUTER, cfg->replay_endpoint, cfg->dp_rank, &p->router, p->rep, why);
+    }
+    if (rc) {
+        pf_zpub_close(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void pf_zpub_close(pf_zpub *p)
+{
+    if (!p)
+        return;
+    if (p->pub)
+        zmq_close(p->pub);
+    if (p->router)
+        zmq_close(p->router);
+    if (p->ctx)
+        zmq_ctx_term(p->ctx);
+    if (p->ring)
+        for (uint32_t i = 0; i < p->count; i++)
+            free(p->ring[(p->head + i) % p->cfg.buffer_steps].payload);
+    free(p->ring);
+    for (uint32_t i = 0; i < p->nq; i++) {
+        free(p->q[i].hashes);
+        free(p->q[i].token_ids);
+    }
+    free(p->q);
+    free(p);
+}
+
+static void put_seq(uint8_t b[8], uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static void drop_oldest(pf_zpub *p)
+{
+    entry *e = &p->ring[p->head];
+    p->bytes -= e->len;
+    free(e->payload);
+    e->payload = NULL;
+    p->head = (p->head + 1) % p->cfg.buffer_steps;
+    p->count--;
+}
+
+int pf_zpub_publish_payload(pf_zpub *p, const void *payload, size_t len, int flags)
+{
+    if (!p || (!payload && len))
+        return PF_ERR_ARG;
+    uint64_t seq = p->seq++;
+    int rc = 0;
+    if (!(flags & PF_ZPUB_BUFFER_ONLY)) {
+        uint8_t sb[8];
+        put_seq(sb, seq);
+        /* PUB never blocks: past its high-water mark libzmq drops, which a
+         * subscriber sees as a gap and repairs by replay. */
+        if (zmq_send(p->pub, p->topic, strlen(p->topic), ZMQ_SNDMORE) < 0 ||
+            zmq_send(p->pub, sb, 8, ZMQ_SNDMORE) < 0 || zmq_send(p->pub, payload, len, 0) < 0)
+            rc = PF_ERR_IO;
+    }
+    if (!p->router || len > p->cfg.buffer_bytes)
+        return rc;
+    char *copy = malloc(len ? len : 1);
+    if (!copy)
+        return PF_ERR_NOMEM;
+    memcpy(copy, payload, len);
+    while (p->count && (p->count == p->cfg.buffer_steps || p->bytes + len > p->cfg.buffer_bytes))
+        drop_oldest(p);
+    entry *e = &p->ring[(p->head + p->count) % p->cfg.buffer_steps];
+    e->seq = seq;
+    e->payload = copy;
+    e->len = len;
+    p->count++;
+    p->bytes += len;
+    return rc;
+}
+
+int pf_zpub_publish(pf_zpub *p, const pf_kvev_batch *b)
+{
+    char *buf;
+    size_t n;
+    if (!p)
+        return PF_ERR_ARG;
+    int rc = pf_kvev_encode(b, p->cfg.array_like, &buf, &n);
+    if (rc)
+        return rc;
+    rc = pf_zpub_publish_payload(p, buf, n, 0);
+    free(buf);
+    return rc;
+}
+
+int pf_zpub_service(pf_zpub *p, int timeout_ms)
+{
+    if (!p)
+        return PF_ERR_ARG;
+    if (!p->router)
+        return 0;
+    int answered = 0;
+    zmq_pollitem_t it = {p->router, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return 0;
+    for (int k = 0; k < 64; k++) {
+        /* [identity, "", start_seq(8)]; anything else is dropped, as vLLM does */
+        zmq_msg_t fr[3];
+        int n = 0, bad = 0;
+        for (;;) {
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            if (zmq_msg_recv(&m, p->router, n == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+                zmq_msg_close(&m);
+                break;
+            }
+            int more = zmq_msg_more(&m);
+            if (n < 3)
+                fr[n++] = m;
+            else {
+                zmq_msg_close(&m);
+                bad = 1;
+            }
+            if (!more)
+                break;
+        }
+        if (n == 0)
+            break;
+        if (!bad && n == 3 && zmq_msg_size(&fr[2]) == 8) {
+            const uint8_t *s = zmq_msg_data(&fr[2]);
+            uint64_t start = 0;
+            for (int i = 0; i < 8; i++)
+                start = (start << 8) | s[i];
+            const void *id = zmq_msg_data(&fr[0]);
+            size_t idn = zmq_msg_size(&fr[0]);
+            uint8_t sb[8];
+            for (uint32_t i = 0; i < p->count; i++) {
+                const entry *e = &p->ring[(p->head + i) % p->cfg.buffer_steps];
+                if (e->seq < start)
+                    continue;
+                put_seq(sb, e->seq);
+                zmq_send(p->router, id, idn, ZMQ_SNDMORE);
+                zmq_send(p->router, "", 0, ZMQ_SNDMORE);
+                zmq_send(p->router, sb, 8, ZMQ_SNDMORE);
+                zmq_send(p->router, e->payload, e->len, 0);
+            }
+            memset(sb, 0xff, sizeof sb); /* -1: end of replay */
+            zmq_send(p->router, id, idn, ZMQ_SNDMORE);
+            zmq_send(p->router, "", 0, ZMQ_SNDMORE);
+            zmq_send(p->router, sb, 8, ZMQ_SNDMORE);
+            zmq_send(p->router, "", 0, 0);
+            answered++;
+        }
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&fr[i]);
+    }
+    return answered;
+}
+
+const char *pf_zpub_endpoint(const pf_zpub *p) { return p->ep; }
+const char *pf_zpub_replay_endpoint(const pf_zpub *p) { return p->router ? p->rep : NULL; }
+uint64_t pf_zpub_next_seq(const pf_zpub *p) { return p->seq; }
+
+/* ---- the event queue -------------------------------------------------------- */
+
+static void queue_reset(pf_zpub *p)
+{
+    for (uint32_t i = 0; i < p->nq; i++) {
+        free(p->q[i].hashes);
+        free(p->q[i].token_ids);
+    }
+    p->nq = 0;
+}
+
+int pf_zpub_flush(pf_zpub *p, double ts)
+{
+    if (!p)
+        return PF_ERR_ARG;
+    if (!p->nq)
+        return 0;
+    pf_kvev_batch b = {.ts = ts, .events = p->q, .n_events = p->nq};
+    if (p->cfg.dp_rank > 0) { /* vLLM stamps the rank when it has one */
+        b.has_dp_rank = 1;
+        b.dp_rank = p->cfg.dp_rank;
+    }
+    int rc = pf_zpub_publish(p, &b);
+    queue_reset(p);
+    return rc;
+}
+
+uint32_t pf_zpub_pending(const pf_zpub *p) { return p ? p->nq : 0; }
+
+static pf_kvev_event *queue_push(pf_zpub *p)
+{
+    pf_kvev_limits lim = pf_kvev_limits_default();
+    if (p->nq >= lim.max_events && pf_zpub_flush(p, 0) != 0)
+        return NULL;
+    if (p->nq == p->capq) {
+        uint32_t nc = p->capq ? p->capq * 2 : 64;
+        pf_kvev_event *nq = realloc(p->q, (size_t)nc * sizeof *nq);
+        if (!nq)
+            return NULL;
+        p->q = nq;
+        p->capq = nc;
+    }
+    pf_kvev_event *e = &p->q[p->nq];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static int copy_hashes(pf_kvev_event *e, const uint64_t *h, uint32_t n)
+{
+    if (!n)
+        return 0;
+    e->hashes = malloc((size_t)n * sizeof *e->hashes);
+    if (!e->hashes)
+        return PF_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        e->hashes[i] = pf_kvev_hash_uint(h[i]);
+    e->n_hashes = n;
+    return 0;
+}
+
+int pf_zpub_stored(pf_zpub *p, const uint64_t *hashes, uint32_t n, const uint64_t *parent,
+                   const uint32_t *token_ids, uint32_t n_tokens, int block_size)
+{
+    pf_kvev_limits lim = pf_kvev_limits_default();
+    if (!p || (n && !hashes) || (n_tokens && !token_ids) || n > lim.max_hashes || n_tokens > lim.max_tokens ||
+        block_size < 1 || block_size > 65536)
+        return PF_ERR_ARG;
+    pf_kvev_event *e = queue_push(p);
+    if (!e)
+        return PF_ERR_NOMEM;
+    e->type = PF_KVEV_STORED;
+    e->block_size = block_size;
+    strcpy(e->medium, "GPU");
+    if (parent)
+        e->parent = pf_kvev_hash_uint(*parent);
+    if (copy_hashes(e, hashes, n) != 0)
+        return PF_ERR_NOMEM;
+    if (n_tokens) {
+        e->token_ids = malloc((size_t)n_tokens * sizeof *e->token_ids);
+        if (!e->token_ids) {
+            free(e->hashes);
+            return PF_ERR_NOMEM;
+        }
+        memcpy(e->token_ids, token_ids, (size_t)n_tokens * sizeof *e->token_ids);
+        e->n_tokens = n_tokens;
+    }
+    p->nq++;
+    return 0;
+}
+
+int pf_zpub_removed(pf_zpub *p, const uint64_t *hashes, uint32_t n)
+{
+    if (!p || (n && !hashes) || n > pf_kvev_limits_default().max_hashes)
+        return PF_ERR_ARG;
+    pf_kvev_event *e = queue_push(p);
+    if (!e)
+        return PF_ERR_NOMEM;
+    e->type = PF_KVEV_REMOVED;
+    strcpy(e->medium, "GPU");
+    if (copy_hashes(e, hashes, n) != 0)
+        return PF_ERR_NOMEM;
+    p->nq++;
+    return 0;
+}
+
+int pf_zpub_cleared(pf_zpub *p)
+{
+    if (!p)
+        return PF_ERR_ARG;
+    pf_kvev_event *e = queue_push(p);
+    if (!e)
+        return PF_ERR_NOMEM;
+    e->type = PF_KVEV_CLEARED;
+    p->nq++;
+    return 0;
+}

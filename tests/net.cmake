@@ -1,0 +1,53 @@
+# net/: vLLM's wire (KV events, Prometheus text, ZeroMQ, HTTP) and `attach`.
+pf_criterion_test(test_net_kvev SOURCES test_net_kvev.c LIBS pf_net_codec)
+pf_criterion_test(test_net_prom SOURCES test_net_prom.c LIBS pf_net_codec)
+
+# The seeded mutator over the msgpack decoder and the metrics parser: a fixed
+# number of inputs, deterministic, meant to run under ASan/UBSan in CI.
+add_executable(fuzz_net fuzz_net.c)
+target_link_libraries(fuzz_net PRIVATE pf_net_codec pf_core)
+add_test(NAME fuzz_net COMMAND fuzz_net --iters 100000 --seed 1)
+set_tests_properties(fuzz_net PROPERTIES TIMEOUT 600)
+
+# libFuzzer targets (optional): cmake -DCMAKE_C_COMPILER=clang -DPF_LIBFUZZER=ON,
+# then e.g. build/tests/fuzz_kvev_libfuzzer -max_total_time=60. The decoders
+# are compiled into each target so libFuzzer's coverage sees their branches.
+option(PF_LIBFUZZER "Build libFuzzer targets for net/ (clang only)" OFF)
+if(PF_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
+  pkg_check_modules(PF_FUZZ_MSGPACK REQUIRED msgpack)
+  foreach(t kvev prom)
+    string(TOUPPER ${t} T)
+    add_executable(fuzz_${t}_libfuzzer fuzz_net.c ${CMAKE_SOURCE_DIR}/net/kvev.c
+                   ${CMAKE_SOURCE_DIR}/net/prom.c ${CMAKE_SOURCE_DIR}/core/rng.c ${CMAKE_SOURCE_DIR}/core/err.c)
+    target_compile_definitions(fuzz_${t}_libfuzzer PRIVATE PF_FUZZ_TARGET_${T})
+    target_compile_options(fuzz_${t}_libfuzzer PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(fuzz_${t}_libfuzzer PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(fuzz_${t}_libfuzzer PRIVATE ${PF_FUZZ_MSGPACK_LIBRARIES} Threads::Threads m)
+  endforeach()
+endif()
+
+# Real sockets on 127.0.0.1 (ports chosen by the kernel).
+pf_criterion_test(test_net_zmq SOURCES test_net_zmq.c LIBS pf_net)
+pf_criterion_test(test_net_http SOURCES test_net_http.c LIBS pf_net_http)
+pf_criterion_test(test_net_attach SOURCES test_net_attach.c LIBS pf_net_codec)
+
+# `pagefault attach` end to end: usage errors, and a Python publisher in
+# vLLM's wire format (both encodings, a replayed gap, a restart, hostile input,
+# a 100 MB metrics page). The Python test needs Debian's python3-zmq and
+# python3-msgpack, so it runs the system python3 and skips (77) without them.
+add_test(NAME test_net_attach_cli
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_attach_cli.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(test_net_attach_cli PROPERTIES TIMEOUT 60)
+find_program(PF_SYS_PYTHON3 python3 HINTS /usr/bin)
+if(PF_SYS_PYTHON3)
+  add_test(NAME test_net_attach_e2e
+           COMMAND ${PF_SYS_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/attach_publisher.py $<TARGET_FILE:pagefault>)
+  set_tests_properties(test_net_attach_e2e PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()
+pf_criterion_test(test_net_attach_view SOURCES test_net_attach_view.c LIBS pf_attach_view)
+
+# The registry under concurrent updates while the HTTP thread renders it (TSan).
+pf_race_test(race_net_metrics SOURCES race_net_metrics.c LIBS pf_net_http)
+add_test(NAME test_net_attach_tmux
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_attach_tmux.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(test_net_attach_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS e2e)

@@ -1,0 +1,179 @@
+/* tests/test_net_attach.c - net/attach_model: blocks keyed by hash, prefix
+ * chains, slots, clears and restarts, the bound, counters from /metrics,
+ * and the hash map's deletion checked against a brute-force reference. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "net/attach_model.h"
+
+/* A batch of one event: hashes h[0..n) (ints), parent p (0 = none). */
+static void apply(pf_attach *m, int rank, pf_kvev_type t, const uint64_t *h, int n, uint64_t p)
+{
+    pf_kvev_hash hs[64];
+    for (int i = 0; i < n; i++)
+        hs[i] = pf_kvev_hash_uint(h[i]);
+    pf_kvev_event e = {.type = t, .hashes = hs, .n_hashes = (uint32_t)n, .block_size = 16};
+    if (p)
+        e.parent = pf_kvev_hash_uint(p);
+    pf_kvev_batch b = {.events = &e, .n_events = 1};
+    pf_attach_apply(m, rank, &b);
+}
+
+static uint64_t prefix_of_slot(pf_attach *m, uint32_t s)
+{
+    const pf_attach_block *b = pf_attach_slot(m, s);
+    cr_assert(b, "slot %u empty", s);
+    return b->prefix;
+}
+
+Test(net_attach, chains_share_a_prefix_and_slots_are_reused)
+{
+    pf_attach *m = pf_attach_new(0);
+    const uint64_t a[] = {11, 12, 13}, a2[] = {14}, b[] = {21, 22};
+    apply(m, 0, PF_KVEV_STORED, a, 3, 0);
+    apply(m, 0, PF_KVEV_STORED, a2, 1, 13); /* continues chain a */
+    apply(m, 0, PF_KVEV_STORED, b, 2, 999); /* parent unknown: a new prefix */
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    cr_expect_eq(c->blocks_live, 6);
+    cr_expect_eq(c->prefixes_live, 2);
+    cr_expect_eq(pf_attach_slot_count(m), 6);
+    cr_expect_eq(prefix_of_slot(m, 0), prefix_of_slot(m, 3));
+    cr_expect_neq(prefix_of_slot(m, 0), prefix_of_slot(m, 4));
+    cr_expect_eq(prefix_of_slot(m, 4), prefix_of_slot(m, 5));
+
+    const uint64_t rm[] = {12, 77};
+    apply(m, 0, PF_KVEV_REMOVED, rm, 2, 0);
+    cr_expect_eq(c->blocks_live, 5);
+    cr_expect_eq(c->removed_unknown, 1);
+    cr_expect_null(pf_attach_slot(m, 1));
+    const uint64_t d[] = {31};
+    apply(m, 0, PF_KVEV_STORED, d, 1, 0);
+    cr_expect_not_null(pf_attach_slot(m, 1)); /* the freed slot is taken again */
+    cr_expect_eq(pf_attach_slot_count(m), 6);
+    cr_expect_eq(c->prefixes_live, 3);
+    apply(m, 0, PF_KVEV_STORED, d, 1, 0);
+    cr_expect_eq(c->stored_again, 1);
+    cr_expect_eq(c->blocks_stored, 8);
+    cr_expect_eq(c->blocks_removed, 2);
+
+    /* a whole chain removed: its prefix is gone */
+    const uint64_t rb[] = {21, 22};
+    apply(m, 0, PF_KVEV_REMOVED, rb, 2, 0);
+    cr_expect_eq(c->prefixes_live, 2);
+    apply(m, 0, PF_KVEV_CLEARED, NULL, 0, 0);
+    cr_expect_eq(c->blocks_live, 0);
+    cr_expect_eq(c->prefixes_live, 0);
+    cr_expect_eq(c->events_cleared, 1);
+    cr_expect_eq(pf_attach_slot_count(m), 0);
+    pf_attach_free(m);
+}
+
+Test(net_attach, ranks_are_kept_apart)
+{
+    pf_attach *m = pf_attach_new(0);
+    const uint64_t h[] = {1, 2};
+    apply(m, 0, PF_KVEV_STORED, h, 2, 0);
+    apply(m, 1, PF_KVEV_STORED, h, 2, 0); /* same hashes, another engine */
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    cr_expect_eq(c->blocks_live, 4);
+    pf_attach_restart(m, 1);
+    cr_expect_eq(c->blocks_live, 2);
+    cr_expect_eq(c->restarts, 1);
+    apply(m, 0, PF_KVEV_REMOVED, h, 2, 0);
+    cr_expect_eq(c->blocks_live, 0);
+    cr_expect_eq(c->removed_unknown, 0);
+    pf_attach_free(m);
+}
+
+Test(net_attach, the_block_bound_holds)
+{
+    pf_attach *m = pf_attach_new(4);
+    uint64_t h[10];
+    for (int i = 0; i < 10; i++)
+        h[i] = 100 + (uint64_t)i;
+    apply(m, 0, PF_KVEV_STORED, h, 10, 0);
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    cr_expect_eq(c->blocks_live, 4);
+    cr_expect_eq(c->untracked, 6);
+    cr_expect_eq(pf_attach_slot_count(m), 4);
+    pf_attach_free(m);
+}
+
+Test(net_attach, counters_from_metrics)
+{
+    pf_attach *m = pf_attach_new(0);
+    const char *p1 =
+        "vllm:kv_cache_usage_perc{engine=\"0\"} 0.5\nvllm:kv_cache_usage_perc{engine=\"1\"} 0.25\n"
+        "vllm:num_requests_running 8\nvllm:num_requests_waiting 2\nvllm:num_preemptions_total 10\n"
+        "vllm:prefix_cache_queries_total 1000\nvllm:prefix_cache_hits_total 250\nbroken line here\n";
+    const char *p2 = "vllm:num_preemptions_total 16\nvllm:prefix_cache_queries_total 1400\n"
+                     "vllm:prefix_cache_hits_total 550\n";
+    pf_prom_page pg;
+    cr_assert_eq(pf_prom_parse(p1, strlen(p1), NULL, &pg), 0);
+    pf_attach_metrics(m, &pg, 10.0);
+    pf_prom_page_free(&pg);
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    cr_expect_float_eq(c->usage, 0.375, 1e-12);
+    cr_expect_float_eq(c->running, 8, 1e-12);
+    cr_expect_float_eq(c->hit_rate, 0.25, 1e-12);
+    cr_expect(isnan(c->preempt_rate));
+    cr_expect_eq(c->w_metrics_bad_lines, 1);
+    cr_assert_eq(pf_prom_parse(p2, strlen(p2), NULL, &pg), 0);
+    pf_attach_metrics(m, &pg, 12.0);
+    pf_prom_page_free(&pg);
+    cr_expect_float_eq(c->preempt_rate, 3.0, 1e-12);        /* 6 in 2 s */
+    cr_expect_float_eq(c->hit_rate, 550.0 / 1400, 1e-12);
+    cr_expect_float_eq(c->hit_rate_recent, 0.75, 1e-12);    /* 300 of 400 */
+    pf_attach_sample(m, 12.0);
+    cr_assert_eq(pf_attach_history_len(m), 1);
+    cr_expect_float_eq(pf_attach_history_at(m, 0)->preempt_rate, 3.0, 1e-12);
+    for (int i = 0; i < PF_ATTACH_HISTORY + 5; i++)
+        pf_attach_sample(m, 13.0 + i);
+    cr_expect_eq(pf_attach_history_len(m), PF_ATTACH_HISTORY);
+    cr_expect_float_eq(pf_attach_history_at(m, 0)->t, 18.0, 1e-12);
+    for (int i = 0; i < 20; i++)
+        pf_attach_note(m, i, "warning %d", i);
+    cr_expect_eq(pf_attach_note_count(m), PF_ATTACH_NOTES);
+    cr_expect_str_eq(pf_attach_note_get(m, 0, NULL), "warning 19");
+    pf_attach_free(m);
+}
+
+/* Many stores and removals of keys drawn from a small space (so probe runs
+ * collide and wrap): the model's live set must equal a brute-force one. */
+Test(net_attach, live_set_matches_a_reference)
+{
+    enum { SPACE = 3000 };
+    static unsigned char ref[SPACE];
+    memset(ref, 0, sizeof ref);
+    pf_attach *m = pf_attach_new(0);
+    pf_rng r;
+    pf_rng_seed(&r, 7);
+    uint64_t live = 0;
+    for (int it = 0; it < 200000; it++) {
+        uint64_t h = (uint64_t)pf_rng_range(&r, 1, SPACE - 1);
+        int store = pf_rng_range(&r, 0, 2) != 0;
+        apply(m, 0, store ? PF_KVEV_STORED : PF_KVEV_REMOVED, &h, 1, 0);
+        if (store && !ref[h]) {
+            ref[h] = 1;
+            live++;
+        } else if (!store && ref[h]) {
+            ref[h] = 0;
+            live--;
+        }
+        if (it % 20000 == 0)
+            cr_assert_eq(pf_attach_counts_get(m)->blocks_live, live, "iteration %d", it);
+    }
+    cr_expect_eq(pf_attach_counts_get(m)->blocks_live, live);
+    uint64_t seen = 0;
+    for (uint32_t s = 0; s < pf_attach_slot_count(m); s++)
+        seen += pf_attach_slot(m, s) != NULL;
+    cr_expect_eq(seen, live);
+    /* every reference key removes exactly one block */
+    for (uint64_t h = 1; h < SPACE; h++)
+        if (ref[h])
+            apply(m, 0, PF_KVEV_REMOVED, &h, 1, 0);
+    cr_expect_eq(pf_attach_counts_get(m)->blocks_live, 0);
+    pf_attach_free(m);
+}

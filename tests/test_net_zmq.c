@@ -1,0 +1,399 @@
+/* tests/test_net_zmq.c - net/zpub and net/zsub over real TCP sockets on
+ * 127.0.0.1: delivery in order, a gap repaired by replay, garbage counted,
+ * a restarted publisher noticed, endpoint arithmetic for data-parallel ranks.
+ * The publisher runs a scripted thread; assertions stay on the main thread. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "net/attach_model.h"
+#include "net/zpub.h"
+#include "net/zsub.h"
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* One BlockStored whose single hash is `h`. */
+static int publish_hash(pf_zpub *p, uint64_t h, int flags)
+{
+    pf_kvev_hash hs = pf_kvev_hash_uint(h);
+    pf_kvev_event ev = {.type = PF_KVEV_STORED, .hashes = &hs, .n_hashes = 1, .block_size = 16};
+    pf_kvev_batch b = {.ts = 1.0, .events = &ev, .n_events = 1};
+    if (!flags)
+        return pf_zpub_publish(p, &b);
+    char *buf;
+    size_t n;
+    if (pf_kvev_encode(&b, 0, &buf, &n) != 0)
+        return -1;
+    int rc = pf_zpub_publish_payload(p, buf, n, flags);
+    free(buf);
+    return rc;
+}
+
+typedef struct {
+    pf_zpub *pub;
+    atomic_int phase; /* 0 warm up, 1 run the script, 2 stop */
+} pub_job;
+
+/* Warm-up batches carry hashes >= 1000; the script's carry 1..10, of which
+ * 6, 7, 8 are lost on the wire (kept only for replay), and one garbage
+ * payload between 9 and 10. */
+static void *pub_main(void *arg)
+{
+    pub_job *j = arg;
+    uint64_t warm = 1000;
+    while (atomic_load(&j->phase) == 0) {
+        publish_hash(j->pub, warm++, 0);
+        pf_zpub_service(j->pub, 5);
+    }
+    if (atomic_load(&j->phase) == 1) {
+        for (uint64_t h = 1; h <= 10; h++) {
+            if (h == 10)
+                pf_zpub_publish_payload(j->pub, "\xc1garbage", 8, 0);
+            publish_hash(j->pub, h, h >= 6 && h <= 8 ? PF_ZPUB_BUFFER_ONLY : 0);
+            pf_zpub_service(j->pub, 2);
+        }
+    }
+    while (atomic_load(&j->phase) != 2)
+        pf_zpub_service(j->pub, 5);
+    return NULL;
+}
+
+typedef struct {
+    uint64_t hashes[256];
+    int n, replayed, restarts;
+} seen;
+
+static void on_note(void *ctx, const pf_zsub_note *n)
+{
+    seen *s = ctx;
+    if (n->kind == PF_ZSUB_RESTART)
+        s->restarts++;
+    if (n->kind != PF_ZSUB_BATCH)
+        return;
+    s->replayed += n->replayed;
+    for (uint32_t i = 0; i < n->batch->n_events; i++)
+        if (n->batch->events[i].n_hashes && s->n < 256)
+            s->hashes[s->n++] = n->batch->events[i].hashes[0].u;
+}
+
+/* Poll until the callback has seen a script hash >= want (want 0: any
+ * warm-up hash), or about ms milliseconds of polling have passed. */
+static int poll_until(pf_zsub *sub, seen *s, uint64_t want, int ms)
+{
+    for (int t = 0; t < ms; t += 10) {
+        pf_zsub_poll(sub, 10, on_note, s);
+        for (int i = 0; i < s->n; i++)
+            if ((want && s->hashes[i] >= want && s->hashes[i] < 1000) || (want == 0 && s->hashes[i] >= 1000))
+                return 1;
+    }
+    return 0;
+}
+
+Test(net_zmq, gap_is_replayed_and_garbage_counted)
+{
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pc.replay_endpoint = "tcp://127.0.0.1:*";
+    pub_job job = {0};
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = pf_zpub_endpoint(job.pub);
+    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pub_main, &job), 0);
+    seen s = {0};
+    int warmed = poll_until(sub, &s, 0, 5000); /* the subscription is live */
+    atomic_store(&job.phase, 1);
+    int done = warmed && poll_until(sub, &s, 10, 5000);
+    atomic_store(&job.phase, 2);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    pf_zpub_close(job.pub);
+
+    cr_assert(warmed, "no warm-up batch arrived");
+    cr_assert(done, "the script's last batch never arrived");
+    /* the script's hashes, in order, none missing: 6..8 came by replay */
+    uint64_t want = 1;
+    for (int i = 0; i < s.n; i++)
+        if (s.hashes[i] < 1000)
+            cr_expect_eq(s.hashes[i], want++, "position %d", i);
+    cr_expect_eq(want, 11);
+    cr_expect_eq(s.replayed, 3);
+    cr_expect_eq(st.gaps, 1);
+    cr_expect_eq(st.missed, 3);
+    cr_expect_eq(st.replays, 1);
+    cr_expect_eq(st.replayed, 3);
+    cr_expect_eq(st.lost, 0);
+    cr_expect_eq(st.malformed, 1);
+    cr_expect_eq(st.restarts, 0);
+}
+
+typedef struct {
+    const char *ep;
+    atomic_int stop;
+    uint64_t first_hash;
+} restart_job;
+
+static void *pub_again(void *arg)
+{
+    restart_job *j = arg;
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = j->ep;
+    pf_zpub *p = NULL;
+    for (int tries = 0; tries < 100 && pf_zpub_open(&pc, &p, NULL) != 0; tries++)
+        sleep_ms(20);
+    uint64_t h = j->first_hash;
+    while (p && !atomic_load(&j->stop)) {
+        publish_hash(p, h++, 0);
+        sleep_ms(5);
+    }
+    pf_zpub_close(p);
+    return NULL;
+}
+
+Test(net_zmq, restarted_publisher_is_noticed)
+{
+    /* first life: hashes from 1000, runs until the subscriber has seen some */
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pf_zpub *p;
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &p, &why), 0, "%s", why);
+    char ep[PF_ZSUB_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", pf_zpub_endpoint(p));
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = ep;
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    seen s = {0};
+    int got = 0;
+    for (int t = 0; t < 500 && !got; t++) {
+        for (int k = 0; k < 20; k++) /* a longer first life: seq well above 0 */
+            publish_hash(p, 1000 + (uint64_t)(t * 20 + k), 0);
+        pf_zsub_poll(sub, 10, on_note, &s);
+        got = s.n > 0;
+    }
+    /* a long first life, so the second life's counter (from 0) stays below it */
+    for (int t = 0; t < 100 && got; t++) {
+        for (int k = 0; k < 20; k++)
+            publish_hash(p, 100000 + (uint64_t)(t * 20 + k), 0);
+        pf_zsub_poll(sub, 1, on_note, &s);
+    }
+    pf_zpub_close(p);
+    cr_assert(got, "nothing arrived from the first publisher");
+
+    /* second life on the same port: seq starts at 0 again */
+    restart_job j = {.ep = ep, .first_hash = 5000};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pub_again, &j), 0);
+    int back = 0;
+    for (int t = 0; t < 1000 && !back; t++) {
+        pf_zsub_poll(sub, 10, on_note, &s);
+        back = s.restarts > 0;
+    }
+    atomic_store(&j.stop, 1);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    cr_expect(back, "the restart was not noticed");
+    cr_expect_eq(st.restarts, 1);
+    cr_expect_eq(st.lost, 0);
+}
+
+Test(net_zmq, rank_endpoints_follow_vllm)
+{
+    char out[PF_ZSUB_ENDPOINT_MAX];
+    cr_assert_eq(pf_zsub_rank_endpoint("tcp://10.0.0.1:5557", 3, out, sizeof out), 0);
+    cr_expect_str_eq(out, "tcp://10.0.0.1:5560");
+    cr_assert_eq(pf_zsub_rank_endpoint("tcp://[::1]:5557", 0, out, sizeof out), 0);
+    cr_expect_str_eq(out, "tcp://[::1]:5557");
+    cr_assert_eq(pf_zsub_rank_endpoint("ipc:///tmp/kv", 2, out, sizeof out), 0);
+    cr_expect_str_eq(out, "ipc:///tmp/kv_dp2");
+    cr_expect_eq(pf_zsub_rank_endpoint("tcp://host:65535", 1, out, sizeof out), PF_ERR_ARG);
+    cr_expect_eq(pf_zsub_rank_endpoint("tcp://host", 0, out, sizeof out), PF_ERR_ARG);
+    cr_expect_eq(pf_zsub_rank_endpoint("tcp://host:55x", 0, out, sizeof out), PF_ERR_ARG);
+    cr_expect_eq(pf_zsub_rank_endpoint("http://host:1", 0, out, sizeof out), PF_ERR_ARG);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.dp_ranks = 65;
+    pf_zsub *sub;
+    const char *why;
+    cr_expect_eq(pf_zsub_open(&sc, &sub, &why), PF_ERR_ARG);
+    cr_expect(strstr(why, "ranks") != NULL);
+}
+
+typedef struct {
+    pf_attach *m;
+    int batches;
+} model_ctx;
+
+static void to_model(void *ctx, const pf_zsub_note *n)
+{
+    model_ctx *mc = ctx;
+    if (n->kind == PF_ZSUB_BATCH) {
+        pf_attach_apply(mc->m, n->rank, n->batch);
+        mc->batches++;
+    }
+}
+
+/* The simulator's calls (stored / removed / cleared, flushed per step) seen
+ * by a subscriber feeding the attach model: the counts must match. */
+Test(net_zmq, builder_calls_reach_the_attach_model)
+{
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pf_zpub *p;
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &p, &why), 0, "%s", why);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = pf_zpub_endpoint(p);
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    model_ctx mc = {pf_attach_new(0), 0};
+    /* warm up with empty-but-valid batches until the subscription is live */
+    for (int t = 0; t < 500 && mc.batches == 0; t++) {
+        pf_zpub_cleared(p);
+        cr_assert_eq(pf_zpub_flush(p, t), 0);
+        pf_zsub_poll(sub, 10, to_model, &mc);
+    }
+    cr_assert_gt(mc.batches, 0);
+    const uint64_t a[] = {10, 11, 12}, parent = 12, b[] = {13};
+    const uint32_t tok[4] = {1, 2, 3, 4};
+    cr_expect_eq(pf_zpub_stored(p, a, 3, NULL, NULL, 0, 16), 0);
+    cr_expect_eq(pf_zpub_stored(p, b, 1, &parent, tok, 4, 4), 0);
+    cr_expect_eq(pf_zpub_removed(p, a, 1), 0);
+    cr_expect_eq(pf_zpub_pending(p), 3);
+    cr_expect_eq(pf_zpub_stored(p, a, 1, NULL, NULL, 0, 0), PF_ERR_ARG);
+    cr_expect_eq(pf_zpub_flush(p, 1.0), 0);
+    cr_expect_eq(pf_zpub_pending(p), 0);
+    int before = mc.batches;
+    for (int t = 0; t < 300 && mc.batches == before; t++)
+        pf_zsub_poll(sub, 10, to_model, &mc);
+    const pf_attach_counts *c = pf_attach_counts_get(mc.m);
+    cr_expect_eq(mc.batches, before + 1);
+    cr_expect_eq(c->blocks_live, 3);
+    cr_expect_eq(c->prefixes_live, 1);
+    cr_expect_eq(c->blocks_removed, 1);
+    pf_attach_free(mc.m);
+    pf_zsub_close(sub);
+    pf_zpub_close(p);
+}
+
+/* --history: batches published before the subscriber existed come back by
+ * replay on its first message, in order, before it. */
+static void *pub_history(void *arg)
+{
+    pub_job *j = arg;
+    uint64_t warm = 1000;
+    while (atomic_load(&j->phase) != 2) {
+        publish_hash(j->pub, warm++, 0);
+        pf_zpub_service(j->pub, 5);
+    }
+    return NULL;
+}
+
+Test(net_zmq, history_is_replayed_on_the_first_message)
+{
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pc.replay_endpoint = "tcp://127.0.0.1:*";
+    pub_job job = {0};
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    for (uint64_t h = 1; h <= 5; h++) /* nobody listens yet */
+        publish_hash(job.pub, h, 0);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = pf_zpub_endpoint(job.pub);
+    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    sc.replay_history = 1;
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pub_history, &job), 0);
+    seen s = {0};
+    int got = poll_until(sub, &s, 0, 5000);
+    atomic_store(&job.phase, 2);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    pf_zpub_close(job.pub);
+    cr_assert(got);
+    cr_assert_geq(s.n, 6);
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(s.hashes[i], (uint64_t)(i + 1), "position %d", i);
+    cr_expect_geq(st.history, 5);
+    cr_expect_eq(st.gaps, 0);
+    cr_expect_eq(st.lost, 0);
+}
+
+/* An oversized message (past the subscriber's payload cap) is never taken
+ * in: libzmq drops the connection, the subscriber reconnects, counts the hole
+ * as a gap, and keeps receiving what follows. */
+static void *pub_oversize(void *arg)
+{
+    pub_job *j = arg;
+    uint64_t warm = 1000, h = 1;
+    while (atomic_load(&j->phase) == 0) {
+        publish_hash(j->pub, warm++, 0);
+        pf_zpub_service(j->pub, 5);
+    }
+    static char big[100000];
+    memset(big, 0x90, sizeof big);
+    pf_zpub_publish_payload(j->pub, big, sizeof big, 0);
+    while (atomic_load(&j->phase) != 2) {
+        publish_hash(j->pub, h++, 0);
+        pf_zpub_service(j->pub, 10);
+    }
+    return NULL;
+}
+
+Test(net_zmq, oversized_messages_are_refused_and_the_stream_goes_on)
+{
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pc.replay_endpoint = "tcp://127.0.0.1:*";
+    pub_job job = {0};
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = pf_zpub_endpoint(job.pub);
+    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    sc.limits.max_bytes = 4096;
+    sc.replay_timeout_ms = 500;
+    sc.silence_ms = 0; /* the monitor alone must bring the stream back */
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pub_oversize, &job), 0);
+    seen s = {0};
+    int warmed = poll_until(sub, &s, 0, 5000);
+    atomic_store(&job.phase, 1);
+    int after = warmed && poll_until(sub, &s, 30, 10000);
+    atomic_store(&job.phase, 2);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    pf_zpub_close(job.pub);
+    cr_assert(warmed, "no warm-up batch arrived");
+    cr_expect(after, "nothing arrived after the oversized message");
+    cr_expect_geq(st.gaps, 1);
+    cr_expect_geq(st.lost, 1);
+    cr_expect_geq(st.reconnects, 1);
+}
