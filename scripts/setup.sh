@@ -11,9 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # net/ (pagefault attach): libzmq, msgpack-c, libcurl, libmicrohttpd; its end-to-end
-# test publishes with python3-zmq and python3-msgpack.
+# test publishes with python3-zmq and python3-msgpack; the formats test reads CSV with pandas.
 packages=(gcc make cmake pkg-config libncurses-dev libcriterion-dev tmux locales
-          libzmq3-dev libmsgpack-dev libcurl4-openssl-dev libmicrohttpd-dev python3 python3-zmq python3-msgpack)
+          libzmq3-dev libmsgpack-dev libcurl4-openssl-dev libmicrohttpd-dev python3 python3-zmq python3-msgpack python3-pandas)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
