@@ -373,9 +373,16 @@ int pf_prefix_release_seq(pf_prefix *p, const int32_t *frames, int n, int32_t *t
 
 int32_t pf_prefix_evict(pf_prefix *p)
 {
+    return pf_prefix_evict_hash(p, NULL);
+}
+
+int32_t pf_prefix_evict_hash(pf_prefix *p, uint64_t *hash)
+{
     if (!p || p->lru_head < 0)
         return PF_ERR_NOMEM;
     int32_t f = p->lru_head;
+    if (hash)
+        *hash = p->hash[f];
     lru_unlink(p, f);
     int64_t i = table_lookup(p, p->hash[f]);
     if (i >= 0) /* always: a cached frame is in the table */

@@ -158,6 +158,10 @@ int pf_prefix_release_seq(pf_prefix *p, const int32_t *frames, int n, int32_t *t
  * block is unreferenced. */
 int32_t pf_prefix_evict(pf_prefix *p);
 
+/* The same, and *hash (may be NULL) gets the evicted block's hash, for a
+ * BlockRemoved event. */
+int32_t pf_prefix_evict_hash(pf_prefix *p, uint64_t *hash);
+
 /* Forget every hash (vLLM's reset_prefix_cache, which in vLLM fails while
  * blocks are in use; here it always succeeds): unreferenced frames are
  * written to to_free (room for num_frames) for the caller's pool; referenced

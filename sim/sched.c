@@ -107,6 +107,8 @@ struct pf_sched {
     void *cost_ctx;
     pf_sched_event_fn ev;
     void *ev_ctx;
+    pf_sched_block_fn bev;
+    void *bev_ctx;
 
     double now, t_end; /* t_end: the planned step's end                 */
     int64_t step, fast_steps;
@@ -337,6 +339,14 @@ void pf_sched_on_event(pf_sched *s, pf_sched_event_fn fn, void *ctx)
         return;
     s->ev = fn;
     s->ev_ctx = ctx;
+}
+
+void pf_sched_on_block(pf_sched *s, pf_sched_block_fn fn, void *ctx)
+{
+    if (!s)
+        return;
+    s->bev = fn;
+    s->bev_ctx = ctx;
 }
 
 int pf_sched_set_shards(pf_sched *s, int nshards)
@@ -1019,10 +1029,15 @@ int pf_sched_plan(pf_sched *s)
     if (s->pc) {
         int shortfall = s->pending - pf_pool_free_count(s->pool);
         for (; shortfall > 0; shortfall--) {
-            int32_t f = pf_prefix_evict(s->pc);
+            uint64_t h = 0;
+            int32_t f = pf_prefix_evict_hash(s->pc, &h);
             if (f < 0)
                 break;
             (void)pf_pool_unref_c(s->shard[0].cache, f);
+            if (s->bev) {
+                pf_sched_block_event e = {PF_SCHED_BLOCK_REMOVED, h, 0, f, -1, -1};
+                s->bev(s->bev_ctx, &e);
+            }
         }
     }
 
@@ -1184,7 +1199,10 @@ static void offer_blocks(pf_sched *s, int id)
     pf_token_src src = token_src(s, id);
     for (int b = q->hashed; b < full; b++) {
         uint64_t h = pf_prefix_hash_src(&src, q->last_hash, b, s->p.block_size);
-        (void)pf_prefix_insert(s->pc, h, q->table[b]);
+        if (pf_prefix_insert(s->pc, h, q->table[b]) == 1 && s->bev) {
+            pf_sched_block_event e = {PF_SCHED_BLOCK_STORED, h, q->last_hash, q->table[b], id, b};
+            s->bev(s->bev_ctx, &e);
+        }
         q->last_hash = h;
     }
     q->hashed = full;

@@ -179,6 +179,23 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
 void pf_sched_destroy(pf_sched *s);
 void pf_sched_on_event(pf_sched *s, pf_sched_event_fn fn, void *ctx);
 
+/* The prefix cache's block events, in vLLM's KV-event vocabulary
+ * (vllm/distributed/kv_events.py): a block stored under its chained hash
+ * (with its parent's hash, PF_PREFIX_ROOT_HASH for a first block, and the
+ * request whose tokens filled it: pf_token_at gives its token ids), or
+ * removed (evicted). Called from plan and commit, on the caller's thread,
+ * in a deterministic order. */
+typedef enum { PF_SCHED_BLOCK_STORED = 0, PF_SCHED_BLOCK_REMOVED } pf_sched_block_ev;
+typedef struct {
+    pf_sched_block_ev kind;
+    uint64_t hash, parent;   /* parent: stored blocks only                  */
+    int32_t frame;
+    int32_t req;             /* stored: the filling request; removed: -1    */
+    int32_t block;           /* stored: the block's index in that request   */
+} pf_sched_block_event;
+typedef void (*pf_sched_block_fn)(void *ctx, const pf_sched_block_event *e);
+void pf_sched_on_block(pf_sched *s, pf_sched_block_fn fn, void *ctx);
+
 /* One step: arrivals up to the current time join the queue, the rules pick
  * the batch, the cost function gives its duration, the clock advances, and
  * every scheduled request's tokens land. When nothing is running and

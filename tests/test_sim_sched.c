@@ -553,6 +553,55 @@ Test(sim_sched, prefix_sharing_and_eviction)
     pf_sched_destroy(s);
 }
 
+/* Block events: every stored block names its parent (the chain), and a
+ * removed block was stored before and not removed since. */
+typedef struct {
+    int stored, removed, bad;
+    uint64_t live[4096];
+    int nlive;
+} blocklog;
+
+static void on_block(void *ctx, const pf_sched_block_event *e)
+{
+    blocklog *l = ctx;
+    if (e->kind == PF_SCHED_BLOCK_STORED) {
+        l->stored++;
+        if (e->block == 0 && e->parent != PF_PREFIX_ROOT_HASH)
+            l->bad++;
+        if (l->nlive < 4096)
+            l->live[l->nlive++] = e->hash;
+        return;
+    }
+    l->removed++;
+    for (int i = 0; i < l->nlive; i++)
+        if (l->live[i] == e->hash) {
+            l->live[i] = l->live[--l->nlive];
+            return;
+        }
+    l->bad++; /* removed a block that was never stored (or twice) */
+}
+
+Test(sim_sched, block_events_pair_up)
+{
+    pf_sched_params p = vllm(16, 64, 0.0);
+    p.prefix_caching = 1;
+    pf_req j[40];
+    for (int i = 0; i < 40; i++)
+        j[i] = G(i * 0.5, 80 + (i % 5) * 10, 20 + (i % 7) * 9, i % 3, 48);
+    pf_sched *s = mk(&p, j, 40, 40);
+    static blocklog l;
+    memset(&l, 0, sizeof l);
+    pf_sched_on_block(s, on_block, &l);
+    cr_assert_eq(pf_sched_run(s), PF_OK);
+    pf_prefix_stats st;
+    pf_sched_prefix_stats(s, &st);
+    cr_assert_eq(l.bad, 0);
+    cr_assert_eq(l.stored, st.inserts);
+    cr_assert_eq(l.removed, st.evictions);
+    cr_assert_eq(l.nlive, st.cached, "stored - removed = what the cache holds");
+    pf_sched_destroy(s);
+}
+
 /* Random traces with prefix groups, every rule set and victim, walking or
  * fast, one shard or seven: consistent after every step, same outcome. */
 Test(sim_sched, prefix_random_runs_agree)
