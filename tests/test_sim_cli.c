@@ -251,3 +251,34 @@ Test(sim_cli, huge_stall_limit_and_costs_finish, .timeout = 120)
     cr_assert(strstr(o, "\npaged,") != NULL, "%s", o);
     free(o);
 }
+
+/* Sweep points run in parallel print the bytes a serial sweep prints, and
+ * the naive baseline runs once per distinct baseline: a watermark sweep
+ * (naive ignores the watermark) shows one naive row, a workers sweep one
+ * per value. */
+Test(sim_cli, parallel_sweep_prints_what_a_serial_one_does)
+{
+    const char *serial[] = {"--jobs", "96", "--sweep", "watermark=0,0.02,0.1,0.3", "--jobs-parallel", "1",
+                            "--format", "csv"};
+    const char *par[] = {"--jobs", "96", "--sweep", "watermark=0,0.02,0.1,0.3", "--jobs-parallel", "4",
+                         "--format", "csv"};
+    cr_assert_eq(run(serial, 8), 0);
+    char *a = slurp(out_path);
+    cr_assert_eq(run(par, 8), 0);
+    char *b = slurp(out_path);
+    cr_assert_str_eq(a, b);
+    int naive_rows = 0;
+    for (const char *p = a; (p = strstr(p, ",naive,")) != NULL; p++)
+        naive_rows++;
+    cr_assert_eq(naive_rows, 1, "one baseline for a watermark sweep");
+    const char *w[] = {"--jobs", "96", "--sweep", "workers=8,32", "--jobs-parallel", "2", "--format", "csv"};
+    cr_assert_eq(run(w, 8), 0);
+    char *c = slurp(out_path);
+    naive_rows = 0;
+    for (const char *p = c; (p = strstr(p, ",naive,")) != NULL; p++)
+        naive_rows++;
+    cr_assert_eq(naive_rows, 2, "workers change naive: one baseline each");
+    free(a);
+    free(b);
+    free(c);
+}

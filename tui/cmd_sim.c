@@ -16,6 +16,14 @@
  * each row ran with. A trace is read once (a pipe works) and parsed again
  * for each point of a sweep.
  *
+ * Sweeps run in two parallel phases on --jobs-parallel threads (default:
+ * the machine's cores; 1 under the threaded engine, which has threads of
+ * its own): first one naive run per distinct baseline (points that differ
+ * only in what naive ignores, such as the watermark or the victim policy,
+ * share one), then every point's paged run. Each run is a deterministic
+ * simulator of its own, so the rows, printed in order once all are done,
+ * are the bytes a serial run prints.
+ *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
  * line on stderr, nothing on stdout); 1 a run stopped in a livelock
  * (sequences kept preempting one another and none produced a token). A
@@ -23,9 +31,12 @@
  * (as vLLM does) and the run goes on: one line on stderr says how many.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/err.h"
 #include "core/pool.h"
@@ -42,6 +53,7 @@ typedef struct {
     pf_simflags f; /* the simulator's flags, shared with the dashboard */
     int format;
     const char *sweep;
+    int jobs_parallel; /* 0: the machine's cores */
 } sim_args;
 
 static void args_default(sim_args *a)
@@ -53,13 +65,17 @@ static void args_default(sim_args *a)
 }
 
 /* The flag table points into *a; built per call so sweeps can re-point. */
-#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 2)
+#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 3)
+#define SIM_MAX_PARALLEL 256
 static void make_opts(pf_opt *o, sim_args *a)
 {
     int n = pf_simflags_opts(&a->f, o, 0);
     o[n++] = (pf_opt){"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0};
     o[n++] = (pf_opt){"sweep", PF_OPT_STRING, &a->sweep, 0, 0, NULL, "NAME=V1,V2,...",
                       "re-run for each value of a numeric flag, e.g. watermark=0,0.02,0.3", 0};
+    /* 0 = one thread per core: sweep points are independent runs */
+    o[n++] = (pf_opt){"jobs-parallel", PF_OPT_INT, &a->jobs_parallel, 0, SIM_MAX_PARALLEL, NULL, "N",
+                      "sweep points run at once (0: one per core; 1 under --engine threaded)", 0};
     o[n] = (pf_opt){0};
 }
 
@@ -152,6 +168,92 @@ static void cfg_num(pf_report *r, const char *sweep_name, const char *flag, cons
 {
     if (!flag || strcmp(flag, sweep_name) != 0)
         pf_report_num(r, key, label, v, fmt, unit);
+}
+
+/* ---- a sweep's points, run in parallel ----------------------------------- */
+
+typedef struct {
+    sim_args cur;        /* the point's flags                                */
+    const char *val;     /* swept value as typed, NULL without a sweep       */
+    int naive_of;        /* the point whose naive run is this one's baseline */
+    pf_jobs jobs;
+    pf_sim_stats naive, paged;
+    int status;          /* 0, or run_one's / pf_simflags_jobs' status       */
+} sweep_point;
+
+/* Do two points have the same naive baseline? Naive reserves max-len for
+ * every sequence and never faults, so it ignores the watermark, the victim
+ * and preemption choices, the stall limit and the costs; everything that
+ * shapes the jobs, the pool or the slots counts. */
+static int same_baseline(const pf_simflags *x, const pf_simflags *y)
+{
+    return memcmp(&x->p.cfg, &y->p.cfg, sizeof x->p.cfg) == 0 && x->p.workers == y->p.workers &&
+           x->p.engine == y->p.engine && x->engine == y->engine &&
+           x->p.pingpong_window == y->p.pingpong_window && x->jobs == y->jobs &&
+           x->trace == y->trace && x->step_ms == y->step_ms && x->arrival_rate == y->arrival_rate &&
+           x->seed == y->seed;
+}
+
+typedef struct {
+    sweep_point *pt;
+    int n, phase;        /* 0: jobs and the naive baselines; 1: paged runs */
+    _Atomic int next;
+    const char *sweep_name;
+} sweep_work;
+
+static void point_run(sweep_work *w, int k)
+{
+    sweep_point *p = &w->pt[k];
+    if (w->phase == 0) {
+        if (w->sweep_name)
+            fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
+        p->status = pf_simflags_jobs(PROG, &p->cur.f, &p->jobs, 0);
+        if (!p->status && p->naive_of == k)
+            p->status = run_one(&p->cur, &p->jobs, PF_SIM_NAIVE, 0.0, &p->naive);
+        return;
+    }
+    const sweep_point *base = &w->pt[p->naive_of];
+    if (!p->status && !base->status)
+        p->status = run_one(&p->cur, &p->jobs, PF_SIM_PAGED, base->naive.throughput, &p->paged);
+    pf_jobs_free(&p->jobs);
+}
+
+static void *sweep_worker(void *arg)
+{
+    sweep_work *w = arg;
+    int k;
+    while ((k = atomic_fetch_add(&w->next, 1)) < w->n)
+        point_run(w, k);
+    return NULL;
+}
+
+/* Both phases on `threads` threads (the caller is one of them). Returns
+ * the status of the first failing point in point order, else 0. */
+static int run_sweep(sweep_point *pt, int n, int threads, const char *sweep_name)
+{
+    if (threads < 1)
+        threads = 1;
+    if (threads > n)
+        threads = n;
+    for (int phase = 0; phase < 2; phase++) {
+        sweep_work w = {pt, n, phase, 0, sweep_name};
+        pthread_t th[SIM_MAX_PARALLEL];
+        int started = 0;
+        for (int t = 1; t < threads; t++) {
+            if (pthread_create(&th[t], NULL, sweep_worker, &w) != 0)
+                break; /* fewer threads: the rest runs here */
+            started++;
+        }
+        sweep_worker(&w);
+        for (int t = 1; t <= started; t++)
+            pthread_join(th[t], NULL);
+    }
+    for (int k = 0; k < n; k++) {
+        pf_jobs_free(&pt[k].jobs);
+        if (pt[k].status)
+            return pt[k].status;
+    }
+    return 0;
 }
 
 int pf_cmd_sim(int argc, char **argv)
@@ -290,37 +392,45 @@ int pf_cmd_sim(int argc, char **argv)
                         nc, keys, labels);
     }
     int npoints = nvals ? nvals : 1;
-    pf_sim_stats last_naive = {0};
-    int have_naive = 0;
+    sweep_point pts[SIM_MAX_SWEEP];
+    memset(pts, 0, sizeof pts);
     for (int k = 0; k < npoints; k++) {
-        sim_args cur = a;
-        pf_opt copts[SIM_NOPTS + 1];
-        make_opts(copts, &cur);
+        pts[k].cur = a;
+        pts[k].val = nvals ? vals[k] : NULL;
         if (nvals) {
+            pf_opt copts[SIM_NOPTS + 1];
+            make_opts(copts, &pts[k].cur);
             if (pf_cli_set(PROG, copts, sweep_name, vals[k]) != PF_CLI_OK) {
                 status = 2;
                 goto out;
             }
-            fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, sweep_name, vals[k], k + 1, nvals);
         }
-        status = pf_simflags_jobs(PROG, &cur.f, &jobs, 0);
-        if (status)
-            goto out;
-        pf_sim_stats naive, paged;
-        status = run_one(&cur, &jobs, PF_SIM_NAIVE, 0.0, &naive);
-        if (!status)
-            status = run_one(&cur, &jobs, PF_SIM_PAGED, naive.throughput, &paged);
-        pf_jobs_free(&jobs);
-        if (status)
-            goto out;
+        /* the first point with the same baseline runs it for all */
+        pts[k].naive_of = k;
+        for (int i = 0; i < k; i++)
+            if (same_baseline(&pts[i].cur.f, &pts[k].cur.f)) {
+                pts[k].naive_of = i;
+                break;
+            }
+    }
+    int threads = a.jobs_parallel;
+    if (threads == 0)
+        threads = a.f.engine == PF_ENGINE_THREADED ? 1 : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    status = run_sweep(pts, npoints, threads, nvals ? sweep_name : NULL);
+    if (status)
+        goto out;
+    pf_sim_stats last_naive = {0};
+    int have_naive = 0;
+    for (int k = 0; k < npoints; k++) {
+        pf_sim_stats naive = pts[pts[k].naive_of].naive, paged = pts[k].paged;
         /* Same engine on both sides: the ratio of their own throughputs. */
         naive.throughput_vs_naive = 1.0;
         paged.throughput_vs_naive = naive.throughput > 0 ? paged.throughput / naive.throughput : 0.0;
         if (!have_naive || !same_stats(&naive, &last_naive))
-            row(r, nvals ? vals[k] : NULL, "naive", &naive);
+            row(r, pts[k].val, "naive", &naive);
         last_naive = naive;
         have_naive = 1;
-        row(r, nvals ? vals[k] : NULL, "paged", &paged);
+        row(r, pts[k].val, "paged", &paged);
     }
     pf_report_note(r, "decoding = sequences that produced a token in a step; goodput = generated / "
                       "(generated + recomputed) tokens; times in steps");
