@@ -1170,19 +1170,24 @@ void pf_sched_land(pf_sched *s, int shard)
 {
     if (!s || shard < 0 || shard >= s->nshards)
         return;
-    shard_out *o = &s->shard[shard];
-    o->ndec = o->nbound = 0;
-    o->ctx = o->tokens = 0;
-    o->nnote = 0;
-    o->err = PF_OK;
+    /* The totals are summed in a local copy and written back once: the
+     * shards' records sit side by side, and counters bumped in place by
+     * every thread would bounce their cache lines between cores. */
+    shard_out *dst = &s->shard[shard];
+    shard_out o = *dst;
+    o.ndec = o.nbound = 0;
+    o.ctx = o.tokens = 0;
+    o.nnote = 0;
+    o.err = PF_OK;
     int64_t lo = (int64_t)s->nslots * shard / s->nshards;
     int64_t hi = (int64_t)s->nslots * (shard + 1) / s->nshards;
     double t = s->t_end;
     for (int64_t k = lo; k < hi; k++) {
         int id = s->slot_req[k];
         if (id >= 0)
-            land_one(s, id, o, t);
+            land_one(s, id, &o, t);
     }
+    *dst = o;
 }
 
 /* ---- commit ---------------------------------------------------------------------- */
