@@ -37,7 +37,7 @@ fi
 if [ "${SAN:-0}" = 1 ]; then
     {
         for tool in memcheck racecheck; do
-            for k in 1 2; do
+            for k in ${SAN_KERNELS:-1 4}; do
                 echo "== $tool, kernel $k: GQA bf16 with splits and an empty tail"
                 compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
                     --lengths 1,17,300,5000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype bf16 \
@@ -60,8 +60,8 @@ for w in ${WORKLOADS:-}; do
     done
 done
 if [ "${BLOCKS:-0}" = 1 ]; then
-    for dt in bf16 fp16; do
-        for b in 8 16 32 64 128 256; do
+    for dt in ${BLOCK_DTYPES:-bf16 fp16}; do
+        for b in ${BLOCK_SIZES:-8 16 32 64 128 256}; do
             echo "### pagefault bench --workload llama --dtype $dt --block-size $b --iters $ITERS" >>"$OUT/bench.txt"
             $BIN bench --workload llama --dtype $dt --block-size $b --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
             echo "exit status $?" >>"$OUT/bench.txt"

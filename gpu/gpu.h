@@ -3,16 +3,24 @@
  * What it is: a device block pool (one allocation holding K and V of every
  * frame), a kernel that appends tokens' K/V through the block table, a naive
  * decode-attention kernel over contiguous per-sequence buffers and a paged
- * one that reads every K/V through the block table. Implemented in CUDA
- * (gpu/gpu.cu and gpu/kernels.cu, extern "C"); when the build has no CUDA compiler the same
- * functions exist and return PF_ERR_UNAVAILABLE with a reason.
+ * one that reads every K/V through the block table (numbered kernel versions,
+ * docs/gpu.md), a plan/run split in FlashInfer's manner, and the checked,
+ * timed benchmark. Implemented in CUDA (gpu/gpu.cu and gpu/kernels.cu,
+ * extern "C"); host-only parts (validation, planning, the profile writer) in
+ * gpu/host.c. Without a CUDA compiler the same functions exist; device work
+ * returns PF_ERR_UNAVAILABLE with a reason, validation still answers.
+ *
+ * Errors: PF_ERR_ARG for a bad argument or shape (checked before any device
+ * work), PF_ERR_NOMEM when memory runs out, PF_ERR_UNAVAILABLE when there is
+ * no device or the device failed (a kernel fault is never PF_ERR_ARG).
  *
  * Layouts (see core/paging.h):
  *   q        [num_seqs][num_q_heads][head_dim]
  *   out      [num_seqs][num_q_heads][head_dim]
  *   k_pool   [pool_frames][num_kv_heads][block_size][head_dim]  (v_pool same)
  *   block_tables [num_seqs][max_blocks_per_seq] int32 frame ids
- *   seq_lens [num_seqs] int32, 1 <= len <= max_blocks_per_seq * block_size
+ *   seq_lens [num_seqs] int32 (<= 0: the output row is zeros; lengths are
+ *            read up to the plan's bound, never past the table or capacity)
  *   naive k/v [num_seqs][num_kv_heads][cap][head_dim]
  * Elements are fp32, fp16 or bf16 (pf_gpu_dtype); accumulation is fp32.
  * Query head h uses kv head h / (num_q_heads / num_kv_heads) (GQA).
@@ -84,7 +92,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * synchronizes nothing, so it can be captured in a CUDA graph. Device
  * lengths: a length <= 0 gives an output of zeros; a length above the
  * planned bound (plan->max_len) is read only up to that bound. */
-#define PF_GPU_KERNEL_VERSIONS 2 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 4 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */

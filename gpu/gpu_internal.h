@@ -66,7 +66,7 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_MAX_CHUNK 4096    /* most: the block-table cache holds one    */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
-#define PF_GPU_DEFAULT_VERSION 2
+#define PF_GPU_DEFAULT_VERSION 4
 
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1
  * that divides the group (the group is served in group / tile blocks). */

@@ -351,34 +351,35 @@ int pf_gpu_group_tile(int group)
  * A thread block reads one chunk of one sequence's tokens for one KV head
  * (and GQA tile); the hardware hands blocks to free slots (sm_count x
  * blocks_per_sm of them) in grid order, chunk index fastest. The plan picks
- * the chunk that finishes soonest under a simple model of that: every slot
- * streams at an equal share of the memory bandwidth, a block costs a fixed
- * start-up plus its bytes, and more than one chunk per sequence adds the
- * merge (a second launch and the partial outputs written and read back).
- * The model is evaluated by list scheduling the actual blocks (the real
- * lengths, or every sequence at the bound), for each chunk that splits the
- * longest sequence into 1, 2, 3... equal whole-page pieces. A whole wave of
- * blocks that leaves slots idle, or a last wave of a few long blocks, shows
- * up in the makespan; that is what the old capacity-only rule (aim at eight
- * blocks per SM) could not see.
+ * the chunk that finishes soonest under a model of that, evaluated on the
+ * actual blocks (the real lengths, or every sequence at the bound) for each
+ * chunk that cuts the longest sequence into 1, 2, 3... equal whole pages.
  *
- * Constants: the bandwidth is only the exchange rate between bytes and the
- * fixed costs, so an H100/H200-class 4 bytes/ns is close enough; a block's
- * start-up (table read, first loads in flight) about 1.5 us of memory latency;
- * the merge launch about 3 us; a block with no tokens (a short sequence's
- * unused chunk) 0.2 us. */
+ * The model is processor sharing: the blocks resident at a time share the
+ * memory bandwidth equally, but one block streams at most one SM's share
+ * (BW / sm_count), so the machine is saturated only while at least one
+ * block per SM is resident. Each block also pays a fixed start-up (table
+ * read, first loads in flight); more than one chunk per sequence adds the
+ * merge (a second launch, the partial outputs written and read back). So a
+ * few long sequences get split until every SM has work, and a batch that
+ * already fills the machine is not split for nothing: a partial last wave
+ * costs only what it leaves idle. (Issue 4's rule, eight blocks per SM from
+ * the capacity, split llama into 3 chunks and mha not at all whatever the
+ * lengths.)
+ *
+ * Constants: the bandwidth only converts between bytes and the fixed costs,
+ * so an H100/H200-class 4 bytes/ns is close enough; a block's start-up about
+ * 1.5 us of memory latency; the merge launch about 3 us; a block with no
+ * tokens (a short sequence's unused chunk) 0.2 us. */
 #define PLAN_BW_BYTES_PER_NS 4000.0
 #define PLAN_BLOCK_NS 1500.0
 #define PLAN_EMPTY_NS 200.0
 #define PLAN_MERGE_NS 3000.0
 #define PLAN_MAX_SIM_BLOCKS (1 << 20)
 
-/* min-heap of slot finish times */
-static void heap_push_pop(double *h, int n, double v)
+/* min-heap of doubles: the work mark at which each resident block ends */
+static void heap_sift_down(double *h, int n, int i)
 {
-    /* replace the root (earliest finish) with v and sift down */
-    int i = 0;
-    h[0] = v;
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
         if (l < n && h[l] < h[m])
@@ -386,7 +387,7 @@ static void heap_push_pop(double *h, int n, double v)
         if (r < n && h[r] < h[m])
             m = r;
         if (m == i)
-            break;
+            return;
         double t = h[i];
         h[i] = h[m];
         h[m] = t;
@@ -394,31 +395,56 @@ static void heap_push_pop(double *h, int n, double v)
     }
 }
 
-static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
-                        double tok_bytes, int slots, double *heap, size_t merge_bytes)
+static void heap_push(double *h, int *n, double v)
 {
-    const double share = PLAN_BW_BYTES_PER_NS / slots; /* bytes/ns per slot */
-    double end = 0;
-    for (int i = 0; i < slots; i++)
-        heap[i] = 0;
-    for (int s = 0; s < n; s++) {
-        int len = lens ? lens[s] : bound;
-        if (len > bound)
-            len = bound;
-        for (int h = 0; h < heads; h++)
-            for (int c = 0; c < splits; c++) {
-                int tok = len - c * chunk;
-                tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
-                double t = tok ? PLAN_BLOCK_NS + tok * tok_bytes / share : PLAN_EMPTY_NS;
-                double fin = heap[0] + t;
-                heap_push_pop(heap, slots, fin);
-                if (fin > end)
-                    end = fin;
-            }
+    int i = (*n)++;
+    h[i] = v;
+    while (i > 0 && h[(i - 1) / 2] > h[i]) {
+        double t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+/* Time (ns) to run the blocks of one candidate chunk. Every resident block
+ * advances at the same rate, so progress is one "work mark" W (ns of work
+ * at a lone block's rate); a block that needs w ns alone ends at mark
+ * W_start + w. With n blocks resident, W advances at full speed while
+ * n <= sm_count and n / sm_count times slower beyond (the bandwidth is
+ * shared), so real time = dW * max(1, n / sm_count). */
+static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
+                        double tok_bytes, int slots, int sms, double *heap, size_t merge_bytes)
+{
+    const double blk_rate = PLAN_BW_BYTES_PER_NS / sms; /* bytes/ns of a lone block */
+    int live = 0;
+    double W = 0, now = 0;
+    long long next = 0, total = (long long)n * heads * splits;
+    for (;;) {
+        while (live < slots && next < total) {
+            /* block `next` in grid order: chunk fastest, then head, then sequence */
+            const int c = (int)(next % splits);
+            const int s = (int)(next / ((long long)splits * heads));
+            next++;
+            int len = lens ? lens[s] : bound;
+            len = len > bound ? bound : len;
+            int tok = len - c * chunk;
+            tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
+            const double w = tok ? PLAN_BLOCK_NS + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
+            heap_push(heap, &live, W + w);
+        }
+        if (!live)
+            break;
+        const double end = heap[0];
+        const double slow = live > sms ? (double)live / sms : 1.0;
+        now += (end - W) * slow;
+        W = end;
+        heap[0] = heap[--live];
+        heap_sift_down(heap, live, 0);
     }
     if (splits > 1)
-        end += PLAN_MERGE_NS + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS;
-    return end;
+        now += PLAN_MERGE_NS + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS;
+    return now;
 }
 
 int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
@@ -477,10 +503,10 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         double cost;
         if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
             cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, tok_bytes, slots,
-                             heap, merge_bytes);
-        else /* too many blocks to simulate: whole waves of full blocks */
-            cost = ceil((double)s->num_seqs * heads * splits / slots) *
-                       (PLAN_BLOCK_NS + c * tok_bytes * slots / PLAN_BW_BYTES_PER_NS) +
+                             sm_count, heap, merge_bytes);
+        else /* too many blocks to simulate: the machine stays saturated */
+            cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / slots +
+                   (double)s->num_seqs * heads * bound * tok_bytes / PLAN_BW_BYTES_PER_NS +
                    (splits > 1 ? PLAN_MERGE_NS : 0);
         /* fewer splits win ties (within 1%): less merge traffic */
         if (cost < best * 0.99) {

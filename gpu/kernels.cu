@@ -1,4 +1,5 @@
-/* gpu/kernels.cu - the decode-attention kernels (naive and paged), the
+/* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
+ * versions 1-4 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
@@ -11,7 +12,8 @@
  *   part_o        [S][Hq][splits][D] float   (split-KV partial outputs)
  *   part_lse      [S][Hq][splits]    float   (their log2-sum-exp)
  *
- * The algorithm (one kernel, two address modes). A thread block owns one
+ * The algorithm (version 1; later versions keep it and change how rows get
+ * to the threads, see attn_v2). A thread block owns one
  * (chunk of tokens, KV head, sequence) and serves the GT query heads of the
  * group that share that KV head, so each K/V byte is read from memory once.
  * Inside the block, TG = D * sizeof(T) / 16 consecutive threads own one
@@ -33,7 +35,8 @@
  *
  * The naive kernel is the same code reading contiguous rows; the paged one
  * first copies the chunk's slice of the block table to shared memory (read
- * ahead of use, one coalesced load), then finds each row through it. Same
+ * ahead of use, one coalesced load), then finds each row through it (v1 by
+ * a shift and the frame stride; v2-v4 through core/paging.h). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
  */
@@ -377,8 +380,14 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
  * walk is core/paging.h's pf_page_kv_index on the chunk's slice of the
  * table, cached in shared memory (chunks start on a page boundary). Rows
  * past the end are zero-filled by the copy (src-size 0), never read. */
-constexpr int kStages = 4;
-constexpr int kRowsV2 = 2; /* rows of K (and of V) per thread per stage */
+/* Versions 2-4 are this one template:
+ *   v2: N = 2 rows of K and V per thread per stage, 4 stages, walk by
+ *       pf_page_kv_index (a division by the block size per row);
+ *   v3: the same with the walk split into a shift (power-of-two block sizes;
+ *       a division otherwise) and pf_page_pool_index, so a row costs a
+ *       shared-memory read and a multiply-add instead of a division;
+ *   v4: v3 with N = 4 rows per stage and 2 stages: the same bytes in flight,
+ *       half the per-tile softmax work (running max, rescale) per row. */
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
 {
@@ -396,13 +405,12 @@ template <int N> __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <typename T, int D, int GT, bool PAGED>
+template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT>
 __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
 {
     constexpr int EPV = Elt<T>::kPer16;
     constexpr int TG = D / EPV;
     constexpr int NG = kThreads / TG;
-    constexpr int N = kRowsV2;
     constexpr int TILE = NG * N;
     static_assert(TG <= 32 && 32 % TG == 0, "a row must fit in one warp");
     /* the pipeline buffer; after the loop it holds the block's merge */
@@ -449,10 +457,15 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
             const int t = t0 + i * TILE + j * NG + grp;
             const bool ok = t < t1;
             size_t e = 0; /* element index of this thread's 16 bytes */
-            if (ok)
+            if (ok && PAGED && SHIFT) {
+                const int u = t - t0; /* token within the chunk's table slice */
+                const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+                e = pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D) + r * EPV;
+            } else if (ok) {
                 e = (PAGED ? pf_page_kv_index(tbl, t - t0, kvh, a.hkv, B, D)
                            : pf_page_contig_index(t, 0, a.cap, D)) +
                     r * EPV;
+            }
             uint4 *dk = &buf[((st * 2 + 0) * N + j) * kThreads + tid];
             uint4 *dv = &buf[((st * 2 + 1) * N + j) * kThreads + tid];
             cp_async16(dk, kb + e, ok);
@@ -689,9 +702,13 @@ template <typename T> using AttnFn = void (*)(const AttnArgs<T>);
 /* The kernel for (version, element type, D, GQA tile, paged). */
 template <typename T, int D, int GT, bool PAGED> AttnFn<T> pick_v(int version)
 {
-    if (version == 1)
+    switch (version) {
+    case 1:
         return prefetch_on(PAGED) ? attn_v1<T, D, GT, PAGED, true> : attn_v1<T, D, GT, PAGED, false>;
-    return attn_v2<T, D, GT, PAGED>;
+    case 2: return attn_v2<T, D, GT, PAGED, 2, 4, false>;
+    case 3: return attn_v2<T, D, GT, PAGED, 2, 4, true>;
+    default: return attn_v2<T, D, GT, PAGED, 4, 2, true>;
+    }
 }
 
 template <typename T, int D, bool PAGED> AttnFn<T> pick_g(int gt, int version)
