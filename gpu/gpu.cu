@@ -512,8 +512,10 @@ int case_plan(Case *c)
     c->res->chunk_tokens = c->plan[1].chunk;
     c->res->splits = c->plan[1].splits;
     c->res->version = c->plan[1].version;
-    if (c->plan[1].workspace_bytes)
+    if (c->plan[1].workspace_bytes) {
         CKC(cudaMalloc(&c->d_ws, c->plan[1].workspace_bytes));
+        CKC(cudaMemset(c->d_ws, 0, c->plan[1].workspace_bytes)); /* v5's counters */
+    }
     return PF_OK;
 }
 
@@ -774,8 +776,13 @@ int attention_public(const pf_gpu_attn_shape *s, int paged, const void *q, const
     cudaStream_t st = (cudaStream_t)stream;
     if (plan.workspace_bytes) {
         cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, st);
-        if (e != cudaSuccess)
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(ws, 0, plan.workspace_bytes, st); /* v5's counters */
+        if (e != cudaSuccess) {
+            if (ws)
+                cudaFreeAsync(ws, st);
             return pf_gpu_cuda_err((int)e);
+        }
     }
     rc = pf_gpu_attn_run(&plan, q, k, v, tables, lens, out, ws, stream);
     if (ws)

@@ -88,11 +88,12 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * many chunks per sequence, merged by log-sum-exp) and say how many bytes of
  * workspace a run needs. It may query the device (SM count, occupancy).
  * run: launch on device pointers with a caller-provided workspace of at
- * least plan->workspace_bytes; it allocates nothing, queries nothing and
+ * least plan->workspace_bytes, zeroed once before its first use (runs
+ * leave it zeroed again); it allocates nothing, queries nothing and
  * synchronizes nothing, so it can be captured in a CUDA graph. Device
  * lengths: a length <= 0 gives an output of zeros; a length above the
  * planned bound (plan->max_len) is read only up to that bound. */
-#define PF_GPU_KERNEL_VERSIONS 4 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 5 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */
@@ -102,7 +103,7 @@ typedef struct {
     int splits;              /* chunks of the longest sequence; 1: no merge */
     int sm_count;            /* SMs the plan was made for                  */
     int blocks_per_sm;       /* resident blocks per SM it assumed          */
-    size_t workspace_bytes;  /* 0 when splits == 1                         */
+    size_t workspace_bytes;  /* 0 when splits == 1; zero it before first use */
     unsigned magic;          /* set by plan; run refuses anything else     */
 } pf_gpu_attn_plan;
 

@@ -68,6 +68,13 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 #define PF_GPU_DEFAULT_VERSION 4
 
+/* Version 5 merges split-KV chunks inside the attention kernel: its
+ * workspace also holds one counter per (sequence, head tile), zero at rest. */
+static inline int pf_gpu_version_fused(int version)
+{
+    return version >= 5;
+}
+
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1
  * that divides the group (the group is served in group / tile blocks). */
 int pf_gpu_group_tile(int group);

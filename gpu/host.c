@@ -356,9 +356,12 @@ int pf_gpu_group_tile(int group)
  * chunk that cuts the longest sequence into 1, 2, 3... equal whole pages.
  *
  * The model is processor sharing: the blocks resident at a time share the
- * memory bandwidth equally, but one block streams at most one SM's share
- * (BW / sm_count), so the machine is saturated only while at least one
- * block per SM is resident. Each block also pays a fixed start-up (table
+ * memory bandwidth equally, but one block streams at most half an SM's
+ * share (BW / 2 sm_count: at an SM's share of the bandwidth the llama
+ * shape needs about 2.7 warp-instructions a cycle of the 4 an SM issues,
+ * more than four warps with their dependent arithmetic can supply), so
+ * the machine is saturated only while about two blocks per SM are
+ * resident. Each block also pays a fixed start-up (table
  * read, first loads in flight); more than one chunk per sequence adds the
  * merge (a second launch, the partial outputs written and read back). So a
  * few long sequences get split until every SM has work, and a batch that
@@ -369,12 +372,14 @@ int pf_gpu_group_tile(int group)
  *
  * Constants: the bandwidth only converts between bytes and the fixed costs,
  * so an H100/H200-class 4 bytes/ns is close enough; a block's start-up about
- * 1.5 us of memory latency; the merge launch about 3 us; a block with no
- * tokens (a short sequence's unused chunk) 0.2 us. */
+ * 1.5 us of memory latency; the merge launch about 3 us (0.5 us when the
+ * kernel merges in place, version 5); a block with no tokens (a short
+ * sequence's unused chunk) 0.2 us. */
 #define PLAN_BW_BYTES_PER_NS 4000.0
 #define PLAN_BLOCK_NS 1500.0
 #define PLAN_EMPTY_NS 200.0
 #define PLAN_MERGE_NS 3000.0
+#define PLAN_FUSED_MERGE_NS 500.0
 #define PLAN_MAX_SIM_BLOCKS (1 << 20)
 
 /* min-heap of doubles: the work mark at which each resident block ends */
@@ -411,12 +416,13 @@ static void heap_push(double *h, int *n, double v)
  * advances at the same rate, so progress is one "work mark" W (ns of work
  * at a lone block's rate); a block that needs w ns alone ends at mark
  * W_start + w. With n blocks resident, W advances at full speed while
- * n <= sm_count and n / sm_count times slower beyond (the bandwidth is
- * shared), so real time = dW * max(1, n / sm_count). */
+ * n <= 2 sm_count and n / (2 sm_count) times slower beyond (the bandwidth
+ * is shared), so real time = dW * max(1, n / (2 sm_count)). */
 static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
-                        double tok_bytes, int slots, int sms, double *heap, size_t merge_bytes)
+                        double tok_bytes, int slots, int sms, double *heap, size_t merge_bytes,
+                        double merge_ns)
 {
-    const double blk_rate = PLAN_BW_BYTES_PER_NS / sms; /* bytes/ns of a lone block */
+    const double blk_rate = PLAN_BW_BYTES_PER_NS / (2.0 * sms); /* bytes/ns of a lone block */
     int live = 0;
     double W = 0, now = 0;
     long long next = 0, total = (long long)n * heads * splits;
@@ -436,14 +442,14 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
         if (!live)
             break;
         const double end = heap[0];
-        const double slow = live > sms ? (double)live / sms : 1.0;
+        const double slow = live > 2 * sms ? (double)live / (2.0 * sms) : 1.0;
         now += (end - W) * slow;
         W = end;
         heap[0] = heap[--live];
         heap_sift_down(heap, live, 0);
     }
     if (splits > 1)
-        now += PLAN_MERGE_NS + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS;
+        now += merge_ns + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS;
     return now;
 }
 
@@ -484,6 +490,8 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!heap)
         return PF_ERR_NOMEM;
 
+    const int v = version ? version : PF_GPU_DEFAULT_VERSION;
+    const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
     int best_chunk = 0, best_splits = 0;
@@ -503,11 +511,11 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         double cost;
         if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
             cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, tok_bytes, slots,
-                             sm_count, heap, merge_bytes);
+                             sm_count, heap, merge_bytes, merge_ns);
         else /* too many blocks to simulate: the machine stays saturated */
             cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / slots +
                    (double)s->num_seqs * heads * bound * tok_bytes / PLAN_BW_BYTES_PER_NS +
-                   (splits > 1 ? PLAN_MERGE_NS : 0);
+                   (splits > 1 ? merge_ns : 0);
         /* fewer splits win ties (within 1%): less merge traffic */
         if (cost < best * 0.99) {
             best = cost;
@@ -524,7 +532,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!paged && plan->shape.block_size < 1)
         plan->shape.block_size = 16;
     plan->paged = paged ? 1 : 0;
-    plan->version = version ? version : PF_GPU_DEFAULT_VERSION;
+    plan->version = v;
     plan->max_len = bound;
     plan->chunk = best_chunk;
     plan->splits = best_splits;
@@ -533,6 +541,8 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (best_splits > 1) {
         const size_t rows = (size_t)s->num_seqs * s->num_q_heads * best_splits;
         plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
+        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
+            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
     }
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;

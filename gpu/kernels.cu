@@ -125,6 +125,7 @@ template <typename T> struct AttnArgs {
     const int *tables, *lens;
     T *out;
     float *part_o, *part_lse;
+    unsigned *counters; /* v5: chunks done per (sequence, head tile)     */
     int hq, hkv, B, bshift, maxb, cap, chunk, splits;
     int lim;      /* device lengths are read up to this planned bound      */
     float qscale; /* scale * log2(e)                                       */
@@ -134,9 +135,9 @@ template <typename T> struct AttnArgs {
  * (written by chunk 0 when there is one chunk; the merge writes them when
  * there are several). */
 template <typename T, int D, int GT>
-__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0)
+__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0, bool fused = false)
 {
-    if (a.splits != 1 || blockIdx.x != 0)
+    if ((a.splits != 1 && !fused) || blockIdx.x != 0)
         return;
     for (int i = threadIdx.x; i < GT * D; i += blockDim.x)
         a.out[((size_t)seq * a.hq + qh0) * D + i] = Elt<T>::store(0.f);
@@ -387,7 +388,10 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
  *       a division otherwise) and pf_page_pool_index, so a row costs a
  *       shared-memory read and a multiply-add instead of a division;
  *   v4: v3 with N = 4 rows per stage and 2 stages: the same bytes in flight,
- *       half the per-tile softmax work (running max, rescale) per row. */
+ *       half the per-tile softmax work (running max, rescale) per row;
+ *   v5: v4 with the split-KV merge done by the last block of each sequence
+ *       and head tile (an atomic count in the workspace), not a second
+ *       launch: one launch per run, and no launch gap before the merge. */
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
 {
@@ -405,7 +409,7 @@ template <int N> __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT>
+template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED>
 __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
 {
     constexpr int EPV = Elt<T>::kPer16;
@@ -419,6 +423,7 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
     __shared__ uint4 buf[kBufU4];
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[NG][GT], sm_l[NG][GT];
+    __shared__ int sm_last;
 
     const int seq = blockIdx.z;
     const int len = min(a.lens[seq], a.lim);
@@ -427,7 +432,7 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
     const int kvh = blockIdx.y / nsub;
     const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
     if (len <= 0) {
-        write_zeros<T, D, GT>(a, seq, qh0);
+        write_zeros<T, D, GT>(a, seq, qh0, FUSED);
         return;
     }
     const int t0 = blockIdx.x * a.chunk;
@@ -601,6 +606,44 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
                 a.part_lse[rowo * a.splits + blockIdx.x] = M + log2f(L);
         }
     }
+    if (!FUSED || a.splits == 1)
+        return;
+    /* v5: the split-KV merge without a second launch. Each block publishes
+     * its partials (fence), then counts itself done for its (sequence, head
+     * tile); the block that counts last merges all chunks and resets the
+     * counter to 0 for the next run (no other block of this launch touches
+     * it after that). Partials written by other SMs are read through L2
+     * (__ldcg). The workspace's counters must start at zero (the caller
+     * clears the workspace once). */
+    __threadfence();
+    __syncthreads();
+    const int nch = (len + a.chunk - 1) / a.chunk;
+    if (tid == 0) {
+        unsigned *cnt = a.counters + (size_t)seq * gridDim.y + blockIdx.y;
+        const unsigned prev = atomicAdd(cnt, 1u);
+        sm_last = prev == (unsigned)(nch - 1);
+        if (sm_last)
+            *cnt = 0u;
+    }
+    __syncthreads();
+    if (!sm_last)
+        return;
+    __threadfence();
+    for (int idx = tid; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        const float *lse = a.part_lse + rowo * a.splits;
+        float M = -INFINITY;
+        for (int i = 0; i < nch; i++)
+            M = fmaxf(M, __ldcg(lse + i));
+        float L = 0.f, O = 0.f;
+        for (int i = 0; i < nch; i++) {
+            const float w = fast_exp2(__ldcg(lse + i) - M);
+            L += w;
+            O = fmaf(w, __ldcg(a.part_o + (rowo * a.splits + i) * D + d), O);
+        }
+        a.out[rowo * D + d] = Elt<T>::store(O / L);
+    }
 }
 
 /* Split-KV merge: one block per (sequence, query head), one thread per d. */
@@ -705,9 +748,10 @@ template <typename T, int D, int GT, bool PAGED> AttnFn<T> pick_v(int version)
     switch (version) {
     case 1:
         return prefetch_on(PAGED) ? attn_v1<T, D, GT, PAGED, true> : attn_v1<T, D, GT, PAGED, false>;
-    case 2: return attn_v2<T, D, GT, PAGED, 2, 4, false>;
-    case 3: return attn_v2<T, D, GT, PAGED, 2, 4, true>;
-    default: return attn_v2<T, D, GT, PAGED, 4, 2, true>;
+    case 2: return attn_v2<T, D, GT, PAGED, 2, 4, false, false>;
+    case 3: return attn_v2<T, D, GT, PAGED, 2, 4, true, false>;
+    case 4: return attn_v2<T, D, GT, PAGED, 4, 2, true, false>;
+    default: return attn_v2<T, D, GT, PAGED, 4, 2, true, true>;
     }
 }
 
@@ -752,6 +796,8 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.out = (T *)out;
     a.part_o = (float *)ws;
     a.part_lse = ws ? a.part_o + (size_t)s->num_seqs * s->num_q_heads * p->splits * D : nullptr;
+    a.counters = ws ? (unsigned *)(a.part_lse + (size_t)s->num_seqs * s->num_q_heads * p->splits)
+                    : nullptr;
     a.hq = s->num_q_heads;
     a.hkv = s->num_kv_heads;
     a.B = s->block_size;
@@ -763,7 +809,7 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
     pick<T>(s, p->paged, p->version)<<<grid, kThreads, 0, st>>>(a);
-    if (p->splits > 1)
+    if (p->splits > 1 && !pf_gpu_version_fused(p->version))
         merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
             a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
     return pf_gpu_cuda_err((int)cudaGetLastError());

@@ -155,7 +155,8 @@ def main():
                 print(f"{name}: plan failed ({rc})")
                 bad += 1
                 continue
-            ws = torch.empty(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
+            # zeroed before first use (gpu.h): version 5 keeps counters there
+            ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
             qc = q.view(S, HQ, D).contiguous()
             out = torch.empty(S, HQ, D, device=dev, dtype=dt)
             st = torch.cuda.current_stream().cuda_stream

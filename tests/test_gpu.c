@@ -365,8 +365,10 @@ static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
         CK(pf_gpu_free(c->dws));
         c->dws = NULL;
     }
-    if (p->workspace_bytes)
+    if (p->workspace_bytes) { /* zeroed once before first use, as gpu.h asks */
         CK(pf_gpu_malloc(&c->dws, p->workspace_bytes));
+        CK(pf_gpu_memset(c->dws, 0, p->workspace_bytes));
+    }
     CK(pf_gpu_memset(c->dout, 0xff, sizeof out));
     CK(pf_gpu_attn_run(p, c->dq, c->dk, c->dv, c->dtab, c->dlens, c->dout, c->dws, NULL));
     CK(pf_gpu_sync());
