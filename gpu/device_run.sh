@@ -63,7 +63,7 @@ if [ "${BLOCKS:-0}" = 1 ]; then
     for dt in ${BLOCK_DTYPES:-bf16 fp16}; do
         for b in ${BLOCK_SIZES:-8 16 32 64 128 256}; do
             echo "### pagefault bench --workload llama --dtype $dt --block-size $b --iters $ITERS" >>"$OUT/bench.txt"
-            $BIN bench --workload llama --dtype $dt --block-size $b --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
+            $BIN bench --workload llama --dtype $dt --block-size $b --kernel ${BLOCK_KERNEL:-0} --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
             echo "exit status $?" >>"$OUT/bench.txt"
         done
     done
@@ -72,7 +72,7 @@ if [ "${NCU:-0}" = 1 ]; then
     ncu --clock-control none -k regex:attn_v --launch-skip 3 --launch-count 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
         --section LaunchStats --section WarpStateStats \
-        $BIN bench --workload llama --iters 2 --no-read-bw >"$OUT/ncu.txt" 2>&1
+        $BIN bench --workload llama --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >"$OUT/ncu.txt" 2>&1
     echo "ncu status $?" >>"$OUT/ncu.txt"
 fi
 if [ "${PEERS:-0}" = 1 ]; then
@@ -87,8 +87,8 @@ fi
 echo "== summary"
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
-grep -E "^### |exit status|read bandwidth|kernel version|naive  |paged-|host time|result" "$OUT/bench.txt" |
-    sed -E 's/  +/ /g' | head -150
+grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|naive  |paged-shuffled|host time|result" "$OUT/bench.txt" |
+    sed -E 's/  +/ /g' | head -400
 [ -f "$OUT/ncu.txt" ] && grep -E "Memory Throughput|DRAM Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|ncu status" "$OUT/ncu.txt" | head -20
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
 [ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
