@@ -7,7 +7,7 @@
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (default kernel)
-#   NCU=1        Nsight Compute on one llama launch of the default kernel
+#   NCU=1        Nsight Compute on one paged llama launch (NCU_KERNEL, default 0)
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #   PROFILE=1    pagefault bench --profile-out
 set -u
@@ -69,7 +69,7 @@ if [ "${BLOCKS:-0}" = 1 ]; then
     done
 fi
 if [ "${NCU:-0}" = 1 ]; then
-    ncu --clock-control none -k regex:attn_v --launch-skip 3 --launch-count 1 \
+    ncu --clock-control none -k regex:attn_v --launch-skip 4 --launch-count 1 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
         --section LaunchStats --section WarpStateStats \
         $BIN bench --workload llama --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >"$OUT/ncu.txt" 2>&1
