@@ -871,7 +871,7 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess)
         return pf_gpu_cuda_err((int)e);
-    const int v = version ? version : PF_GPU_DEFAULT_VERSION;
+    const int v = version ? version : pf_gpu_default_version(s);
     int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
     if (per_sm < 1)
         per_sm = 1;

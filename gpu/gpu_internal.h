@@ -66,7 +66,11 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_MAX_CHUNK 4096    /* most: the block-table cache holds one    */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
-#define PF_GPU_DEFAULT_VERSION 4
+/* The kernel version 0 stands for: the fastest measured for the shape
+ * (docs/gpu.md, NVIDIA H200, 2026-12-02): version 1 when the GQA tile is 1
+ * (MHA: 0.964 of the read bandwidth against 0.867 for version 5), version 5
+ * otherwise (llama 0.848 against 0.821 for version 1). */
+int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 
 /* Version 5 merges split-KV chunks inside the attention kernel: its
  * workspace also holds one counter per (sequence, head tile), zero at rest. */

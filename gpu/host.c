@@ -347,6 +347,11 @@ int pf_gpu_group_tile(int group)
     return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
 }
 
+int pf_gpu_default_version(const pf_gpu_attn_shape *s)
+{
+    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 1 : 5;
+}
+
 /* ---- split-KV planning ---------------------------------------------------
  * A thread block reads one chunk of one sequence's tokens for one KV head
  * (and GQA tile); the hardware hands blocks to free slots (sm_count x
@@ -490,7 +495,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!heap)
         return PF_ERR_NOMEM;
 
-    const int v = version ? version : PF_GPU_DEFAULT_VERSION;
+    const int v = version ? version : pf_gpu_default_version(s);
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;

@@ -294,10 +294,16 @@ static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
     cr_assert_leq(p->chunk, PF_GPU_MAX_CHUNK);
     cr_assert_geq((long long)p->chunk * p->splits, maxlen);
     cr_assert_lt((long long)p->chunk * (p->splits - 1), maxlen);
+    const int group = p->shape.num_q_heads / p->shape.num_kv_heads;
+    const size_t counters = pf_gpu_version_fused(p->version)
+                                ? (size_t)p->shape.num_seqs * p->shape.num_kv_heads *
+                                      (group / pf_gpu_group_tile(group)) * sizeof(unsigned)
+                                : 0;
     if (p->splits > 1)
         cr_assert_eq(p->workspace_bytes,
                      (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
-                         (p->shape.head_dim + 1) * sizeof(float));
+                             (p->shape.head_dim + 1) * sizeof(float) +
+                         counters);
     else
         cr_assert_eq(p->workspace_bytes, 0);
 }
@@ -354,6 +360,12 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
     assert_covers(&p, 2049, 24);
     cr_assert_eq(p.version, 2);
+    /* version 0: the measured default, v1 for MHA (GQA tile 1), v5 for GQA */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
+    cr_assert_eq(p.version, 5);
+    s.num_kv_heads = s.num_q_heads;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
+    cr_assert_eq(p.version, 1);
 }
 
 Test(gpu_host, plan_accepts_empty_sequences_and_refuses_overlong_ones)
