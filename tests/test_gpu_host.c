@@ -451,3 +451,24 @@ Test(gpu_host, profile_writer_refuses_bad_figures)
     pf_gpu_profile p = {.device = "", .mem_read_gbps = 1, .attn_kv_gbps = 1, .attn_fixed_us = 1};
     cr_assert_eq(pf_gpu_profile_write(stdout, &p), PF_ERR_ARG);
 }
+
+/* Without a device every call that needs one says so: PF_ERR_UNAVAILABLE,
+ * never PF_ERR_ARG (issue 8: CUDA errors keep their meaning; before, a
+ * failed cudaDeviceSynchronize was reported as a bad argument). */
+Test(gpu_host, device_failures_are_not_bad_arguments)
+{
+    char why[200] = "";
+    if (pf_gpu_available(why, sizeof why))
+        return; /* a device is here: test_gpu covers it */
+    cr_assert_eq(pf_gpu_sync(), PF_ERR_UNAVAILABLE);
+    int x[4] = {0};
+    cr_assert_eq(pf_gpu_memset(x, 0, sizeof x), PF_ERR_UNAVAILABLE);
+    cr_assert_eq(pf_gpu_memcpy(x, x, sizeof x, PF_GPU_D2D), PF_ERR_UNAVAILABLE);
+    pf_gpu_attn_shape s = llama_shape();
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, NULL, 4096, 0), PF_ERR_UNAVAILABLE);
+    pf_gpu_profile prof;
+    char err[200] = "";
+    cr_assert_eq(pf_gpu_profile_measure(&prof, 1, err, sizeof err), PF_ERR_UNAVAILABLE);
+    cr_assert_gt(strlen(err), 0);
+}
