@@ -729,14 +729,16 @@ int log2_exact(int b)
  * speeds the paged kernel up (llama: 0.309 -> 0.292 ms) but slows the naive
  * one down (0.296 -> 0.333 ms, cause not established), so each runs the
  * variant that is fastest for it; PF_GPU_PREFETCH=0|1 forces one for both.
- * Read once (a static), so a run reads no environment. */
+ * Read once, so a run reads no environment. */
+int prefetch_env()
+{
+    const char *e = getenv("PF_GPU_PREFETCH");
+    return e && *e ? atoi(e) : -1;
+}
+
 int prefetch_on(bool paged)
 {
-    static int v = -2;
-    if (v == -2) {
-        const char *e = getenv("PF_GPU_PREFETCH");
-        v = e && *e ? atoi(e) : -1;
-    }
+    static const int v = prefetch_env(); /* C++ initialises it once, thread-safely */
     return v < 0 ? (paged ? 1 : 0) : (v ? 1 : 0);
 }
 
