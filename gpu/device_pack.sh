@@ -1,17 +1,20 @@
 #!/bin/bash
-# gpu/device_pack.sh - run HERE before a device call: build the GPU targets
-# in build-gpu (sm_90) and copy the shared libraries they need that the
-# device image lacks (ncursesw, Criterion and its dependencies) into
-# .devlib/. Carry build-gpu and .devlib with the call; gpu/device_run.sh
-# uses them. Both paths must be git-ignored (build* is; add .devlib to
-# .git/info/exclude once).
+# gpu/device_pack.sh [BUILD] - run HERE before a device call: build the GPU
+# targets (sm_90) in BUILD (default build-gpu) and gather what the device
+# machine needs into .dev-bin/: pagefault, test_gpu, test_gpu_host,
+# libpagefault_gpu.so and the shared libraries the device image lacks
+# (ncursesw, Criterion and its dependencies). Carry the source copy with
+# .dev-bin inside it; gpu/device_run.sh uses it. .dev-bin must be git-ignored
+# (add it to .git/info/exclude once).
 set -eu
 cd "$(dirname "$0")/.."
-cmake -S . -B build-gpu -DPF_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build build-gpu -j2 --target pagefault test_gpu test_gpu_host pagefault_gpu
-rm -rf .devlib && mkdir -p .devlib
-for f in build-gpu/pagefault build-gpu/tests/test_gpu build-gpu/tests/test_gpu_host; do
+B=${1:-build-gpu}
+cmake -S . -B "$B" -DPF_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake --build "$B" -j2 --target pagefault test_gpu test_gpu_host pagefault_gpu
+rm -rf .dev-bin && mkdir -p .dev-bin/lib
+cp "$B/pagefault" "$B/tests/test_gpu" "$B/tests/test_gpu_host" "$B/gpu/libpagefault_gpu.so" .dev-bin/
+for f in .dev-bin/pagefault .dev-bin/test_gpu .dev-bin/test_gpu_host; do
     ldd "$f" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-    while read -r lib; do cp -L "$lib" .devlib/; done
-du -sh build-gpu .devlib
+    while read -r lib; do cp -L "$lib" .dev-bin/lib/; done
+du -sh .dev-bin

@@ -1,99 +1,95 @@
 #!/bin/bash
-# gpu/device_run.sh - everything one GPU session needs, in one call: build
-# (carried from gpu/device_pack.sh), the gpu-labelled tests, a memcheck pass, the ctypes
-# example, and `pagefault bench` on every workload. Logs go to $OUT (at
-# most 8 files come back from the device tool): env.txt, ctest.log,
-# bench.txt (tables), bench.json, extra.txt. The last lines of stdout are a
-# summary table. Usage: OUT=/some/dir [JSON=1] [VARIANTS=0] [TUNE=1] [PF0=1] gpu/device_run.sh [ITERS]
+# gpu/device_run.sh - one device call's work, stages chosen by variables
+# (binaries carried in .dev-bin by gpu/device_pack.sh). Logs under $OUT (at
+# most 8 files come back): env.txt, tests.log, bench.txt, extra.txt,
+# ncu.txt, peers.txt. The end of stdout is a summary.
+#   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli (= ctest -L gpu)
+#   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
+#   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
+#   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (default kernel)
+#   NCU=1        Nsight Compute on one paged llama launch (NCU_KERNEL, default 0)
+#   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
+#   PROFILE=1    pagefault bench --profile-out
 set -u
-ITERS=${1:-50}
 OUT=${OUT:-/tmp/pagefault-device}
+ITERS=${ITERS:-30}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.." || exit 1
-
+[ -x .dev-bin/pagefault ] || { echo "carry .dev-bin (run gpu/device_pack.sh first)"; exit 1; }
+export LD_LIBRARY_PATH=$PWD/.dev-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+BIN=$PWD/.dev-bin/pagefault
 {
     date -u
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem \
         --format=csv 2>&1
     nvcc --version 2>&1 | tail -2
-    nproc
-} >"$OUT/env.txt"
+    ldd "$BIN" | grep -i "not found"
+} >"$OUT/env.txt" 2>&1
 
-# The device image has no ncurses or Criterion: the binaries are built on
-# the workstation by gpu/device_pack.sh (sm_90) and carried in build-gpu with
-# the missing shared libraries in .devlib. CTest files name the workstation's
-# absolute build path, so that path is linked to this checkout.
-if [ ! -x build-gpu/pagefault ] || [ ! -d .devlib ]; then
-    echo "carry build-gpu and .devlib (run gpu/device_pack.sh first)"; exit 1
+if [ "${TESTS:-0}" = 1 ]; then
+    {
+        echo "== test_gpu"; .dev-bin/test_gpu --jobs=1; echo "test_gpu status $?"
+        echo "== test_gpu_host"; .dev-bin/test_gpu_host; echo "test_gpu_host status $?"
+        echo "== test_gpu_bench_cli"; sh tests/test_gpu_bench_cli.sh "$BIN"; echo "bench_cli status $?"
+    } >"$OUT/tests.log" 2>&1
 fi
-BUILD_ABS=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' build-gpu/CMakeCache.txt)
-SRC_ABS=$(dirname "$BUILD_ABS")
-if [ "$SRC_ABS" != "$PWD" ] && [ ! -e "$SRC_ABS" ]; then
-    mkdir -p "$(dirname "$SRC_ABS")" && ln -s "$PWD" "$SRC_ABS"
+
+if [ "${SAN:-0}" = 1 ]; then
+    {
+        for tool in memcheck racecheck; do
+            for k in ${SAN_KERNELS:-1 4}; do
+                echo "== $tool, kernel $k: GQA bf16 with splits and an empty tail"
+                compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
+                    --lengths 1,17,300,5000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype bf16 \
+                    --iters 1 --no-read-bw 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result" 
+                echo "$tool kernel $k status ${PIPESTATUS[0]}"
+            done
+        done
+        echo "== memcheck on the device tests"
+        compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 2>&1 | tail -3
+        echo "memcheck test_gpu status ${PIPESTATUS[0]}"
+    } >"$OUT/extra.txt" 2>&1
 fi
-export LD_LIBRARY_PATH=$PWD/.devlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-BIN=$PWD/build-gpu/pagefault
-ldd "$BIN" | grep -i "not found" >>"$OUT/env.txt"
 
-(cd build-gpu && ctest -L gpu --output-on-failure -j1 && ctest -R test_gpu_host --output-on-failure) \
-    >"$OUT/ctest.log" 2>&1
-echo "ctest status $?" >>"$OUT/ctest.log"
-
-{
-    echo "== memcheck: a small GQA bf16 shape with splits, and the seed workload"
-    compute-sanitizer --tool memcheck --error-exitcode 9 $BIN bench --lengths 1,17,300,5000 \
-        --q-heads 8 --kv-heads 2 --head-dim 128 --dtype bf16 --iters 1 --no-read-bw | tail -4
-    echo "memcheck status ${PIPESTATUS[0]}"
-    compute-sanitizer --tool memcheck --error-exitcode 9 $BIN bench --workload seed --seqs 8 \
-        --iters 1 --no-read-bw | tail -3
-    echo "memcheck status ${PIPESTATUS[0]}"
-    echo "== ctypes example against torch SDPA"
-    LD_LIBRARY_PATH= python3 gpu/examples/paged_attention_ctypes.py build-gpu/gpu/libpagefault_gpu.so 2>&1 | tail -3
-    echo "example status ${PIPESTATUS[0]}"
-} >"$OUT/extra.txt" 2>&1
-
-: >"$OUT/bench.txt"
-: >"$OUT/bench.json"
-for w in seed llama mixed long single; do
-    echo "### pagefault bench --workload $w --iters $ITERS" >>"$OUT/bench.txt"
-    $BIN bench --workload $w --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
-    echo "exit status $?" >>"$OUT/bench.txt"
+: >>"$OUT/bench.txt"
+for w in ${WORKLOADS:-}; do
+    for k in ${KERNELS:-0}; do
+        echo "### pagefault bench --workload $w --kernel $k --iters $ITERS" >>"$OUT/bench.txt"
+        $BIN bench --workload $w --kernel $k --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
+        echo "exit status $?" >>"$OUT/bench.txt"
+    done
 done
-# PF0=1: the whole suite again with the register prefetch off (bench_pf0.txt)
-if [ "${PF0:-0}" = 1 ]; then
-    : >"$OUT/bench_pf0.txt"
-    for w in seed llama mixed long single; do
-        echo "### PF_GPU_PREFETCH=0 pagefault bench --workload $w --iters $ITERS" >>"$OUT/bench_pf0.txt"
-        PF_GPU_PREFETCH=0 $BIN bench --workload $w --iters "$ITERS" >>"$OUT/bench_pf0.txt" 2>&1
-        echo "exit status $?" >>"$OUT/bench_pf0.txt"
+if [ "${BLOCKS:-0}" = 1 ]; then
+    for dt in ${BLOCK_DTYPES:-bf16 fp16}; do
+        for b in ${BLOCK_SIZES:-8 16 32 64 128 256}; do
+            echo "### pagefault bench --workload llama --dtype $dt --block-size $b --iters $ITERS" >>"$OUT/bench.txt"
+            $BIN bench --workload llama --dtype $dt --block-size $b --kernel ${BLOCK_KERNEL:-0} --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
+            echo "exit status $?" >>"$OUT/bench.txt"
+        done
     done
 fi
-# the same in JSON (a second, independent run of each), when JSON=1
-for w in $([ "${JSON:-0}" = 1 ] && echo seed llama mixed long single); do
-    $BIN bench --workload $w --iters "$ITERS" --format json >>"$OUT/bench.json" 2>>"$OUT/bench.txt"
-done
-[ "${VARIANTS:-1}" = 1 ] && {
-    echo "== variants of llama (block size, dtype)"
-    for args in "--block-size 128" "--block-size 8" "--dtype fp16" "--dtype fp32"; do
-        echo "### pagefault bench --workload llama --iters $ITERS $args"
-        $BIN bench --workload llama --iters "$ITERS" $args | sed -n '/Attention latency/,/first failure\|result/p'
-    done
-} >>"$OUT/extra.txt" 2>&1
-
-# TUNE=1: the tuning knobs of gpu/kernels.cu on the bandwidth-bound workloads
-if [ "${TUNE:-0}" = 1 ]; then
-    for cfg in "llama 0 8" "llama 1 8" "llama 1 16" "long 0 8" "long 1 8"; do
-        set -- $cfg
-        echo "### $1 PF_GPU_PREFETCH=$2 PF_GPU_WAVES=$3"
-        PF_GPU_PREFETCH=$2 PF_GPU_WAVES=$3 $BIN bench --workload $1 --iters "$ITERS" |
-            grep -E "split-KV chunk|naive  |paged-|slowdown|result"
-    done >"$OUT/tune.txt" 2>&1
+if [ "${NCU:-0}" = 1 ]; then
+    ncu --clock-control none -k regex:attn_v --launch-skip 4 --launch-count 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+        --section LaunchStats --section WarpStateStats \
+        $BIN bench --workload llama --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >"$OUT/ncu.txt" 2>&1
+    echo "ncu status $?" >>"$OUT/ncu.txt"
+fi
+if [ "${PEERS:-0}" = 1 ]; then
+    PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so >"$OUT/peers.txt" 2>&1
+    echo "peers status $?" >>"$OUT/peers.txt"
+fi
+if [ "${PROFILE:-0}" = 1 ]; then
+    $BIN bench --workload single --iters "$ITERS" --profile-out "$OUT/profile.txt" >/dev/null 2>>"$OUT/env.txt"
+    echo "profile status $?" >>"$OUT/env.txt"
 fi
 
 echo "== summary"
-grep -E "^(###|exit status)" "$OUT/bench.txt"
-grep -E "naive  |paged-|slowdown|scattering|read bandwidth|result" "$OUT/bench.txt" | head -60
-tail -3 "$OUT/ctest.log"
-grep -E "status|max" "$OUT/extra.txt"
-[ -f "$OUT/tune.txt" ] && cat "$OUT/tune.txt"
+[ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
+[ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
+grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|naive  |paged-shuffled|host time|result" "$OUT/bench.txt" |
+    sed -E 's/  +/ /g' | head -400
+[ -f "$OUT/ncu.txt" ] && grep -E "Memory Throughput|DRAM Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|ncu status" "$OUT/ncu.txt" | head -20
+[ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
+[ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
 exit 0

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern "C" { /* core's headers are plain C without their own guards */
 #include "core/err.h"
@@ -75,29 +76,6 @@ int device_ready(char *why, size_t whylen)
     return 1;
 }
 
-/* CK: check a CUDA call, record where it failed, go to the one exit. */
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            set_err(err, errlen, "%s: %s", #call, cudaGetErrorString(e_));                          \
-            rc = e_ == cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_UNAVAILABLE;              \
-            goto done;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-#define CKPF(call, what)                                                                           \
-    do {                                                                                           \
-        int r_ = (call);                                                                           \
-        if (r_ != PF_OK) {                                                                         \
-            cudaError_t e_ = cudaGetLastError();                                                   \
-            set_err(err, errlen, "%s failed: %s (%s)", what, pf_strerror(r_),                      \
-                    cudaGetErrorString(e_));                                                       \
-            rc = r_;                                                                               \
-            goto done;                                                                             \
-        }                                                                                          \
-    } while (0)
-
 /* One workload as the runner sees it. tables_b (host, [S][maxb]) are the
  * frames of the second paged pass: shuffled frames for the bench, the
  * simulator's layout for the dashboard; NULL means ordered only. */
@@ -114,6 +92,8 @@ struct CaseIn {
     double tol;
     int ref_all_heads;
     int measure_bw;
+    int version;   /* kernel version, 0: default      */
+    int host_time; /* measure the host time of a run */
 };
 
 double median_of(double *x, int n)
@@ -243,472 +223,568 @@ int share_rows(const CaseIn &in, const size_t *off, int maxb, size_t el, void *s
     return 1;
 }
 
-int run_case(const CaseIn &in, pf_gpu_bench_result *res, char *err, size_t errlen)
-{
-    int rc = PF_OK;
-    const int S = in.S, hq = in.hq, hkv = in.hkv, D = in.D, B = in.B;
-    const size_t el = pf_gpu_dtype_size(in.dt);
-    const size_t row_bytes = (size_t)D * el;
-    const size_t q_elems = (size_t)S * hq * D;
-    /* host */
-    size_t *off = NULL;        /* element offset of sequence i in the packed arrays */
-    int *tab_o = NULL;         /* ordered tables */
-    float *qf = NULL, *kf = NULL, *vf = NULL;
-    void *qd = NULL, *stage_k = NULL, *stage_v = NULL, *pool_h = NULL;
-    void *out_n = NULL, *out_o = NULL, *out_b = NULL, *out_chk = NULL;
-    double *ms = NULL;
-    cudaEvent_t *ev = NULL;
-    int nev = 0;
-    cudaEvent_t bw_a = NULL, bw_b = NULL;
-    /* device */
-    void *d_q = NULL, *d_sk = NULL, *d_sv = NULL, *d_nk = NULL, *d_nv = NULL;
-    void *d_pok = NULL, *d_pov = NULL, *d_pbk = NULL, *d_pbv = NULL;
-    int *d_tab_o = NULL, *d_tab_b = NULL, *d_lens = NULL;
-    void *d_out[3] = {NULL, NULL, NULL};
-    void *d_ws = NULL, *d_flush = NULL, *d_bw = NULL;
-    unsigned *d_sink = NULL;
-    cudaStream_t st = NULL;
-    const int have_b = in.tables_b != NULL;
-    size_t total_tok = 0, flush_bytes = 0;
-    int maxb = 1, maxlen = 1, frames_o = 0;
+/* ---- the runner: one Case, one function per step ------------------------
+ * Every buffer a case owns is a member, NULL until allocated, freed by
+ * case_free whatever step failed. Each step returns PF_OK or a pf_err with
+ * err filled; a failed check is not an error (fail() records it in res). */
+struct Case {
+    const CaseIn *in;
+    pf_gpu_bench_result *res;
+    char *err;
+    size_t errlen;
+    size_t el, row_bytes, q_elems, total_tok, flush_bytes;
+    int maxb, frames_o, have_b, np;
     cudaDeviceProp prop;
-    pf_gpu_attn_shape sh;
-    pf_gpu_plan plan;
+    cudaStream_t st;
+    /* host */
+    size_t *off;              /* element offset of sequence i, packed arrays */
+    int *tab_o;               /* ordered tables [S][maxb]                    */
+    float *qf, *kf, *vf;      /* reference floats (head-major K/V)           */
+    void *qd, *stage_k, *stage_v; /* token-major staging in the element type */
+    void *out_h[3], *out_chk;
+    /* device */
+    void *d_q, *d_sk, *d_sv, *d_nk, *d_nv, *d_pk[2], *d_pv[2];
+    int *d_tab[2], *d_lens;
+    void *d_out[3], *d_ws, *d_flush;
+    unsigned *d_sink;
+    pf_gpu_attn_plan plan[2]; /* naive, paged */
+};
+
+int cuda_fail(Case *c, cudaError_t e, const char *what)
+{
+    set_err(c->err, c->errlen, "%s: %s", what, cudaGetErrorString(e));
+    return pf_gpu_cuda_err((int)e);
+}
+
+int pf_fail(Case *c, int rc, const char *what)
+{
+    set_err(c->err, c->errlen, "%s failed: %s (%s)", what, pf_strerror(rc),
+            cudaGetErrorString(cudaGetLastError()));
+    return rc;
+}
+
+int nomem(Case *c, const char *what)
+{
+    set_err(c->err, c->errlen, "out of host memory for %s", what);
+    return PF_ERR_NOMEM;
+}
+
+#define CKC(call)                                                                                  \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return cuda_fail(c, e_, #call);                                                        \
+    } while (0)
+#define CKP(call, what)                                                                            \
+    do {                                                                                           \
+        int r_ = (call);                                                                           \
+        if (r_ != PF_OK)                                                                           \
+            return pf_fail(c, r_, what);                                                           \
+    } while (0)
+
+void case_free(Case *c)
+{
+    void *dev[] = {c->d_q,      c->d_sk,     c->d_sv,     c->d_nk,     c->d_nv,
+                   c->d_pk[0],  c->d_pv[0],  c->d_pk[1],  c->d_pv[1],  c->d_tab[0],
+                   c->d_tab[1], c->d_lens,   c->d_out[0], c->d_out[1], c->d_out[2],
+                   c->d_ws,     c->d_flush,  c->d_sink};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    if (c->st)
+        cudaStreamDestroy(c->st);
+    void *host[] = {c->off,     c->tab_o,    c->qf,       c->kf,       c->vf,     c->qd,
+                    c->stage_k, c->stage_v,  c->out_h[0], c->out_h[1], c->out_h[2], c->out_chk};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        free(host[i]);
+}
+
+/* Sizes, packed offsets and the ordered tables (frames in sequence order). */
+int case_layout(Case *c)
+{
+    const CaseIn &in = *c->in;
+    c->off = (size_t *)malloc(sizeof(size_t) * (in.S + 1));
+    if (!c->off)
+        return nomem(c, "offsets");
+    c->maxb = 1;
+    for (int s = 0; s < in.S; s++) {
+        c->off[s] = c->total_tok * in.hkv * in.D;
+        c->total_tok += (size_t)in.lens[s];
+        const int nb = pf_page_blocks_for(in.lens[s], in.B);
+        c->maxb = nb > c->maxb ? nb : c->maxb;
+        c->frames_o += nb;
+    }
+    c->off[in.S] = c->total_tok * in.hkv * in.D;
+    if (c->have_b && in.frames_b < 1) {
+        set_err(c->err, c->errlen, "layout has no frames");
+        return PF_ERR_ARG;
+    }
+    c->tab_o = (int *)calloc((size_t)in.S * c->maxb, sizeof(int));
+    if (!c->tab_o)
+        return nomem(c, "block tables");
+    int next = 0;
+    for (int s = 0; s < in.S; s++)
+        for (int b = 0; b < pf_page_blocks_for(in.lens[s], in.B); b++)
+            c->tab_o[(size_t)s * c->maxb + b] = next++;
+    pf_gpu_bench_result *res = c->res;
+    res->frames = c->frames_o;
+    res->kv_bytes = (long long)(2 * c->total_tok * in.hkv * c->row_bytes);
+    res->naive_reserved = (long long)in.S * in.cap * in.hkv * (long long)c->row_bytes * 2;
+    res->paged_reserved = (long long)c->frames_o * in.B * in.hkv * (long long)c->row_bytes * 2;
+    return PF_OK;
+}
+
+/* q, K, V drawn on the host and rounded to the element type, so the CPU
+ * reference sees exactly what the GPU reads: staging token-major
+ * [t][Hkv][D], reference floats head-major [Hkv][t][D]. */
+int case_host_data(Case *c)
+{
+    const CaseIn &in = *c->in;
+    const size_t kv = c->off[in.S], el = c->el, qn = c->q_elems;
+    c->qf = (float *)malloc(qn * sizeof(float));
+    c->qd = malloc(qn * el);
+    c->kf = (float *)malloc(kv * sizeof(float));
+    c->vf = (float *)malloc(kv * sizeof(float));
+    c->stage_k = malloc(kv * el);
+    c->stage_v = malloc(kv * el);
+    for (int i = 0; i < 3; i++)
+        c->out_h[i] = malloc(qn * el);
+    c->out_chk = malloc(qn * el);
+    if (!c->qf || !c->qd || !c->kf || !c->vf || !c->stage_k || !c->stage_v || !c->out_h[0] ||
+        !c->out_h[1] || !c->out_h[2] || !c->out_chk)
+        return nomem(c, "the KV data");
     pf_rng rng;
-    pf_gpu_refcheck rc_in;
-    pf_gpu_refcheck_out rc_out;
-
-    memset(res, 0, sizeof *res);
-    res->pass = 1;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    copy_trunc(res->device, sizeof res->device, prop.name);
-    res->sm_count = prop.multiProcessorCount;
-    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-
-    /* ---- sizes and host tables ---- */
-    off = (size_t *)malloc(sizeof(size_t) * (S + 1));
-    if (!off) {
-        rc = PF_ERR_NOMEM;
-        set_err(err, errlen, "out of host memory");
-        goto done;
+    pf_rng_seed(&rng, in.seed);
+    for (size_t i = 0; i < qn; i++)
+        c->qf[i] = pf_gpu_host_store(in.dt, c->qd, i, pf_rng_symf(&rng));
+    for (int s = 0; s < in.S; s++) {
+        const int len = in.lens[s];
+        for (int t = 0; t < len; t++)
+            for (int h = 0; h < in.hkv; h++)
+                for (int d = 0; d < in.D; d++) {
+                    const size_t si = c->off[s] + ((size_t)t * in.hkv + h) * in.D + d;
+                    const size_t ri = c->off[s] + ((size_t)h * len + t) * in.D + d;
+                    c->kf[ri] = pf_gpu_host_store(in.dt, c->stage_k, si, pf_rng_symf(&rng));
+                    c->vf[ri] = pf_gpu_host_store(in.dt, c->stage_v, si, pf_rng_symf(&rng));
+                }
     }
-    for (int s = 0; s < S; s++) {
-        off[s] = total_tok * hkv * D;
-        total_tok += (size_t)in.lens[s];
-        int nb = pf_page_blocks_for(in.lens[s], B);
-        if (nb > maxb)
-            maxb = nb;
-        if (in.lens[s] > maxlen)
-            maxlen = in.lens[s];
-        frames_o += nb;
-    }
-    off[S] = total_tok * hkv * D;
-    if (have_b && in.frames_b < 1) {
-        rc = PF_ERR_ARG;
-        set_err(err, errlen, "layout has no frames");
-        goto done;
-    }
-    tab_o = (int *)calloc((size_t)S * maxb, sizeof(int));
-    if (!tab_o) {
-        rc = PF_ERR_NOMEM;
-        set_err(err, errlen, "out of host memory");
-        goto done;
-    }
-    {
-        int next = 0;
-        for (int s = 0; s < S; s++)
-            for (int b = 0; b < pf_page_blocks_for(in.lens[s], B); b++)
-                tab_o[(size_t)s * maxb + b] = next++;
-    }
-    res->frames = frames_o;
-    res->kv_bytes = (long long)(2 * total_tok * hkv * row_bytes);
-    res->naive_reserved = (long long)S * in.cap * hkv * (long long)row_bytes * 2;
-    res->paged_reserved = (long long)frames_o * B * hkv * (long long)row_bytes * 2;
-
-    /* ---- host data: values rounded to the element type ---- */
-    {
-        const size_t kv_elems = off[S];
-        qf = (float *)malloc(q_elems * sizeof(float));
-        qd = malloc(q_elems * el);
-        kf = (float *)malloc(kv_elems * sizeof(float));
-        vf = (float *)malloc(kv_elems * sizeof(float));
-        stage_k = malloc(kv_elems * el);
-        stage_v = malloc(kv_elems * el);
-        out_n = malloc(q_elems * el);
-        out_o = malloc(q_elems * el);
-        out_b = malloc(q_elems * el);
-        out_chk = malloc(q_elems * el);
-        if (!qf || !qd || !kf || !vf || !stage_k || !stage_v || !out_n || !out_o || !out_b ||
-            !out_chk) {
-            rc = PF_ERR_NOMEM;
-            set_err(err, errlen, "out of host memory for %zu KV elements", kv_elems);
-            goto done;
-        }
-        pf_rng_seed(&rng, in.seed);
-        for (size_t i = 0; i < q_elems; i++)
-            qf[i] = pf_gpu_host_store(in.dt, qd, i, pf_rng_symf(&rng));
-        /* staging token-major [t][h][d]; reference floats head-major [h][t][d] */
-        for (int s = 0; s < S; s++) {
-            const int len = in.lens[s];
-            for (int t = 0; t < len; t++)
-                for (int h = 0; h < hkv; h++)
-                    for (int d = 0; d < D; d++) {
-                        size_t si = off[s] + ((size_t)t * hkv + h) * D + d;
-                        size_t ri = off[s] + ((size_t)h * len + t) * D + d;
-                        kf[ri] = pf_gpu_host_store(in.dt, stage_k, si, pf_rng_symf(&rng));
-                        vf[ri] = pf_gpu_host_store(in.dt, stage_v, si, pf_rng_symf(&rng));
-                    }
-        }
-    }
-
-    /* ---- a given layout may map one frame into several sequences (shared
+    /* a given layout may map one frame into several sequences (shared
      * prefix blocks): make those rows the same data in every sharer, as a
-     * real shared prefix is, so the pool holds one consistent copy ---- */
-    if (have_b && !share_rows(in, off, maxb, el, stage_k, stage_v, kf, vf, res, err, errlen)) {
-        rc = PF_ERR_NOMEM;
-        goto done;
+     * real shared prefix is, so the pool holds one consistent copy */
+    if (c->have_b && !share_rows(in, c->off, c->maxb, el, c->stage_k, c->stage_v, c->kf, c->vf,
+                                 c->res, c->err, c->errlen))
+        return PF_ERR_NOMEM;
+    return PF_OK;
+}
+
+size_t pool_bytes(const Case *c, int which)
+{
+    const int frames = which == 0 ? c->frames_o : c->in->frames_b;
+    return (size_t)frames * c->in->hkv * c->in->B * c->row_bytes;
+}
+
+/* Device buffers, uploads, and NaN everywhere a pass could read by mistake. */
+int case_upload(Case *c)
+{
+    const CaseIn &in = *c->in;
+    const size_t kvb = c->off[in.S] * c->el, qb = c->q_elems * c->el;
+    const size_t naive = (size_t)in.S * in.hkv * in.cap * c->row_bytes;
+    const size_t tabb = (size_t)in.S * c->maxb * sizeof(int);
+    CKC(cudaMalloc(&c->d_q, qb));
+    CKC(cudaMalloc(&c->d_sk, kvb));
+    CKC(cudaMalloc(&c->d_sv, kvb));
+    CKC(cudaMalloc(&c->d_nk, naive));
+    CKC(cudaMalloc(&c->d_nv, naive));
+    for (int i = 0; i < 1 + c->have_b; i++) {
+        CKC(cudaMalloc(&c->d_pk[i], pool_bytes(c, i)));
+        CKC(cudaMalloc(&c->d_pv[i], pool_bytes(c, i)));
+        CKC(cudaMalloc((void **)&c->d_tab[i], tabb));
+        CKC(cudaMemsetAsync(c->d_pk[i], 0xff, pool_bytes(c, i), c->st));
+        CKC(cudaMemsetAsync(c->d_pv[i], 0xff, pool_bytes(c, i), c->st));
     }
+    CKC(cudaMalloc((void **)&c->d_lens, (size_t)in.S * sizeof(int)));
+    for (int i = 0; i < 3; i++)
+        CKC(cudaMalloc(&c->d_out[i], qb));
+    CKC(cudaMalloc((void **)&c->d_sink, sizeof(unsigned)));
+    c->flush_bytes = (size_t)(c->prop.l2CacheSize > 0 ? c->prop.l2CacheSize : (64 << 20)) * 2;
+    CKC(cudaMalloc(&c->d_flush, c->flush_bytes));
+    CKC(cudaMemsetAsync(c->d_flush, 0x5a, c->flush_bytes, c->st));
+    CKC(cudaMemsetAsync(c->d_nk, 0xff, naive, c->st));
+    CKC(cudaMemsetAsync(c->d_nv, 0xff, naive, c->st));
+    CKC(cudaMemcpy(c->d_q, c->qd, qb, cudaMemcpyHostToDevice));
+    CKC(cudaMemcpy(c->d_sk, c->stage_k, kvb, cudaMemcpyHostToDevice));
+    CKC(cudaMemcpy(c->d_sv, c->stage_v, kvb, cudaMemcpyHostToDevice));
+    CKC(cudaMemcpy(c->d_tab[0], c->tab_o, tabb, cudaMemcpyHostToDevice));
+    if (c->have_b)
+        CKC(cudaMemcpy(c->d_tab[1], in.tables_b, tabb, cudaMemcpyHostToDevice));
+    CKC(cudaMemcpy(c->d_lens, in.lens, (size_t)in.S * sizeof(int), cudaMemcpyHostToDevice));
+    return PF_OK;
+}
 
-    /* ---- device buffers ---- */
-    {
-        const size_t kv_bytes_packed = off[S] * el;
-        const size_t naive_bytes = (size_t)S * hkv * in.cap * row_bytes;
-        const size_t pool_o_bytes = (size_t)frames_o * hkv * B * row_bytes;
-        const size_t pool_b_bytes = have_b ? (size_t)in.frames_b * hkv * B * row_bytes : 0;
-        CK(cudaMalloc(&d_q, q_elems * el));
-        CK(cudaMalloc(&d_sk, kv_bytes_packed));
-        CK(cudaMalloc(&d_sv, kv_bytes_packed));
-        CK(cudaMalloc(&d_nk, naive_bytes));
-        CK(cudaMalloc(&d_nv, naive_bytes));
-        CK(cudaMalloc(&d_pok, pool_o_bytes));
-        CK(cudaMalloc(&d_pov, pool_o_bytes));
-        if (have_b) {
-            CK(cudaMalloc(&d_pbk, pool_b_bytes));
-            CK(cudaMalloc(&d_pbv, pool_b_bytes));
-            CK(cudaMalloc((void **)&d_tab_b, (size_t)S * maxb * sizeof(int)));
-        }
-        CK(cudaMalloc((void **)&d_tab_o, (size_t)S * maxb * sizeof(int)));
-        CK(cudaMalloc((void **)&d_lens, (size_t)S * sizeof(int)));
-        for (int i = 0; i < 3; i++)
-            CK(cudaMalloc(&d_out[i], q_elems * el));
-        CK(cudaMalloc((void **)&d_sink, sizeof(unsigned)));
-        flush_bytes = (size_t)(prop.l2CacheSize > 0 ? prop.l2CacheSize : (64 << 20)) * 2;
-        CK(cudaMalloc(&d_flush, flush_bytes));
-        CK(cudaMemsetAsync(d_flush, 0x5a, flush_bytes, st));
-
-        CK(cudaMemcpy(d_q, qd, q_elems * el, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_sk, stage_k, kv_bytes_packed, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_sv, stage_v, kv_bytes_packed, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_tab_o, tab_o, (size_t)S * maxb * sizeof(int), cudaMemcpyHostToDevice));
-        if (have_b)
-            CK(cudaMemcpy(d_tab_b, in.tables_b, (size_t)S * maxb * sizeof(int),
-                          cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_lens, in.lens, (size_t)S * sizeof(int), cudaMemcpyHostToDevice));
-        /* NaN everywhere a pass could read by mistake */
-        CK(cudaMemsetAsync(d_nk, 0xff, naive_bytes, st));
-        CK(cudaMemsetAsync(d_nv, 0xff, naive_bytes, st));
-        CK(cudaMemsetAsync(d_pok, 0xff, pool_o_bytes, st));
-        CK(cudaMemsetAsync(d_pov, 0xff, pool_o_bytes, st));
-        if (have_b) {
-            CK(cudaMemsetAsync(d_pbk, 0xff, pool_b_bytes, st));
-            CK(cudaMemsetAsync(d_pbv, 0xff, pool_b_bytes, st));
-        }
-    }
-
-    /* ---- fill: naive by strided copies, pools through the append kernel ---- */
-    sh.num_seqs = 1;
-    sh.num_q_heads = hq;
-    sh.num_kv_heads = hkv;
-    sh.head_dim = D;
-    sh.block_size = B;
-    sh.max_blocks_per_seq = maxb;
+/* The shape of this case for the launchers (num_seqs as given). */
+pf_gpu_attn_shape case_shape(const Case *c, int num_seqs)
+{
+    const CaseIn &in = *c->in;
+    pf_gpu_attn_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.num_seqs = num_seqs;
+    sh.num_q_heads = in.hq;
+    sh.num_kv_heads = in.hkv;
+    sh.head_dim = in.D;
+    sh.block_size = in.B;
+    sh.max_blocks_per_seq = c->maxb;
     sh.naive_cap = in.cap;
     sh.dtype = in.dt;
-    sh.scale = 0.f;
-    for (int s = 0; s < S; s++) {
+    return sh;
+}
+
+/* Naive buffers by strided device copies, pools through the append kernel. */
+int case_fill(Case *c)
+{
+    const CaseIn &in = *c->in;
+    const pf_gpu_attn_shape one = case_shape(c, 1);
+    for (int s = 0; s < in.S; s++) {
         const int len = in.lens[s];
-        for (int h = 0; h < hkv; h++) {
-            const size_t dst = (((size_t)s * hkv + h) * in.cap) * row_bytes;
-            const size_t src = (off[s] + (size_t)h * D) * el;
-            CK(cudaMemcpy2DAsync((char *)d_nk + dst, row_bytes, (const char *)d_sk + src,
-                                 hkv * row_bytes, row_bytes, len, cudaMemcpyDeviceToDevice, st));
-            CK(cudaMemcpy2DAsync((char *)d_nv + dst, row_bytes, (const char *)d_sv + src,
-                                 hkv * row_bytes, row_bytes, len, cudaMemcpyDeviceToDevice, st));
+        for (int h = 0; h < in.hkv; h++) {
+            const size_t dst = (((size_t)s * in.hkv + h) * in.cap) * c->row_bytes;
+            const size_t src = (c->off[s] + (size_t)h * in.D) * c->el;
+            CKC(cudaMemcpy2DAsync((char *)c->d_nk + dst, c->row_bytes, (const char *)c->d_sk + src,
+                                  in.hkv * c->row_bytes, c->row_bytes, len,
+                                  cudaMemcpyDeviceToDevice, c->st));
+            CKC(cudaMemcpy2DAsync((char *)c->d_nv + dst, c->row_bytes, (const char *)c->d_sv + src,
+                                  in.hkv * c->row_bytes, c->row_bytes, len,
+                                  cudaMemcpyDeviceToDevice, c->st));
         }
-        const void *ks = (const char *)d_sk + off[s] * el, *vs = (const char *)d_sv + off[s] * el;
-        CKPF(pf_gpu_launch_append(&sh, ks, vs, len, d_tab_o + (size_t)s * maxb, d_lens + s, d_pok,
-                                  d_pov, st),
-             "append (ordered pool)");
-        if (have_b)
-            CKPF(pf_gpu_launch_append(&sh, ks, vs, len, d_tab_b + (size_t)s * maxb, d_lens + s,
-                                      d_pbk, d_pbv, st),
-                 "append (second pool)");
+        const void *ks = (const char *)c->d_sk + c->off[s] * c->el;
+        const void *vs = (const char *)c->d_sv + c->off[s] * c->el;
+        for (int i = 0; i < 1 + c->have_b; i++)
+            CKP(pf_gpu_launch_append(&one, ks, vs, len, c->d_tab[i] + (size_t)s * c->maxb,
+                                     c->d_lens + s, c->d_pk[i], c->d_pv[i], c->st),
+                "append");
     }
-    CK(cudaStreamSynchronize(st));
-    sh.num_seqs = S;
+    CKC(cudaStreamSynchronize(c->st));
+    return PF_OK;
+}
 
-    /* ---- read-back through the page tables ---- */
-    {
-        const size_t pool_o_bytes = (size_t)frames_o * hkv * B * row_bytes;
-        const size_t pool_b_bytes = have_b ? (size_t)in.frames_b * hkv * B * row_bytes : 0;
-        pool_h = malloc(pool_o_bytes > pool_b_bytes ? pool_o_bytes : pool_b_bytes);
-        if (!pool_h) {
-            rc = PF_ERR_NOMEM;
-            set_err(err, errlen, "out of host memory for the pool read-back");
-            goto done;
+/* Each pool read back and walked through the page tables on the host. */
+int case_readback(Case *c)
+{
+    const CaseIn &in = *c->in;
+    const size_t most = pool_bytes(c, 0) > (c->have_b ? pool_bytes(c, 1) : 0)
+                            ? pool_bytes(c, 0)
+                            : pool_bytes(c, 1);
+    unsigned char *h = (unsigned char *)malloc(most);
+    if (!h)
+        return nomem(c, "the pool read-back");
+    c->res->readback_ok = 1;
+    int rc = PF_OK;
+    for (int i = 0; i < 2 * (1 + c->have_b) && rc == PF_OK; i++) {
+        const int pool = i / 2;
+        const void *src = i % 2 ? c->d_pv[pool] : c->d_pk[pool];
+        cudaError_t e = cudaMemcpy(h, src, pool_bytes(c, pool), cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess) {
+            rc = cuda_fail(c, e, "pool read-back copy");
+            break;
         }
-        res->readback_ok = 1;
-        const void *pools[4] = {d_pok, d_pov, d_pbk, d_pbv};
-        const void *stages[4] = {stage_k, stage_v, stage_k, stage_v};
-        for (int i = 0; i < (have_b ? 4 : 2); i++) {
-            const size_t bytes = i < 2 ? pool_o_bytes : pool_b_bytes;
-            CK(cudaMemcpy(pool_h, pools[i], bytes, cudaMemcpyDeviceToHost));
-            if (!pool_readback_ok((const unsigned char *)pool_h, (const unsigned char *)stages[i],
-                                  off, in.lens, S, i < 2 ? tab_o : in.tables_b, maxb, hkv, B,
-                                  row_bytes, D)) {
-                res->readback_ok = 0;
-                fail(res, "pool read-back: the %s %s pool differs from what was written",
-                     i < 2 ? "ordered" : "second", i % 2 ? "V" : "K");
-            }
+        if (!pool_readback_ok(h, (const unsigned char *)(i % 2 ? c->stage_v : c->stage_k), c->off,
+                              in.lens, in.S, pool ? in.tables_b : c->tab_o, c->maxb, in.hkv, in.B,
+                              c->row_bytes, in.D)) {
+            c->res->readback_ok = 0;
+            fail(c->res, "pool read-back: the %s %s pool differs from what was written",
+                 pool ? "second" : "ordered", i % 2 ? "V" : "K");
         }
-        free(pool_h);
-        pool_h = NULL;
     }
+    free(h);
+    return rc;
+}
 
-    /* ---- plan, then one checked run of each pass on poisoned outputs ---- */
-    plan = pf_gpu_make_plan(&sh, in.lens, prop.multiProcessorCount);
-    res->chunk_tokens = plan.chunk;
-    res->splits = plan.splits;
-    if (plan.splits > 1)
-        CK(cudaMalloc(&d_ws, pf_gpu_workspace_bytes(&sh, &plan)));
-    {
-        void *host_out[3] = {out_n, out_o, out_b};
-        for (int p = 0; p < (have_b ? 3 : 2); p++) {
-            CK(cudaMemsetAsync(d_out[p], 0xff, q_elems * el, st));
-            if (p == 0)
-                CKPF(pf_gpu_launch_attention(&sh, &plan, 0, d_q, d_nk, d_nv, NULL, d_lens,
-                                             d_out[0], d_ws, st),
-                     "naive attention");
-            else
-                CKPF(pf_gpu_launch_attention(&sh, &plan, 1, d_q, p == 1 ? d_pok : d_pbk,
-                                             p == 1 ? d_pov : d_pbv, p == 1 ? d_tab_o : d_tab_b,
-                                             d_lens, d_out[p], d_ws, st),
-                     "paged attention");
-            CK(cudaStreamSynchronize(st));
-            CK(cudaMemcpy(host_out[p], d_out[p], q_elems * el, cudaMemcpyDeviceToHost));
-        }
+/* Plans from the real lengths, the requested version. The naive pass runs
+ * the paged plan's chunking (any chunk suits contiguous rows), so the two
+ * passes do the same floating-point operations in the same order: their
+ * outputs are bitwise equal and their times differ by the gather alone. */
+int case_plan(Case *c)
+{
+    const CaseIn &in = *c->in;
+    const pf_gpu_attn_shape sh = case_shape(c, in.S);
+    CKP(pf_gpu_attn_plan_make(&c->plan[1], &sh, 1, in.lens, 0, in.version), "plan");
+    c->plan[0] = c->plan[1];
+    c->plan[0].paged = 0;
+    c->res->chunk_tokens = c->plan[1].chunk;
+    c->res->splits = c->plan[1].splits;
+    c->res->version = c->plan[1].version;
+    if (c->plan[1].workspace_bytes) {
+        CKC(cudaMalloc(&c->d_ws, c->plan[1].workspace_bytes));
+        CKC(cudaMemset(c->d_ws, 0, c->plan[1].workspace_bytes)); /* v5's counters */
     }
-    rc_in.num_seqs = S;
-    rc_in.lens = in.lens;
-    rc_in.hq = hq;
-    rc_in.hkv = hkv;
-    rc_in.head_dim = D;
-    rc_in.scale = 1.f / sqrtf((float)D);
-    rc_in.q = qf;
-    rc_in.k = kf;
-    rc_in.v = vf;
-    rc_in.off = off;
-    rc_in.out = out_n;
-    rc_in.dtype = in.dt;
-    rc_in.all_heads = in.ref_all_heads;
-    rc_in.tol = in.tol;
-    rc_in.threads = 0;
-    rc = pf_gpu_ref_check(&rc_in, &rc_out);
+    return PF_OK;
+}
+
+/* Pass p: 0 naive, 1 paged on ordered frames, 2 paged on the second layout. */
+int case_launch(Case *c, int p)
+{
+    if (p == 0)
+        return pf_gpu_attn_run(&c->plan[0], c->d_q, c->d_nk, c->d_nv, NULL, c->d_lens,
+                               c->d_out[0], c->d_ws, c->st);
+    return pf_gpu_attn_run(&c->plan[1], c->d_q, c->d_pk[p - 1], c->d_pv[p - 1], c->d_tab[p - 1],
+                           c->d_lens, c->d_out[p], c->d_ws, c->st);
+}
+
+/* One run of each pass on NaN-poisoned outputs, then: naive against the
+ * CPU reference for every sequence, each paged pass against naive. */
+int case_check(Case *c)
+{
+    const CaseIn &in = *c->in;
+    pf_gpu_bench_result *res = c->res;
+    const size_t qb = c->q_elems * c->el;
+    for (int p = 0; p < c->np; p++) {
+        CKC(cudaMemsetAsync(c->d_out[p], 0xff, qb, c->st));
+        CKP(case_launch(c, p), p ? "paged attention" : "naive attention");
+        CKC(cudaStreamSynchronize(c->st));
+        CKC(cudaMemcpy(c->out_h[p], c->d_out[p], qb, cudaMemcpyDeviceToHost));
+    }
+    pf_gpu_refcheck rin;
+    pf_gpu_refcheck_out rout;
+    memset(&rin, 0, sizeof rin);
+    rin.num_seqs = in.S;
+    rin.lens = in.lens;
+    rin.hq = in.hq;
+    rin.hkv = in.hkv;
+    rin.head_dim = in.D;
+    rin.scale = 1.f / sqrtf((float)in.D);
+    rin.q = c->qf;
+    rin.k = c->kf;
+    rin.v = c->vf;
+    rin.off = c->off;
+    rin.out = c->out_h[0];
+    rin.dtype = in.dt;
+    rin.all_heads = in.ref_all_heads;
+    rin.tol = in.tol;
+    int rc = pf_gpu_ref_check(&rin, &rout);
     if (rc != PF_OK) {
-        set_err(err, errlen, "CPU reference failed: %s", pf_strerror(rc));
-        goto done;
+        set_err(c->err, c->errlen, "CPU reference failed: %s", pf_strerror(rc));
+        return rc;
     }
-    res->max_err_ref = rc_out.max_err;
-    res->ref_allowed = rc_out.allowed_at_max;
-    res->ref_checked = rc_out.checked;
-    if (rc_out.bad)
+    res->max_err_ref = rout.max_err;
+    res->ref_allowed = rout.allowed_at_max;
+    res->ref_checked = rout.checked;
+    if (rout.bad)
         fail(res, "naive vs CPU reference: %lld of %lld elements off (first: seq %d, head %d), "
-                  "max |err| %.3g", rc_out.bad, rc_out.checked, rc_out.first_bad_seq,
-             rc_out.first_bad_head, rc_out.max_err);
-    res->max_diff_ordered = max_abs_diff(in.dt, out_o, out_n, q_elems);
+                  "max |err| %.3g", rout.bad, rout.checked, rout.first_bad_seq,
+             rout.first_bad_head, rout.max_err);
+    res->max_diff_ordered = max_abs_diff(in.dt, c->out_h[1], c->out_h[0], c->q_elems);
     if (!(res->max_diff_ordered <= in.tol))
         fail(res, "paged (ordered) vs naive: max |diff| %.3g over tolerance %.3g",
              res->max_diff_ordered, in.tol);
-    if (have_b) {
+    if (c->have_b) {
         res->have_shuffled = 1;
-        res->max_diff_shuffled = max_abs_diff(in.dt, out_b, out_n, q_elems);
+        res->max_diff_shuffled = max_abs_diff(in.dt, c->out_h[2], c->out_h[0], c->q_elems);
         if (!(res->max_diff_shuffled <= in.tol))
             fail(res, "paged (second layout) vs naive: max |diff| %.3g over tolerance %.3g",
                  res->max_diff_shuffled, in.tol);
     }
-
-    /* ---- streaming read bandwidth: a read-only pass over a few GiB ---- */
-    if (in.measure_bw) {
-        size_t bw_bytes = (size_t)4 << 30;
-        while (bw_bytes >= ((size_t)256 << 20) && cudaMalloc(&d_bw, bw_bytes) != cudaSuccess) {
-            (void)cudaGetLastError(); /* clear the failed allocation */
-            bw_bytes /= 2;
-        }
-        if (d_bw) {
-            double t[10] = {0};
-            CK(cudaEventCreate(&bw_a));
-            CK(cudaEventCreate(&bw_b));
-            CK(cudaMemsetAsync(d_bw, 0x5a, bw_bytes, st));
-            int ok = 1;
-            for (int i = 0; i < 12 && ok; i++) {
-                ok = cudaEventRecord(bw_a, st) == cudaSuccess &&
-                     pf_gpu_launch_read_bw(d_bw, bw_bytes / 16, d_sink, prop.multiProcessorCount,
-                                           st) == PF_OK &&
-                     cudaEventRecord(bw_b, st) == cudaSuccess &&
-                     cudaEventSynchronize(bw_b) == cudaSuccess;
-                float f = 0;
-                if (ok && cudaEventElapsedTime(&f, bw_a, bw_b) == cudaSuccess && i >= 2)
-                    t[i - 2] = f;
-            }
-            CK(cudaFree(d_bw));
-            d_bw = NULL;
-            if (!ok) {
-                rc = PF_ERR_UNAVAILABLE;
-                set_err(err, errlen, "read-bandwidth probe failed: %s",
-                        cudaGetErrorString(cudaGetLastError()));
-                goto done;
-            }
-            res->read_bw_gbps = (double)bw_bytes / (median_of(t, 10) * 1e-3) / 1e9;
-        }
-    }
-
-    /* ---- timing: passes interleaved, L2 flushed before each launch ---- */
-    {
-        const int np = have_b ? 3 : 2, iters = in.iters;
-        nev = 2 * np * iters;
-        ev = (cudaEvent_t *)calloc((size_t)nev, sizeof(cudaEvent_t));
-        ms = (double *)malloc(sizeof(double) * (size_t)iters);
-        if (!ev || !ms) {
-            rc = PF_ERR_NOMEM;
-            set_err(err, errlen, "out of host memory");
-            nev = 0;
-            goto done;
-        }
-        for (int i = 0; i < nev; i++) {
-            cudaError_t e = cudaEventCreate(&ev[i]);
-            if (e != cudaSuccess) {
-                nev = i;
-                CK(e);
-            }
-        }
-        for (int it = -2; it < iters; it++) { /* two warm-up rounds */
-            for (int p = 0; p < np; p++) {
-                CKPF(pf_gpu_launch_read_bw(d_flush, flush_bytes / 16, d_sink,
-                                           prop.multiProcessorCount, st),
-                     "L2 flush");
-                if (it >= 0)
-                    CK(cudaEventRecord(ev[2 * (p * iters + it)], st));
-                if (p == 0)
-                    CKPF(pf_gpu_launch_attention(&sh, &plan, 0, d_q, d_nk, d_nv, NULL, d_lens,
-                                                 d_out[0], d_ws, st),
-                         "naive attention");
-                else
-                    CKPF(pf_gpu_launch_attention(&sh, &plan, 1, d_q, p == 1 ? d_pok : d_pbk,
-                                                 p == 1 ? d_pov : d_pbv,
-                                                 p == 1 ? d_tab_o : d_tab_b, d_lens, d_out[p],
-                                                 d_ws, st),
-                         "paged attention");
-                if (it >= 0)
-                    CK(cudaEventRecord(ev[2 * (p * iters + it) + 1], st));
-            }
-        }
-        CK(cudaStreamSynchronize(st));
-        pf_gpu_timing *dst[3] = {&res->naive, &res->ordered, &res->shuffled};
-        for (int p = 0; p < np; p++) {
-            for (int it = 0; it < iters; it++) {
-                float f = 0;
-                CK(cudaEventElapsedTime(&f, ev[2 * (p * iters + it)], ev[2 * (p * iters + it) + 1]));
-                ms[it] = f;
-            }
-            stats(ms, iters, (double)res->kv_bytes, res->read_bw_gbps, dst[p]);
-        }
-        /* the timed launches must have computed exactly what was validated */
-        void *host_out[3] = {out_n, out_o, out_b};
-        for (int p = 0; p < np; p++) {
-            CK(cudaMemcpy(out_chk, d_out[p], q_elems * el, cudaMemcpyDeviceToHost));
-            if (memcmp(out_chk, host_out[p], q_elems * el))
-                fail(res, "the %s pass gave a different output when timed than when checked",
-                     p == 0 ? "naive" : p == 1 ? "paged-ordered" : "paged (second layout)");
-        }
-    }
-
-done:
-    if (bw_a)
-        cudaEventDestroy(bw_a);
-    if (bw_b)
-        cudaEventDestroy(bw_b);
-    for (int i = 0; i < nev; i++)
-        cudaEventDestroy(ev[i]);
-    free(ev);
-    free(ms);
-    void *dev[] = {d_q, d_sk, d_sv, d_nk, d_nv, d_pok, d_pov, d_pbk, d_pbv, d_tab_o, d_tab_b,
-                   d_lens, d_out[0], d_out[1], d_out[2], d_ws, d_flush, d_bw, d_sink};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-        if (dev[i])
-            cudaFree(dev[i]);
-    if (st)
-        cudaStreamDestroy(st);
-    free(off);
-    free(tab_o);
-    free(qf);
-    free(kf);
-    free(vf);
-    free(qd);
-    free(stage_k);
-    free(stage_v);
-    free(pool_h);
-    free(out_n);
-    free(out_o);
-    free(out_b);
-    free(out_chk);
-    return rc;
-}
-
-int check_attn_shape(const pf_gpu_attn_shape *s, int paged)
-{
-    if (!s || s->num_seqs < 1 || s->num_seqs > 65535 || (paged && s->max_blocks_per_seq < 1))
-        return PF_ERR_ARG;
-    if (!pf_gpu_shape_ok(s->num_q_heads, s->num_kv_heads, s->head_dim,
-                         paged ? s->block_size : 16, NULL, 0))
-        return PF_ERR_ARG;
-    if (s->dtype != PF_GPU_F32 && s->dtype != PF_GPU_F16 && s->dtype != PF_GPU_BF16)
-        return PF_ERR_ARG;
     return PF_OK;
 }
 
-/* Public entry points on caller pointers: device lengths cannot be planned
- * from, so the split-KV plan assumes every sequence may be as long as its
- * capacity; the workspace comes from the stream-ordered allocator. */
+/* The device's streaming read bandwidth: a read-only pass over up to 4 GiB,
+ * median of 10 timed passes after 2 warm-ups. */
+int case_read_bw(Case *c)
+{
+    size_t bytes = (size_t)4 << 30;
+    void *buf = NULL;
+    while (bytes >= ((size_t)256 << 20) && cudaMalloc(&buf, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear the failed allocation */
+        bytes /= 2;
+    }
+    if (!buf)
+        return PF_OK; /* no room: the fractions print as 0 */
+    cudaEvent_t ea = NULL, eb = NULL;
+    double t[10] = {0};
+    cudaError_t e = cudaEventCreate(&ea);
+    if (e == cudaSuccess)
+        e = cudaEventCreate(&eb);
+    if (e == cudaSuccess)
+        e = cudaMemsetAsync(buf, 0x5a, bytes, c->st);
+    for (int i = 0; i < 12 && e == cudaSuccess; i++) {
+        float f = 0;
+        e = cudaEventRecord(ea, c->st);
+        if (e == cudaSuccess && pf_gpu_launch_read_bw(buf, bytes / 16, c->d_sink,
+                                                      c->prop.multiProcessorCount, c->st) != PF_OK)
+            e = cudaGetLastError();
+        if (e == cudaSuccess)
+            e = cudaEventRecord(eb, c->st);
+        if (e == cudaSuccess)
+            e = cudaEventSynchronize(eb);
+        if (e == cudaSuccess)
+            e = cudaEventElapsedTime(&f, ea, eb);
+        if (i >= 2)
+            t[i - 2] = f;
+    }
+    if (ea)
+        cudaEventDestroy(ea);
+    if (eb)
+        cudaEventDestroy(eb);
+    cudaFree(buf);
+    if (e != cudaSuccess)
+        return cuda_fail(c, e, "read-bandwidth probe");
+    c->res->read_bw_gbps = (double)bytes / (median_of(t, 10) * 1e-3) / 1e9;
+    return PF_OK;
+}
+
+/* Passes interleaved round-robin, one CUDA-event pair per launch, the L2
+ * flushed before each launch by a read over twice its size (a read, not a
+ * memset: a write flush would leave dirty lines the timed kernel pays to
+ * write back); then the timed outputs must be bitwise what was checked. */
+int case_time(Case *c)
+{
+    const int np = c->np, iters = c->in->iters;
+    const int nev = 2 * np * iters;
+    cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)nev, sizeof(cudaEvent_t));
+    double *ms = (double *)malloc(sizeof(double) * (size_t)iters);
+    int rc = PF_OK, made = 0;
+    cudaError_t e = cudaSuccess;
+    if (!ev || !ms) {
+        free(ev);
+        free(ms);
+        return nomem(c, "the timings");
+    }
+    for (; made < nev && e == cudaSuccess; made++)
+        e = cudaEventCreate(&ev[made]);
+    if (e != cudaSuccess) {
+        made--;
+        rc = cuda_fail(c, e, "cudaEventCreate");
+    }
+    for (int it = -2; it < iters && rc == PF_OK; it++) /* two warm-up rounds */
+        for (int p = 0; p < np && rc == PF_OK; p++) {
+            rc = pf_gpu_launch_read_bw(c->d_flush, c->flush_bytes / 16, c->d_sink,
+                                       c->prop.multiProcessorCount, c->st);
+            if (rc == PF_OK && it >= 0)
+                rc = pf_gpu_cuda_err((int)cudaEventRecord(ev[2 * (p * iters + it)], c->st));
+            if (rc == PF_OK)
+                rc = case_launch(c, p);
+            if (rc == PF_OK && it >= 0)
+                rc = pf_gpu_cuda_err((int)cudaEventRecord(ev[2 * (p * iters + it) + 1], c->st));
+            if (rc != PF_OK)
+                pf_fail(c, rc, "timed launch");
+        }
+    if (rc == PF_OK && (e = cudaStreamSynchronize(c->st)) != cudaSuccess)
+        rc = cuda_fail(c, e, "cudaStreamSynchronize");
+    pf_gpu_timing *dst[3] = {&c->res->naive, &c->res->ordered, &c->res->shuffled};
+    for (int p = 0; p < np && rc == PF_OK; p++) {
+        for (int it = 0; it < iters && rc == PF_OK; it++) {
+            float f = 0;
+            e = cudaEventElapsedTime(&f, ev[2 * (p * iters + it)], ev[2 * (p * iters + it) + 1]);
+            if (e != cudaSuccess)
+                rc = cuda_fail(c, e, "cudaEventElapsedTime");
+            ms[it] = f;
+        }
+        if (rc == PF_OK)
+            stats(ms, iters, (double)c->res->kv_bytes, c->res->read_bw_gbps, dst[p]);
+    }
+    for (int p = 0; p < np && rc == PF_OK; p++) {
+        e = cudaMemcpy(c->out_chk, c->d_out[p], c->q_elems * c->el, cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess)
+            rc = cuda_fail(c, e, "cudaMemcpy of a timed output");
+        else if (memcmp(c->out_chk, c->out_h[p], c->q_elems * c->el))
+            fail(c->res, "the %s pass gave a different output when timed than when checked",
+                 p == 0 ? "naive" : p == 1 ? "paged-ordered" : "paged (second layout)");
+    }
+    for (int i = 0; i < made; i++)
+        cudaEventDestroy(ev[i]);
+    free(ev);
+    free(ms);
+    return rc;
+}
+
+double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Host time of one paged run: a loop of calls with no sync in between
+ * (what a serving loop pays per layer), the median of 5 loops of 50. The
+ * device work queues up meanwhile; the loop is short enough (at most 100
+ * launches) not to fill the launch queue and block. */
+int case_host_time(Case *c)
+{
+    double per[5];
+    for (int rep = 0; rep < 5; rep++) {
+        const double t0 = now_us();
+        for (int i = 0; i < 50; i++)
+            CKP(case_launch(c, 1), "paged attention (host-time loop)");
+        per[rep] = (now_us() - t0) / 50;
+        CKC(cudaStreamSynchronize(c->st));
+    }
+    c->res->host_us_per_run = median_of(per, 5);
+    return PF_OK;
+}
+
+/* The whole case, step by step; one exit frees everything. */
+int run_case(const CaseIn &in, pf_gpu_bench_result *res, char *err, size_t errlen)
+{
+    Case c;
+    memset(&c, 0, sizeof c);
+    c.in = &in;
+    c.res = res;
+    c.err = err;
+    c.errlen = errlen;
+    c.el = pf_gpu_dtype_size(in.dt);
+    c.row_bytes = (size_t)in.D * c.el;
+    c.q_elems = (size_t)in.S * in.hq * in.D;
+    c.have_b = in.tables_b != NULL;
+    c.np = c.have_b ? 3 : 2;
+    memset(res, 0, sizeof *res);
+    res->pass = 1;
+    cudaError_t e = cudaGetDeviceProperties(&c.prop, 0);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&c.st, cudaStreamNonBlocking);
+    int rc = e == cudaSuccess ? PF_OK : cuda_fail(&c, e, "device set-up");
+    if (rc == PF_OK) {
+        copy_trunc(res->device, sizeof res->device, c.prop.name);
+        res->sm_count = c.prop.multiProcessorCount;
+    }
+    int (*const steps[])(Case *) = {case_layout, case_host_data, case_upload, case_fill,
+                                    case_readback, case_plan, case_check};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0] && rc == PF_OK; i++)
+        rc = steps[i](&c);
+    if (rc == PF_OK && in.measure_bw)
+        rc = case_read_bw(&c);
+    if (rc == PF_OK)
+        rc = case_time(&c);
+    if (rc == PF_OK && in.host_time)
+        rc = case_host_time(&c);
+    case_free(&c);
+    return rc;
+}
+
+/* Public entry points on caller pointers, one shot: plan for every
+ * sequence at capacity (device lengths cannot be planned from), take the
+ * workspace from the stream-ordered allocator, run, give it back. */
 int attention_public(const pf_gpu_attn_shape *s, int paged, const void *q, const void *k,
                      const void *v, const int *tables, const int *lens, void *out, void *stream)
 {
-    int rc = check_attn_shape(s, paged);
+    int rc = pf_gpu_attn_validate(s, paged);
     if (rc != PF_OK)
         return rc;
-    if (!q || !k || !v || !lens || !out || (paged && !tables) || (!paged && s->naive_cap < 1))
-        return PF_ERR_ARG;
-    const int cap = paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap;
-    int *caps = (int *)malloc(sizeof(int) * (size_t)s->num_seqs);
-    if (!caps)
-        return PF_ERR_NOMEM;
-    for (int i = 0; i < s->num_seqs; i++)
-        caps[i] = cap;
-    pf_gpu_attn_shape sh = *s;
-    if (!paged && sh.block_size < 1)
-        sh.block_size = 16;
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-        free(caps);
-        return PF_ERR_UNAVAILABLE;
-    }
-    pf_gpu_plan plan = pf_gpu_make_plan(&sh, caps, sms);
-    free(caps);
+    pf_gpu_attn_plan plan;
+    rc = pf_gpu_attn_plan_make(&plan, s, paged, NULL,
+                               paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap, 0);
+    if (rc != PF_OK)
+        return rc;
     void *ws = NULL;
     cudaStream_t st = (cudaStream_t)stream;
-    if (plan.splits > 1 && cudaMallocAsync(&ws, pf_gpu_workspace_bytes(&sh, &plan), st) != cudaSuccess)
-        return PF_ERR_NOMEM;
-    rc = pf_gpu_launch_attention(&sh, &plan, paged, q, k, v, tables, lens, out, ws, stream);
+    if (plan.workspace_bytes) {
+        cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, st);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(ws, 0, plan.workspace_bytes, st); /* v5's counters */
+        if (e != cudaSuccess) {
+            if (ws)
+                cudaFreeAsync(ws, st);
+            return pf_gpu_cuda_err((int)e);
+        }
+    }
+    rc = pf_gpu_attn_run(&plan, q, k, v, tables, lens, out, ws, stream);
     if (ws)
         cudaFreeAsync(ws, st);
     return rc;
@@ -752,7 +828,7 @@ extern "C" int pf_gpu_malloc(void **ptr, size_t bytes)
 
 extern "C" int pf_gpu_free(void *ptr)
 {
-    return cudaFree(ptr) == cudaSuccess ? PF_OK : PF_ERR_ARG;
+    return pf_gpu_cuda_err((int)cudaFree(ptr));
 }
 
 extern "C" int pf_gpu_memcpy(void *dst, const void *src, size_t bytes, pf_gpu_copy_kind kind)
@@ -761,17 +837,56 @@ extern "C" int pf_gpu_memcpy(void *dst, const void *src, size_t bytes, pf_gpu_co
                                            cudaMemcpyDeviceToDevice};
     if ((unsigned)kind > PF_GPU_D2D)
         return PF_ERR_ARG;
-    return cudaMemcpy(dst, src, bytes, kinds[kind]) == cudaSuccess ? PF_OK : PF_ERR_ARG;
+    return pf_gpu_cuda_err((int)cudaMemcpy(dst, src, bytes, kinds[kind]));
 }
 
 extern "C" int pf_gpu_memset(void *ptr, int byte, size_t bytes)
 {
-    return cudaMemset(ptr, byte, bytes) == cudaSuccess ? PF_OK : PF_ERR_ARG;
+    return pf_gpu_cuda_err((int)cudaMemset(ptr, byte, bytes));
 }
 
+/* A kernel fault surfaces here: PF_ERR_UNAVAILABLE (the device failed),
+ * not PF_ERR_ARG; cudaGetErrorString of the sticky error says which. */
 extern "C" int pf_gpu_sync(void)
 {
-    return cudaDeviceSynchronize() == cudaSuccess ? PF_OK : PF_ERR_ARG;
+    return pf_gpu_cuda_err((int)cudaDeviceSynchronize());
+}
+
+extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
+                                     int paged, const int *lens_host, int max_len, int version)
+{
+    if (!plan)
+        return PF_ERR_ARG;
+    memset(plan, 0, sizeof *plan);
+    int rc = pf_gpu_attn_validate(s, paged);
+    if (rc != PF_OK)
+        return rc;
+    if (version < 0 || version > PF_GPU_KERNEL_VERSIONS)
+        return PF_ERR_ARG;
+    if (!device_ready(NULL, 0))
+        return PF_ERR_UNAVAILABLE;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess)
+        return pf_gpu_cuda_err((int)e);
+    const int v = version ? version : pf_gpu_default_version(s);
+    int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
+    if (per_sm < 1)
+        per_sm = 1;
+    rc = pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, v, sms, per_sm);
+    return rc;
+}
+
+extern "C" int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k,
+                               const void *v, const int *block_tables, const int *seq_lens,
+                               void *out, void *workspace, void *stream)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !q || !k || !v || !seq_lens || !out ||
+        (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace))
+        return PF_ERR_ARG;
+    return pf_gpu_launch_attention(plan, q, k, v, block_tables, seq_lens, out, workspace, stream);
 }
 
 extern "C" int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
@@ -791,7 +906,7 @@ extern "C" int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, c
                                 int n_tokens, const int *block_tables, const int *seq_lens,
                                 void *k_pool, void *v_pool, void *stream)
 {
-    int rc = check_attn_shape(s, 1);
+    int rc = pf_gpu_attn_validate(s, 1);
     if (rc != PF_OK)
         return rc;
     if (n_tokens < 0 || !k_new || !v_new || !block_tables || !seq_lens || !k_pool || !v_pool)
@@ -863,6 +978,13 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.tol = cfg->tolerance;
     in.ref_all_heads = cfg->ref_all_heads;
     in.measure_bw = cfg->measure_bw;
+    in.version = cfg->version;
+    in.host_time = 1;
+    if (cfg->version < 0 || cfg->version > PF_GPU_KERNEL_VERSIONS) {
+        set_err(err, errlen, "kernel version %d: there are versions 1 to %d", cfg->version,
+                PF_GPU_KERNEL_VERSIONS);
+        return PF_ERR_ARG;
+    }
     int *tab_b = NULL;
     if (cfg->shuffle_seed) {
         /* shuffled frames: the ordered numbering sent through a random
@@ -1008,4 +1130,120 @@ extern "C" int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_
     free(lens);
     free(tabs);
     return rc;
+}
+
+/* The cost-model profile: llama (64 x 4096, GQA 32/8, D128, bf16, block 16)
+ * and single (1 x 1024, same heads), paged on shuffled frames, each checked
+ * before it is timed, through the same runner as `pagefault bench`. */
+extern "C" int pf_gpu_profile_measure(pf_gpu_profile *p, int iters, char *err, size_t errlen)
+{
+    if (!p || iters < 1) {
+        set_err(err, errlen, "pf_gpu_profile_measure: bad argument");
+        return PF_ERR_ARG;
+    }
+    memset(p, 0, sizeof *p);
+    static int llama[64];
+    for (int i = 0; i < 64; i++)
+        llama[i] = 4096;
+    static const int single[1] = {1024};
+    pf_gpu_bench_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.num_q_heads = 32;
+    cfg.num_kv_heads = 8;
+    cfg.head_dim = 128;
+    cfg.block_size = 16;
+    cfg.dtype = PF_GPU_BF16;
+    cfg.iters = iters;
+    cfg.seed = 42;
+    cfg.shuffle_seed = 1;
+    cfg.tolerance = 1e-3;
+    pf_gpu_bench_result *res = (pf_gpu_bench_result *)malloc(sizeof *res);
+    if (!res) {
+        set_err(err, errlen, "out of host memory");
+        return PF_ERR_NOMEM;
+    }
+    int rc = PF_OK;
+    for (int w = 0; w < 2 && rc == PF_OK; w++) {
+        cfg.num_seqs = w ? 1 : 64;
+        cfg.seq_lens = w ? single : llama;
+        cfg.naive_cap = w ? 1024 : 4096;
+        cfg.measure_bw = w ? 0 : 1;
+        rc = pf_gpu_bench_run(&cfg, res, err, errlen);
+        if (rc == PF_OK && !res->pass) {
+            set_err(err, errlen, "profile run failed its check: %s", res->failure);
+            rc = PF_ERR_RANGE;
+        }
+        if (rc != PF_OK)
+            break;
+        if (w == 0) {
+            copy_trunc(p->device, sizeof p->device, res->device);
+            p->mem_read_gbps = res->read_bw_gbps;
+            p->attn_kv_gbps = res->shuffled.gbps;
+        } else {
+            p->attn_fixed_us = res->shuffled.median_ms * 1e3;
+        }
+    }
+    free(res);
+    return rc;
+}
+
+struct pf_gpu_attn_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+extern "C" int pf_gpu_attn_graph_make(pf_gpu_attn_graph **g, const pf_gpu_attn_plan *plan,
+                                      const void *q, const void *k, const void *v,
+                                      const int *block_tables, const int *seq_lens, void *out,
+                                      void *workspace)
+{
+    if (!g)
+        return PF_ERR_ARG;
+    *g = NULL;
+    pf_gpu_attn_graph *h = (pf_gpu_attn_graph *)calloc(1, sizeof *h);
+    if (!h)
+        return PF_ERR_NOMEM;
+    cudaStream_t st = NULL;
+    int rc = pf_gpu_cuda_err((int)cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    if (rc == PF_OK)
+        rc = pf_gpu_cuda_err((int)cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    if (rc == PF_OK) {
+        /* the run's own error first; the capture must be ended either way */
+        int run = pf_gpu_attn_run(plan, q, k, v, block_tables, seq_lens, out, workspace, st);
+        int end = pf_gpu_cuda_err((int)cudaStreamEndCapture(st, &h->graph));
+        rc = run != PF_OK ? run : end;
+    }
+    if (rc == PF_OK)
+        rc = pf_gpu_cuda_err((int)cudaGraphInstantiate(&h->exec, h->graph, 0));
+    if (st)
+        cudaStreamDestroy(st);
+    if (rc != PF_OK) {
+        pf_gpu_attn_graph_free(h);
+        return rc;
+    }
+    *g = h;
+    return PF_OK;
+}
+
+extern "C" int pf_gpu_attn_graph_launch(pf_gpu_attn_graph *g, int times, void *stream)
+{
+    if (!g || !g->exec || times < 0)
+        return PF_ERR_ARG;
+    for (int i = 0; i < times; i++) {
+        int rc = pf_gpu_cuda_err((int)cudaGraphLaunch(g->exec, (cudaStream_t)stream));
+        if (rc != PF_OK)
+            return rc;
+    }
+    return PF_OK;
+}
+
+extern "C" void pf_gpu_attn_graph_free(pf_gpu_attn_graph *g)
+{
+    if (!g)
+        return;
+    if (g->exec)
+        cudaGraphExecDestroy(g->exec);
+    if (g->graph)
+        cudaGraphDestroy(g->graph);
+    free(g);
 }

@@ -3,16 +3,24 @@
  * What it is: a device block pool (one allocation holding K and V of every
  * frame), a kernel that appends tokens' K/V through the block table, a naive
  * decode-attention kernel over contiguous per-sequence buffers and a paged
- * one that reads every K/V through the block table. Implemented in CUDA
- * (gpu/gpu.cu and gpu/kernels.cu, extern "C"); when the build has no CUDA compiler the same
- * functions exist and return PF_ERR_UNAVAILABLE with a reason.
+ * one that reads every K/V through the block table (numbered kernel versions,
+ * docs/gpu.md), a plan/run split in FlashInfer's manner, and the checked,
+ * timed benchmark. Implemented in CUDA (gpu/gpu.cu and gpu/kernels.cu,
+ * extern "C"); host-only parts (validation, planning, the profile writer) in
+ * gpu/host.c. Without a CUDA compiler the same functions exist; device work
+ * returns PF_ERR_UNAVAILABLE with a reason, validation still answers.
+ *
+ * Errors: PF_ERR_ARG for a bad argument or shape (checked before any device
+ * work), PF_ERR_NOMEM when memory runs out, PF_ERR_UNAVAILABLE when there is
+ * no device or the device failed (a kernel fault is never PF_ERR_ARG).
  *
  * Layouts (see core/paging.h):
  *   q        [num_seqs][num_q_heads][head_dim]
  *   out      [num_seqs][num_q_heads][head_dim]
  *   k_pool   [pool_frames][num_kv_heads][block_size][head_dim]  (v_pool same)
  *   block_tables [num_seqs][max_blocks_per_seq] int32 frame ids
- *   seq_lens [num_seqs] int32, 1 <= len <= max_blocks_per_seq * block_size
+ *   seq_lens [num_seqs] int32 (<= 0: the output row is zeros; lengths are
+ *            read up to the plan's bound, never past the table or capacity)
  *   naive k/v [num_seqs][num_kv_heads][cap][head_dim]
  * Elements are fp32, fp16 or bf16 (pf_gpu_dtype); accumulation is fp32.
  * Query head h uses kv head h / (num_q_heads / num_kv_heads) (GQA).
@@ -24,6 +32,7 @@
 #define PF_GPU_GPU_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,7 +72,77 @@ typedef struct {
     float scale;           /* 0 -> 1/sqrt(head_dim) */
 } pf_gpu_attn_shape;
 
-/* ---- (a) kernels on device pointers (stream: a cudaStream_t or NULL) ---- */
+/* Check a shape before any device work: PF_OK, or PF_ERR_ARG when a count is
+ * out of range or a product the kernels index with overflows (tokens per
+ * sequence max_blocks_per_seq * block_size or naive_cap past INT_MAX,
+ * num_seqs * num_q_heads past INT_MAX, element offsets of the naive buffers
+ * or of q/out past what size_t holds). paged: 1 checks the block-table
+ * fields, 0 the naive capacity. Pure host code: the same answer in a build
+ * without CUDA. */
+int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
+
+/* ---- (a) plan once, run many times (FlashInfer's decode-wrapper split) ----
+ *
+ * plan: on the host, from the shape and either the host lengths or an upper
+ * bound of them, choose the kernel version and the split-KV chunking (how
+ * many chunks per sequence, merged by log-sum-exp) and say how many bytes of
+ * workspace a run needs. It may query the device (SM count, occupancy).
+ * run: launch on device pointers with a caller-provided workspace of at
+ * least plan->workspace_bytes, zeroed once before its first use (runs
+ * leave it zeroed again); it allocates nothing, queries nothing and
+ * synchronizes nothing, so it can be captured in a CUDA graph. Device
+ * lengths: a length <= 0 gives an output of zeros; a length above the
+ * planned bound (plan->max_len) is read only up to that bound. */
+#define PF_GPU_KERNEL_VERSIONS 5 /* versions 1..N, docs/gpu.md's table */
+typedef struct {
+    pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
+    int paged;               /* 1: pools + block tables; 0: naive buffers  */
+    int version;             /* kernel version (1..PF_GPU_KERNEL_VERSIONS) */
+    int max_len;             /* tokens per sequence the plan covers        */
+    int chunk;               /* tokens per thread block, whole blocks      */
+    int splits;              /* chunks of the longest sequence; 1: no merge */
+    int sm_count;            /* SMs the plan was made for                  */
+    int blocks_per_sm;       /* resident blocks per SM it assumed          */
+    size_t workspace_bytes;  /* 0 when splits == 1; zero it before first use */
+    unsigned magic;          /* set by plan; run refuses anything else     */
+} pf_gpu_attn_plan;
+
+/* lens_host: host [num_seqs] lengths, or NULL to plan for every sequence at
+ * max_len (an upper bound, >= 1). version 0: the default (fastest) kernel.
+ * Returns PF_OK, PF_ERR_ARG (bad shape, lengths or version) or
+ * PF_ERR_UNAVAILABLE (no CUDA/device). */
+int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                          const int *lens_host, int max_len, int version);
+
+/* k/v: pools (paged) or naive buffers; block_tables NULL when naive.
+ * workspace: device memory of plan->workspace_bytes (NULL when 0).
+ * Returns PF_OK, PF_ERR_ARG (NULL pointer, plan not made by plan_make) or
+ * the launch's error (PF_ERR_UNAVAILABLE: the device refused the launch). */
+int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
+                    const int *block_tables, const int *seq_lens, void *out, void *workspace,
+                    void *stream);
+
+/* CUDA graphs of one run, for callers without the CUDA headers: capture
+ * pf_gpu_attn_run with these arguments on a private stream (nothing runs
+ * then), instantiate it; launch replays it `times` times on `stream`.
+ * The pointers are baked in: replays read the buffers' current contents. */
+typedef struct pf_gpu_attn_graph pf_gpu_attn_graph;
+int pf_gpu_attn_graph_make(pf_gpu_attn_graph **g, const pf_gpu_attn_plan *plan, const void *q,
+                           const void *k, const void *v, const int *block_tables,
+                           const int *seq_lens, void *out, void *workspace);
+int pf_gpu_attn_graph_launch(pf_gpu_attn_graph *g, int times, void *stream);
+void pf_gpu_attn_graph_free(pf_gpu_attn_graph *g);
+
+/* The pure planning step under plan_make, for callers (and tests) that know
+ * the device: sm_count and blocks_per_sm as the device reports them. */
+int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm);
+
+/* ---- (b) one-shot calls on device pointers (stream: a cudaStream_t or NULL).
+ * Each plans for every sequence at capacity (max_blocks_per_seq * block_size,
+ * or naive_cap), takes its workspace from the stream-ordered allocator and
+ * runs: convenient, but plan + run is the fast path. ---- */
 
 int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
                            const void *v_pool, const int *block_tables, const int *seq_lens,
@@ -79,7 +158,7 @@ int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *
                      int n_tokens, const int *block_tables, const int *seq_lens,
                      void *k_pool, void *v_pool, void *stream);
 
-/* ---- (b) the dashboard's call ------------------------------------------ */
+/* ---- (c) the dashboard's call ------------------------------------------ */
 
 typedef struct {
     int num_seqs;
@@ -114,7 +193,7 @@ int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
                       pf_gpu_pass_result *out, char *err, size_t errlen);
 
 
-/* ---- (c) the benchmark: build a workload, check every pass, time it ---- */
+/* ---- (d) the benchmark: build a workload, check every pass, time it ---- */
 
 /* One timed pass: statistics over `iters` CUDA-event timings (ms), each
  * iteration preceded by an L2 flush (a read over twice the L2). */
@@ -138,6 +217,7 @@ typedef struct {
                               per kv head and sequence when the workload is
                               large (every sequence is always checked)       */
     int measure_bw;        /* 1: measure the streaming read bandwidth        */
+    int version;           /* kernel version, 0: the default                 */
 } pf_gpu_bench_cfg;
 
 typedef struct {
@@ -161,6 +241,9 @@ typedef struct {
     int readback_ok;           /* pools read back through the tables == data */
     int pass;                  /* every check passed                        */
     char failure[256];         /* first failed check, when pass == 0        */
+    int version;               /* kernel version that ran                   */
+    double host_us_per_run;    /* host time of one pf_gpu_attn_run, a loop
+                                  of calls with no sync in between (paged)  */
 } pf_gpu_bench_result;
 
 /* Run one workload: upload, check (poisoned outputs, NaN never passes,
@@ -176,6 +259,25 @@ int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char
  * reason (head_dim not 64/128, q heads not a multiple of kv heads...). */
 int pf_gpu_shape_ok(int num_q_heads, int num_kv_heads, int head_dim, int block_size,
                     char *why, size_t whylen);
+
+/* ---- (e) measured figures for the simulator's cost model -------------- */
+typedef struct {
+    char device[64];
+    double mem_read_gbps;  /* streaming read bandwidth, GB/s (1e9)            */
+    double attn_kv_gbps;   /* paged attention at the llama shape, KV GB/s      */
+    double attn_fixed_us;  /* time of the smallest launch (single 1 x 1024), us */
+} pf_gpu_profile;
+
+/* Write p in the text format `pagefault-gpu-profile/1` (one `key = value` a
+ * line, `#` comments). PF_ERR_ARG (nothing written) when a figure is not
+ * finite and positive or the device name is empty; PF_ERR_IO when writing
+ * fails. Host code: works in every build. */
+int pf_gpu_profile_write(FILE *f, const pf_gpu_profile *p);
+
+/* Measure p on the device: the llama workload and the single one (paged,
+ * shuffled frames, checked first), `iters` timings each. PF_OK, or a pf_err
+ * with err filled (PF_ERR_UNAVAILABLE without a device). */
+int pf_gpu_profile_measure(pf_gpu_profile *p, int iters, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,12 @@
 /* gpu/gpu_internal.h - pieces shared inside gpu/, not part of the public API.
  *
- * - host conversion between float and the element types (check.c, plain C),
+ * - host conversion between float and the element types (host.c, plain C),
  *   so the host rounds test data exactly as the device stores it;
- * - the threaded CPU-reference check (check.c): every sequence of a GPU
+ * - the threaded CPU-reference check (host.c): every sequence of a GPU
  *   output against core/attn.h's double-accumulating reference;
- * - the kernel launchers (kernels.cu), called by the API in gpu.cu.
- * Callers: gpu.cu and the gpu tests.
+ * - the planning constants and the kernel launchers (kernels.cu), called by
+ *   the API in gpu.cu and the planner in host.c.
+ * Callers: host.c, gpu.cu, kernels.cu and the gpu tests.
  */
 #ifndef PF_GPU_INTERNAL_H
 #define PF_GPU_INTERNAL_H
@@ -59,24 +60,44 @@ typedef struct {
 /* Returns PF_OK (check o->bad), PF_ERR_ARG or PF_ERR_NOMEM. */
 int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 
+/* ---- planning constants shared by the planner (host.c) and the kernels */
+#define PF_GPU_THREADS 128       /* threads per attention block              */
+#define PF_GPU_MIN_CHUNK 64      /* fewest tokens a split-KV chunk holds     */
+#define PF_GPU_MAX_CHUNK 4096    /* most: the block-table cache holds one    */
+#define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
+#define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
+/* The kernel version 0 stands for: the fastest measured for the shape
+ * (docs/gpu.md, NVIDIA H200, 2026-12-02): version 1 when the GQA tile is 1
+ * (MHA: 0.964 of the read bandwidth against 0.867 for version 5), version 5
+ * otherwise (llama 0.848 against 0.821 for version 1). */
+int pf_gpu_default_version(const pf_gpu_attn_shape *s);
+
+/* Version 5 merges split-KV chunks inside the attention kernel: its
+ * workspace also holds one counter per (sequence, head tile), zero at rest. */
+static inline int pf_gpu_version_fused(int version)
+{
+    return version >= 5;
+}
+
+/* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1
+ * that divides the group (the group is served in group / tile blocks). */
+int pf_gpu_group_tile(int group);
+
 /* ---- launchers (kernels.cu, CUDA builds only); device pointers ---- */
-/* Split-KV plan: chunk of tokens per thread block; splits = max chunks. */
-typedef struct {
-    int chunk;   /* tokens per block, a multiple of the block size */
-    int splits;  /* ceil(max_len / chunk); 1 means no merge kernel */
-} pf_gpu_plan;
+/* Launch the plan's kernel(s): the attention kernel, then the split-KV
+ * merge when plan->splits > 1. ws: plan->workspace_bytes of device memory. */
+int pf_gpu_launch_attention(const pf_gpu_attn_plan *p, const void *q, const void *k,
+                            const void *v, const int *block_tables, const int *seq_lens,
+                            void *out, void *ws, void *stream);
 
-/* Plan on the host from the lengths (host array), the shape and the SM count. */
-pf_gpu_plan pf_gpu_make_plan(const pf_gpu_attn_shape *s, const int *lens_host, int sm_count);
+/* Resident blocks per SM of the plan's attention kernel (occupancy API). */
+int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged, int version);
 
-/* Workspace bytes a plan needs (partial outputs + log-sum-exp). */
-size_t pf_gpu_workspace_bytes(const pf_gpu_attn_shape *s, const pf_gpu_plan *p);
-
-/* paged != 0: k/v are pools and block_tables is used; else k/v are the
- * naive [seq][hkv][cap][D] buffers. ws: workspace when plan->splits > 1. */
-int pf_gpu_launch_attention(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, int paged,
-                            const void *q, const void *k, const void *v, const int *block_tables,
-                            const int *seq_lens, void *out, void *ws, void *stream);
+/* A CUDA error as a pf_err: allocation -> PF_ERR_NOMEM, an invalid value
+ * or pointer -> PF_ERR_ARG, anything else (a kernel fault, no device, a
+ * refused launch) -> PF_ERR_UNAVAILABLE. The code itself is kept for
+ * pf_gpu_last_error's message. (kernels.cu) */
+int pf_gpu_cuda_err(int cuda_error);
 
 int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
                          int n_tokens, const int *block_tables, const int *seq_lens,

@@ -63,16 +63,18 @@ int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void
                            const void *v_pool, const int *block_tables, const int *seq_lens,
                            void *out, void *stream)
 {
-    (void)s, (void)q, (void)k_pool, (void)v_pool, (void)block_tables, (void)seq_lens, (void)out,
+    (void)q, (void)k_pool, (void)v_pool, (void)block_tables, (void)seq_lens, (void)out,
         (void)stream;
-    return PF_ERR_UNAVAILABLE;
+    int rc = pf_gpu_attn_validate(s, 1); /* a bad shape is PF_ERR_ARG in every build */
+    return rc != PF_OK ? rc : PF_ERR_UNAVAILABLE;
 }
 
 int pf_gpu_naive_attention(const pf_gpu_attn_shape *s, const void *q, const void *k,
                            const void *v, const int *seq_lens, void *out, void *stream)
 {
-    (void)s, (void)q, (void)k, (void)v, (void)seq_lens, (void)out, (void)stream;
-    return PF_ERR_UNAVAILABLE;
+    (void)q, (void)k, (void)v, (void)seq_lens, (void)out, (void)stream;
+    int rc = pf_gpu_attn_validate(s, 0);
+    return rc != PF_OK ? rc : PF_ERR_UNAVAILABLE;
 }
 
 int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
@@ -102,4 +104,57 @@ int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char
         memset(res, 0, sizeof *res);
     why_copy(err, errlen);
     return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                          const int *lens_host, int max_len, int version)
+{
+    (void)lens_host, (void)max_len;
+    if (!plan)
+        return PF_ERR_ARG;
+    memset(plan, 0, sizeof *plan);
+    int rc = pf_gpu_attn_validate(s, paged);
+    if (rc != PF_OK)
+        return rc;
+    return version < 0 || version > PF_GPU_KERNEL_VERSIONS ? PF_ERR_ARG : PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
+                    const int *block_tables, const int *seq_lens, void *out, void *workspace,
+                    void *stream)
+{
+    (void)plan, (void)q, (void)k, (void)v, (void)block_tables, (void)seq_lens, (void)out,
+        (void)workspace, (void)stream;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_profile_measure(pf_gpu_profile *p, int iters, char *err, size_t errlen)
+{
+    (void)iters;
+    if (p)
+        memset(p, 0, sizeof *p);
+    why_copy(err, errlen);
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_attn_graph_make(pf_gpu_attn_graph **g, const pf_gpu_attn_plan *plan, const void *q,
+                           const void *k, const void *v, const int *block_tables,
+                           const int *seq_lens, void *out, void *workspace)
+{
+    (void)plan, (void)q, (void)k, (void)v, (void)block_tables, (void)seq_lens, (void)out,
+        (void)workspace;
+    if (g)
+        *g = NULL;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_attn_graph_launch(pf_gpu_attn_graph *g, int times, void *stream)
+{
+    (void)g, (void)times, (void)stream;
+    return PF_ERR_UNAVAILABLE;
+}
+
+void pf_gpu_attn_graph_free(pf_gpu_attn_graph *g)
+{
+    (void)g;
 }

@@ -1,9 +1,12 @@
 /* gpu/host.c - host-side pieces of the GPU stage that need no CUDA: dtype
- * names and sizes, float <-> fp16/bf16 rounding, shape validation and the
- * threaded CPU-reference check. Built in every configuration (the stub too).
+ * names and sizes, float <-> fp16/bf16 rounding, shape validation (with the
+ * overflow checks of the public API), the split-KV planner, the threaded
+ * CPU-reference check and the cost-model profile writer. Built in every
+ * configuration (the stub too), so all of it is tested without a device.
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,4 +295,283 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o)
         }
     }
     return err;
+}
+
+/* ---- shape validation --------------------------------------------------
+ * The kernels index tokens with int and elements with size_t; the grid has
+ * num_seqs in z (at most 65535) and num_seqs * num_q_heads merge rows in x
+ * (at most INT_MAX). Every product they form is checked here once, with
+ * overflow-checked multiplication, so a shape either fits all of them or is
+ * refused before anything touches the device. */
+static int mul_ok(size_t a, size_t b, size_t *r)
+{
+    return !__builtin_mul_overflow(a, b, r);
+}
+
+int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged)
+{
+    if (!s || s->num_seqs < 1 || s->num_seqs > 65535)
+        return PF_ERR_ARG;
+    if (!pf_gpu_shape_ok(s->num_q_heads, s->num_kv_heads, s->head_dim,
+                         paged ? s->block_size : 16, NULL, 0))
+        return PF_ERR_ARG;
+    if (s->dtype != PF_GPU_F32 && s->dtype != PF_GPU_F16 && s->dtype != PF_GPU_BF16)
+        return PF_ERR_ARG;
+    if (!(s->scale >= 0.f) || isinf(s->scale)) /* NaN fails the first test */
+        return PF_ERR_ARG;
+    size_t rows, elems;
+    if (!mul_ok((size_t)s->num_seqs, (size_t)s->num_q_heads, &rows) || rows > INT32_MAX ||
+        !mul_ok(rows, (size_t)s->head_dim, &elems) || !mul_ok(elems, sizeof(float), &elems))
+        return PF_ERR_ARG;
+    if (paged) {
+        size_t tokens, entries;
+        if (s->max_blocks_per_seq < 1 ||
+            !mul_ok((size_t)s->max_blocks_per_seq, (size_t)s->block_size, &tokens) ||
+            tokens > INT32_MAX ||
+            !mul_ok((size_t)s->num_seqs, (size_t)s->max_blocks_per_seq, &entries) ||
+            !mul_ok(entries, sizeof(int), &entries))
+            return PF_ERR_ARG;
+    } else {
+        /* naive buffers [S][Hkv][cap][D] in bytes must fit a size_t */
+        size_t n;
+        if (s->naive_cap < 1 || !mul_ok((size_t)s->num_seqs, (size_t)s->num_kv_heads, &n) ||
+            !mul_ok(n, (size_t)s->naive_cap, &n) || !mul_ok(n, (size_t)s->head_dim, &n) ||
+            !mul_ok(n, pf_gpu_dtype_size(s->dtype), &n))
+            return PF_ERR_ARG;
+    }
+    return PF_OK;
+}
+
+int pf_gpu_group_tile(int group)
+{
+    return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+}
+
+int pf_gpu_default_version(const pf_gpu_attn_shape *s)
+{
+    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 1 : 5;
+}
+
+/* ---- split-KV planning ---------------------------------------------------
+ * A thread block reads one chunk of one sequence's tokens for one KV head
+ * (and GQA tile); the hardware hands blocks to free slots (sm_count x
+ * blocks_per_sm of them) in grid order, chunk index fastest. The plan picks
+ * the chunk that finishes soonest under a model of that, evaluated on the
+ * actual blocks (the real lengths, or every sequence at the bound) for each
+ * chunk that cuts the longest sequence into 1, 2, 3... equal whole pages.
+ *
+ * The model is processor sharing: the blocks resident at a time share the
+ * memory bandwidth equally, but one block streams at most half an SM's
+ * share (BW / 2 sm_count: at an SM's share of the bandwidth the llama
+ * shape needs about 2.7 warp-instructions a cycle of the 4 an SM issues,
+ * more than four warps with their dependent arithmetic can supply), so
+ * the machine is saturated only while about two blocks per SM are
+ * resident. Each block also pays a fixed start-up (table
+ * read, first loads in flight); more than one chunk per sequence adds the
+ * merge (a second launch, the partial outputs written and read back). So a
+ * few long sequences get split until every SM has work, and a batch that
+ * already fills the machine is not split for nothing: a partial last wave
+ * costs only what it leaves idle. (Issue 4's rule, eight blocks per SM from
+ * the capacity, split llama into 3 chunks and mha not at all whatever the
+ * lengths.)
+ *
+ * Constants: the bandwidth only converts between bytes and the fixed costs,
+ * so an H100/H200-class 4 bytes/ns is close enough; a block's start-up about
+ * 1.5 us of memory latency; the merge launch about 3 us (0.5 us when the
+ * kernel merges in place, version 5); a block with no tokens (a short
+ * sequence's unused chunk) 0.2 us. */
+#define PLAN_BW_BYTES_PER_NS 4000.0
+#define PLAN_BLOCK_NS 1500.0
+#define PLAN_EMPTY_NS 200.0
+#define PLAN_MERGE_NS 3000.0
+#define PLAN_FUSED_MERGE_NS 500.0
+#define PLAN_MAX_SIM_BLOCKS (1 << 20)
+
+/* min-heap of doubles: the work mark at which each resident block ends */
+static void heap_sift_down(double *h, int n, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && h[l] < h[m])
+            m = l;
+        if (r < n && h[r] < h[m])
+            m = r;
+        if (m == i)
+            return;
+        double t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void heap_push(double *h, int *n, double v)
+{
+    int i = (*n)++;
+    h[i] = v;
+    while (i > 0 && h[(i - 1) / 2] > h[i]) {
+        double t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+/* Time (ns) to run the blocks of one candidate chunk. Every resident block
+ * advances at the same rate, so progress is one "work mark" W (ns of work
+ * at a lone block's rate); a block that needs w ns alone ends at mark
+ * W_start + w. With n blocks resident, W advances at full speed while
+ * n <= 2 sm_count and n / (2 sm_count) times slower beyond (the bandwidth
+ * is shared), so real time = dW * max(1, n / (2 sm_count)). */
+static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
+                        double tok_bytes, int slots, int sms, double *heap, size_t merge_bytes,
+                        double merge_ns)
+{
+    const double blk_rate = PLAN_BW_BYTES_PER_NS / (2.0 * sms); /* bytes/ns of a lone block */
+    int live = 0;
+    double W = 0, now = 0;
+    long long next = 0, total = (long long)n * heads * splits;
+    for (;;) {
+        while (live < slots && next < total) {
+            /* block `next` in grid order: chunk fastest, then head, then sequence */
+            const int c = (int)(next % splits);
+            const int s = (int)(next / ((long long)splits * heads));
+            next++;
+            int len = lens ? lens[s] : bound;
+            len = len > bound ? bound : len;
+            int tok = len - c * chunk;
+            tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
+            const double w = tok ? PLAN_BLOCK_NS + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
+            heap_push(heap, &live, W + w);
+        }
+        if (!live)
+            break;
+        const double end = heap[0];
+        const double slow = live > 2 * sms ? (double)live / (2.0 * sms) : 1.0;
+        now += (end - W) * slow;
+        W = end;
+        heap[0] = heap[--live];
+        heap_sift_down(heap, live, 0);
+    }
+    if (splits > 1)
+        now += merge_ns + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS;
+    return now;
+}
+
+int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm)
+{
+    if (!plan)
+        return PF_ERR_ARG;
+    memset(plan, 0, sizeof *plan);
+    int rc = pf_gpu_attn_validate(s, paged);
+    if (rc != PF_OK)
+        return rc;
+    if (version < 0 || version > PF_GPU_KERNEL_VERSIONS || sm_count < 1 || blocks_per_sm < 1)
+        return PF_ERR_ARG;
+    const int cap = paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap;
+    int bound = 0;
+    if (lens_host) {
+        for (int i = 0; i < s->num_seqs; i++)
+            if (lens_host[i] > bound)
+                bound = lens_host[i]; /* lengths <= 0 are allowed: zeros */
+        if (bound > cap)
+            return PF_ERR_ARG;
+    } else {
+        if (max_len < 1 || max_len > cap)
+            return PF_ERR_ARG;
+        bound = max_len;
+    }
+    if (bound < 1)
+        bound = 1;
+    const int B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
+    const int group = s->num_q_heads / s->num_kv_heads;
+    const int heads = s->num_kv_heads * (group / pf_gpu_group_tile(group));
+    const double tok_bytes = 2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
+    long long slots_ll = (long long)sm_count * blocks_per_sm;
+    const int slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
+    double *heap = malloc(sizeof(double) * (size_t)slots);
+    if (!heap)
+        return PF_ERR_NOMEM;
+
+    const int v = version ? version : pf_gpu_default_version(s);
+    const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
+    /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
+    const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
+    int best_chunk = 0, best_splits = 0;
+    double best = INFINITY;
+    for (int sp = 1; sp <= 256; sp++) {
+        int c = (bound + sp - 1) / sp;
+        c = (c + B - 1) / B * B;
+        if (c > max_chunk)
+            continue; /* too long for one block: needs more splits */
+        if (c < PF_GPU_MIN_CHUNK && sp > 1)
+            break;
+        const int splits = (bound + c - 1) / c;
+        if (splits != sp)
+            continue; /* the same chunk as an earlier candidate */
+        const size_t merge_bytes =
+            splits > 1 ? (size_t)s->num_seqs * s->num_q_heads * splits * (s->head_dim + 1) * 4 : 0;
+        double cost;
+        if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
+            cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, tok_bytes, slots,
+                             sm_count, heap, merge_bytes, merge_ns);
+        else /* too many blocks to simulate: the machine stays saturated */
+            cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / slots +
+                   (double)s->num_seqs * heads * bound * tok_bytes / PLAN_BW_BYTES_PER_NS +
+                   (splits > 1 ? merge_ns : 0);
+        /* fewer splits win ties (within 1%): less merge traffic */
+        if (cost < best * 0.99) {
+            best = cost;
+            best_chunk = c;
+            best_splits = splits;
+        }
+    }
+    free(heap);
+    if (!best_chunk)
+        return PF_ERR_ARG; /* longer than 256 chunks of 4096 tokens (2^20): refused */
+    plan->shape = *s;
+    if (!(plan->shape.scale > 0.f))
+        plan->shape.scale = 1.f / sqrtf((float)s->head_dim);
+    if (!paged && plan->shape.block_size < 1)
+        plan->shape.block_size = 16;
+    plan->paged = paged ? 1 : 0;
+    plan->version = v;
+    plan->max_len = bound;
+    plan->chunk = best_chunk;
+    plan->splits = best_splits;
+    plan->sm_count = sm_count;
+    plan->blocks_per_sm = blocks_per_sm;
+    if (best_splits > 1) {
+        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * best_splits;
+        plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
+        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
+            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
+    }
+    plan->magic = PF_GPU_PLAN_MAGIC;
+    return PF_OK;
+}
+
+/* ---- the cost-model profile -------------------------------------------- */
+int pf_gpu_profile_write(FILE *f, const pf_gpu_profile *p)
+{
+    if (!f || !p || !p->device[0] || memchr(p->device, '\n', sizeof p->device))
+        return PF_ERR_ARG;
+    const double v[3] = {p->mem_read_gbps, p->attn_kv_gbps, p->attn_fixed_us};
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(v[i]) || !(v[i] > 0))
+            return PF_ERR_ARG;
+    int n = fprintf(f,
+                    "# PageFault GPU profile: figures measured by `pagefault bench --profile-out`,\n"
+                    "# read by the simulator's cost model (unknown keys are ignored).\n"
+                    "format = pagefault-gpu-profile/1\n"
+                    "device = %s\n"
+                    "mem_read_gbps = %.10g    # streaming read bandwidth, same process, GB/s (1e9)\n"
+                    "attn_kv_gbps = %.10g     # paged decode attention, effective KV GB/s, llama shape\n"
+                    "attn_fixed_us = %.10g    # smallest launch (single 1x1024), microseconds\n",
+                    p->device, v[0], v[1], v[2]);
+    if (n < 0 || fflush(f) != 0 || ferror(f))
+        return PF_ERR_IO;
+    return PF_OK;
 }

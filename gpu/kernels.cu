@@ -1,4 +1,5 @@
-/* gpu/kernels.cu - the decode-attention kernels (naive and paged), the
+/* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
+ * versions 1-4 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
@@ -11,7 +12,8 @@
  *   part_o        [S][Hq][splits][D] float   (split-KV partial outputs)
  *   part_lse      [S][Hq][splits]    float   (their log2-sum-exp)
  *
- * The algorithm (one kernel, two address modes). A thread block owns one
+ * The algorithm (version 1; later versions keep it and change how rows get
+ * to the threads, see attn_v2). A thread block owns one
  * (chunk of tokens, KV head, sequence) and serves the GT query heads of the
  * group that share that KV head, so each K/V byte is read from memory once.
  * Inside the block, TG = D * sizeof(T) / 16 consecutive threads own one
@@ -33,7 +35,8 @@
  *
  * The naive kernel is the same code reading contiguous rows; the paged one
  * first copies the chunk's slice of the block table to shared memory (read
- * ahead of use, one coalesced load), then finds each row through it. Same
+ * ahead of use, one coalesced load), then finds each row through it (v1 by
+ * a shift and the frame stride; v2-v4 through core/paging.h). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
  */
@@ -52,12 +55,10 @@ extern "C" {
 
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kMinChunk = 128;
-constexpr int kMaxChunk = 4096;
-/* table entries one chunk can span: chunk / B + 2 with B >= 8, rounding slack */
-constexpr int kTableCache = kMaxChunk / 8 + 40;
-constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kThreads = PF_GPU_THREADS;
+/* table entries one chunk spans: chunks are whole pages starting on a page
+ * boundary, so chunk / B <= PF_GPU_MAX_CHUNK / 8 */
+constexpr int kTableCache = PF_GPU_TABLE_CACHE;
 
 __device__ __forceinline__ float fast_exp2(float x)
 {
@@ -118,13 +119,44 @@ template <> struct Elt<__half> {
 
 /* The attention kernel. Grid: x = chunk index, y = KV head * (G / GT) + sub
  * group, z = sequence. Block: 128 threads. */
-template <typename T, int D, int GT, bool PAGED, bool PREFETCH>
-__global__ void __launch_bounds__(kThreads)
-    attn_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-                const int *__restrict__ tables, const int *__restrict__ lens, T *__restrict__ out,
-                float *__restrict__ part_o, float *__restrict__ part_lse, int hq, int hkv, int B,
-                int bshift, int maxb, int cap, int chunk, int splits, float qscale)
+/* Every attention kernel version takes these arguments (one launcher). */
+template <typename T> struct AttnArgs {
+    const T *q, *k, *v;
+    const int *tables, *lens;
+    T *out;
+    float *part_o, *part_lse;
+    unsigned *counters; /* v5: chunks done per (sequence, head tile)     */
+    int hq, hkv, B, bshift, maxb, cap, chunk, splits;
+    int lim;      /* device lengths are read up to this planned bound      */
+    float qscale; /* scale * log2(e)                                       */
+};
+
+/* A sequence of length <= 0 has nothing to attend to: its output is zeros
+ * (written by chunk 0 when there is one chunk; the merge writes them when
+ * there are several). */
+template <typename T, int D, int GT>
+__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0, bool fused = false)
 {
+    if ((a.splits != 1 && !fused) || blockIdx.x != 0)
+        return;
+    for (int i = threadIdx.x; i < GT * D; i += blockDim.x)
+        a.out[((size_t)seq * a.hq + qh0) * D + i] = Elt<T>::store(0.f);
+}
+
+/* Version 1: register tiles (issue 4's kernel). */
+template <typename T, int D, int GT, bool PAGED, bool PREFETCH>
+__global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
+{
+    const T *__restrict__ q = a.q;
+    const T *__restrict__ k = a.k;
+    const T *__restrict__ v = a.v;
+    const int *__restrict__ tables = a.tables;
+    T *__restrict__ out = a.out;
+    float *__restrict__ part_o = a.part_o;
+    float *__restrict__ part_lse = a.part_lse;
+    const int hq = a.hq, hkv = a.hkv, B = a.B, bshift = a.bshift, maxb = a.maxb, cap = a.cap;
+    const int chunk = a.chunk, splits = a.splits;
+    const float qscale = a.qscale;
     constexpr int EPV = Elt<T>::kPer16;  /* elements per 16-byte vector */
     constexpr int TG = D / EPV;          /* threads per token row       */
     constexpr int NG = kThreads / TG;    /* rows per step               */
@@ -137,15 +169,19 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ __align__(16) float sm_acc[NG][GT][D];
 
     const int seq = blockIdx.z;
-    const int len = lens[seq];
-    const int t0 = blockIdx.x * chunk;
-    if (t0 >= len)
-        return; /* this sequence has fewer chunks; the merge never reads this one */
-    const int t1 = min(len, t0 + chunk);
+    const int len = min(a.lens[seq], a.lim);
     const int group = hq / hkv;
     const int nsub = group / GT;
     const int kvh = blockIdx.y / nsub;
     const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    if (len <= 0) {
+        write_zeros<T, D, GT>(a, seq, qh0);
+        return;
+    }
+    const int t0 = blockIdx.x * chunk;
+    if (t0 >= len)
+        return; /* this sequence has fewer chunks; the merge never reads this one */
+    const int t1 = min(len, t0 + chunk);
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
 
     /* Read the chunk's slice of the block table ahead of use. */
@@ -331,15 +367,295 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+/* ---- version 2: a cp.async pipeline per thread ------------------------
+ *
+ * Same work split and arithmetic as version 1 (a block per chunk, KV head
+ * and GQA tile; TG threads a row; one-pass online softmax in base 2), but
+ * the loads go straight from global to shared memory with cp.async, STAGES
+ * tiles ahead of the math, instead of through registers. Each thread copies
+ * exactly the 16-byte pieces it later reads, so the pipeline needs no
+ * barrier: cp.async.wait_group per thread orders a thread's own copies
+ * before its own reads. That keeps 2 x N x STAGES 16-byte loads in flight
+ * per thread (32 KB a block) without holding them in registers, so more
+ * blocks fit on an SM and the loads never wait on the math. The page-table
+ * walk is core/paging.h's pf_page_kv_index on the chunk's slice of the
+ * table, cached in shared memory (chunks start on a page boundary). Rows
+ * past the end are zero-filled by the copy (src-size 0), never read. */
+/* Versions 2-4 are this one template:
+ *   v2: N = 2 rows of K and V per thread per stage, 4 stages, walk by
+ *       pf_page_kv_index (a division by the block size per row);
+ *   v3: the same with the walk split into a shift (power-of-two block sizes;
+ *       a division otherwise) and pf_page_pool_index, so a row costs a
+ *       shared-memory read and a multiply-add instead of a division;
+ *   v4: v3 with N = 4 rows per stage and 2 stages: the same bytes in flight,
+ *       half the per-tile softmax work (running max, rescale) per row;
+ *   v5: v4 with the split-KV merge done by the last block of each sequence
+ *       and head tile (an atomic count in the workspace), not a second
+ *       launch: one launch per run, and no launch gap before the merge. */
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED>
+__global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
+{
+    constexpr int EPV = Elt<T>::kPer16;
+    constexpr int TG = D / EPV;
+    constexpr int NG = kThreads / TG;
+    constexpr int TILE = NG * N;
+    static_assert(TG <= 32 && 32 % TG == 0, "a row must fit in one warp");
+    /* the pipeline buffer; after the loop it holds the block's merge */
+    constexpr int kBufU4 = kStages * 2 * N * kThreads;
+    static_assert(NG * GT * D * 4 <= kBufU4 * 16, "merge scratch must fit the pipeline buffer");
+    __shared__ uint4 buf[kBufU4];
+    __shared__ int tbl[kTableCache];
+    __shared__ float sm_m[NG][GT], sm_l[NG][GT];
+    __shared__ int sm_last;
+
+    const int seq = blockIdx.z;
+    const int len = min(a.lens[seq], a.lim);
+    const int group = a.hq / a.hkv;
+    const int nsub = group / GT;
+    const int kvh = blockIdx.y / nsub;
+    const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    if (len <= 0) {
+        write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+        return;
+    }
+    const int t0 = blockIdx.x * a.chunk;
+    if (t0 >= len)
+        return;
+    const int t1 = min(len, t0 + a.chunk);
+    const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
+    const int B = a.B;
+
+    if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
+        const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
+        const int nb = pf_page_blocks_for(t1 - t0, B);
+        for (int i = tid; i < nb; i += kThreads)
+            tbl[i] = row[i];
+        __syncthreads();
+    }
+    const T *kb = a.k, *vb = a.v;
+    if (!PAGED) {
+        const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
+        kb += nb;
+        vb += nb;
+    }
+    /* issue the copies of tile i into stage slot st */
+    auto issue = [&](int i, int st) {
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const int t = t0 + i * TILE + j * NG + grp;
+            const bool ok = t < t1;
+            size_t e = 0; /* element index of this thread's 16 bytes */
+            if (ok && PAGED && SHIFT) {
+                const int u = t - t0; /* token within the chunk's table slice */
+                const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+                e = pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D) + r * EPV;
+            } else if (ok) {
+                e = (PAGED ? pf_page_kv_index(tbl, t - t0, kvh, a.hkv, B, D)
+                           : pf_page_contig_index(t, 0, a.cap, D)) +
+                    r * EPV;
+            }
+            uint4 *dk = &buf[((st * 2 + 0) * N + j) * kThreads + tid];
+            uint4 *dv = &buf[((st * 2 + 1) * N + j) * kThreads + tid];
+            cp_async16(dk, kb + e, ok);
+            cp_async16(dv, vb + e, ok);
+        }
+    };
+    const int ntiles = (t1 - t0 + TILE - 1) / TILE;
+#pragma unroll
+    for (int i = 0; i < kStages - 1; i++) {
+        if (i < ntiles)
+            issue(i, i);
+        cp_async_commit();
+    }
+
+    float qf[GT][EPV];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        uint4 u = ld16(a.q + ((size_t)seq * a.hq + qh0 + g) * D + r * EPV);
+        Elt<T>::unpack(u, qf[g]);
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            qf[g][e] *= a.qscale;
+    }
+    float m[GT], l[GT], acc[GT][EPV];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0.f;
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            acc[g][e] = 0.f;
+    }
+
+    for (int i = 0; i < ntiles; i++) {
+        const int st = i % kStages;
+        if (i + kStages - 1 < ntiles)
+            issue(i + kStages - 1, (i + kStages - 1) % kStages);
+        cp_async_commit();
+        cp_async_wait<kStages - 1>(); /* tile i has landed (this thread's part) */
+        const int base = t0 + i * TILE;
+        float s[N][GT];
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float kf[EPV];
+            Elt<T>::unpack(buf[((st * 2 + 0) * N + j) * kThreads + tid], kf);
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                float x = 0.f;
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    x = fmaf(qf[g][e], kf[e], x);
+                s[j][g] = x;
+            }
+        }
+#pragma unroll
+        for (int off = TG / 2; off > 0; off >>= 1)
+#pragma unroll
+            for (int j = 0; j < N; j++)
+#pragma unroll
+                for (int g = 0; g < GT; g++)
+                    s[j][g] += __shfl_xor_sync(0xffffffffu, s[j][g], off);
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            if (base + j * NG + grp >= t1)
+#pragma unroll
+                for (int g = 0; g < GT; g++)
+                    s[j][g] = -INFINITY;
+#pragma unroll
+        for (int g = 0; g < GT; g++) {
+            float mt = s[0][g];
+#pragma unroll
+            for (int j = 1; j < N; j++)
+                mt = fmaxf(mt, s[j][g]);
+            const float mn = fmaxf(m[g], mt);
+            const float ms = mn == -INFINITY ? 0.f : mn;
+            const float alpha = fast_exp2(m[g] - ms);
+            m[g] = mn;
+            l[g] *= alpha;
+#pragma unroll
+            for (int e = 0; e < EPV; e++)
+                acc[g][e] *= alpha;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                s[j][g] = fast_exp2(s[j][g] - ms);
+                l[g] += s[j][g];
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float vf[EPV];
+            Elt<T>::unpack(buf[((st * 2 + 1) * N + j) * kThreads + tid], vf);
+#pragma unroll
+            for (int g = 0; g < GT; g++)
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    acc[g][e] = fmaf(s[j][g], vf[e], acc[g][e]);
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* every thread is done with the pipeline buffer */
+
+    float *sm_acc = reinterpret_cast<float *>(buf); /* [NG][GT][D] */
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        if (r == 0) {
+            sm_m[grp][g] = m[g];
+            sm_l[grp][g] = l[g];
+        }
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            sm_acc[(grp * GT + g) * D + r * EPV + e] = acc[g][e];
+    }
+    __syncthreads();
+    for (int idx = tid; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < NG; i++)
+            M = fmaxf(M, sm_m[i][g]);
+        float L = 0.f, O = 0.f;
+#pragma unroll
+        for (int i = 0; i < NG; i++) {
+            const float w = fast_exp2(sm_m[i][g] - M);
+            L = fmaf(sm_l[i][g], w, L);
+            O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
+        }
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        if (a.splits == 1) {
+            a.out[rowo * D + d] = Elt<T>::store(O / L);
+        } else {
+            a.part_o[(rowo * a.splits + blockIdx.x) * D + d] = O / L;
+            if (d == 0)
+                a.part_lse[rowo * a.splits + blockIdx.x] = M + log2f(L);
+        }
+    }
+    if (!FUSED || a.splits == 1)
+        return;
+    /* v5: the split-KV merge without a second launch. Each block publishes
+     * its partials (fence), then counts itself done for its (sequence, head
+     * tile); the block that counts last merges all chunks and resets the
+     * counter to 0 for the next run (no other block of this launch touches
+     * it after that). Partials written by other SMs are read through L2
+     * (__ldcg). The workspace's counters must start at zero (the caller
+     * clears the workspace once). */
+    __threadfence();
+    __syncthreads();
+    const int nch = (len + a.chunk - 1) / a.chunk;
+    if (tid == 0) {
+        unsigned *cnt = a.counters + (size_t)seq * gridDim.y + blockIdx.y;
+        const unsigned prev = atomicAdd(cnt, 1u);
+        sm_last = prev == (unsigned)(nch - 1);
+        if (sm_last)
+            *cnt = 0u;
+    }
+    __syncthreads();
+    if (!sm_last)
+        return;
+    __threadfence();
+    for (int idx = tid; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        const float *lse = a.part_lse + rowo * a.splits;
+        float M = -INFINITY;
+        for (int i = 0; i < nch; i++)
+            M = fmaxf(M, __ldcg(lse + i));
+        float L = 0.f, O = 0.f;
+        for (int i = 0; i < nch; i++) {
+            const float w = fast_exp2(__ldcg(lse + i) - M);
+            L += w;
+            O = fmaf(w, __ldcg(a.part_o + (rowo * a.splits + i) * D + d), O);
+        }
+        a.out[rowo * D + d] = Elt<T>::store(O / L);
+    }
+}
+
 /* Split-KV merge: one block per (sequence, query head), one thread per d. */
 template <typename T>
 __global__ void merge_kernel(const float *__restrict__ part_o, const float *__restrict__ part_lse,
                              const int *__restrict__ lens, T *__restrict__ out, int hq, int D,
-                             int chunk, int splits)
+                             int chunk, int splits, int lim)
 {
     const int rowo = blockIdx.x;
     const int seq = rowo / hq;
-    const int n = (lens[seq] + chunk - 1) / chunk;
+    const int len = min(lens[seq], lim);
+    const int n = len > 0 ? (len + chunk - 1) / chunk : 0; /* 0: zeros below */
     const float *lse = part_lse + (size_t)rowo * splits;
     float M = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -351,7 +667,7 @@ __global__ void merge_kernel(const float *__restrict__ part_o, const float *__re
             L += w;
             O = fmaf(w, part_o[((size_t)rowo * splits + i) * D + d], O);
         }
-        out[(size_t)rowo * D + d] = Elt<T>::store(O / L);
+        out[(size_t)rowo * D + d] = Elt<T>::store(n ? O / L : 0.f);
     }
 }
 
@@ -401,11 +717,6 @@ __global__ void read_bw_kernel(const uint4 *__restrict__ p, size_t n, unsigned *
         *sink = a;
 }
 
-int group_tile(int group)
-{
-    return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
-}
-
 int log2_exact(int b)
 {
     int s = 0;
@@ -414,155 +725,146 @@ int log2_exact(int b)
     return (1 << s) == b ? s : -1;
 }
 
-int cuda_err(cudaError_t e)
+/* Register prefetch in version 1: measured on the H200 (docs/gpu.md), it
+ * speeds the paged kernel up (llama: 0.309 -> 0.292 ms) but slows the naive
+ * one down (0.296 -> 0.333 ms, cause not established), so each runs the
+ * variant that is fastest for it; PF_GPU_PREFETCH=0|1 forces one for both.
+ * Read once, so a run reads no environment. */
+int prefetch_env()
 {
-    if (e == cudaSuccess)
-        return PF_OK;
-    return e == cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_UNAVAILABLE;
-}
-
-/* Register prefetch: measured on the H200 (docs/gpu.md), it speeds the
- * paged kernel up (llama: 0.309 -> 0.292 ms) but slows the naive one down
- * (0.296 -> 0.333 ms, cause not established; padding the naive stride did
- * not change it), so each kernel runs the variant that is fastest for it.
- * Tuning knobs, read once from the environment: PF_GPU_PREFETCH=0|1 forces
- * the variant for both kernels; PF_GPU_WAVES=n sets the split-KV plan's
- * target (blocks per SM, default 8). */
-int env_int(const char *name, int dflt)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : dflt;
+    const char *e = getenv("PF_GPU_PREFETCH");
+    return e && *e ? atoi(e) : -1;
 }
 
 int prefetch_on(bool paged)
 {
-    static int v = -2;
-    if (v == -2)
-        v = env_int("PF_GPU_PREFETCH", -1);
+    static const int v = prefetch_env(); /* C++ initialises it once, thread-safely */
     return v < 0 ? (paged ? 1 : 0) : (v ? 1 : 0);
 }
 
-template <typename T, int D, int GT, bool PAGED>
-int launch_attn_t(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, const void *q, const void *k,
-                  const void *v, const int *tables, const int *lens, void *out, void *ws,
-                  cudaStream_t st)
+template <typename T> using AttnFn = void (*)(const AttnArgs<T>);
+
+/* The kernel for (version, element type, D, GQA tile, paged). */
+template <typename T, int D, int GT, bool PAGED> AttnFn<T> pick_v(int version)
 {
+    switch (version) {
+    case 1:
+        return prefetch_on(PAGED) ? attn_v1<T, D, GT, PAGED, true> : attn_v1<T, D, GT, PAGED, false>;
+    case 2: return attn_v2<T, D, GT, PAGED, 2, 4, false, false>;
+    case 3: return attn_v2<T, D, GT, PAGED, 2, 4, true, false>;
+    case 4: return attn_v2<T, D, GT, PAGED, 4, 2, true, false>;
+    default: return attn_v2<T, D, GT, PAGED, 4, 2, true, true>;
+    }
+}
+
+template <typename T, int D, bool PAGED> AttnFn<T> pick_g(int gt, int version)
+{
+    switch (gt) {
+    case 8: return pick_v<T, D, 8, PAGED>(version);
+    case 4: return pick_v<T, D, 4, PAGED>(version);
+    case 2: return pick_v<T, D, 2, PAGED>(version);
+    default: return pick_v<T, D, 1, PAGED>(version);
+    }
+}
+
+template <typename T, bool PAGED> AttnFn<T> pick_d(int D, int gt, int version)
+{
+    return D == 64 ? pick_g<T, 64, PAGED>(gt, version) : pick_g<T, 128, PAGED>(gt, version);
+}
+
+template <typename T> AttnFn<T> pick(const pf_gpu_attn_shape *s, int paged, int version)
+{
+    const int gt = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
+    return paged ? pick_d<T, true>(s->head_dim, gt, version)
+                 : pick_d<T, false>(s->head_dim, gt, version);
+}
+
+template <typename T>
+int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void *v,
+             const int *tables, const int *lens, void *out, void *ws, cudaStream_t st)
+{
+    const pf_gpu_attn_shape *s = &p->shape;
+    const int D = s->head_dim;
     const int group = s->num_q_heads / s->num_kv_heads;
-    const dim3 grid((unsigned)p->splits, (unsigned)(s->num_kv_heads * (group / GT)),
+    const dim3 grid((unsigned)p->splits,
+                    (unsigned)(s->num_kv_heads * (group / pf_gpu_group_tile(group))),
                     (unsigned)s->num_seqs);
-    float *part_o = (float *)ws;
-    float *part_lse =
-        part_o ? part_o + (size_t)s->num_seqs * s->num_q_heads * p->splits * D : nullptr;
-    const float scale = s->scale > 0.f ? s->scale : 1.f / sqrtf((float)D);
-    auto kern = prefetch_on(PAGED) ? attn_kernel<T, D, GT, PAGED, true>
-                              : attn_kernel<T, D, GT, PAGED, false>;
-    kern<<<grid, kThreads, 0, st>>>((const T *)q, (const T *)k, (const T *)v, tables, lens,
-                                    (T *)out, part_o, part_lse, s->num_q_heads, s->num_kv_heads,
-                                    s->block_size, log2_exact(s->block_size),
-                                    s->max_blocks_per_seq, s->naive_cap, p->chunk, p->splits,
-                                    scale * kLog2e);
-    if (p->splits > 1) {
+    AttnArgs<T> a;
+    a.q = (const T *)q;
+    a.k = (const T *)k;
+    a.v = (const T *)v;
+    a.tables = tables;
+    a.lens = lens;
+    a.out = (T *)out;
+    a.part_o = (float *)ws;
+    a.part_lse = ws ? a.part_o + (size_t)s->num_seqs * s->num_q_heads * p->splits * D : nullptr;
+    a.counters = ws ? (unsigned *)(a.part_lse + (size_t)s->num_seqs * s->num_q_heads * p->splits)
+                    : nullptr;
+    a.hq = s->num_q_heads;
+    a.hkv = s->num_kv_heads;
+    a.B = s->block_size;
+    a.bshift = log2_exact(s->block_size);
+    a.maxb = s->max_blocks_per_seq;
+    a.cap = s->naive_cap;
+    a.chunk = p->chunk;
+    a.splits = p->splits;
+    a.lim = p->max_len;
+    a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
+    pick<T>(s, p->paged, p->version)<<<grid, kThreads, 0, st>>>(a);
+    if (p->splits > 1 && !pf_gpu_version_fused(p->version))
         merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
-            part_o, part_lse, lens, (T *)out, s->num_q_heads, D, p->chunk, p->splits);
-    }
-    return cuda_err(cudaGetLastError());
+            a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
+    return pf_gpu_cuda_err((int)cudaGetLastError());
 }
 
-template <typename T, int D, bool PAGED>
-int launch_attn_g(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, const void *q, const void *k,
-                  const void *v, const int *tables, const int *lens, void *out, void *ws,
-                  cudaStream_t st)
+template <typename T> int occupancy_t(const pf_gpu_attn_shape *s, int paged, int version)
 {
-    switch (group_tile(s->num_q_heads / s->num_kv_heads)) {
-    case 8: return launch_attn_t<T, D, 8, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    case 4: return launch_attn_t<T, D, 4, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    case 2: return launch_attn_t<T, D, 2, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    default: return launch_attn_t<T, D, 1, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pick<T>(s, paged, version), kThreads,
+                                                      0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
     }
-}
-
-template <typename T, bool PAGED>
-int launch_attn_d(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, const void *q, const void *k,
-                  const void *v, const int *tables, const int *lens, void *out, void *ws,
-                  cudaStream_t st)
-{
-    if (s->head_dim == 64)
-        return launch_attn_g<T, 64, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    return launch_attn_g<T, 128, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-}
-
-template <bool PAGED>
-int launch_attn_p(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, const void *q, const void *k,
-                  const void *v, const int *tables, const int *lens, void *out, void *ws,
-                  cudaStream_t st)
-{
-    switch (s->dtype) {
-    case PF_GPU_F16:
-        return launch_attn_d<__half, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    case PF_GPU_BF16:
-        return launch_attn_d<__nv_bfloat16, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    default: return launch_attn_d<float, PAGED>(s, p, q, k, v, tables, lens, out, ws, st);
-    }
+    return n;
 }
 
 } /* namespace */
 
-extern "C" pf_gpu_plan pf_gpu_make_plan(const pf_gpu_attn_shape *s, const int *lens_host,
-                                        int sm_count)
+extern "C" int pf_gpu_cuda_err(int e)
 {
-    /* Aim for about two waves of four 128-thread blocks per SM, so a long
-     * sequence is cut into chunks and short ones are not; chunks of the
-     * longest sequence are balanced, rounded up to whole blocks, and kept
-     * within [kMinChunk, kMaxChunk] (the table cache holds one chunk). */
-    long long total = 0;
-    int maxlen = 1;
-    for (int i = 0; i < s->num_seqs; i++) {
-        total += lens_host[i];
-        if (lens_host[i] > maxlen)
-            maxlen = lens_host[i];
+    switch ((cudaError_t)e) {
+    case cudaSuccess: return PF_OK;
+    case cudaErrorMemoryAllocation: return PF_ERR_NOMEM;
+    case cudaErrorInvalidValue:
+    case cudaErrorInvalidDevicePointer:
+    case cudaErrorInvalidConfiguration:
+    case cudaErrorInvalidResourceHandle: return PF_ERR_ARG;
+    default: return PF_ERR_UNAVAILABLE;
     }
-    const int group = s->num_q_heads / s->num_kv_heads;
-    const long long heads = (long long)s->num_kv_heads * (group / group_tile(group));
-    static int waves = -1;
-    if (waves < 0)
-        waves = env_int("PF_GPU_WAVES", 8);
-    const long long target = (long long)(sm_count > 0 ? sm_count : 132) * (waves > 0 ? waves : 8);
-    long long c = (total * heads + target - 1) / target;
-    if (c < kMinChunk)
-        c = kMinChunk;
-    if (c > kMaxChunk)
-        c = kMaxChunk;
-    int splits = (int)((maxlen + c - 1) / c);
-    c = (maxlen + splits - 1) / splits;
-    const int B = s->block_size > 0 ? s->block_size : 16;
-    c = (c + B - 1) / B * B;
-    pf_gpu_plan p;
-    p.chunk = (int)c;
-    p.splits = (int)((maxlen + c - 1) / c);
-    return p;
 }
 
-extern "C" size_t pf_gpu_workspace_bytes(const pf_gpu_attn_shape *s, const pf_gpu_plan *p)
+extern "C" int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged, int version)
 {
-    if (p->splits <= 1)
-        return 0;
-    const size_t rows = (size_t)s->num_seqs * s->num_q_heads * p->splits;
-    return rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
+    switch (s->dtype) {
+    case PF_GPU_F16: return occupancy_t<__half>(s, paged, version);
+    case PF_GPU_BF16: return occupancy_t<__nv_bfloat16>(s, paged, version);
+    default: return occupancy_t<float>(s, paged, version);
+    }
 }
 
-extern "C" int pf_gpu_launch_attention(const pf_gpu_attn_shape *s, const pf_gpu_plan *p, int paged,
-                                       const void *q, const void *k, const void *v,
-                                       const int *block_tables, const int *seq_lens, void *out,
-                                       void *ws, void *stream)
+/* No checks beyond the plan's stamp: plan_make validated the shape, and a
+ * run must cost as little host time as possible. */
+extern "C" int pf_gpu_launch_attention(const pf_gpu_attn_plan *p, const void *q, const void *k,
+                                       const void *v, const int *block_tables,
+                                       const int *seq_lens, void *out, void *ws, void *stream)
 {
-    if (p->splits > 1 && !ws)
-        return PF_ERR_ARG;
-    if (p->chunk < 1 || p->chunk > kMaxChunk + 256)
-        return PF_ERR_ARG;
     cudaStream_t st = (cudaStream_t)stream;
-    if (paged)
-        return launch_attn_p<true>(s, p, q, k, v, block_tables, seq_lens, out, ws, st);
-    return launch_attn_p<false>(s, p, q, k, v, block_tables, seq_lens, out, ws, st);
+    switch (p->shape.dtype) {
+    case PF_GPU_F16: return launch_t<__half>(p, q, k, v, block_tables, seq_lens, out, ws, st);
+    case PF_GPU_BF16:
+        return launch_t<__nv_bfloat16>(p, q, k, v, block_tables, seq_lens, out, ws, st);
+    default: return launch_t<float>(p, q, k, v, block_tables, seq_lens, out, ws, st);
+    }
 }
 
 extern "C" int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new,
@@ -580,7 +882,7 @@ extern "C" int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_ne
         (const uint4 *)k_new, (const uint4 *)v_new, n_tokens, block_tables, seq_lens,
         (uint4 *)k_pool, (uint4 *)v_pool, s->num_kv_heads, vpr, s->block_size,
         s->max_blocks_per_seq, total);
-    return cuda_err(cudaGetLastError());
+    return pf_gpu_cuda_err((int)cudaGetLastError());
 }
 
 extern "C" int pf_gpu_launch_read_bw(const void *buf, size_t n16, unsigned *sink, int sm_count,
@@ -588,5 +890,5 @@ extern "C" int pf_gpu_launch_read_bw(const void *buf, size_t n16, unsigned *sink
 {
     const int blocks = (sm_count > 0 ? sm_count : 132) * 8;
     read_bw_kernel<<<blocks, 256, 0, (cudaStream_t)stream>>>((const uint4 *)buf, n16, sink);
-    return cuda_err(cudaGetLastError());
+    return pf_gpu_cuda_err((int)cudaGetLastError());
 }

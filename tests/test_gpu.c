@@ -8,9 +8,11 @@
  * Covered: the checked runner (pf_gpu_bench_run) over dtypes fp32/fp16/bf16,
  * head dims 64/128, GQA groups 1..8 (and 6, which is served in tiles of 2),
  * block sizes 8..256 (and 24, not a power of two), variable lengths (1, B-1,
- * B, B+1, ...), split-KV; the public API on device pointers (append through
- * a shuffled block table, paged and naive attention) against core's CPU
- * reference; pf_gpu_run_layout with a shared frame and its error answers.
+ * B, B+1, ...), split-KV, every numbered kernel version; the public API on
+ * device pointers (append through a shuffled block table, paged and naive
+ * attention) against core's CPU reference; plan/run with lengths of zero or
+ * less (zeros, one split or many) and captured in a CUDA graph replayed 100
+ * times; pf_gpu_run_layout with a shared frame and its error answers.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -27,7 +29,8 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_internal.h"
 
-static void run_ok(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt)
+static void run_ok_v(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt,
+                     int version)
 {
     int cap = 1;
     for (int i = 0; i < n; i++)
@@ -37,15 +40,17 @@ static void run_ok(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu
         .num_seqs = n, .seq_lens = lens, .naive_cap = cap + 3, .num_q_heads = hq,
         .num_kv_heads = hkv, .head_dim = D, .block_size = B, .dtype = dt, .iters = 2,
         .seed = 11u + (unsigned)hq * 7u + (unsigned)B, .shuffle_seed = 3, .tolerance = 1e-3,
-        .ref_all_heads = 1, .measure_bw = 0,
+        .ref_all_heads = 1, .measure_bw = 0, .version = version,
     };
     pf_gpu_bench_result res;
     char err[300] = "";
     int rc = pf_gpu_bench_run(&cfg, &res, err, sizeof err);
-    cr_assert_eq(rc, PF_OK, "hq %d hkv %d D %d B %d %s: %s", hq, hkv, D, B, pf_gpu_dtype_name(dt),
-                 err);
-    cr_assert(res.pass, "hq %d hkv %d D %d B %d %s: %s", hq, hkv, D, B, pf_gpu_dtype_name(dt),
-              res.failure);
+    cr_assert_eq(rc, PF_OK, "v%d hq %d hkv %d D %d B %d %s: %s", version, hq, hkv, D, B,
+                 pf_gpu_dtype_name(dt), err);
+    cr_assert(res.pass, "v%d hq %d hkv %d D %d B %d %s: %s", version, hq, hkv, D, B,
+              pf_gpu_dtype_name(dt), res.failure);
+    cr_assert_eq(res.version, version);
+    cr_assert_gt(res.host_us_per_run, 0.0);
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
     /* same algorithm, same order of operations: the gather changes nothing */
@@ -53,6 +58,13 @@ static void run_ok(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu
     cr_assert_eq(res.max_diff_shuffled, 0.0);
     cr_assert_eq(res.ref_checked, (long long)n * hq * D);
     cr_assert_gt(res.naive.median_ms, 0.0);
+}
+
+/* every numbered kernel version on the same case */
+static void run_ok(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt)
+{
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++)
+        run_ok_v(n, lens, hq, hkv, D, B, dt, v);
 }
 
 Test(gpu, every_dtype_and_head_dim)
@@ -92,39 +104,15 @@ Test(gpu, split_kv_long_sequences)
         .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16, .iters = 2, .seed = 9,
         .shuffle_seed = 4, .tolerance = 1e-3, .ref_all_heads = 1, .measure_bw = 0,
     };
-    pf_gpu_bench_result res;
-    char err[300] = "";
-    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
-    cr_assert_gt(res.splits, 1);
-    cr_assert(res.pass, "%s", res.failure);
-    cr_assert_eq(res.max_diff_shuffled, 0.0);
-}
-
-Test(gpu, split_plan_covers_every_token)
-{
-    /* long and few: split; short and many: one chunk; chunks are whole
-     * blocks and cover the longest sequence */
-    int long_lens[8], many[512];
-    for (int i = 0; i < 8; i++)
-        long_lens[i] = 32768;
-    for (int i = 0; i < 512; i++)
-        many[i] = 100 + i;
-    pf_gpu_attn_shape sh = {.num_seqs = 8, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128,
-                            .block_size = 16, .max_blocks_per_seq = 2048, .naive_cap = 32768,
-                            .dtype = PF_GPU_BF16};
-    pf_gpu_plan p = pf_gpu_make_plan(&sh, long_lens, 132);
-    cr_assert_gt(p.splits, 1);
-    cr_assert_eq(p.chunk % 16, 0);
-    cr_assert_geq((long long)p.chunk * p.splits, 32768);
-    cr_assert_lt((long long)p.chunk * (p.splits - 1), 32768);
-    cr_assert_gt(pf_gpu_workspace_bytes(&sh, &p), 0);
-    sh.num_seqs = 512;
-    sh.block_size = 24;
-    p = pf_gpu_make_plan(&sh, many, 132);
-    cr_assert_eq(p.splits, 1);
-    cr_assert_eq(p.chunk % 24, 0);
-    cr_assert_geq(p.chunk, 611);
-    cr_assert_eq(pf_gpu_workspace_bytes(&sh, &p), 0);
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        pf_gpu_bench_result res;
+        char err[300] = "";
+        cfg.version = v;
+        cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+        cr_assert_gt(res.splits, 1);
+        cr_assert(res.pass, "v%d: %s", v, res.failure);
+        cr_assert_eq(res.max_diff_shuffled, 0.0);
+    }
 }
 
 Test(gpu, runner_refuses_bad_input)
@@ -291,6 +279,167 @@ Test(gpu, public_api_on_device_pointers)
     void *ptrs[] = {dq, dk, dv, dkp, dvp, dnk, dnv, dop, don, dkn, dvn, dtab, dlens};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         CK(pf_gpu_free(ptrs[i]));
+}
+
+/* A small fp32 paged case on the device for the plan/run tests: pools filled
+ * on the host in the pool layout through scattered tables, lengths as given
+ * (<= 0 allowed), a CPU reference per sequence. */
+enum { PS = 4, PHQ = 8, PHKV = 2, PD = 64, PB = 16, PMAXB = 20, PCAP = PMAXB * PB,
+       PFRAMES = PS * PMAXB };
+typedef struct {
+    int lens[PS];
+    float *q, *kc, *vc;        /* host: q, contiguous K/V [s][h][cap][d] */
+    void *dq, *dk, *dv, *dout, *dws;
+    int *dtab, *dlens;
+    pf_gpu_attn_shape sh;
+} pcase;
+
+static void pcase_make(pcase *c, const int *lens)
+{
+    memset(c, 0, sizeof *c);
+    memcpy(c->lens, lens, sizeof c->lens);
+    const size_t kv = (size_t)PS * PHKV * PCAP * PD, pool = (size_t)PFRAMES * PHKV * PB * PD;
+    c->q = malloc(sizeof(float) * PS * PHQ * PD);
+    c->kc = malloc(sizeof(float) * kv);
+    c->vc = malloc(sizeof(float) * kv);
+    float *kp = malloc(sizeof(float) * pool), *vp = malloc(sizeof(float) * pool);
+    int tables[PS * PMAXB];
+    cr_assert(c->q && c->kc && c->vc && kp && vp);
+    pf_rng r;
+    pf_rng_seed(&r, 1234);
+    for (int i = 0; i < PS * PHQ * PD; i++)
+        c->q[i] = pf_rng_symf(&r);
+    for (size_t i = 0; i < kv; i++) {
+        c->kc[i] = pf_rng_symf(&r);
+        c->vc[i] = pf_rng_symf(&r);
+    }
+    for (size_t i = 0; i < pool; i++)
+        kp[i] = vp[i] = NAN; /* a wrong frame shows up as NaN */
+    for (int s = 0; s < PS; s++)
+        for (int b = 0; b < PMAXB; b++)
+            tables[s * PMAXB + b] = (s * PMAXB + b) * 37 % PFRAMES; /* scattered */
+    for (int s = 0; s < PS; s++)
+        for (int t = 0; t < PCAP; t++)
+            for (int h = 0; h < PHKV; h++) {
+                size_t pi = pf_page_kv_index(tables + s * PMAXB, t, h, PHKV, PB, PD);
+                size_t ci = (size_t)s * PHKV * PCAP * PD + pf_page_contig_index(t, h, PCAP, PD);
+                memcpy(kp + pi, c->kc + ci, sizeof(float) * PD);
+                memcpy(vp + pi, c->vc + ci, sizeof(float) * PD);
+            }
+    CK(pf_gpu_malloc(&c->dq, sizeof(float) * PS * PHQ * PD));
+    CK(pf_gpu_malloc(&c->dk, sizeof(float) * pool));
+    CK(pf_gpu_malloc(&c->dv, sizeof(float) * pool));
+    CK(pf_gpu_malloc(&c->dout, sizeof(float) * PS * PHQ * PD));
+    CK(pf_gpu_malloc((void **)&c->dtab, sizeof tables));
+    CK(pf_gpu_malloc((void **)&c->dlens, sizeof c->lens));
+    CK(pf_gpu_memcpy(c->dq, c->q, sizeof(float) * PS * PHQ * PD, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(c->dk, kp, sizeof(float) * pool, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(c->dv, vp, sizeof(float) * pool, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(c->dtab, tables, sizeof tables, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(c->dlens, c->lens, sizeof c->lens, PF_GPU_H2D));
+    free(kp);
+    free(vp);
+    pf_gpu_attn_shape sh = {.num_seqs = PS, .num_q_heads = PHQ, .num_kv_heads = PHKV,
+                            .head_dim = PD, .block_size = PB, .max_blocks_per_seq = PMAXB,
+                            .naive_cap = PCAP, .dtype = PF_GPU_F32, .scale = 0.f};
+    c->sh = sh;
+}
+
+static void pcase_free(pcase *c)
+{
+    void *d[] = {c->dq, c->dk, c->dv, c->dout, c->dws, c->dtab, c->dlens};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        if (d[i])
+            CK(pf_gpu_free(d[i]));
+    free(c->q);
+    free(c->kc);
+    free(c->vc);
+}
+
+/* Run plan p on NaN-poisoned output; check every row: zeros for a length
+ * <= 0, the CPU reference otherwise. */
+static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
+{
+    float out[PS * PHQ * PD];
+    if (c->dws) {
+        CK(pf_gpu_free(c->dws));
+        c->dws = NULL;
+    }
+    if (p->workspace_bytes) { /* zeroed once before first use, as gpu.h asks */
+        CK(pf_gpu_malloc(&c->dws, p->workspace_bytes));
+        CK(pf_gpu_memset(c->dws, 0, p->workspace_bytes));
+    }
+    CK(pf_gpu_memset(c->dout, 0xff, sizeof out));
+    CK(pf_gpu_attn_run(p, c->dq, c->dk, c->dv, c->dtab, c->dlens, c->dout, c->dws, NULL));
+    CK(pf_gpu_sync());
+    CK(pf_gpu_memcpy(out, c->dout, sizeof out, PF_GPU_D2H));
+    for (int s = 0; s < PS; s++) {
+        double ref[PHQ * PD];
+        if (c->lens[s] > 0) {
+            pf_attn_shape ash = {PHQ, PHKV, PD, 0.f};
+            cr_assert_eq(pf_attn_ref_contig_f64(&ash, c->q + (size_t)s * PHQ * PD,
+                                                c->kc + (size_t)s * PHKV * PCAP * PD,
+                                                c->vc + (size_t)s * PHKV * PCAP * PD, c->lens[s],
+                                                PCAP, ref),
+                         PF_OK);
+        }
+        for (int i = 0; i < PHQ * PD; i++) {
+            const float x = out[s * PHQ * PD + i];
+            if (c->lens[s] <= 0)
+                cr_assert_eq(x, 0.f, "%s v%d splits %d: seq %d (len %d) elem %d = %g, want 0",
+                             what, p->version, p->splits, s, c->lens[s], i, x);
+            else
+                cr_assert(fabs(x - ref[i]) < 1e-5, "%s v%d splits %d: seq %d elem %d %g vs %g",
+                          what, p->version, p->splits, s, i, x, ref[i]);
+        }
+    }
+}
+
+Test(gpu, lengths_of_zero_or_less_give_zeros_with_one_split_or_many)
+{
+    const int lens[PS] = {0, 50, -3, 300};
+    pcase c;
+    pcase_make(&c, lens);
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        pf_gpu_attn_plan one, many;
+        /* one slot on the machine: splitting cannot help, one chunk */
+        cr_assert_eq(pf_gpu_attn_plan_compute(&one, &c.sh, 1, NULL, PCAP, v, 1, 1), PF_OK);
+        cr_assert_eq(one.splits, 1);
+        pcase_check(&c, &one, "one split");
+        /* a big machine and 8 (sequence, head) pairs: many chunks */
+        cr_assert_eq(pf_gpu_attn_plan_compute(&many, &c.sh, 1, NULL, PCAP, v, 132, 8), PF_OK);
+        cr_assert_gt(many.splits, 1);
+        pcase_check(&c, &many, "many splits");
+    }
+    pcase_free(&c);
+}
+
+Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
+{
+    const int lens[PS] = {1, 77, 160, 320};
+    pcase c;
+    pcase_make(&c, lens);
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        pf_gpu_attn_plan p;
+        /* the real planner (device queries) from host lengths, and a split
+         * plan, so the graph holds both kernels */
+        cr_assert_eq(pf_gpu_attn_plan_make(&p, &c.sh, 1, lens, 0, v), PF_OK);
+        pcase_check(&c, &p, "plan_make");
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &c.sh, 1, lens, 0, v, 132, 8), PF_OK);
+        cr_assert_gt(p.splits, 1);
+        pcase_check(&c, &p, "direct");
+        float want[PS * PHQ * PD], got[PS * PHQ * PD];
+        CK(pf_gpu_memcpy(want, c.dout, sizeof want, PF_GPU_D2H));
+        pf_gpu_attn_graph *g = NULL;
+        CK(pf_gpu_attn_graph_make(&g, &p, c.dq, c.dk, c.dv, c.dtab, c.dlens, c.dout, c.dws));
+        CK(pf_gpu_memset(c.dout, 0xff, sizeof got)); /* capture ran nothing: replays must write */
+        CK(pf_gpu_attn_graph_launch(g, 100, NULL));
+        CK(pf_gpu_sync());
+        CK(pf_gpu_memcpy(got, c.dout, sizeof got, PF_GPU_D2H));
+        cr_assert_eq(memcmp(got, want, sizeof got), 0, "v%d: 100 replays differ from one run", v);
+        pf_gpu_attn_graph_free(g);
+    }
+    pcase_free(&c);
 }
 
 Test(gpu, run_layout_as_the_dashboard_calls_it)

@@ -24,16 +24,28 @@ expect_usage --workload nope
 expect_usage --len 10 --lengths 1,2
 expect_usage --lengths 1,x
 expect_usage --lengths 100,200 --max-len 150
+expect_usage --kernel 99
+expect_usage --profile-out /nonexistent-dir/profile.txt
 
-"$bin" bench --workload seed --seqs 8 --iters 3 --format json >"$out" 2>"$err"
+prof=$(mktemp -u)
+"$bin" bench --workload seed --seqs 8 --iters 3 --format json --profile-out "$prof" >"$out" 2>"$err"
 rc=$?
 case $rc in
 0)
     grep -q '"result": *"PASS"' "$out" || { echo "FAIL: status 0 without PASS"; cat "$out"; fails=$((fails + 1)); }
+    # the profile: the format line, then each figure finite and positive
+    grep -qx 'format = pagefault-gpu-profile/1' "$prof" || { echo "FAIL: profile format"; cat "$prof"; fails=$((fails + 1)); }
+    for k in mem_read_gbps attn_kv_gbps attn_fixed_us; do
+        v=$(sed -n "s/^$k = \([^ #]*\).*/\1/p" "$prof")
+        awk -v v="$v" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1e12) }' ||
+            { echo "FAIL: profile $k = '$v'"; fails=$((fails + 1)); }
+    done
+    rm -f "$prof"
     ;;
 3)
     grep -q "no GPU:" "$err" || { echo "FAIL: status 3 without 'no GPU:'"; cat "$err"; fails=$((fails + 1)); }
     [ -s "$out" ] && { echo "FAIL: status 3 printed on stdout"; fails=$((fails + 1)); }
+    [ -e "$prof" ] && { echo "FAIL: a failed run left a profile behind"; fails=$((fails + 1)); rm -f "$prof"; }
     echo "no device: $(cat "$err")"
     ;;
 *)

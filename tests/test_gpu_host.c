@@ -2,7 +2,9 @@
  * build (no device needed): element rounding, shape validation, the CPU
  * reference check (it must catch a wrong element and a NaN), and the
  * "unavailable" answers of a build without CUDA. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -198,5 +200,275 @@ Test(gpu_host, unavailable_answers_carry_a_reason)
     pf_gpu_head_shape hs = {1, 1, 64, PF_GPU_F32};
     err[0] = '\0';
     cr_assert_eq(pf_gpu_run_layout(&lay, &hs, &pr, err, sizeof err), PF_ERR_UNAVAILABLE);
+    cr_assert_gt(strlen(err), 0);
+}
+
+/* ---- issue 8 point 10: the public API's bounds, checked on the host ---- */
+
+static pf_gpu_attn_shape llama_shape(void)
+{
+    pf_gpu_attn_shape s = {.num_seqs = 64, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128,
+                           .block_size = 16, .max_blocks_per_seq = 256, .naive_cap = 4096,
+                           .dtype = PF_GPU_BF16, .scale = 0.f};
+    return s;
+}
+
+Test(gpu_host, validate_accepts_real_shapes)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_OK);
+    cr_assert_eq(pf_gpu_attn_validate(&s, 0), PF_OK);
+    s.num_seqs = 65535;
+    s.max_blocks_per_seq = (1 << 20) / 16;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_OK);
+}
+
+Test(gpu_host, validate_rejects_overflowing_products)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    /* tokens per sequence past INT_MAX: 2^24 blocks of 256 */
+    s.block_size = 256;
+    s.max_blocks_per_seq = 1 << 24;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    s.max_blocks_per_seq = INT32_MAX;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    /* num_seqs * num_q_heads past INT_MAX */
+    s = llama_shape();
+    s.num_seqs = 65535;
+    s.num_q_heads = 65535;
+    s.num_kv_heads = 65535 / 15; /* 4369: every count in range, the product not */
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    /* naive buffers [S][Hkv][cap][D] past size_t */
+    s = llama_shape();
+    s.num_seqs = 65535;
+    s.num_q_heads = 4096;
+    s.num_kv_heads = 4096;
+    s.naive_cap = INT32_MAX;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 0), PF_ERR_ARG);
+    /* counts out of range, NaN scale */
+    s = llama_shape();
+    s.num_seqs = 0;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    s.num_seqs = 65536;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    s = llama_shape();
+    s.max_blocks_per_seq = 0;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    s = llama_shape();
+    s.scale = NAN;
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_validate(NULL, 1), PF_ERR_ARG);
+}
+
+/* The public one-shot calls refuse such shapes with PF_ERR_ARG before any
+ * device work, with or without CUDA and a device: never "unavailable". */
+Test(gpu_host, public_calls_refuse_overflow_without_a_device)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.block_size = 256;
+    s.max_blocks_per_seq = 1 << 24;
+    int dummy[4] = {0};
+    cr_assert_eq(pf_gpu_paged_attention(&s, dummy, dummy, dummy, dummy, dummy, dummy, NULL),
+                 PF_ERR_ARG);
+    s = llama_shape();
+    s.naive_cap = INT32_MAX;
+    s.num_seqs = 65535;
+    s.num_q_heads = s.num_kv_heads = 4096;
+    cr_assert_eq(pf_gpu_naive_attention(&s, dummy, dummy, dummy, dummy, dummy, NULL), PF_ERR_ARG);
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 0, NULL, 100, 0), PF_ERR_ARG);
+    s = llama_shape();
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, NULL, 100, PF_GPU_KERNEL_VERSIONS + 1),
+                 PF_ERR_ARG);
+    /* a run needs a plan made by plan_make */
+    memset(&p, 0, sizeof p);
+    int rc = pf_gpu_attn_run(&p, dummy, dummy, dummy, dummy, dummy, dummy, NULL, NULL);
+    cr_assert(rc == PF_ERR_ARG || rc == PF_ERR_UNAVAILABLE, "rc %d", rc);
+}
+
+/* ---- issue 11 point 2: split-KV planned from the lengths ---- */
+
+static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
+{
+    cr_assert_eq(p->chunk % B, 0, "chunk %d, block %d", p->chunk, B);
+    cr_assert_leq(p->chunk, PF_GPU_MAX_CHUNK);
+    cr_assert_geq((long long)p->chunk * p->splits, maxlen);
+    cr_assert_lt((long long)p->chunk * (p->splits - 1), maxlen);
+    const int group = p->shape.num_q_heads / p->shape.num_kv_heads;
+    const size_t counters = pf_gpu_version_fused(p->version)
+                                ? (size_t)p->shape.num_seqs * p->shape.num_kv_heads *
+                                      (group / pf_gpu_group_tile(group)) * sizeof(unsigned)
+                                : 0;
+    if (p->splits > 1)
+        cr_assert_eq(p->workspace_bytes,
+                     (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
+                             (p->shape.head_dim + 1) * sizeof(float) +
+                         counters);
+    else
+        cr_assert_eq(p->workspace_bytes, 0);
+}
+
+Test(gpu_host, plan_comes_from_lengths_not_capacity)
+{
+    int lens[64];
+    for (int i = 0; i < 64; i++)
+        lens[i] = 4096;
+    pf_gpu_attn_shape s = llama_shape();
+    pf_gpu_attn_plan a, b, c;
+    /* the same lengths in tables of 4096 and of 32768 tokens, block 16 or 128 */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&a, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    s.max_blocks_per_seq = 2048;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&b, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    s.block_size = 128;
+    s.max_blocks_per_seq = 256;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&c, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(a.max_len, 4096);
+    cr_assert_eq(b.max_len, 4096);
+    cr_assert_eq(a.chunk, b.chunk);
+    cr_assert_eq(a.splits, b.splits);
+    assert_covers(&a, 4096, 16);
+    assert_covers(&c, 4096, 128);
+    /* 64 x 8 = 512 (sequence, kv head) pairs nearly fill 132 x 4 slots:
+     * one chunk per sequence, as many blocks at block 128 as at 16 */
+    cr_assert_eq(c.splits, a.splits);
+    /* an upper bound instead of lengths plans every sequence at it */
+    s = llama_shape();
+    s.max_blocks_per_seq = 2048;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&b, &s, 1, NULL, 32768, 0, 132, 4), PF_OK);
+    cr_assert_eq(b.max_len, 32768);
+    assert_covers(&b, 32768, 16);
+}
+
+Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
+{
+    int lens[8];
+    for (int i = 0; i < 8; i++)
+        lens[i] = 32768;
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 8;
+    s.max_blocks_per_seq = 2048;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    assert_covers(&p, 32768, 16);
+    /* 64 pairs on 528 slots: without splitting 7/8 of the GPU idles */
+    cr_assert_geq((long long)p.splits * 64, 528 / 2, "splits %d", p.splits);
+    /* and the mixed lengths of a batch: every chunk a whole page */
+    int mixed[5] = {1, 17, 300, 1024, 2049};
+    s.num_seqs = 5;
+    s.block_size = 24;
+    s.max_blocks_per_seq = 100;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
+    assert_covers(&p, 2049, 24);
+    cr_assert_eq(p.version, 2);
+    /* version 0: the measured default, v1 for MHA (GQA tile 1), v5 for GQA */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
+    cr_assert_eq(p.version, 5);
+    s.num_kv_heads = s.num_q_heads;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
+    cr_assert_eq(p.version, 1);
+}
+
+Test(gpu_host, plan_accepts_empty_sequences_and_refuses_overlong_ones)
+{
+    int lens[3] = {0, -5, 0};
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 3;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_geq(p.max_len, 1);
+    lens[1] = 4097; /* the table holds 256 x 16 = 4096 tokens */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 4097, 0, 132, 4), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 0, 0, 132, 4), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 100, 0, 0, 4), PF_ERR_ARG);
+    cr_assert_neq(p.magic, PF_GPU_PLAN_MAGIC); /* a refused plan cannot be run */
+}
+
+/* ---- issue 9's input: the cost-model profile ---- */
+
+Test(gpu_host, profile_writer_format_and_values)
+{
+    pf_gpu_profile p = {.device = "NVIDIA H200", .mem_read_gbps = 4612.5,
+                        .attn_kv_gbps = 4401.25, .attn_fixed_us = 6.5};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(f);
+    cr_assert_eq(pf_gpu_profile_write(f, &p), PF_OK);
+    fclose(f);
+    /* parse it back as the simulator's reader will: key = value, # comments */
+    int seen = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char key[64], val[128];
+        if (sscanf(line, " %63[a-z_] = %127[^\n]", key, val) != 2)
+            continue;
+        for (char *e = val + strlen(val); e > val && e[-1] == ' '; e--)
+            e[-1] = '\0';
+        if (!strcmp(key, "format")) {
+            cr_assert_str_eq(val, "pagefault-gpu-profile/1");
+            seen |= 1;
+        } else if (!strcmp(key, "device")) {
+            cr_assert_str_eq(val, "NVIDIA H200");
+            seen |= 2;
+        } else {
+            double x = strtod(val, NULL);
+            cr_assert(isfinite(x) && x > 0, "%s = %s", key, val);
+            const char *names[3] = {"mem_read_gbps", "attn_kv_gbps", "attn_fixed_us"};
+            const double want[3] = {4612.5, 4401.25, 6.5};
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(key, names[k])) {
+                    cr_assert_float_eq(x, want[k], 0.05, "%s = %s", key, val);
+                    seen |= 4 << k;
+                }
+        }
+    }
+    cr_assert_eq(seen, 31, "keys seen: %#x\n%s", seen, buf);
+    free(buf);
+}
+
+Test(gpu_host, profile_writer_refuses_bad_figures)
+{
+    const double bad[] = {0.0, -1.0, NAN, INFINITY};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 3; k++) {
+            pf_gpu_profile p = {.device = "X", .mem_read_gbps = 1, .attn_kv_gbps = 1,
+                                .attn_fixed_us = 1};
+            double *f = k == 0 ? &p.mem_read_gbps : k == 1 ? &p.attn_kv_gbps : &p.attn_fixed_us;
+            *f = bad[i];
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *m = open_memstream(&buf, &len);
+            cr_assert_eq(pf_gpu_profile_write(m, &p), PF_ERR_ARG);
+            fclose(m);
+            cr_assert_eq(len, 0, "wrote %zu bytes for a bad figure", len);
+            free(buf);
+        }
+    pf_gpu_profile p = {.device = "", .mem_read_gbps = 1, .attn_kv_gbps = 1, .attn_fixed_us = 1};
+    cr_assert_eq(pf_gpu_profile_write(stdout, &p), PF_ERR_ARG);
+}
+
+/* Without a device every call that needs one says so: PF_ERR_UNAVAILABLE,
+ * never PF_ERR_ARG (issue 8: CUDA errors keep their meaning; before, a
+ * failed cudaDeviceSynchronize was reported as a bad argument). */
+Test(gpu_host, device_failures_are_not_bad_arguments)
+{
+    char why[200] = "";
+    if (pf_gpu_available(why, sizeof why))
+        return; /* a device is here: test_gpu covers it */
+    cr_assert_eq(pf_gpu_sync(), PF_ERR_UNAVAILABLE);
+    int x[4] = {0};
+    cr_assert_eq(pf_gpu_memset(x, 0, sizeof x), PF_ERR_UNAVAILABLE);
+    cr_assert_eq(pf_gpu_memcpy(x, x, sizeof x, PF_GPU_D2D), PF_ERR_UNAVAILABLE);
+    pf_gpu_attn_shape s = llama_shape();
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, NULL, 4096, 0), PF_ERR_UNAVAILABLE);
+    pf_gpu_profile prof;
+    char err[200] = "";
+    cr_assert_eq(pf_gpu_profile_measure(&prof, 1, err, sizeof err), PF_ERR_UNAVAILABLE);
     cr_assert_gt(strlen(err), 0);
 }

@@ -9,10 +9,14 @@
  * naive, cost of scattering = shuffled / ordered); and the checks (naive vs
  * the CPU reference for every sequence, max |paged - naive|, pool read-back).
  *
+ * --kernel N selects a numbered kernel version (gpu/kernels.cu); --profile-out
+ * FILE also writes the simulator's cost-model figures (gpu/gpu.h, (e)).
+ *
  * Exit status: 0 all checks passed, 1 a check failed (or the run failed),
  * 2 usage error, 3 no usable GPU (built without CUDA, or no device): the
  * reason is printed on stderr.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +49,11 @@ static const bench_workload workloads[] = {
     {"mixed", 256, 0, 2, 4096, 32, 8, 128, 16, PF_GPU_BF16, "many short, some long"},
     {"long", 8, 32768, 1, 32768, 32, 8, 128, 16, PF_GPU_BF16, "needs split-KV"},
     {"single", 1, 1024, 1, 1024, 32, 8, 128, 16, PF_GPU_BF16, "latency"},
+    {"batch", 256, 1024, 1, 1024, 32, 8, 128, 16, PF_GPU_BF16, "a large batch of mid-length"},
+    {"mha", 32, 2048, 1, 2048, 32, 32, 128, 16, PF_GPU_F16, "multi-head (no GQA), fp16"},
 };
-static const char *const workload_names[] = {"seed", "llama", "mixed", "long", "single", NULL};
+static const char *const workload_names[] = {"seed", "llama", "mixed", "long", "single",
+                                             "batch", "mha", NULL};
 static const char *const dtype_names[] = {"fp32", "fp16", "bf16", NULL};
 
 typedef struct {
@@ -59,6 +66,8 @@ typedef struct {
     double tolerance;
     int ref_all_heads;
     int no_read_bw;
+    int kernel;
+    const char *profile_out;
     int format;
 } bench_args;
 
@@ -66,11 +75,16 @@ static const char bench_summary[] =
     "GPU decode attention, naive (contiguous per-sequence KV) vs paged (every K/V read through\n"
     "the block table), on ordered and on shuffled frames. Workloads: seed (32 seqs, seed mix,\n"
     "1 head, D=64, fp32), llama (64 x 4096, GQA 32/8, D=128, bf16), mixed (256 seqs, seed mix\n"
-    "x2), long (8 x 32768), single (1 x 1024); any shape flag overrides the workload's value.\n"
+    "x2), long (8 x 32768), single (1 x 1024), batch (256 x 1024), mha (32 x 2048, 32/32\n"
+    "heads, fp16); any shape flag overrides the workload's value. --kernel N picks a numbered\n"
+    "kernel version (docs/gpu.md); every version is checked before it is timed.\n"
     "Every pass is checked before it is timed: naive vs a CPU reference (double) for every\n"
     "sequence, paged vs naive within --tolerance, pool read-back through the page tables;\n"
     "outputs are NaN-poisoned first. Times are CUDA-event timings with the L2 flushed before\n"
-    "each launch. Exit status: 0 pass, 1 a check failed, 2 usage, 3 no GPU.";
+    "each launch. --profile-out FILE also measures the simulator's cost-model figures (read\n"
+    "bandwidth, paged attention at the llama shape, the single 1x1024 launch) and writes\n"
+    "them as `pagefault-gpu-profile/1`. Exit status: 0 pass, 1 a check failed, 2 usage,\n"
+    "3 no GPU.";
 
 /* Resolve the lengths: --lengths, else --len, else the workload's. */
 static int *bench_lengths(const bench_args *a, const bench_workload *w, int *n_out)
@@ -154,6 +168,7 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "frames", "frames mapped", res->frames, "%.0f", NULL);
     pf_report_num(r, "chunk", "split-KV chunk", res->chunk_tokens, "%.0f", "tokens");
     pf_report_num(r, "splits", "chunks of the longest sequence", res->splits, "%.0f", NULL);
+    pf_report_num(r, "kernel", "kernel version", res->version, "%.0f", NULL);
     pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
     pf_report_num(r, "seed", "data seed", (double)a->seed, "%.0f", NULL);
     pf_report_num(r, "shuffle_seed", "shuffle seed", (double)a->shuffle_seed, "%.0f", NULL);
@@ -206,6 +221,10 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     if (!res->have_shuffled)
         pf_report_note(r, "--shuffle-seed 0: ordered frames only; slowdown is ordered / naive");
 
+    pf_report_section(r, "api", "Public API (plan once, run many times)");
+    pf_report_num(r, "host_us_per_run", "host time per pf_gpu_attn_run (loop of 50, no sync)",
+                  res->host_us_per_run, "%.2f", "us");
+
     pf_report_section(r, "checks", "Checks");
     pf_report_num(r, "max_err_ref", "max |naive - CPU reference|", res->max_err_ref, "%.3g",
                   NULL);
@@ -224,6 +243,25 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_str(r, "result", "result", res->pass ? "PASS" : "FAIL");
     if (!res->pass)
         pf_report_str(r, "failure", "first failure", res->failure);
+}
+
+/* --profile-out: measure the cost-model figures and write them. 0 or -1
+ * (the reason on stderr). */
+static int write_profile(FILE *f, int iters)
+{
+    pf_gpu_profile p;
+    char err[300] = "";
+    int rc = pf_gpu_profile_measure(&p, iters, err, sizeof err);
+    if (rc != PF_OK) {
+        fprintf(stderr, "%s: --profile-out: %s\n", PROG, err[0] ? err : pf_strerror(rc));
+        return -1;
+    }
+    rc = pf_gpu_profile_write(f, &p);
+    if (rc != PF_OK) {
+        fprintf(stderr, "%s: --profile-out: %s\n", PROG, pf_strerror(rc));
+        return -1;
+    }
+    return 0;
 }
 
 int pf_cmd_bench(int argc, char **argv)
@@ -262,6 +300,10 @@ int pf_cmd_bench(int argc, char **argv)
          "CPU reference on every head even for large workloads", 0},
         {"no-read-bw", PF_OPT_FLAG, &a.no_read_bw, 0, 0, NULL, NULL,
          "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
+        {"kernel", PF_OPT_INT, &a.kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
+         "kernel version, 0: the default (docs/gpu.md)", 0},
+        {"profile-out", PF_OPT_STRING, &a.profile_out, 0, 0, NULL, "FILE",
+         "also measure and write the simulator's GPU profile to FILE", 0},
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
         {0},
     };
@@ -295,10 +337,21 @@ int pf_cmd_bench(int argc, char **argv)
         return pf_cli_error(PROG, "%s", why);
 
     int n = 0, status = 2;
+    FILE *prof = NULL;
+    if (a.profile_out) {
+        /* opened first, so a bad path is a usage error before any GPU work */
+        prof = fopen(a.profile_out, "w");
+        if (!prof)
+            return pf_cli_error(PROG, "--profile-out: cannot write '%s': %s", a.profile_out,
+                                strerror(errno));
+    }
     int *lens = bench_lengths(&a, w, &n);
     pf_report *r = NULL;
-    if (!lens)
+    if (!lens) {
+        if (prof)
+            fclose(prof);
         return 2;
+    }
     int maxlen = 0;
     for (int i = 0; i < n; i++)
         if (lens[i] > maxlen)
@@ -322,7 +375,7 @@ int pf_cmd_bench(int argc, char **argv)
         .num_kv_heads = a.hkv, .head_dim = a.head_dim, .block_size = a.block_size,
         .dtype = (pf_gpu_dtype)a.dtype, .iters = a.iters, .seed = (unsigned long long)a.seed,
         .shuffle_seed = (unsigned long long)a.shuffle_seed, .tolerance = a.tolerance,
-        .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw,
+        .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
     };
     /* every sequence is always checked; heads are sampled (one q head per
      * kv head) only when all of them would cost the CPU too long */
@@ -358,8 +411,17 @@ int pf_cmd_bench(int argc, char **argv)
         fprintf(stderr, "%s: check failed: %s\n", PROG, res.failure);
         goto out;
     }
+    if (prof && write_profile(prof, a.iters) != 0)
+        goto out;
     status = 0;
 out:
+    if (prof && fclose(prof) != 0 && status == 0) {
+        fprintf(stderr, "%s: --profile-out: writing '%s' failed: %s\n", PROG, a.profile_out,
+                strerror(errno));
+        status = 1;
+    }
+    if (prof && status != 0)
+        remove(a.profile_out); /* no half-written or empty profile left behind */
     pf_report_free(r);
     free(lens);
     return status;

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""gpu/peers.py - our decode-attention kernels beside PyTorch's, in one process.
+
+    python3 gpu/peers.py build/gpu/libpagefault_gpu.so [--iters N] [--workloads a,b]
+
+Optional: it needs PyTorch with CUDA (the device machine has it). For each
+workload it draws one set of q, K, V on the GPU and runs, on that same data:
+  - ours, paged: pf_gpu_attn_plan_make + pf_gpu_attn_run through
+    libpagefault_gpu.so, K/V in a pool of shuffled pages (block 16, and 128
+    for llama), the workspace a torch tensor;
+  - PyTorch SDPA on contiguous K/V [S, Hkv, L, D] with enable_gqa, forced to
+    the cuDNN backend and to the FlashAttention backend;
+  - PyTorch flex_attention on a paged cache (PagedAttention, page 128), llama
+    only (it compiles a kernel per shape).
+Each launch is timed with CUDA events after an L2 flush (a read of 256 MB);
+the figure is the median. Every output is checked against a float32 SDPA
+(math backend) on the same inputs: max |out - ref| must stay under 2e-2
+(bf16/fp16 outputs of values of order 1). Exit status: 0 all checked
+outputs agree, 1 a mismatch, 3 no torch / no device.
+"""
+import argparse
+import ctypes
+import math
+import sys
+
+
+class AttnShape(ctypes.Structure):
+    _fields_ = [
+        ("num_seqs", ctypes.c_int),
+        ("num_q_heads", ctypes.c_int),
+        ("num_kv_heads", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("block_size", ctypes.c_int),
+        ("max_blocks_per_seq", ctypes.c_int),
+        ("naive_cap", ctypes.c_int),
+        ("dtype", ctypes.c_int),  # 0 fp32, 1 fp16, 2 bf16
+        ("scale", ctypes.c_float),
+    ]
+
+
+class AttnPlan(ctypes.Structure):  # pf_gpu_attn_plan (gpu/gpu.h)
+    _fields_ = [
+        ("shape", AttnShape),
+        ("paged", ctypes.c_int),
+        ("version", ctypes.c_int),
+        ("max_len", ctypes.c_int),
+        ("chunk", ctypes.c_int),
+        ("splits", ctypes.c_int),
+        ("sm_count", ctypes.c_int),
+        ("blocks_per_sm", ctypes.c_int),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("magic", ctypes.c_uint),
+    ]
+
+
+# name: (seqs, len, q heads, kv heads, D, dtype)
+WORKLOADS = {
+    "llama": (64, 4096, 32, 8, 128, "bf16"),
+    "batch": (256, 1024, 32, 8, 128, "bf16"),
+    "long": (8, 32768, 32, 8, 128, "bf16"),
+    "single": (1, 1024, 32, 8, 128, "bf16"),
+    "mha": (32, 2048, 32, 32, 128, "fp16"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("lib", nargs="?", default="build/gpu/libpagefault_gpu.so")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--workloads", default="llama,batch,long,single,mha")
+    ap.add_argument("--no-flex", action="store_true")
+    args = ap.parse_args()
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError as e:
+        print("no torch:", e)
+        return 3
+    if not torch.cuda.is_available():
+        print("no CUDA device for torch")
+        return 3
+    lib = ctypes.CDLL(args.lib)
+    vp = ctypes.c_void_p
+    lib.pf_gpu_attn_plan_make.argtypes = [ctypes.POINTER(AttnPlan), ctypes.POINTER(AttnShape),
+                                          ctypes.c_int, vp, ctypes.c_int, ctypes.c_int]
+    lib.pf_gpu_attn_run.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp, vp, vp, vp, vp, vp]
+    dev = torch.device("cuda")
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    sink = torch.zeros(1, dtype=torch.int64, device=dev)
+
+    def time_it(fn, iters):
+        """median of CUDA-event timings of fn(), the L2 flushed before each"""
+        for _ in range(3):
+            fn()
+        ts = []
+        for _ in range(iters):
+            sink.add_(flush.view(torch.int64).sum())  # a 256 MB read
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b))
+        ts.sort()
+        return ts[len(ts) // 2]
+
+    torch.manual_seed(0)
+    print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    rows = []
+    bad = 0
+    for name in args.workloads.split(","):
+        S, L, HQ, HKV, D, dts = WORKLOADS[name]
+        dt = torch.bfloat16 if dts == "bf16" else torch.float16
+        q = torch.randn(S, HQ, 1, D, device=dev, dtype=dt)
+        k = torch.randn(S, HKV, L, D, device=dev, dtype=dt)
+        v = torch.randn(S, HKV, L, D, device=dev, dtype=dt)
+        kv_bytes = 2 * k.numel() * k.element_size()
+        scale = 1.0 / math.sqrt(D)
+        # reference: float32 SDPA, math backend, on the same (rounded) values;
+        # at most 16 sequences so the float32 copies stay small
+        nref = min(S, 16)
+        with sdpa_kernel(SDPBackend.MATH):
+            ref = F.scaled_dot_product_attention(q[:nref].float(), k[:nref].float(),
+                                                 v[:nref].float(), scale=scale, enable_gqa=True)
+
+        def check(out, label):
+            nonlocal bad
+            err = (out[:nref].float().reshape(ref.shape) - ref).abs().max().item()
+            ok = err < 2e-2
+            if not ok:
+                bad += 1
+            return err, ok
+
+        res = {}
+        # -- ours, paged, shuffled pages
+        for B in ([16, 128] if name == "llama" else [16]):
+            nb = L // B
+            frames = S * nb
+            perm = torch.randperm(frames, device=dev)
+            # [S, Hkv, nb, B, D] -> [S * nb, Hkv, B, D], scattered by perm
+            kp = torch.empty(frames, HKV, B, D, device=dev, dtype=dt)
+            vpool = torch.empty_like(kp)
+            kp[perm] = k.view(S, HKV, nb, B, D).permute(0, 2, 1, 3, 4).reshape(frames, HKV, B, D)
+            vpool[perm] = v.view(S, HKV, nb, B, D).permute(0, 2, 1, 3, 4).reshape(frames, HKV, B, D)
+            tables = perm.to(torch.int32).view(S, nb).contiguous()
+            lens_h = (ctypes.c_int * S)(*([L] * S))
+            lens_d = torch.full((S,), L, dtype=torch.int32, device=dev)
+            shape = AttnShape(S, HQ, HKV, D, B, nb, L, 2 if dts == "bf16" else 1, 0.0)
+            plan = AttnPlan()
+            rc = lib.pf_gpu_attn_plan_make(ctypes.byref(plan), ctypes.byref(shape), 1,
+                                           ctypes.cast(lens_h, vp), 0, 0)
+            if rc != 0:
+                print(f"{name}: plan failed ({rc})")
+                bad += 1
+                continue
+            # zeroed before first use (gpu.h): version 5 keeps counters there
+            ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
+            qc = q.view(S, HQ, D).contiguous()
+            out = torch.empty(S, HQ, D, device=dev, dtype=dt)
+            st = torch.cuda.current_stream().cuda_stream
+
+            def ours():
+                r = lib.pf_gpu_attn_run(ctypes.byref(plan), qc.data_ptr(), kp.data_ptr(),
+                                        vpool.data_ptr(), tables.data_ptr(), lens_d.data_ptr(),
+                                        out.data_ptr(), ws.data_ptr(), st)
+                if r != 0:
+                    raise RuntimeError(f"pf_gpu_attn_run: {r}")
+
+            ours()
+            torch.cuda.synchronize()
+            err, ok = check(out, "ours")
+            res[f"ours paged B{B}"] = (time_it(ours, args.iters), err, ok)
+            del kp, vpool
+        # -- PyTorch SDPA on contiguous K/V, cuDNN and FlashAttention
+        for label, backend in (("cuDNN SDPA", SDPBackend.CUDNN_ATTENTION),
+                               ("FlashAttention SDPA", SDPBackend.FLASH_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    def sdpa():
+                        return F.scaled_dot_product_attention(q, k, v, scale=scale,
+                                                              enable_gqa=True)
+                    o = sdpa()
+                    torch.cuda.synchronize()
+                    err, ok = check(o, label)
+                    res[label] = (time_it(sdpa, args.iters), err, ok)
+            except Exception as e:  # a backend that does not serve the shape
+                res[label] = (None, str(e).splitlines()[0][:60], True)
+        # -- flex_attention on a paged cache (page 128), llama only
+        if name == "llama" and not args.no_flex:
+            try:
+                res["flex paged B128"] = flex_paged(torch, q, k, v, scale, time_it, args.iters,
+                                                    check)
+            except Exception as e:
+                res["flex paged B128"] = (None, (type(e).__name__ + ": " + str(e)).splitlines()[0][:70], True)
+        base = res.get("cuDNN SDPA", (None,))[0]
+        for label, (ms, err, ok) in res.items():
+            if ms is None:
+                rows.append((name, label, "n/a", "", "", str(err)))
+                continue
+            rows.append((name, label, f"{ms:.4f}", f"{kv_bytes / (ms * 1e-3) / 1e12:.2f}",
+                         f"{ms / base:.3f}" if base else "", f"{err:.2e}" + ("" if ok else " BAD")))
+        del q, k, v, ref
+        torch.cuda.empty_cache()
+
+    print()
+    print("| workload | kernel | median ms | KV TB/s | / cuDNN | max abs err vs fp32 |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 1 if bad else 0
+
+
+def flex_paged(torch, q, k, v, scale, time_it, iters, check):
+    """flex_attention through PyTorch's PagedAttention helper, page 128"""
+    from torch.nn.attention.experimental._paged_attention import PagedAttention
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    S, HKV, L, D = k.shape
+    HQ = q.shape[1]
+    P = 128
+    n_pages = S * L // P
+    dev = q.device
+    pa = PagedAttention(n_pages, P, S, device=dev)
+    k_cache = torch.zeros(1, HKV, n_pages * P, D, device=dev, dtype=k.dtype)
+    v_cache = torch.zeros_like(k_cache)
+    for b in range(S):  # reserve takes one sequence at a time (scalar tensors)
+        pa.reserve(torch.tensor(b, device=dev), torch.tensor(L, device=dev))
+    bidx = torch.arange(S, device=dev, dtype=torch.int32)
+    pos = torch.arange(L, device=dev, dtype=torch.int32).unsqueeze(0).expand(S, L)
+    pa.assign(bidx, pos, k, v, k_cache, v_cache)
+
+    def causal_free(b, h, q_idx, kv_idx):
+        return kv_idx >= 0
+
+    logical = create_block_mask(causal_free, S, 1, 1, L, device=dev, BLOCK_SIZE=P)
+    mask = pa.convert_logical_block_mask(logical)
+    fa = torch.compile(flex_attention, dynamic=False)
+
+    def run():
+        return fa(q, k_cache, v_cache, block_mask=mask, scale=scale, enable_gqa=True)
+
+    o = run()
+    torch.cuda.synchronize()
+    err, ok = check(o, "flex")
+    return (time_it(run, iters), err, ok)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
