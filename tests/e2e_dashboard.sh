@@ -5,7 +5,7 @@
 # add workers, pause (the step stops), single-step (it moves by one), g (no
 # GPU: the panel says why; with one: results), resize below the minimum (the
 # message) and back, help, q (the shell gets control back and the pane is
-# out of the alternate screen); then q while running, Ctrl-C, SIGTERM and
+# out of the alternate screen); then q while running, Ctrl-C (130), SIGTERM (143) and
 # SIGSEGV in runs of their own. Every wait polls
 # capture-pane with a deadline instead of sleeping a fixed time.
 # Exit 77 (skipped) without tmux.
@@ -157,12 +157,12 @@ $T new-session -d -s pf -x 100 -y 30 "'$BIN' --engine deterministic; echo PF_EXI
     fail "cannot start tmux"
 wait_for "Counters" 15 || fail "dashboard did not start (run 2)"
 $T send-keys -t pf C-c
-wait_for "PF_EXIT=0" 15 || fail "Ctrl-C did not end the dashboard cleanly"
+wait_for "PF_EXIT=130" 15 || fail "Ctrl-C did not end the dashboard with status 130"
 [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after Ctrl-C"
-echo "ok Ctrl-C: terminal restored"
+echo "ok Ctrl-C: status 130, terminal restored"
 $T kill-session -t pf
 
-# ---- runs 4 and 5: SIGTERM ends it cleanly; a crash (SIGSEGV) still restores
+# ---- runs 4 and 5: SIGTERM ends it with status 143; a crash (SIGSEGV) still restores
 # the terminal and dies of the signal (status 139) -------------------------------
 PIDF=$(mktemp)
 for sig in TERM SEGV; do
@@ -174,7 +174,7 @@ for sig in TERM SEGV; do
     pid=$(cat "$PIDF")
     [ -n "$pid" ] || fail "no pid"
     kill -s "$sig" "$pid"
-    want=0
+    want=143 # 128 + SIGTERM, as shells expect
     [ "$sig" = SEGV ] && want=139
     wait_for "PF_EXIT=$want" 15 || fail "SIG$sig: expected exit status $want"
     [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after SIG$sig"
@@ -182,5 +182,15 @@ for sig in TERM SEGV; do
     $T kill-session -t pf
 done
 rm -f "$PIDF"
+
+# ---- terminals that cannot be driven: one clear line, status 2 -------------------
+for term in dumb no-such-terminal-xyz; do
+    $T new-session -d -s pf -x 100 -y 30 "TERM=$term '$BIN'; echo PF_EXIT=\$?; sleep 120" ||
+        fail "cannot start tmux"
+    wait_for "PF_EXIT=2" 15 || fail "TERM=$term: expected exit status 2"
+    screen | grep -qF "cannot drive the terminal '$term'" || fail "TERM=$term: no clear message"
+    echo "ok TERM=$term refused"
+    $T kill-session -t pf
+done
 echo "PASS"
 exit 0

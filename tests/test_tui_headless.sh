@@ -54,6 +54,19 @@ if command -v timeout >/dev/null 2>&1; then
         fail "stuck run with --ticks failed: $(cat "$TMP/out")"
 fi
 
+# --gpu with no usable GPU: the frame says why, stderr says so in bench's
+# words and the status is bench's (3); with a GPU the pass runs (status 0)
+"$BIN" --headless --ticks 50 --gpu >"$TMP/g" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 3 ]; then
+    grep -q '^pagefault: no GPU: ' "$TMP/err" || fail "--gpu without GPU: stderr: $(cat "$TMP/err")"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "--gpu without GPU: want one line on stderr"
+    grep -q 'GPU unavailable: ' "$TMP/g" || fail "--gpu without GPU: the frame does not say so"
+else
+    [ "$rc" -eq 0 ] || fail "--gpu: exit $rc: $(cat "$TMP/err")"
+    grep -q 'paged (now)' "$TMP/g" || fail "--gpu with a GPU: no results in the frame"
+fi
+
 # a result that cannot be written is an error (it exited 0 before)
 if [ -w /dev/full ]; then
     for args in "--headless --ticks 2" "calc" "sim --jobs 4"; do

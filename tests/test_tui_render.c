@@ -283,7 +283,8 @@ Test(panels, counters_params_events)
     s->stats.stalled = 11;
     s->stats.preemptions = 4321;
     s->stats.recomputed_tokens = 198765;
-    s->stats.kv_usage = 0.873;
+    s->stats.kv_usage = 0.5;
+    s->stats.kv_util = 0.873;
     s->stats.throughput_vs_naive = 1.92;
     s->stats.goodput = 0.931;
     s->stats.step = 777;
@@ -306,7 +307,7 @@ Test(panels, counters_params_events)
         cr_assert(row_has_both(&b, "decoding", "117"));
         cr_assert(row_has_both(&b, "stalled", "11"));
         cr_assert(row_has_both(&b, "preempts", "4321"));
-        cr_assert(row_has_both(&b, "recomputed", "198.8k"));
+        cr_assert(row_has_both(&b, "recomputed", "199k"), "three significant digits, whole");
         cr_assert(row_has_both(&b, "util", "87.3%"));
         cr_assert(row_has_both(&b, "vs naive", "1.92x"));
         cr_assert(row_has_both(&b, "goodput", "93.1%"));
@@ -554,4 +555,29 @@ Test(grid, naive_marks_no_reserve)
     pf_cells_free(&scr);
     pf_cells_free(&b);
     snap_del(s);
+}
+
+/* ---- the command queue: no key press is dropped ------------------------------ */
+
+#include "tui/cmdq.h"
+
+Test(cmdq, burst_is_kept_whole_and_in_order)
+{
+    /* the old bridge dropped everything past 64 pending presses */
+    pf_cmdq q = {0}, out = {0};
+    for (int i = 0; i < 10000; i++)
+        cr_assert_eq(pf_cmdq_push(&q, i % 97), 0);
+    cr_assert_eq(pf_cmdq_take(&q, &out), 10000);
+    cr_assert_eq(q.n, 0, "take leaves the queue empty");
+    for (int i = 0; i < 10000; i++)
+        cr_assert_eq(out.v[i], i % 97, "command %d out of order", i);
+    /* the next round reuses the arrays and still keeps order */
+    pf_cmdq_push(&q, 5);
+    pf_cmdq_push(&q, 6);
+    cr_assert_eq(pf_cmdq_take(&q, &out), 2);
+    cr_assert_eq(out.v[0], 5);
+    cr_assert_eq(out.v[1], 6);
+    cr_assert_eq(pf_cmdq_take(&q, &out), 0);
+    pf_cmdq_free(&q);
+    pf_cmdq_free(&out);
 }

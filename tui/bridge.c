@@ -16,20 +16,19 @@
 #include <time.h>
 
 #include "core/err.h"
+#include "tui/cmdq.h"
 
 static const char *const mode_names[] = {"naive", "paged"};
 static const char *const policy_names[] = {"faulting", "newest", "fewest-generated", "most-frames",
                                            "lowest-priority"};
 static const char *const preempt_names[] = {"recompute", "swap"};
 
-#define CMDQ 64
-
 struct pf_dash_bridge {
     pf_sim *sim;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int cmds[CMDQ];
-    int ncmds;
+    pf_cmdq cmds;              /* queued by the UI, unbounded         */
+    pf_cmdq local;             /* the control thread's batch          */
     int stop;
     int paused;                /* control thread's view of the pause state */
     int workers_req;           /* last worker count we asked for, 0: none   */
@@ -158,26 +157,24 @@ static void *ctl_main(void *arg)
     pthread_mutex_lock(&c->mu);
     for (;;) {
         /* wait for a command or the next snapshot period */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        struct timespec until; /* the cv runs on CLOCK_MONOTONIC */
+        clock_gettime(CLOCK_MONOTONIC, &until);
         long period_ns = c->paused ? 100000000L : 30000000L;
         until.tv_nsec += period_ns;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        while (!c->stop && c->ncmds == 0)
+        while (!c->stop && c->cmds.n == 0)
             if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
                 break;
         if (c->stop)
             break;
-        int local[CMDQ], n = c->ncmds;
-        memcpy(local, c->cmds, (size_t)n * sizeof local[0]);
-        c->ncmds = 0;
+        int n = pf_cmdq_take(&c->cmds, &c->local);
         pthread_mutex_unlock(&c->mu);
 
         for (int i = 0; i < n; i++)
-            ctl_exec(c, local[i]);
+            ctl_exec(c, c->local.v[i]);
         int rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
 
         pthread_mutex_lock(&c->mu);
@@ -194,12 +191,8 @@ static void *ctl_main(void *arg)
 
 int pf_dash_bridge_post(pf_dash_bridge *c, pf_dash_cmd cmd)
 {
-    int rc = -1;
     pthread_mutex_lock(&c->mu);
-    if (c->ncmds < CMDQ) {
-        c->cmds[c->ncmds++] = (int)cmd;
-        rc = 0;
-    }
+    int rc = pf_cmdq_push(&c->cmds, (int)cmd);
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -247,7 +240,13 @@ pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen)
     c->mid = 1;
     c->front = 2;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
+    /* timed waits measure an interval: the monotonic clock, so a change of
+     * the wall clock (NTP, the user) neither stalls nor speeds the loop */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     int rc = pthread_create(&c->th, NULL, ctl_main, c);
@@ -286,6 +285,8 @@ void pf_dash_bridge_stop(pf_dash_bridge *c)
     pthread_join(c->th, NULL);
     for (int i = 0; i < 3; i++)
         pf_sim_snapshot_free(&c->snaps[i]);
+    pf_cmdq_free(&c->cmds);
+    pf_cmdq_free(&c->local);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

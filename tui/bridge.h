@@ -31,7 +31,8 @@ typedef struct pf_dash_bridge pf_dash_bridge;
 pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen);
 
 /* Queue a simulator command (PF_DASH_CMD_WATERMARK_DOWN .. _RESET; others
- * are ignored). Returns 0, or -1 when the queue is full (64 pending). */
+ * are ignored). The queue is unbounded: returns 0, or -1 only when memory
+ * ran out, and then the caller must tell the user the key was dropped. */
 int pf_dash_bridge_post(pf_dash_bridge *b, pf_dash_cmd cmd);
 
 /* The newest snapshot, or NULL when none arrived since the last call. */

@@ -217,7 +217,10 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         fprintf(stderr, "pagefault: out of memory for a %dx%d screen\n", o->width, o->height);
         return 1;
     }
-    pf_dash_view v = {&snap, NULL, o->ascii, 0, NULL, 0, 0};
+    pf_dash_view v;
+    memset(&v, 0, sizeof v);
+    v.snap = &snap;
+    v.ascii = o->ascii;
     for (;;) {
         if (o->ticks && t >= o->ticks)
             break;
@@ -268,6 +271,12 @@ static int run_headless(dash_opts *o, pf_sim *sim)
     }
     if (status == 0)
         print_summary(stdout, sim, t);
+    /* --gpu without a usable GPU: the frame says why, and so does stderr
+     * with bench's words and status (3: no GPU), so a script notices */
+    if (status == 0 && o->gpu && g.panel.state == PF_GPU_PANEL_UNAVAILABLE) {
+        fprintf(stderr, "pagefault: no GPU: %s\n", g.panel.msg);
+        status = 3;
+    }
     pf_sim_snapshot_free(&snap);
     pf_cells_free(&buf);
     return status;
@@ -282,37 +291,6 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The shutdown watchdog. After q the terminal is already restored, but the
- * process must also end: if stopping the threads (ours, the GPU pass, the
- * simulator's) takes longer than PF_DASH_STOP_S, that is a bug somewhere;
- * say so on stderr and leave with status 1 rather than hang the shell. */
-#define PF_DASH_STOP_S 5
-
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-} watchdog;
-
-static void *watchdog_main(void *arg)
-{
-    watchdog *wd = arg;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += PF_DASH_STOP_S;
-    pthread_mutex_lock(&wd->mu);
-    while (!wd->done)
-        if (pthread_cond_timedwait(&wd->cv, &wd->mu, &until) == ETIMEDOUT)
-            break;
-    if (!wd->done) {
-        fprintf(stderr, "pagefault: the simulator did not stop within %d s; exiting anyway\n",
-                PF_DASH_STOP_S);
-        _exit(1); /* async-signal-safe, ends every thread */
-    }
-    pthread_mutex_unlock(&wd->mu);
-    return NULL;
-}
-
 static int run_live(dash_opts *o, pf_sim *sim)
 {
     int status = 0, sim_running = 0;
@@ -323,6 +301,8 @@ static int run_live(dash_opts *o, pf_sim *sim)
     gpu.sim = sim;
     pthread_mutex_init(&gpu.mu, NULL);
     pf_cells buf = {0, 0, NULL};
+    pf_marks marks;
+    memset(&marks, 0, sizeof marks);
 
     if (pf_term_open(o->no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
@@ -354,6 +334,11 @@ static int run_live(dash_opts *o, pf_sim *sim)
     char status_msg[128] = "";
     unsigned status_seen = 0;
     int help = 0, dirty = 1, full = 1, w = 0, h = 0, quick = 0;
+    int coloring = PF_COLORING_OWNER, cursor = -1;
+    int32_t inspect = -1;
+    pf_grid_info gi;
+    memset(&gi, 0, sizeof gi);
+    double marks_live_until = 0;
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
@@ -365,13 +350,24 @@ static int run_live(dash_opts *o, pf_sim *sim)
         goto cleanup;
     }
     for (;;) {
-        if (pf_term_quit_requested())
+        int sig = pf_term_quit_requested();
+        if (sig) { /* as shells expect: 128 + the signal (130 for SIGINT) */
+            status = 128 + sig;
             break;
+        }
         const pf_sim_snapshot *s = pf_dash_bridge_take(ctl);
+        double now = now_s();
         if (s) {
             snap = s;
             dirty = 1;
+            int64_t before = marks.preempted + marks.admitted;
+            if (pf_marks_update(&marks, snap, now) != 0)
+                snprintf(status_msg, sizeof status_msg, "flashes off: out of memory");
+            if (marks.preempted + marks.admitted != before)
+                marks_live_until = now + PF_MARK_SECONDS + 0.05;
         }
+        if (now < marks_live_until) /* flashes fade even while paused */
+            dirty = 1;
         if (pf_dash_bridge_status(ctl, &status_seen, status_msg, sizeof status_msg))
             dirty = 1;
         pthread_mutex_lock(&gpu.mu);
@@ -382,9 +378,10 @@ static int run_live(dash_opts *o, pf_sim *sim)
         pthread_mutex_unlock(&gpu.mu);
 
         if (dirty) {
-            pf_dash_view v = {snap, &panel, o->ascii, help, status_msg, fps, render_ms};
+            pf_dash_view v = {snap, &panel, o->ascii, help, status_msg, fps, render_ms,
+                              coloring, &marks, now, cursor + 1, inspect + 1};
             double t0 = now_s();
-            pf_render_screen(&buf, &v, NULL);
+            pf_render_screen(&buf, &v, &gi);
             render_ms = (now_s() - t0) * 1e3;
             pf_term_draw(&buf, full);
             dirty = full = 0;
@@ -399,9 +396,9 @@ static int run_live(dash_opts *o, pf_sim *sim)
 
         /* 33 ms (30 fps) while running; 250 ms while paused, for little CPU,
          * except for a few short waits right after a key so its effect
-         * (a single step, say) shows at once */
+         * (a single step, say) shows at once, and while flashes fade */
         int paused = snap ? snap->paused : 0;
-        int key = pf_term_getkey(paused && quick <= 0 ? 250 : 33);
+        int key = pf_term_getkey(paused && quick <= 0 && t >= marks_live_until ? 250 : 33);
         if (quick > 0)
             quick--;
         if (key == PF_TERM_KEY_NONE)
@@ -415,61 +412,90 @@ static int run_live(dash_opts *o, pf_sim *sim)
             full = 1;
             continue;
         }
-        if (help) { /* any key closes the help; q still quits */
-            help = 0;
-            if (pf_dash_key(key) != PF_DASH_CMD_QUIT)
+        if (key == PF_TERM_KEY_MOUSE) {
+            /* the key line: the key drawn there; the grid: select the cell */
+            int mx, my;
+            pf_term_mouse(&mx, &my);
+            if (my == buf.h - 1) {
+                key = pf_render_keybar_key(buf.w, mx);
+                if (!key)
+                    continue;
+            } else {
+                int c = pf_render_grid_hit(&gi, mx, my);
+                if (c >= 0 && !help) {
+                    cursor = c;
+                    int32_t own = pf_render_cell_owner(snap, &gi, c);
+                    inspect = own >= 0 ? own : inspect;
+                }
                 continue;
+            }
         }
         pf_dash_cmd cmd = pf_dash_key(key);
-        if (cmd == PF_DASH_CMD_QUIT)
-            break;
-        if (cmd == PF_DASH_CMD_HELP)
+        if (help) { /* pages turn with Tab or Right; any other key closes */
+            if (cmd == PF_DASH_CMD_HELP_NEXT || cmd == PF_DASH_CMD_CURSOR_RIGHT) {
+                help = help % PF_HELP_PAGES + 1;
+                continue;
+            }
+            if (cmd == PF_DASH_CMD_CURSOR_LEFT) {
+                help = help > 1 ? help - 1 : PF_HELP_PAGES;
+                continue;
+            }
+            help = 0;
+            if (cmd != PF_DASH_CMD_QUIT)
+                continue;
+        }
+        switch (cmd) {
+        case PF_DASH_CMD_QUIT:
+            goto done;
+        case PF_DASH_CMD_HELP:
             help = 1;
-        else if (cmd == PF_DASH_CMD_GPU)
+            break;
+        case PF_DASH_CMD_GPU:
             gpu_start(&gpu, status_msg, sizeof status_msg);
-        else if (cmd != PF_DASH_CMD_NONE)
-            pf_dash_bridge_post(ctl, cmd);
+            break;
+        case PF_DASH_CMD_COLORING:
+            coloring = (coloring + 1) % PF_COLORING_COUNT;
+            snprintf(status_msg, sizeof status_msg, "colour by %s", pf_coloring_names[coloring]);
+            break;
+        case PF_DASH_CMD_CLOSE:
+            cursor = inspect = -1;
+            break;
+        case PF_DASH_CMD_INSPECT:
+        case PF_DASH_CMD_CURSOR_UP:
+        case PF_DASH_CMD_CURSOR_DOWN:
+        case PF_DASH_CMD_CURSOR_LEFT:
+        case PF_DASH_CMD_CURSOR_RIGHT: {
+            cursor = pf_dash_cursor_move(cmd == PF_DASH_CMD_INSPECT ? -1 : cursor, cmd, gi.cells, gi.w);
+            int32_t own = pf_render_cell_owner(snap, &gi, cursor);
+            if (own >= 0)
+                inspect = own;
+            break;
+        }
+        case PF_DASH_CMD_NONE:
+        case PF_DASH_CMD_HELP_NEXT:
+            break;
+        default:
+            if (pf_dash_bridge_post(ctl, cmd) != 0)
+                snprintf(status_msg, sizeof status_msg, "key dropped: out of memory for the queue");
+            break;
+        }
     }
+done:
     /* the terminal first, so q feels instant; then the threads */
     pf_term_close();
 
 cleanup:
     /* a GPU pass in flight ends on its own (bounded work); then the
-     * simulator's side, under the watchdog */
+     * control thread and the simulator. pf_sim_stop is safe mid-step (the
+     * simulator's contract), so no pause-and-wait is needed before it. */
     if (gpu.joinable)
         pthread_join(gpu.th, NULL);
-    watchdog wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    pthread_t wd_th;
-    int wd_running = pthread_create(&wd_th, NULL, watchdog_main, &wd) == 0;
     pf_dash_bridge_stop(ctl); /* before the simulator: it calls into it */
-    if (sim_running) {
-        /* Stop from a quiet simulator: pause it and let the step in flight
-         * finish (the step counter holds still for 20 ms, at most 0.5 s).
-         * pf_sim_stop arriving in the middle of a threaded step was seen to
-         * hang (workers leaving without finishing the step); this keeps the
-         * dashboard's q clean whatever the engine does. */
-        pf_sim_set_paused(sim, 1);
-        int64_t last = -1;
-        for (int i = 0; i < 25; i++) {
-            pf_sim_stats st;
-            pf_sim_get_stats(sim, &st);
-            if (st.step == last)
-                break;
-            last = st.step;
-            struct timespec pause_ts = {0, 20 * 1000000L};
-            nanosleep(&pause_ts, NULL);
-        }
+    if (sim_running)
         pf_sim_stop(sim);
-    }
     pf_cells_free(&buf);
+    pf_marks_free(&marks);
     pthread_mutex_destroy(&gpu.mu);
-    if (wd_running) {
-        pthread_mutex_lock(&wd.mu);
-        wd.done = 1;
-        pthread_cond_signal(&wd.cv);
-        pthread_mutex_unlock(&wd.mu);
-        pthread_join(wd_th, NULL);
-    }
     return status;
 }
 

@@ -24,6 +24,7 @@
 #include "gpu/gpu.h"
 #include "sim/sim.h"
 #include "tui/cells.h"
+#include "tui/marks.h"
 
 #define PF_DASH_MIN_W 80
 #define PF_DASH_MIN_H 24
@@ -61,13 +62,36 @@ typedef struct {
 
 /* ---- what one screen shows ------------------------------------------------ */
 
+/* What colour means on the grid (key c cycles). */
+typedef enum {
+    PF_COLORING_OWNER = 0, /* the owning sequence (stable per id)          */
+    PF_COLORING_STATE,     /* the owner's state: running, stalled, ...     */
+    PF_COLORING_AGE,       /* steps since the owner's (re)admission        */
+    PF_COLORING_COUNT
+} pf_coloring;
+
+extern const char *const pf_coloring_names[PF_COLORING_COUNT];
+
+/* Age buckets of PF_COLORING_AGE: [0, 32), [32, 128), [128, 512),
+ * [512, 2048), 2048+ steps; a factor of 4 apart, spanning the seed's
+ * lengths (32 to 2048 tokens, one token per step). */
+int pf_render_age_bucket(int64_t age_steps);
+
+#define PF_HELP_PAGES 3
+
 typedef struct {
     const pf_sim_snapshot *snap; /* NULL before the first snapshot          */
     const pf_gpu_panel *gpu;     /* NULL: drawn as idle                     */
     int ascii;                   /* ASCII glyphs instead of UTF-8           */
-    int help;                    /* draw the help overlay                   */
+    int help;                    /* 0, or the help page shown (1..PF_HELP_PAGES) */
     const char *status;          /* last status message, may be NULL        */
     double fps, render_ms;       /* UI figures shown on the key line; 0: hidden */
+    /* added for issue 12 (all zero: the screen as before): */
+    int coloring;                /* pf_coloring                             */
+    const pf_marks *marks;       /* flashes (preempted, admitted), may be NULL */
+    double now;                  /* the marks' clock, seconds               */
+    int cursor;                  /* selected grid cell + 1; 0: no cursor    */
+    int32_t inspect;             /* sequence id + 1 in the inspector; 0: none */
 } pf_dash_view;
 
 /* Where the grid went and at what scale; for tests and the legend. */
@@ -77,6 +101,9 @@ typedef struct {
     int cells;               /* cells used: ceil(nframes / N)                */
     int reserve_frames;      /* ceil(watermark * nframes)                    */
     int reserve_cells;       /* the last reserve_cells cells are marked      */
+    int shared_frames;       /* frames in the shared state (legend shows it) */
+    int flashes;             /* cells drawn with a preemption flash          */
+    int admits;              /* cells drawn with an admission mark           */
 } pf_grid_info;
 
 /* Glyph kinds of a grid cell. */
@@ -103,6 +130,25 @@ uint8_t pf_render_owner_color(int32_t owner);
  * owner. info (may be NULL) receives the geometry. */
 void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *snap,
                     int ascii, pf_grid_info *info);
+
+/* The same with a view's colouring, marks, cursor and inspected sequence
+ * (pf_render_grid is this with v = {.ascii = ascii}). */
+void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v,
+                         pf_grid_info *info);
+
+/* The grid cell under the screen position (sx, sy), or -1. */
+int pf_render_grid_hit(const pf_grid_info *gi, int sx, int sy);
+
+/* The owner of the majority of the frames of grid cell c (-1: none). */
+int32_t pf_render_cell_owner(const pf_sim_snapshot *s, const pf_grid_info *gi, int c);
+
+/* The key a click at column x of the key line (screen width w) stands for,
+ * or 0 when x falls between entries. */
+int pf_render_keybar_key(int w, int x);
+
+/* Format v for a narrow column: exact below 100000, else three significant
+ * digits and k, M or G (4.19M), never cut mid-digit. */
+void pf_render_fmt_count(char *out, size_t len, double v);
 
 /* Draw the whole screen (clears the buffer first). grid (may be NULL)
  * receives the grid's geometry; its frames_per_cell is 0 when the screen
