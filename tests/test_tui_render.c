@@ -581,3 +581,303 @@ Test(cmdq, burst_is_kept_whole_and_in_order)
     pf_cmdq_free(&q);
     pf_cmdq_free(&out);
 }
+
+/* ---- issue 12: conventions, colourings, flashes, inspector -------------------- */
+
+#include "tui/marks.h"
+#include "tui/term.h"
+
+Test(keys, conventions)
+{
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_F1), PF_DASH_CMD_HELP);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_F10), PF_DASH_CMD_QUIT);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_ESC), PF_DASH_CMD_CLOSE);
+    cr_assert_eq(pf_dash_key('c'), PF_DASH_CMD_COLORING);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_LEFT), PF_DASH_CMD_CURSOR_LEFT);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_DOWN), PF_DASH_CMD_CURSOR_DOWN);
+    /* the key line's entries answer a click with the key drawn there */
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = NULL};
+    pf_render_screen(&b, &v, NULL);
+    char row[2048];
+    pf_cells_row_text(&b, 39, row, sizeof row);
+    const char *f10 = strstr(row, "F10"), *col = strstr(row, "colour");
+    cr_assert(f10 && col, "key line: %s", row);
+    cr_assert_eq(pf_render_keybar_key(120, (int)(f10 - row)), 'q');
+    cr_assert_eq(pf_render_keybar_key(120, 0), '?');
+    cr_assert_eq(pf_dash_key(pf_render_keybar_key(120, (int)(col - row))), PF_DASH_CMD_COLORING);
+    cr_assert_eq(pf_render_keybar_key(120, 119), 0, "past the last entry: nothing");
+    pf_cells_free(&b);
+}
+
+Test(keys, cursor_moves_and_clamps)
+{
+    cr_assert_eq(pf_dash_cursor_move(-1, PF_DASH_CMD_CURSOR_LEFT, 100, 10), 50, "first move: middle");
+    cr_assert_eq(pf_dash_cursor_move(50, PF_DASH_CMD_CURSOR_LEFT, 100, 10), 49);
+    cr_assert_eq(pf_dash_cursor_move(50, PF_DASH_CMD_CURSOR_DOWN, 100, 10), 60);
+    cr_assert_eq(pf_dash_cursor_move(5, PF_DASH_CMD_CURSOR_UP, 100, 10), 5, "top row stays");
+    cr_assert_eq(pf_dash_cursor_move(99, PF_DASH_CMD_CURSOR_RIGHT, 100, 10), 99, "clamped");
+    cr_assert_eq(pf_dash_cursor_move(95, PF_DASH_CMD_CURSOR_DOWN, 100, 10), 95);
+    cr_assert_eq(pf_dash_cursor_move(3, PF_DASH_CMD_CURSOR_LEFT, 0, 10), -1, "no grid");
+}
+
+Test(format, counts_never_cut_mid_digit)
+{
+    char t[32];
+    pf_render_fmt_count(t, sizeof t, 4190000);
+    cr_assert_str_eq(t, "4.19M");
+    pf_render_fmt_count(t, sizeof t, 99999);
+    cr_assert_str_eq(t, "99999");
+    pf_render_fmt_count(t, sizeof t, 100000);
+    cr_assert_str_eq(t, "100k");
+    pf_render_fmt_count(t, sizeof t, 41900000);
+    cr_assert_str_eq(t, "41.9M");
+    pf_render_fmt_count(t, sizeof t, 999600);
+    cr_assert_str_eq(t, "1.00M", "rounding carries into the next unit");
+    pf_render_fmt_count(t, sizeof t, -2500000);
+    cr_assert_str_eq(t, "-2.50M");
+    /* a huge counter in the panel: the value whole at the right edge */
+    pf_sim_snapshot *s = snap_new(4096);
+    s->stats.recomputed_tokens = 123456789012LL;
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = s};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(row_has_both(&b, "recomputed", "123G"));
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, util_is_tokens_over_held_capacity)
+{
+    /* naive: every frame held, most reserved with no token: not "100%" */
+    pf_sim_snapshot *s = snap_new(4096);
+    s->params.mode = PF_SIM_NAIVE;
+    own(s, 0, 800, 1, PF_FRAME_USED);
+    own(s, 800, 4096, 1, PF_FRAME_RESERVED);
+    s->stats.pool_used = 4096;
+    s->stats.pool_free = 0;
+    s->stats.kv_usage = 1.0;
+    s->stats.kv_util = 0.176;
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(row_has_both(&b, "util", "17.6%"));
+    cr_assert_not(row_has_both(&b, "util", "100.0%"), "util must not be the pool's fill");
+    /* the pool's fill is the header's meter */
+    cr_assert(pf_cells_find(&b, "100.0% 4096/4096", NULL, NULL));
+    int x, y;
+    cr_assert(pf_cells_find(&b, "KV[", &x, &y));
+    cr_assert_eq(pf_cells_at(&b, x + 3, y)->ch, (uint32_t)'|');
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(grid, legend_promises_shared_only_when_some_exist)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    own(s, 0, 40, 1, PF_FRAME_USED);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.shared_frames, 0);
+    cr_assert_not(pf_cells_find(&b, "shared", NULL, NULL), "legend promises shared frames");
+    own(s, 40, 44, 2, PF_FRAME_SHARED);
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.shared_frames, 4);
+    cr_assert(pf_cells_find(&b, "shared", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+/* seqs[] and frame_seq[] for the colourings and the inspector */
+static void seqs_add(pf_sim_snapshot *s, int32_t id, int state, int64_t admit, int lo, int hi)
+{
+    s->seqs = realloc(s->seqs, (size_t)(s->nseqs + 1) * sizeof *s->seqs);
+    cr_assert_not_null(s->seqs);
+    if (!s->frame_seq) {
+        s->frame_seq = malloc((size_t)s->nframes * sizeof *s->frame_seq);
+        s->frame_block = malloc((size_t)s->nframes * sizeof *s->frame_block);
+        cr_assert(s->frame_seq && s->frame_block);
+        for (int f = 0; f < s->nframes; f++)
+            s->frame_seq[f] = s->frame_block[f] = -1;
+    }
+    pf_seq_view q;
+    memset(&q, 0, sizeof q);
+    q.id = id;
+    q.state = (uint8_t)state;
+    q.prompt = 100;
+    q.output = 50;
+    q.generated = 7;
+    q.frames = hi - lo;
+    q.preemptions = 2;
+    q.arrival = 3;
+    q.admit_step = admit;
+    s->seqs[s->nseqs] = q;
+    for (int f = lo; f < hi; f++) {
+        s->frames[f] = (pf_frame_view){id, PF_FRAME_USED};
+        s->frame_seq[f] = s->nseqs;
+        s->frame_block[f] = hi - 1 - f; /* scattered: logical order reversed */
+    }
+    s->nseqs++;
+}
+
+static void snap_del2(pf_sim_snapshot *s)
+{
+    free(s->frame_seq);
+    free(s->frame_block);
+    snap_del(s);
+}
+
+Test(grid, colourings_by_state_and_age)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    s->stats.step = 3000;
+    seqs_add(s, 1, PF_SEQ_DECODING, 2990, 0, 10);    /* young, running  */
+    seqs_add(s, 2, PF_SEQ_STALLED, 100, 10, 20);     /* old, stalled    */
+    seqs_add(s, 3, PF_SEQ_RECOMPUTING, 2900, 20, 30);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .coloring = PF_COLORING_STATE};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.frames_per_cell, 1);
+    cr_assert_eq(gcell(&b, &gi, 0)->color, PF_COL_RUNNING);
+    cr_assert_eq(gcell(&b, &gi, 15)->color, PF_COL_STALLED, "a stalled sequence must not look running");
+    cr_assert_eq(gcell(&b, &gi, 25)->color, PF_COL_RECOMPUTE);
+    cr_assert_eq(gcell(&b, &gi, 100)->color, PF_COL_DIM, "free stays dim");
+    cr_assert(pf_cells_find(&b, "stalled", NULL, NULL) && pf_cells_find(&b, "recomputing", NULL, NULL),
+              "the legend names the states");
+    cr_assert(pf_cells_find(&b, "Pool by state", NULL, NULL));
+
+    v.coloring = PF_COLORING_AGE;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gcell(&b, &gi, 0)->color, PF_COL_AGE0 + pf_render_age_bucket(10));
+    cr_assert_eq(gcell(&b, &gi, 15)->color, PF_COL_AGE0 + PF_AGE_COLORS - 1, "2900 steps: oldest");
+    cr_assert_neq(gcell(&b, &gi, 0)->color, gcell(&b, &gi, 15)->color);
+    cr_assert(pf_cells_find(&b, "age<32", NULL, NULL));
+    cr_assert_eq(pf_render_age_bucket(0), 0);
+    cr_assert_eq(pf_render_age_bucket(31), 0);
+    cr_assert_eq(pf_render_age_bucket(32), 1);
+    cr_assert_eq(pf_render_age_bucket(2047), 3);
+    cr_assert_eq(pf_render_age_bucket(2048), 4);
+
+    v.coloring = PF_COLORING_OWNER;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gcell(&b, &gi, 15)->color, pf_render_owner_color(2));
+    cr_assert(pf_cells_find(&b, "colour: owner", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del2(s);
+}
+
+Test(grid, preemption_flashes_and_admission_marks_then_fade)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    own(s, 0, 10, 1, PF_FRAME_USED);
+    own(s, 10, 20, 2, PF_FRAME_USED);
+    s->stats.step = 100;
+    pf_marks m;
+    memset(&m, 0, sizeof m);
+    cr_assert_eq(pf_marks_update(&m, s, 10.0), 0);
+    cr_assert_eq(m.preempted + m.admitted, 0, "a first look flashes nothing");
+    /* step 101: sequence 2 is preempted, frames 10..14 go free and 15..19
+     * to sequence 3, which was admitted; sequence 4 takes 30..32 */
+    s->stats.step = 101;
+    own(s, 10, 15, -1, PF_FRAME_FREE);
+    own(s, 15, 20, 3, PF_FRAME_USED);
+    own(s, 30, 33, 4, PF_FRAME_USED);
+    s->nevents = 3;
+    s->events[0] = (pf_event){101, PF_EV_PREEMPT, 2, 10};
+    s->events[1] = (pf_event){101, PF_EV_ADMIT, 3, 5};
+    s->events[2] = (pf_event){101, PF_EV_ADMIT, 4, 3};
+    cr_assert_eq(pf_marks_update(&m, s, 10.1), 0);
+    cr_assert_eq(m.preempted, 10, "every frame taken from the victim flashes");
+    cr_assert_eq(m.admitted, 3);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .marks = &m, .now = 10.2};
+    pf_grid_info gi;
+    for (int coloring = 0; coloring < PF_COLORING_COUNT; coloring++) {
+        v.coloring = coloring;
+        pf_render_screen(&b, &v, &gi);
+        cr_assert_eq(gi.flashes, 10, "colouring %d", coloring);
+        cr_assert_eq(gi.admits, 3);
+        cr_assert_eq(gcell(&b, &gi, 12)->color, PF_COL_FLASH);
+        cr_assert(gcell(&b, &gi, 12)->attr & PF_ATTR_REVERSE);
+        cr_assert_eq(gcell(&b, &gi, 17)->color, PF_COL_FLASH, "reused victim frame still flashes");
+        cr_assert_eq(gcell(&b, &gi, 31)->color, PF_COL_ADMIT);
+        cr_assert_neq(gcell(&b, &gi, 5)->color, PF_COL_FLASH, "untouched frames do not flash");
+    }
+    /* about half a second later the flashes are gone */
+    v.now = 10.1 + PF_MARK_SECONDS + 0.01;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.flashes, 0);
+    cr_assert_eq(gi.admits, 0);
+    /* a reset (step going back) clears everything */
+    s->stats.step = 0;
+    own(s, 0, 256, -1, PF_FRAME_FREE);
+    cr_assert_eq(pf_marks_update(&m, s, 11.0), 0);
+    v.now = 11.0;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.flashes, 0, "a reset is not a storm of preemptions");
+    pf_marks_free(&m);
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, inspector_shows_sequence_and_page_table)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    s->stats.step = 500;
+    seqs_add(s, 7, PF_SEQ_STALLED, 40, 100, 104);
+    s->frames[101].state = PF_FRAME_SHARED;
+    seqs_add(s, 8, PF_SEQ_DECODING, 45, 0, 3);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .cursor = 101 + 1, .inspect = 7 + 1};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "Sequence 7", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "stalled  prompt 100  generated 7/50  frames 4  preempted 2", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "queue wait 37 steps", NULL, NULL));
+    /* logical block k -> frame 103 - k (reversed above); frame 101 shared */
+    cr_assert(pf_cells_find(&b, "0->103", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "2->101*", NULL, NULL), "shared frames are marked");
+    cr_assert(pf_cells_find(&b, "3->100", NULL, NULL));
+    cr_assert_not(pf_cells_find(&b, "Events", NULL, NULL), "the inspector takes the log's place");
+    /* its frames are highlighted, the others not; the cursor is drawn */
+    cr_assert(gcell(&b, &gi, 100)->attr & PF_ATTR_REVERSE);
+    cr_assert(gcell(&b, &gi, 103)->attr & PF_ATTR_REVERSE);
+    cr_assert_not(gcell(&b, &gi, 1)->attr & PF_ATTR_REVERSE);
+    cr_assert_eq(gcell(&b, &gi, 101)->color, PF_COL_KEY, "cursor cell");
+    /* hit-testing a click and the cell's owner */
+    int c = pf_render_grid_hit(&gi, gi.x + 100 % gi.w, gi.y + 100 / gi.w);
+    cr_assert_eq(c, 100);
+    cr_assert_eq(pf_render_cell_owner(s, &gi, c), 7);
+    cr_assert_eq(pf_render_grid_hit(&gi, gi.x + gi.w, gi.y), -1);
+    cr_assert_eq(pf_render_cell_owner(s, &gi, 200), -1, "a free cell has no owner");
+    /* a sequence gone from the pool says so */
+    v.inspect = 99 + 1;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "no longer in the pool", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del2(s);
+}
+
+Test(panels, help_pages_explain_glyphs_and_counters)
+{
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = NULL, .help = 1};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "F10 q", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "Esc", NULL, NULL));
+    v.help = 2;
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "reserved: naive's reservation", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "stalled orange", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "flash", NULL, NULL));
+    v.help = 3;
+    pf_render_screen(&b, &v, NULL);
+    static const char *const counters[] = {"waiting", "decoding", "preempts", "util", "goodput",
+                                           "vs naive", "tok/step", "ping-pong", "KV["};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        cr_assert(pf_cells_find(&b, counters[i], NULL, NULL), "help lacks %s", counters[i]);
+    pf_cells_free(&b);
+}
