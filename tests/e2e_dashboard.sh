@@ -136,10 +136,69 @@ while screen | grep -qF "single step"; do
 done
 echo "ok help"
 
-$T send-keys -t pf q
-wait_for "PF_EXIT=0" 15 || fail "q did not exit with status 0"
+# wait_gone TEXT: poll until TEXT is no longer on screen
+wait_gone() {
+    _deadline=$(( $(date +%s) + ${2:-10} ))
+    while screen | grep -qF -- "$1"; do
+        [ "$(date +%s)" -ge "$_deadline" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+# F1 opens the help, Tab turns its pages, Esc closes it
+$T send-keys -t pf F1
+wait_for "single step" || fail "F1 did not open the help"
+$T send-keys -t pf Tab
+wait_for "The grid (2/3)" || fail "Tab did not turn the help page"
+$T send-keys -t pf Tab
+wait_for "Counters (3/3)" || fail "Tab did not reach the counters page"
+$T send-keys -t pf Escape
+wait_gone "Counters (3/3)" || fail "Esc did not close the help"
+echo "ok F1, Tab, Esc"
+
+# c cycles the colouring; the legend follows
+$T send-keys -t pf c
+wait_for "Pool by state" || fail "c did not colour by state"
+wait_for "recomputing" || fail "no state legend"
+$T send-keys -t pf c
+wait_for "Pool by age" || fail "c did not colour by age"
+wait_for "age<32" || fail "no age legend"
+$T send-keys -t pf c
+wait_for "Pool by owner" || fail "c did not come back to owner"
+echo "ok c: state, age, owner"
+
+# the grid is full of sequences by now: arrows open the inspector on one
+$T send-keys -t pf Right
+wait_for "(Esc closes)" || fail "arrows did not open the inspector"
+screen | grep -qE "page table|no longer in the pool|no sequence holds them" || fail "inspector shows nothing"
+$T send-keys -t pf Escape
+wait_gone "(Esc closes)" || fail "Esc did not close the inspector"
+wait_for "Events" || fail "the event log did not come back"
+echo "ok inspector: arrows, Esc"
+
+# the mouse: a press on a grid cell (row 4, column 3) opens the inspector;
+# a press on the key line's F1 entry opens the help. X10 encoding: ESC [ M,
+# then button, column and row, each + 32 (1-based)
+m_byte() { printf "\\$(printf '%03o' $((32 + $1)))"; }
+mouse() { # press and release of button 1 at column $1, row $2 (0-based)
+    $T send-keys -t pf -l "$(printf '\033[M')$(m_byte 0)$(m_byte $(($1 + 1)))$(m_byte $(($2 + 1)))"
+    $T send-keys -t pf -l "$(printf '\033[M')$(m_byte 3)$(m_byte $(($1 + 1)))$(m_byte $(($2 + 1)))"
+}
+mouse 3 4
+wait_for "(Esc closes)" || fail "a click on the grid did not open the inspector"
+$T send-keys -t pf Escape
+wait_gone "(Esc closes)" || fail "Esc did not close the inspector (mouse)"
+mouse 1 29
+wait_for "single step" || fail "a click on F1 in the key line did not open the help"
+$T send-keys -t pf Escape
+wait_gone "single step" || fail "Esc did not close the help (mouse)"
+echo "ok mouse: grid cell, key line"
+
+$T send-keys -t pf F10
+wait_for "PF_EXIT=0" 15 || fail "F10 did not exit with status 0"
 [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after q"
-echo "ok q: exit 0, terminal restored"
+echo "ok F10: exit 0, terminal restored"
 $T kill-session -t pf
 
 # ---- run 2: q while the threaded engine is running (steps in flight) ----------

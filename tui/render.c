@@ -988,7 +988,14 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     legend(b, ly, L, v, &gi);
     if (v->inspect > 0)
         panel_inspect(b, 0, ly + 2, L, ev_h, s, v->inspect - 1);
-    else
+    else if (v->cursor > 0 && gi.frames_per_cell > 0) { /* the cursor on a free cell */
+        int lo = (v->cursor - 1) * gi.frames_per_cell, hi = lo + gi.frames_per_cell - 1;
+        if (hi >= s->nframes)
+            hi = s->nframes - 1;
+        title(b, 0, ly + 2, L, "Inspector (Esc closes)");
+        pf_cells_printf(b, 0, ly + 3, L, PF_COL_DIM, 0,
+                        "frames %d-%d: no sequence holds them; move to a coloured cell", lo, hi);
+    } else
         panel_events(b, 0, ly + 2, L, ev_h, s);
     panel_gpu(b, 0, gpu_y, W, v->gpu);
     key_line(b, H - 1);
