@@ -168,6 +168,19 @@ $T send-keys -t pf c
 wait_for "Pool by owner" || fail "c did not come back to owner"
 echo "ok c: state, age, owner"
 
+# t shows the charts in the grid's place; < and > zoom their window
+$T send-keys -t pf t
+wait_for "Charts over the last 256 steps" || fail "t did not show the charts"
+wait_for "steps tok" || wait_for "tokens/step" || fail "no chart"
+$T send-keys -t pf '>'
+wait_for "Charts over the last 512 steps" || fail "> did not zoom out"
+wait_for "-512 steps" || fail "the time axis did not follow the zoom"
+$T send-keys -t pf '<' '<'
+wait_for "Charts over the last 128 steps" || fail "< did not zoom in"
+$T send-keys -t pf t
+wait_for "Pool by owner" || fail "t did not bring the grid back"
+echo "ok t, <, >: charts and zoom"
+
 # the grid is full of sequences by now: arrows open the inspector on one
 $T send-keys -t pf Right
 wait_for "(Esc closes)" || fail "arrows did not open the inspector"

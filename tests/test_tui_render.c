@@ -881,3 +881,112 @@ Test(panels, help_pages_explain_glyphs_and_counters)
         cr_assert(pf_cells_find(&b, counters[i], NULL, NULL), "help lacks %s", counters[i]);
     pf_cells_free(&b);
 }
+
+/* ---- charts ------------------------------------------------------------------- */
+
+static pf_hist hist_ramp(int n)
+{
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    for (int i = 0; i < n; i++) {
+        float smp[PF_HIST_SERIES] = {(float)(i % 100), 0, i == n - 1 ? 1.0f : 0.0f, 0.5f, 7};
+        cr_assert_eq(pf_hist_push(&h, smp), 0);
+    }
+    return h;
+}
+
+Test(charts, history_folds_in_snapshots_and_resets)
+{
+    pf_sim_snapshot *s = snap_new(64);
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    s->nhistory = 200;
+    s->hist_step0 = 0;
+    for (int i = 0; i < 200; i++)
+        s->hist_decoding[i] = (float)i;
+    pf_hist_update(&h, s);
+    cr_assert_eq(h.n, 200);
+    /* the next snapshot overlaps the last one: only the new steps count */
+    s->hist_step0 = 100;
+    for (int i = 0; i < 200; i++)
+        s->hist_decoding[i] = (float)(100 + i);
+    pf_hist_update(&h, s);
+    cr_assert_eq(h.n, 300);
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(pf_hist_at(&h, PF_HIST_TOKENS, i), (float)i, "sample %d", i);
+    cr_assert_float_eq(pf_hist_mean(&h, PF_HIST_TOKENS, 10), 294.5, 1e-9);
+    /* a reset: the history starts again */
+    s->hist_step0 = 0;
+    s->nhistory = 5;
+    pf_hist_update(&h, s);
+    cr_assert_eq(h.n, 5);
+    pf_hist_free(&h);
+    snap_del(s);
+}
+
+Test(charts, scale_axis_and_zoom)
+{
+    pf_hist h = hist_ramp(1000);
+    pf_cells b = buf_new(80, 10);
+    pf_dash_view v = {.snap = NULL};
+    double top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 256, &v, "tokens/step", PF_COL_GOOD, 1);
+    cr_assert_float_eq(top, 100.0, 1e-9, "largest visible 99 -> scale 100");
+    cr_assert(pf_cells_find(&b, "tokens/step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "-256 steps", NULL, NULL), "time axis in steps");
+    cr_assert(pf_cells_find(&b, "now", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "100", NULL, NULL), "scale label");
+    /* the plot is as wide as the panel: bars reach the last column */
+    cr_assert_neq(pf_cells_at(&b, 79, 4)->ch, (uint32_t)' ', "last column empty");
+    /* one preemption among zeros scales to 1, not to a tall meaningless bar
+     * whose top is unlabeled */
+    pf_cells_clear(&b);
+    top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_PREEMPT, 64, &v, "preemptions/step", PF_COL_BAD, 1);
+    cr_assert_float_eq(top, 1.0, 1e-9);
+    cr_assert(pf_cells_find(&b, "-64 steps", NULL, NULL));
+    /* the unit is a parameter: seconds when the simulator has them */
+    pf_cells_clear(&b);
+    v.time_unit = "s";
+    v.unit_per_step = 0.01;
+    pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 1000, &v, "tokens/s", PF_COL_GOOD, 100);
+    cr_assert(pf_cells_find(&b, "-10 s", NULL, NULL));
+    /* zoom: 2x steps, clamped */
+    cr_assert_eq(pf_render_window_zoom(256, 1), 512);
+    cr_assert_eq(pf_render_window_zoom(256, 0), 128);
+    cr_assert_eq(pf_render_window_zoom(PF_CHART_MIN_WINDOW, 0), PF_CHART_MIN_WINDOW);
+    cr_assert_eq(pf_render_window_zoom(PF_HIST_CAP, 1), PF_HIST_CAP);
+    cr_assert_eq(pf_dash_key('<'), PF_DASH_CMD_ZOOM_IN);
+    cr_assert_eq(pf_dash_key('>'), PF_DASH_CMD_ZOOM_OUT);
+    cr_assert_eq(pf_dash_key('t'), PF_DASH_CMD_CHARTS);
+    pf_cells_free(&b);
+    pf_hist_free(&h);
+}
+
+Test(charts, view_shows_window_rates_beside_run_totals)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    s->stats.throughput = 100;
+    s->stats.throughput_vs_naive = 2.0; /* naive: 50 tok/step */
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    for (int i = 0; i < 600; i++) { /* 120 tok/step early, 25 in the last 256 */
+        float smp[PF_HIST_SERIES] = {i < 344 ? 120.0f : 25.0f, 0, 0, 0.9f, 3};
+        pf_hist_push(&h, smp);
+    }
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .hist = &h, .window = 256, .charts = 1};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.frames_per_cell, 0, "no grid under the charts");
+    cr_assert(pf_cells_find(&b, "last 256: 25.0 tok/step 0.50x naive", NULL, NULL),
+              "the recent window shows the fall");
+    cr_assert(pf_cells_find(&b, "run: 100.0, 2.00x", NULL, NULL), "beside the run totals");
+    cr_assert(pf_cells_find(&b, "preemptions/step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "KV use %", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "History, last 256 steps", NULL, NULL));
+    v.window = 512;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "-512 steps", NULL, NULL));
+    pf_cells_free(&b);
+    pf_hist_free(&h);
+    snap_del(s);
+}

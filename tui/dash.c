@@ -51,6 +51,7 @@ typedef struct {
     pf_simflags sf;  /* the simulator's flags, shared with `pagefault sim` */
     pf_sim_params p; /* what they say, after parsing                      */
     int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
+    int coloring, charts, window, format; /* format: 0 text, 1 jsonl (headless) */
 } dash_opts;
 
 static const char dash_summary[] =
@@ -207,12 +208,69 @@ static void print_summary(FILE *f, pf_sim *sim, int ticks)
 
 /* ---- headless --------------------------------------------------------------- */
 
+/* A double as JSON: non-finite values are null, the rest at full precision. */
+static void json_num(FILE *f, const char *key, double x)
+{
+    if (x != x || x > 1e308 || x < -1e308)
+        fprintf(f, ",\"%s\":null", key);
+    else
+        fprintf(f, ",\"%s\":%.17g", key, x);
+}
+
+/* One line of --format jsonl: the frame's step and time, the counters, the
+ * frames per state and per owner state. "time" is in steps until the
+ * simulator has seconds ("time_unit" says which). */
+static void dump_jsonl(FILE *f, const pf_sim_snapshot *s, int tick, int final)
+{
+    const pf_sim_stats *st = &s->stats;
+    long fr[5] = {0, 0, 0, 0, 0};
+    long by_state[6] = {0, 0, 0, 0, 0, 0}; /* pf_seq_state of the owner */
+    for (int i = 0; i < s->nframes; i++) {
+        unsigned k = s->frames[i].state;
+        fr[k < 5 ? k : PF_FRAME_USED]++;
+        int q = s->frame_seq ? s->frame_seq[i] : -1;
+        if (q >= 0 && q < s->nseqs && s->seqs[q].state < 6)
+            by_state[s->seqs[q].state]++;
+    }
+    fprintf(f, "{\"v\":1,\"tick\":%d,\"step\":%lld,\"time\":%lld,\"time_unit\":\"steps\",\"final\":%s",
+            tick, (long long)st->step, (long long)st->step, final ? "true" : "false");
+    fprintf(f, ",\"mode\":\"%s\",\"done\":%s", s->params.mode == PF_SIM_NAIVE ? "naive" : "paged",
+            st->done ? "true" : "false");
+    fprintf(f, ",\"waiting\":%d,\"running\":%d,\"decoding\":%d,\"stalled\":%d,\"swapped_out\":%d",
+            st->waiting, st->running, st->decoding, st->stalled, st->swapped_out);
+    fprintf(f, ",\"admitted\":%lld,\"finished\":%lld,\"preemptions\":%lld,\"recomputed_tokens\":%lld"
+               ",\"swapped_pages\":%lld,\"pingpongs\":%lld,\"tokens_generated\":%lld,\"tokens_held\":%lld",
+            (long long)st->admitted, (long long)st->finished, (long long)st->preemptions,
+            (long long)st->recomputed_tokens, (long long)st->swapped_pages, (long long)st->pingpongs,
+            (long long)st->tokens_generated, (long long)st->tokens_held);
+    fprintf(f, ",\"pool_used\":%d,\"pool_free\":%d,\"pool_peak\":%d", st->pool_used, st->pool_free,
+            st->pool_peak);
+    json_num(f, "kv_usage", st->kv_usage);
+    json_num(f, "kv_util", st->kv_util);
+    json_num(f, "throughput", st->throughput);
+    if (st->throughput_vs_naive > 0)
+        json_num(f, "throughput_vs_naive", st->throughput_vs_naive);
+    else
+        fprintf(f, ",\"throughput_vs_naive\":null");
+    json_num(f, "goodput", st->goodput);
+    fprintf(f, ",\"frames\":{\"free\":%ld,\"used\":%ld,\"reserved\":%ld,\"shared\":%ld,\"swapped\":%ld}",
+            fr[PF_FRAME_FREE], fr[PF_FRAME_USED], fr[PF_FRAME_RESERVED], fr[PF_FRAME_SHARED],
+            fr[PF_FRAME_SWAPPED]);
+    fprintf(f, ",\"frames_by_owner_state\":{\"running\":%ld,\"stalled\":%ld,\"recomputing\":%ld"
+               ",\"swapping\":%ld,\"waiting\":%ld}}\n",
+            by_state[PF_SEQ_DECODING], by_state[PF_SEQ_STALLED], by_state[PF_SEQ_RECOMPUTING],
+            by_state[PF_SEQ_SWAPPED], by_state[PF_SEQ_WAITING]);
+}
+
 static int run_headless(dash_opts *o, pf_sim *sim)
 {
     pf_cells buf = {0, 0, NULL};
     pf_sim_snapshot snap;
     memset(&snap, 0, sizeof snap);
+    pf_hist hist;
+    memset(&hist, 0, sizeof hist);
     int status = 0, t = 0, last_dump = -1;
+    const int jsonl = o->format == 1;
     if (pf_cells_resize(&buf, o->width, o->height) != 0) {
         fprintf(stderr, "pagefault: out of memory for a %dx%d screen\n", o->width, o->height);
         return 1;
@@ -221,6 +279,10 @@ static int run_headless(dash_opts *o, pf_sim *sim)
     memset(&v, 0, sizeof v);
     v.snap = &snap;
     v.ascii = o->ascii;
+    v.coloring = o->coloring;
+    v.charts = o->charts;
+    v.window = o->window;
+    v.hist = &hist;
     for (;;) {
         if (o->ticks && t >= o->ticks)
             break;
@@ -243,8 +305,17 @@ static int run_headless(dash_opts *o, pf_sim *sim)
             break;
         }
         t++;
-        if (o->dump_every && t % o->dump_every == 0) {
-            if (pf_sim_take_snapshot(sim, &snap) == 0) {
+        int dump = o->dump_every && t % o->dump_every == 0;
+        if (jsonl && ((o->ticks && t >= o->ticks) || rc == 1))
+            dump = 0; /* the final line below carries this step */
+        /* the charts' history: the simulator keeps 256 steps, so look at
+         * least every 128 */
+        if ((dump || t % 128 == 0) && pf_sim_take_snapshot(sim, &snap) == 0) {
+            pf_hist_update(&hist, &snap);
+            if (dump && jsonl) {
+                dump_jsonl(stdout, &snap, t, 0);
+                last_dump = t;
+            } else if (dump) {
                 pf_render_screen(&buf, &v, NULL);
                 printf("--- tick %d ---\n", t);
                 pf_dash_dump(stdout, &buf);
@@ -264,12 +335,15 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         pthread_mutex_destroy(&g.mu);
         v.gpu = &g.panel;
     }
-    if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
+    if (status == 0 && jsonl && pf_sim_take_snapshot(sim, &snap) == 0) {
+        dump_jsonl(stdout, &snap, t, 1); /* always: scripts read the last line */
+    } else if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
+        pf_hist_update(&hist, &snap);
         pf_render_screen(&buf, &v, NULL);
         printf("--- tick %d (final) ---\n", t);
         pf_dash_dump(stdout, &buf);
     }
-    if (status == 0)
+    if (status == 0 && !jsonl)
         print_summary(stdout, sim, t);
     /* --gpu without a usable GPU: the frame says why, and so does stderr
      * with bench's words and status (3: no GPU), so a script notices */
@@ -278,6 +352,7 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         status = 3;
     }
     pf_sim_snapshot_free(&snap);
+    pf_hist_free(&hist);
     pf_cells_free(&buf);
     return status;
 }
@@ -303,6 +378,8 @@ static int run_live(dash_opts *o, pf_sim *sim)
     pf_cells buf = {0, 0, NULL};
     pf_marks marks;
     memset(&marks, 0, sizeof marks);
+    pf_hist hist;
+    memset(&hist, 0, sizeof hist);
 
     if (pf_term_open(o->no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
@@ -334,11 +411,12 @@ static int run_live(dash_opts *o, pf_sim *sim)
     char status_msg[128] = "";
     unsigned status_seen = 0;
     int help = 0, dirty = 1, full = 1, w = 0, h = 0, quick = 0;
-    int coloring = PF_COLORING_OWNER, cursor = -1;
+    int coloring = o->coloring, cursor = -1;
     int32_t inspect = -1;
     pf_grid_info gi;
     memset(&gi, 0, sizeof gi);
     double marks_live_until = 0;
+    int charts = o->charts, window = o->window;
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
@@ -363,6 +441,8 @@ static int run_live(dash_opts *o, pf_sim *sim)
             int64_t before = marks.preempted + marks.admitted;
             if (pf_marks_update(&marks, snap, now) != 0)
                 snprintf(status_msg, sizeof status_msg, "flashes off: out of memory");
+            if (pf_hist_update(&hist, snap) != 0)
+                snprintf(status_msg, sizeof status_msg, "charts off: out of memory");
             if (marks.preempted + marks.admitted != before)
                 marks_live_until = now + PF_MARK_SECONDS + 0.05;
         }
@@ -379,7 +459,8 @@ static int run_live(dash_opts *o, pf_sim *sim)
 
         if (dirty) {
             pf_dash_view v = {snap, &panel, o->ascii, help, status_msg, fps, render_ms,
-                              coloring, &marks, now, cursor + 1, inspect + 1};
+                              coloring, &marks, now, cursor + 1, inspect + 1,
+                              &hist, window, charts, NULL, 0};
             double t0 = now_s();
             pf_render_screen(&buf, &v, &gi);
             render_ms = (now_s() - t0) * 1e3;
@@ -460,6 +541,15 @@ static int run_live(dash_opts *o, pf_sim *sim)
         case PF_DASH_CMD_CLOSE:
             cursor = inspect = -1;
             break;
+        case PF_DASH_CMD_CHARTS:
+            charts = !charts;
+            cursor = inspect = -1; /* the grid is not shown to point at */
+            break;
+        case PF_DASH_CMD_ZOOM_IN:
+        case PF_DASH_CMD_ZOOM_OUT:
+            window = pf_render_window_zoom(window, cmd == PF_DASH_CMD_ZOOM_OUT);
+            snprintf(status_msg, sizeof status_msg, "chart window %d steps", window);
+            break;
         case PF_DASH_CMD_INSPECT:
         case PF_DASH_CMD_CURSOR_UP:
         case PF_DASH_CMD_CURSOR_DOWN:
@@ -495,6 +585,7 @@ cleanup:
         pf_sim_stop(sim);
     pf_cells_free(&buf);
     pf_marks_free(&marks);
+    pf_hist_free(&hist);
     pthread_mutex_destroy(&gpu.mu);
     return status;
 }
@@ -520,7 +611,10 @@ int pf_cmd_dash(int argc, char **argv)
     o.width = 120;
     o.height = 40;
 
-    pf_opt opts[PF_SIMFLAGS_NOPTS + 9];
+    pf_opt opts[PF_SIMFLAGS_NOPTS + 13];
+    static const char *const formats[] = {"text", "jsonl", NULL};
+    static const char *const colorings[] = {"owner", "state", "age", NULL};
+    o.window = PF_CHART_DEFAULT_WINDOW;
     int nsim = pf_simflags_opts(&o.sf, opts, 1);
     const pf_opt own[] = {
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
@@ -536,6 +630,13 @@ int pf_cmd_dash(int argc, char **argv)
         {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
         {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL,
          "no colours (also when NO_COLOR is set)", 0},
+        {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C",
+         "what the grid's colour means: owner, state or age (key c cycles)", 0},
+        {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts (key t)", 0},
+        {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS",
+         "chart window (keys < >)", 0},
+        {"format", PF_OPT_CHOICE, &o.format, 0, 0, formats, "F",
+         "headless: text (the screen) or jsonl (one JSON object per dumped frame)", 0},
         {0},
     };
     memcpy(opts + nsim, own, sizeof own);
@@ -544,7 +645,7 @@ int pf_cmd_dash(int argc, char **argv)
         return rc;
     if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
-    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu"};
+    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu", "format"};
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
         if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
             return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);

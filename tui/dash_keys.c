@@ -73,6 +73,13 @@ pf_dash_cmd pf_dash_key(int key)
         return PF_DASH_CMD_INSPECT;
     case '\t':
         return PF_DASH_CMD_HELP_NEXT;
+    case 't':
+    case 'T':
+        return PF_DASH_CMD_CHARTS;
+    case '<':
+        return PF_DASH_CMD_ZOOM_IN;
+    case '>':
+        return PF_DASH_CMD_ZOOM_OUT;
     default:
         return PF_DASH_CMD_NONE;
     }

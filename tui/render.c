@@ -429,21 +429,207 @@ static void sparkline(pf_cells *b, int x, int y, int w, const float *hist, int n
     }
 }
 
-static void panel_history(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s, int ascii)
+/* ---- charts ------------------------------------------------------------------
+ *
+ * A chart maps the last `window` samples onto its w - 7 plot columns:
+ * column c shows the mean of samples [c*window/pw, (c+1)*window/pw) (at
+ * least one; with fewer samples than columns each sample spans several).
+ * Bars are drawn in eighths of a row (U+2581..U+2588; ASCII '.', ':', '#')
+ * against a scale whose top is the largest visible value rounded up to 1, 2
+ * or 5 x 10^k, so one preemption does not draw full height next to fifty.
+ * The time axis is in v->time_unit (steps until the simulator has seconds),
+ * from -window to now. */
+
+int pf_render_window_zoom(int window, int out)
 {
-    title(b, x, y, w, "History (per step)");
+    int w = window > 0 ? window : PF_CHART_DEFAULT_WINDOW;
+    w = out ? w * 2 : w / 2;
+    return w < PF_CHART_MIN_WINDOW ? PF_CHART_MIN_WINDOW : w > PF_HIST_CAP ? PF_HIST_CAP : w;
+}
+
+static double nice_max(double m)
+{
+    if (!(m > 0))
+        return 1;
+    double p = pow(10.0, floor(log10(m)));
+    double f = m / p;
+    double n = f <= 1.0 + 1e-9 ? 1 : f <= 2.0 + 1e-9 ? 2 : f <= 5.0 + 1e-9 ? 5 : 10;
+    return n * p;
+}
+
+static void fmt_axis(char *out, size_t len, double v)
+{
+    if (v != 0 && fabs(v) < 10 && fabs(v - rint(v)) > 1e-9)
+        snprintf(out, len, "%.1f", v);
+    else
+        pf_render_fmt_count(out, len, rint(v));
+}
+
+double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist *h, int k,
+                       int window, const pf_dash_view *v, const char *name, uint8_t col, double mul)
+{
+    const int gut = 7, pw = w - gut, bars = rows - 2;
+    if (pw < 4 || bars < 1 || !h || !h->v[0])
+        return 1;
+    if (window < 1)
+        window = PF_CHART_DEFAULT_WINDOW;
+    const int n = h->n;
+    /* the columns' values first, for the scale */
+    double vals[1024];
+    int cols = pw < 1024 ? pw : 1024;
+    double mx = 0;
+    for (int c = 0; c < cols; c++) {
+        long lo = (long)n - window + (long)c * window / cols;
+        long hi = (long)n - window + (long)(c + 1) * window / cols;
+        if (hi <= lo)
+            hi = lo + 1;
+        double sum = 0;
+        int cnt = 0;
+        for (long i = lo < 0 ? 0 : lo; i < hi && i < n; i++, cnt++)
+            sum += pf_hist_at(h, k, (int)i);
+        vals[c] = cnt ? sum / cnt * mul : -1; /* -1: before the history starts */
+        if (vals[c] > mx)
+            mx = vals[c];
+    }
+    double top = nice_max(mx);
+    double now = n ? pf_hist_at(h, k, n - 1) * mul : 0;
+    char t1[24], t2[24];
+    fmt_axis(t1, sizeof t1, now);
+    fmt_axis(t2, sizeof t2, mx);
+    pf_cells_printf(b, x, y, w, col, PF_ATTR_BOLD, "%s", name);
+    pf_cells_printf(b, x + (int)strlen(name) + 2, y, w - (int)strlen(name) - 2, PF_COL_DIM, 0,
+                    "now %s  peak %s  mean %.3g", t1, t2, pf_hist_mean(h, k, window) * mul);
+    for (int r = 0; r < bars; r++) { /* r = 0: the top row */
+        int yy = y + 1 + r;
+        char lab[24] = "";
+        if (r == 0)
+            fmt_axis(lab, sizeof lab, top);
+        else if (r == bars - 1)
+            snprintf(lab, sizeof lab, "0");
+        pf_cells_printf(b, x, yy, gut - 1, PF_COL_DIM, 0, "%5s", lab);
+        pf_cells_put(b, x + gut - 1, yy, v->ascii ? '|' : 0x2524, PF_COL_DIM, 0);
+        for (int c = 0; c < cols; c++) {
+            if (vals[c] < 0)
+                continue;
+            int eighths = (int)lrint(vals[c] / top * bars * 8);
+            int fill = eighths - (bars - 1 - r) * 8;
+            if (fill <= 0)
+                continue;
+            if (fill > 8)
+                fill = 8;
+            uint32_t ch = v->ascii ? (uint32_t)(fill >= 6 ? '#' : fill >= 3 ? ':' : '.')
+                                   : 0x2580u + (uint32_t)fill;
+            pf_cells_put(b, x + gut + c, yy, ch, col, 0);
+        }
+    }
+    /* the time axis: -window at the left, half-way, now at the right */
+    int ay = y + rows - 1;
+    const char *unit = v->time_unit ? v->time_unit : "steps";
+    double ups = v->unit_per_step > 0 ? v->unit_per_step : 1;
+    pf_cells_fill(b, x + gut, ay, cols, 1, v->ascii ? '-' : 0x2500, PF_COL_DIM, 0);
+    char a0[32], a1[32];
+    snprintf(a0, sizeof a0, "-%.4g %s", window * ups, unit);
+    snprintf(a1, sizeof a1, "-%.4g", window * ups / 2);
+    pf_cells_text(b, x + gut, ay, cols, PF_COL_DIM, 0, a0);
+    int mid = x + gut + cols / 2 - (int)strlen(a1) / 2;
+    if (mid > x + gut + (int)strlen(a0) + 1)
+        pf_cells_text(b, mid, ay, -1, PF_COL_DIM, 0, a1);
+    pf_cells_text(b, x + gut + cols - 3, ay, 3, PF_COL_DIM, 0, "now");
+    return top;
+}
+
+/* The charts view (key t), in the grid's place: the window's rates beside
+ * the run's totals, then as many charts as fit. */
+static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const pf_hist *hs = v->hist;
+    int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
+    if (!s || !hs || !hs->v[0]) {
+        pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "charts: waiting for history...");
+        return;
+    }
+    const pf_sim_stats *st = &s->stats;
+    double tok = pf_hist_mean(hs, PF_HIST_TOKENS, win), pre = pf_hist_mean(hs, PF_HIST_PREEMPT, win);
+    double naive = st->throughput_vs_naive > 0 ? st->throughput / st->throughput_vs_naive : 0;
+    char r[160];
+    if (naive > 0)
+        snprintf(r, sizeof r, "last %d: %.1f tok/step %.2fx naive, %.2f preempt/step | run: %.1f, %.2fx",
+                 win, tok, tok / naive, pre, st->throughput, st->throughput_vs_naive);
+    else
+        snprintf(r, sizeof r, "last %d: %.1f tok/step, %.2f preempt/step | run: %.1f tok/step", win,
+                 tok, pre, st->throughput);
+    pf_cells_text(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD, r);
+    static const struct {
+        int k;
+        const char *name;
+        uint8_t col;
+        double mul;
+    } ch[] = {
+        {PF_HIST_TOKENS, "tokens/step", PF_COL_GOOD, 1},
+        {PF_HIST_PREEMPT, "preemptions/step", PF_COL_BAD, 1},
+        {PF_HIST_USAGE, "KV use %", PF_COL_RESERVE, 100},
+        {PF_HIST_WAITING, "waiting", PF_COL_WARN, 1},
+        {PF_HIST_STALLED, "stalled", PF_COL_WARN, 1},
+    };
+    int avail = h - 1, nch = 5;
+    while (nch > 1 && avail / nch < 4)
+        nch--;
+    int each = avail / nch;
+    for (int i = 0; i < nch; i++)
+        pf_render_chart(b, x, y + 1 + i * each, w, each, hs, ch[i].k, win, v, ch[i].name, ch[i].col,
+                        ch[i].mul);
+}
+
+static void panel_history(pf_cells *b, int x, int y, int w, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const pf_hist *hs = v->hist && v->hist->v[0] ? v->hist : NULL;
+    int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
+    char t[64];
+    if (hs)
+        snprintf(t, sizeof t, "History, last %d steps (mean)", win);
+    else
+        snprintf(t, sizeof t, "History (per step)");
+    title(b, x, y, w, t);
     if (!s)
         return;
-    int n = s->nhistory < 0 ? 0 : s->nhistory > PF_SIM_HISTORY ? PF_SIM_HISTORY : s->nhistory;
-    const float *h[3] = {s->hist_decoding, s->hist_stalled, s->hist_preempt};
     static const char *const labels[3] = {"decoding", "stalled", "preempts"};
     static const uint8_t cols[3] = {PF_COL_GOOD, PF_COL_WARN, PF_COL_BAD};
+    if (hs) {
+        /* as wide as the panel, over the chart window, with the window's mean */
+        static const int ks[3] = {PF_HIST_TOKENS, PF_HIST_STALLED, PF_HIST_PREEMPT};
+        int pw = w - 9 - 7;
+        for (int i = 0; i < 3; i++) {
+            float tmp[256];
+            int cols_n = pw < 256 ? pw : 256, n = hs->n;
+            for (int c = 0; c < cols_n; c++) {
+                long lo = (long)n - win + (long)c * win / cols_n, hi = (long)n - win + (long)(c + 1) * win / cols_n;
+                if (hi <= lo)
+                    hi = lo + 1;
+                double sum = 0;
+                int cnt = 0;
+                for (long j = lo < 0 ? 0 : lo; j < hi && j < n; j++, cnt++)
+                    sum += pf_hist_at(hs, ks[i], (int)j);
+                tmp[c] = cnt ? (float)(sum / cnt) : 0;
+            }
+            pf_cells_text(b, x, y + 1 + i, 9, PF_COL_DIM, 0, labels[i]);
+            sparkline(b, x + 9, y + 1 + i, cols_n, tmp, cols_n, v->ascii, cols[i]);
+            char val[16];
+            double m = pf_hist_mean(hs, ks[i], win);
+            snprintf(val, sizeof val, m < 10 ? "%6.2f" : "%6.1f", m);
+            pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, val);
+        }
+        return;
+    }
+    int n = s->nhistory < 0 ? 0 : s->nhistory > PF_SIM_HISTORY ? PF_SIM_HISTORY : s->nhistory;
+    const float *h[3] = {s->hist_decoding, s->hist_stalled, s->hist_preempt};
     for (int i = 0; i < 3; i++) {
         pf_cells_text(b, x, y + 1 + i, 9, PF_COL_DIM, 0, labels[i]);
-        sparkline(b, x + 9, y + 1 + i, w - 9 - 7, h[i], n, ascii, cols[i]);
-        char v[16];
-        snprintf(v, sizeof v, "%6.0f", n ? h[i][n - 1] : 0.0f);
-        pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, v);
+        sparkline(b, x + 9, y + 1 + i, w - 9 - 7, h[i], n, v->ascii, cols[i]);
+        char val[16];
+        snprintf(val, sizeof val, "%6.0f", n ? h[i][n - 1] : 0.0f);
+        pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, val);
     }
 }
 
@@ -595,7 +781,7 @@ static const struct {
     int key;
 } keybar[] = {
     {"F1", "help", '?'},   {"F10", "quit", 'q'},   {"spc", "pause", ' '}, {"s", "step", 's'},
-    {"c", "colour", 'c'},  {"w/W", "wmark", 'W'},  {"-/+", "workers", '+'}, {"arrows", "inspect", 'i'},
+    {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "workers", '+'}, {"arrows", "inspect", 'i'},
     {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
     {"f/F", "speed", 'F'}, {"r", "reset", 'r'},
 };
@@ -630,6 +816,7 @@ static const char *const help_keys[] = {
     "",
     "  F1 ?       this help          F10 q       quit (Ctrl-C too)",
     "  c          colouring: owner / state / age (the legend follows)",
+    "  t   < >    charts in the grid's place / chart window shorter, longer",
     "  arrows     move the cursor on the grid: inspect the owning sequence",
     "             (or click a cell); Esc closes the inspector",
     "  w / W      watermark down / up (1% steps below 10%, then 5%)",
@@ -667,7 +854,8 @@ static const char *const help_counters[] = {
     "  vs naive    tokens per step so far / naive's for the whole run",
     "  tok/step    tokens generated per step    finished  jobs done",
     "  ping-pong   preempted again soon after readmission",
-    "  History     last steps: decoding, stalled, preemptions per step",
+    "  History     decoding, stalled, preemptions per step over the chart",
+    "              window (< >), with the window's mean at the right",
     "  ui fps ms   the dashboard's frame rate and render time",
 };
 
@@ -943,7 +1131,7 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
 
     /* right column */
     panel_counters(b, rx, mid_top, R, s);
-    panel_history(b, rx, mid_top + 7, R, s, v->ascii);
+    panel_history(b, rx, mid_top + 7, R, v);
     if (v->fps > 0) { /* the UI's own pace, right of the History title */
         char t[48];
         int n = snprintf(t, sizeof t, "ui %.0f fps %.2f ms", v->fps, v->render_ms);
@@ -962,12 +1150,20 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     int grid_y = mid_top + 2;
     int grid_h = mid_h - 2 - legend_rows - ev_h;
     pf_grid_info gi;
-    pf_render_grid_view(b, 0, grid_y, L, grid_h, v, &gi);
+    memset(&gi, 0, sizeof gi);
+    if (v->charts) /* the grid's rectangle and its legend hold the charts */
+        panel_charts(b, 0, grid_y, L, grid_h + legend_rows, v);
+    else
+        pf_render_grid_view(b, 0, grid_y, L, grid_h, v, &gi);
     if (grid)
         *grid = gi;
     meter(b, 0, mid_top, L, s, gi.reserve_frames);
     title(b, 0, mid_top + 1, L, "Pool");
-    if (s && gi.frames_per_cell > 0) {
+    if (v->charts)
+        pf_cells_printf(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
+                        "Charts over the last %d steps (< > zoom, t: back to the grid)",
+                        v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW);
+    else if (s && gi.frames_per_cell > 0) {
         /* On a narrow column drop the pool's shape rather than clip the
          * counts (an 80-column screen cut "4096 used" to "40"). */
         char t[160];
@@ -985,7 +1181,8 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
         pf_cells_text(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
     }
     int ly = grid_y + grid_h;
-    legend(b, ly, L, v, &gi);
+    if (!v->charts)
+        legend(b, ly, L, v, &gi);
     if (v->inspect > 0)
         panel_inspect(b, 0, ly + 2, L, ev_h, s, v->inspect - 1);
     else if (v->cursor > 0 && gi.frames_per_cell > 0) { /* the cursor on a free cell */

@@ -24,6 +24,7 @@
 #include "gpu/gpu.h"
 #include "sim/sim.h"
 #include "tui/cells.h"
+#include "tui/hist.h"
 #include "tui/marks.h"
 
 #define PF_DASH_MIN_W 80
@@ -92,7 +93,28 @@ typedef struct {
     double now;                  /* the marks' clock, seconds               */
     int cursor;                  /* selected grid cell + 1; 0: no cursor    */
     int32_t inspect;             /* sequence id + 1 in the inspector; 0: none */
+    const pf_hist *hist;         /* the long history, may be NULL (then the
+                                    snapshot's last 256 steps)               */
+    int window;                  /* chart window in steps; 0: 256           */
+    int charts;                  /* 1: charts in the grid's place (key t)   */
+    const char *time_unit;       /* the time axis' unit; NULL: "steps"      */
+    double unit_per_step;        /* time units per step; 0: 1 (steps). The
+                                    simulator counts steps today; when it has
+                                    seconds, pass "s" and the step length.  */
 } pf_dash_view;
+
+/* Chart windows: PF_CHART_MIN_WINDOW .. PF_HIST_CAP steps, zoomed by 2x. */
+#define PF_CHART_MIN_WINDOW 16
+#define PF_CHART_DEFAULT_WINDOW 256
+int pf_render_window_zoom(int window, int out);
+
+/* One chart: the last `window` samples of series k of h in the rectangle
+ * (x, y, w, rows >= 3): a title row, rows-2 rows of bars with the scale in
+ * a 7-column gutter, and a time axis. Returns the scale's top value (the
+ * series' largest visible value rounded up to 1, 2 or 5 x 10^k; > 0). */
+double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist *h, int k,
+                       int window, const pf_dash_view *v, const char *name, uint8_t col,
+                       double mul);
 
 /* Where the grid went and at what scale; for tests and the legend. */
 typedef struct {
