@@ -144,6 +144,7 @@ typedef struct {
     double kv_util;           /* tokens_held / (pool_used x block_size):
                                  how full the held frames are, 0..1; naive's
                                  reserved-but-empty frames count as held    */
+    int njobs;                /* jobs in the run (a viewer sees the end come) */
 } pf_sim_stats;
 
 /* ---- the simulator ------------------------------------------------------- */

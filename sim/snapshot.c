@@ -112,6 +112,7 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
         held += t < cap ? t : cap;
     }
     o->tokens_held = held;
+    o->njobs = s->njobs;
     o->kv_util = o->pool_used > 0 ? (double)held / ((double)o->pool_used * B) : 0.0;
 }
 

@@ -255,6 +255,27 @@ for sig in TERM SEGV; do
 done
 rm -f "$PIDF"
 
+# ---- a run has an end: the final figures, r for the next, --loop by itself ----
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --jobs 30 --tick-us 1000; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "Run 1 complete: every job finished" 60 || fail "the end of run 1 is not shown"
+wait_for "jobs 30 finished" || fail "the final figures are not shown"
+screen | grep -qF "| DONE | run 1" || fail "the header does not say DONE"
+$T send-keys -t pf r
+wait_for "| run 2" || fail "r did not start run 2"
+wait_gone "Run 1 complete" || fail "the end box stayed after r"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "q after a run's end"
+$T kill-session -t pf
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --jobs 30 --tick-us 1000 --loop; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "Run 1 complete" 60 || fail "--loop: the end of run 1 is not shown"
+wait_for "| RUNNING | run 2" 15 || fail "--loop did not start run 2 by itself"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "q with --loop"
+$T kill-session -t pf
+echo "ok a run's end, r, --loop"
+
 # ---- terminals that cannot be driven: one clear line, status 2 -------------------
 for term in dumb no-such-terminal-xyz; do
     $T new-session -d -s pf -x 100 -y 30 "TERM=$term '$BIN'; echo PF_EXIT=\$?; sleep 120" ||

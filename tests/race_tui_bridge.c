@@ -7,7 +7,8 @@
  * can, checking each one it gets. Asserts (on the main thread, at the end):
  * snapshots arrived and were well formed, the status line followed the
  * commands, queued presses were not lost (five W from 0 give 5%), pause
- * holds the step, and everything stops and frees cleanly (ASan/LSan builds
+ * holds the step, a run's end is caught on its last step (r and --loop start
+ * the next), and everything stops and frees cleanly (ASan/LSan builds
  * check the frees). Prints the slowest UI-side call, for information only.
  */
 #include <stdio.h>
@@ -92,6 +93,77 @@ static int well_formed(const pf_sim_snapshot *s, int pool)
            s->nhistory <= PF_SIM_HISTORY;
 }
 
+static int run_is(pf_dash_bridge *b, int run, int ended, double secs)
+{
+    double end = now_s() + secs;
+    pf_dash_run r;
+    do {
+        pf_dash_bridge_take(b); /* the UI keeps taking snapshots meanwhile */
+        pf_dash_bridge_run(b, &r);
+        if (r.run == run && r.ended == ended)
+            return 1;
+        sleep_ms(2);
+    } while (now_s() < end);
+    return 0;
+}
+
+/* 4. a run has an end: the bridge stops the live simulator on the last
+ * step (exact figures, the step holds), r starts run 2, --loop run 3. */
+static void test_run_end(void)
+{
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.engine = PF_ENGINE_THREADED;
+    p.workers = 8;
+    p.tick_us = 300;
+    p.cfg.pool_blocks = 512;
+    p.cfg.max_seq_len = 512;
+    pf_jobs jobs;
+    memset(&jobs, 0, sizeof jobs);
+    char err[256] = "";
+    const int njobs = 40;
+    if (pf_jobs_generate(&jobs, 11, njobs, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
+        CHECK(0, "cannot generate jobs");
+        return;
+    }
+    pf_sim *sim = pf_sim_create(&p, &jobs, err, sizeof err);
+    pf_dash_bridge *b = NULL;
+    if (!sim || pf_sim_start(sim) != PF_OK || !(b = pf_dash_bridge_start(sim, err, sizeof err))) {
+        CHECK(0, "cannot start: %s", err);
+        goto out;
+    }
+    CHECK(run_is(b, 1, 1, 60), "run 1 did not end");
+    pf_dash_run r;
+    pf_dash_bridge_run(b, &r);
+    CHECK(r.exact && r.final.done, "the end's figures are not exact (done %d)", r.final.done);
+    CHECK(r.final.finished == njobs, "final: %lld of %d jobs finished", (long long)r.final.finished, njobs);
+    pf_sim_stats st;
+    pf_sim_get_stats(sim, &st);
+    CHECK(st.step == r.final.step && st.done, "the simulator left the last step: %lld vs %lld",
+          (long long)st.step, (long long)r.final.step);
+    sleep_ms(200);
+    pf_sim_get_stats(sim, &st);
+    CHECK(st.step == r.final.step, "the end did not hold: %lld -> %lld", (long long)r.final.step,
+          (long long)st.step);
+    /* r: run 2, from step 0, to its own end */
+    pf_dash_bridge_post(b, PF_DASH_CMD_RESET);
+    CHECK(run_is(b, 2, 0, 10), "r did not start run 2");
+    CHECK(run_is(b, 2, 1, 60), "run 2 did not end");
+    pf_dash_bridge_run(b, &r);
+    CHECK(r.exact && r.final.finished == njobs, "run 2's end: exact %d, finished %lld", r.exact,
+          (long long)r.final.finished);
+    /* --loop: run 3 starts by itself after the hold */
+    pf_dash_bridge_set_loop(b, 1);
+    CHECK(run_is(b, 3, 0, PF_DASH_LOOP_HOLD_S + 10), "--loop did not start run 3");
+    CHECK(run_is(b, 3, 1, 60), "run 3 did not end");
+out:
+    pf_dash_bridge_stop(b);
+    if (sim)
+        pf_sim_stop(sim);
+    pf_sim_destroy(sim);
+    pf_jobs_free(&jobs);
+}
+
 int main(void)
 {
     const int pool = 512;
@@ -106,7 +178,10 @@ int main(void)
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);
     char err[256] = "";
-    if (pf_jobs_generate(&jobs, 7, 128, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
+    /* enough jobs that the run cannot end during the test (the end has a
+     * test of its own below), and a given baseline so the start is quick */
+    p.naive_throughput = 1.0;
+    if (pf_jobs_generate(&jobs, 7, 20000, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
         fprintf(stderr, "race_tui_bridge: cannot generate jobs\n");
         return 1;
     }
@@ -207,6 +282,7 @@ int main(void)
     pf_sim_stop(sim);
     pf_sim_destroy(sim);
     pf_jobs_free(&jobs);
+    test_run_end();
     printf("race_tui_bridge: %d commands, %d snapshots, %d status changes; slowest UI-side call "
            "%.3f ms\n",
            posted, got, statuses, slowest * 1e3);

@@ -36,6 +36,17 @@ struct pf_dash_bridge {
     int back, mid, front;
     int fresh;                 /* mid holds a snapshot the UI has not taken */
     char status[128];          /* last command's outcome                    */
+    pf_dash_run run;           /* the run's end, guarded by mu              */
+    int loop;                  /* restart by itself at the end (--loop)     */
+    double restart_at;         /* loop: monotonic time of the next restart  */
+    int64_t last_step;         /* control thread: step of the last snapshot */
+    pf_sim_stats last_stats;   /* control thread: that snapshot's stats     */
+    int asked_reset;           /* control thread: a reset/mode ran since    */
+    int await_restart;         /* control thread: a reset asked, not yet seen */
+    int driving;               /* control thread: stepping the run's last steps */
+    int64_t drive_step;        /* control thread: step when the last was asked */
+    int64_t await_from;        /* control thread: step when the reset was asked */
+    double await_until;        /* control thread: give up waiting for it then */
     unsigned status_seq;
     pthread_t th;
 };
@@ -54,6 +65,122 @@ static void ctl_status(control *c, const char *fmt, ...)
     memcpy(c->status, buf, sizeof buf);
     c->status_seq++;
     pthread_mutex_unlock(&c->mu);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The next run: the same jobs from step 0, running. */
+static int ctl_next_run(control *c)
+{
+    pf_sim_stats st;
+    pf_sim_get_stats(c->sim, &st);
+    int rc = pf_sim_reset(c->sim); /* after set_mode: a second request, same effect */
+    if (!rc && (c->paused || c->driving)) { /* driving: the simulator is paused */
+        rc = pf_sim_set_paused(c->sim, 0);
+        if (!rc)
+            c->paused = 0;
+    }
+    c->asked_reset = 1;
+    /* the engine resets at its next loop, not now: until the step goes
+     * back (or a second passes), the old run's figures are still there */
+    c->await_restart = 1;
+    c->await_from = st.step;
+    c->await_until = mono_s() + 1.0;
+    c->driving = 0;
+    pthread_mutex_lock(&c->mu);
+    c->run.run++;
+    c->run.ended = 0;
+    c->run.exact = 0;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static int ctl_loop(control *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int loop = c->loop;
+    pthread_mutex_unlock(&c->mu);
+    return loop;
+}
+
+/* Record the end of the run on screen (st: its final figures). */
+static void ctl_ended(control *c, const pf_sim_stats *st, int exact)
+{
+    pthread_mutex_lock(&c->mu);
+    c->run.ended = 1;
+    c->run.finishing = 0;
+    c->run.exact = exact;
+    c->run.final = *st;
+    int run = c->run.run;
+    pthread_mutex_unlock(&c->mu);
+    c->restart_at = mono_s() + PF_DASH_LOOP_HOLD_S;
+    ctl_status(c, "run %d complete%s", run, ctl_loop(c) ? "; the next starts in 3 s" : "; r: run again");
+}
+
+/* Watch for the end. The live engine restarts from the top of its loop as
+ * soon as the run is done, unless it is paused; so once few jobs are left
+ * (all of them in the pool, or about to be) the bridge pauses it and
+ * drives the last steps itself, one pf_sim_single_step at a time (the
+ * engine still paces each at the tick), and checks `done` between steps:
+ * the run then stops on its last step, with exact figures. Called with mu
+ * NOT held, on the control thread. */
+#define PF_DASH_DRIVE_JOBS 16
+
+static void ctl_watch_end(control *c)
+{
+    pf_sim_stats st;
+    pf_sim_get_stats(c->sim, &st);
+    if (c->run.ended) { /* read without mu: only this thread writes it */
+        if (ctl_loop(c) && mono_s() >= c->restart_at)
+            ctl_next_run(c);
+        return;
+    }
+    if (c->await_restart) { /* the old run's figures until the reset lands */
+        if (st.step >= c->await_from && c->await_from > 0 && mono_s() < c->await_until)
+            return;
+        c->await_restart = 0;
+        c->last_step = -1;
+        return;
+    }
+    if (st.done) {
+        if (!c->paused && pf_sim_set_paused(c->sim, 1) == 0)
+            c->paused = 1;
+        c->driving = 0;
+        pf_sim_get_stats(c->sim, &st);
+        ctl_ended(c, &st, 1);
+        return;
+    }
+    if (c->driving) {
+        if (st.step != c->drive_step) { /* the last step landed: ask the next */
+            c->drive_step = st.step;
+            pf_sim_single_step(c->sim);
+        }
+        return;
+    }
+    if (!c->paused && st.njobs > 0 && st.njobs - st.finished <= PF_DASH_DRIVE_JOBS &&
+        pf_sim_set_paused(c->sim, 1) == 0) {
+        c->driving = 1;
+        pthread_mutex_lock(&c->mu);
+        c->run.finishing = 1;
+        pthread_mutex_unlock(&c->mu);
+        pf_sim_get_stats(c->sim, &st); /* a step in flight may have landed */
+        c->drive_step = st.step;
+        if (!st.done)
+            pf_sim_single_step(c->sim);
+        return;
+    }
+    /* the step went back with no reset asked for: the end slipped past
+     * (it cannot while driving; kept as a guard) */
+    if (c->last_step >= 0 && st.step < c->last_step && !c->asked_reset) {
+        ctl_ended(c, &c->last_stats, 0); /* the last snapshot taken */
+        if (!ctl_loop(c) && !c->paused && pf_sim_set_paused(c->sim, 1) == 0)
+            c->paused = 1;
+    }
 }
 
 /* Run one command against the simulator; called on the control thread. */
@@ -101,12 +228,27 @@ static void ctl_exec(control *c, int cmd)
     }
     case PF_DASH_CMD_MODE_TOGGLE: {
         pf_sim_mode m = p.mode == PF_SIM_NAIVE ? PF_SIM_PAGED : PF_SIM_NAIVE;
-        rc = pf_sim_set_mode(c->sim, m);
+        rc = pf_sim_set_mode(c->sim, m); /* a reset: the next run, in the other mode */
         if (!rc)
-            ctl_status(c, "mode %s (restarted)", mode_names[m]);
+            rc = ctl_next_run(c);
+        if (!rc)
+            ctl_status(c, "mode %s (restarted: run %d)", mode_names[m], c->run.run);
         break;
     }
     case PF_DASH_CMD_PAUSE_TOGGLE:
+        if (c->run.ended) { /* resuming after the end: the next run */
+            rc = ctl_next_run(c);
+            if (!rc)
+                ctl_status(c, "run %d started", c->run.run);
+            break;
+        }
+        if (c->driving) { /* the simulator is paused already: stop driving it */
+            c->driving = 0;
+            c->paused = 0;
+            pthread_mutex_lock(&c->mu);
+            c->run.finishing = 0;
+            pthread_mutex_unlock(&c->mu);
+        }
         rc = pf_sim_set_paused(c->sim, !c->paused);
         if (!rc) {
             c->paused = !c->paused;
@@ -114,6 +256,13 @@ static void ctl_exec(control *c, int cmd)
         }
         break;
     case PF_DASH_CMD_STEP:
+        if (c->driving) { /* the user takes over the steps */
+            c->driving = 0;
+            c->paused = 1;
+            pthread_mutex_lock(&c->mu);
+            c->run.finishing = 0;
+            pthread_mutex_unlock(&c->mu);
+        }
         if (!c->paused) {
             rc = pf_sim_set_paused(c->sim, 1);
             if (rc)
@@ -139,10 +288,10 @@ static void ctl_exec(control *c, int cmd)
             ctl_status(c, "tick %ld us", t);
         break;
     }
-    case PF_DASH_CMD_RESET:
-        rc = pf_sim_reset(c->sim);
+    case PF_DASH_CMD_RESET: /* r: the run again (after its end: the next run) */
+        rc = ctl_next_run(c);
         if (!rc)
-            ctl_status(c, "reset");
+            ctl_status(c, "run %d started", c->run.run);
         break;
     default:
         break;
@@ -159,7 +308,12 @@ static void *ctl_main(void *arg)
         /* wait for a command or the next snapshot period */
         struct timespec until; /* the cv runs on CLOCK_MONOTONIC */
         clock_gettime(CLOCK_MONOTONIC, &until);
-        long period_ns = c->paused ? 100000000L : 30000000L;
+        /* 30 ms running (about the UI's 30 fps), 100 ms paused; 2 ms while
+         * the run's end is near, to stop on its last step */
+        const pf_sim_stats *ls = &c->last_stats;
+        int near_end = c->driving || (!c->run.ended && !c->paused && ls->njobs > 0 &&
+                                      ls->njobs - ls->finished <= PF_DASH_DRIVE_JOBS);
+        long period_ns = near_end ? 1000000L : c->paused ? 100000000L : 30000000L;
         until.tv_nsec += period_ns;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
@@ -175,7 +329,14 @@ static void *ctl_main(void *arg)
 
         for (int i = 0; i < n; i++)
             ctl_exec(c, c->local.v[i]);
+        ctl_watch_end(c);
         int rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
+        if (rc == 0) {
+            c->last_step = c->snaps[c->back].stats.step;
+            c->last_stats = c->snaps[c->back].stats;
+            if (!c->await_restart)
+                c->asked_reset = 0;
+        }
 
         pthread_mutex_lock(&c->mu);
         if (rc == 0) {
@@ -236,6 +397,8 @@ pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen)
         return NULL;
     }
     c->sim = sim;
+    c->run.run = 1;
+    c->last_step = -1;
     c->back = 0;
     c->mid = 1;
     c->front = 2;
@@ -272,6 +435,20 @@ int pf_dash_bridge_status(pf_dash_bridge *c, unsigned *seen, char *out, size_t l
     }
     pthread_mutex_unlock(&c->mu);
     return changed;
+}
+
+void pf_dash_bridge_run(pf_dash_bridge *c, pf_dash_run *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->run;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pf_dash_bridge_set_loop(pf_dash_bridge *c, int loop)
+{
+    pthread_mutex_lock(&c->mu);
+    c->loop = loop;
+    pthread_mutex_unlock(&c->mu);
 }
 
 void pf_dash_bridge_stop(pf_dash_bridge *c)

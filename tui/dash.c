@@ -52,6 +52,7 @@ typedef struct {
     pf_sim_params p; /* what they say, after parsing                      */
     int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
     int coloring, charts, window, format; /* format: 0 text, 1 jsonl (headless) */
+    int loop;
 } dash_opts;
 
 static const char dash_summary[] =
@@ -417,6 +418,10 @@ static int run_live(dash_opts *o, pf_sim *sim)
     memset(&gi, 0, sizeof gi);
     double marks_live_until = 0;
     int charts = o->charts, window = o->window;
+    pf_dash_run run;
+    memset(&run, 0, sizeof run);
+    run.run = 1;
+    pf_dash_bridge_set_loop(ctl, o->loop);
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
@@ -450,6 +455,12 @@ static int run_live(dash_opts *o, pf_sim *sim)
             dirty = 1;
         if (pf_dash_bridge_status(ctl, &status_seen, status_msg, sizeof status_msg))
             dirty = 1;
+        pf_dash_run r2;
+        pf_dash_bridge_run(ctl, &r2);
+        if (r2.run != run.run || r2.ended != run.ended || r2.finishing != run.finishing) {
+            run = r2;
+            dirty = 1;
+        }
         pthread_mutex_lock(&gpu.mu);
         if (memcmp(&panel, &gpu.panel, sizeof panel) != 0) {
             panel = gpu.panel;
@@ -458,9 +469,13 @@ static int run_live(dash_opts *o, pf_sim *sim)
         pthread_mutex_unlock(&gpu.mu);
 
         if (dirty) {
-            pf_dash_view v = {snap, &panel, o->ascii, help, status_msg, fps, render_ms,
-                              coloring, &marks, now, cursor + 1, inspect + 1,
-                              &hist, window, charts, NULL, 0};
+            pf_dash_view v = {.snap = snap, .gpu = &panel, .ascii = o->ascii, .help = help,
+                              .status = status_msg, .fps = fps, .render_ms = render_ms,
+                              .coloring = coloring, .marks = &marks, .now = now,
+                              .cursor = cursor + 1, .inspect = inspect + 1, .hist = &hist,
+                              .window = window, .charts = charts, .run_no = run.run,
+                              .run_ended = run.ended, .run_exact = run.exact, .final = &run.final,
+                              .loop = o->loop, .finishing = run.finishing};
             double t0 = now_s();
             pf_render_screen(&buf, &v, &gi);
             render_ms = (now_s() - t0) * 1e3;
@@ -478,7 +493,7 @@ static int run_live(dash_opts *o, pf_sim *sim)
         /* 33 ms (30 fps) while running; 250 ms while paused, for little CPU,
          * except for a few short waits right after a key so its effect
          * (a single step, say) shows at once, and while flashes fade */
-        int paused = snap ? snap->paused : 0;
+        int paused = snap ? snap->paused && !run.finishing : 0;
         int key = pf_term_getkey(paused && quick <= 0 && t >= marks_live_until ? 250 : 33);
         if (quick > 0)
             quick--;
@@ -611,7 +626,7 @@ int pf_cmd_dash(int argc, char **argv)
     o.width = 120;
     o.height = 40;
 
-    pf_opt opts[PF_SIMFLAGS_NOPTS + 13];
+    pf_opt opts[PF_SIMFLAGS_NOPTS + 14];
     static const char *const formats[] = {"text", "jsonl", NULL};
     static const char *const colorings[] = {"owner", "state", "age", NULL};
     o.window = PF_CHART_DEFAULT_WINDOW;
@@ -633,6 +648,8 @@ int pf_cmd_dash(int argc, char **argv)
         {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C",
          "what the grid's colour means: owner, state or age (key c cycles)", 0},
         {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts (key t)", 0},
+        {"loop", PF_OPT_FLAG, &o.loop, 0, 0, NULL, NULL,
+         "when the jobs are done, show the figures, then start the next run by itself", 0},
         {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS",
          "chart window (keys < >)", 0},
         {"format", PF_OPT_CHOICE, &o.format, 0, 0, formats, "F",
@@ -646,6 +663,8 @@ int pf_cmd_dash(int argc, char **argv)
     if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
     static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu", "format"};
+    if (o.headless && pf_cli_find(opts, "loop")->seen)
+        return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
         if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
             return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);

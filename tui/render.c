@@ -588,7 +588,7 @@ static void panel_history(pf_cells *b, int x, int y, int w, const pf_dash_view *
     int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
     char t[64];
     if (hs)
-        snprintf(t, sizeof t, "History, last %d steps (mean)", win);
+        snprintf(t, sizeof t, "History, last %d steps", win);
     else
         snprintf(t, sizeof t, "History (per step)");
     title(b, x, y, w, t);
@@ -756,8 +756,10 @@ static void header(pf_cells *b, const pf_dash_view *v)
                              s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
                              (long long)s->stats.step);
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE | PF_ATTR_BOLD,
-                           s->paused ? "PAUSED" : "RUNNING");
-        if (s->stats.done)
+                           v->run_ended ? "DONE" : s->paused && !v->finishing ? "PAUSED" : "RUNNING");
+        if (v->run_no > 0)
+            x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, " | run %d", v->run_no);
+        if (s->stats.done && !v->run_ended)
             x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, " (all done)");
     } else {
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| starting");
@@ -876,6 +878,46 @@ static void help_overlay(pf_cells *b, int page)
     for (int i = 0; i < n; i++)
         pf_cells_text(b, bx + 2, by + 1 + i, bw - 4, PF_COL_DEFAULT,
                       PF_ATTR_REVERSE | (i == 0 ? PF_ATTR_BOLD : 0), lines[i]);
+}
+
+/* The end of a run: a box over the grid with the run's final figures. */
+static void run_end_box(pf_cells *b, const pf_dash_view *v)
+{
+    const pf_sim_stats *st = v->final;
+    if (!st)
+        return;
+    char l[8][112];
+    int n = 0;
+    snprintf(l[n++], sizeof l[0], "Run %d complete: %s at step %lld", v->run_no,
+             st->done ? "every job finished" : "the run ended", (long long)st->step);
+    if (!v->run_exact)
+        snprintf(l[n++], sizeof l[0], "(figures of the last view, a few steps before the end)");
+    snprintf(l[n++], sizeof l[0], "jobs %lld finished, %lld preemptions, %lld tokens recomputed",
+             (long long)st->finished, (long long)st->preemptions, (long long)st->recomputed_tokens);
+    if (st->throughput_vs_naive > 0)
+        snprintf(l[n++], sizeof l[0], "throughput %.2f tok/step = %.2fx naive, goodput %.1f%%",
+                 st->throughput, st->throughput_vs_naive, 100.0 * st->goodput);
+    else
+        snprintf(l[n++], sizeof l[0], "throughput %.2f tok/step, goodput %.1f%%", st->throughput,
+                 100.0 * st->goodput);
+    snprintf(l[n++], sizeof l[0], "admission wait mean %.1f, p99 %.0f steps; KV use mean %.1f%%",
+             st->wait_mean, st->wait_p99, 100.0 * st->kv_usage_mean);
+    snprintf(l[n++], sizeof l[0], "%s", v->loop ? "--loop: the next run starts in a few seconds"
+                                                : "r: run again    q: quit");
+    int bw = 0;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(l[i]) > bw)
+            bw = (int)strlen(l[i]);
+    bw += 4;
+    if (bw > b->w - 2)
+        bw = b->w - 2;
+    int bh = n + 2, bx = (b->w - bw) / 2, by = (b->h - bh) / 2 - 2;
+    if (by < 1)
+        by = 1;
+    pf_cells_fill(b, bx, by, bw, bh, ' ', PF_COL_GOOD, PF_ATTR_REVERSE);
+    for (int i = 0; i < n; i++)
+        pf_cells_text(b, bx + 2, by + 1 + i, bw - 4, PF_COL_GOOD,
+                      PF_ATTR_REVERSE | (i == 0 ? PF_ATTR_BOLD : 0), l[i]);
 }
 
 static void too_small(pf_cells *b)
@@ -1135,7 +1177,8 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     if (v->fps > 0) { /* the UI's own pace, right of the History title */
         char t[48];
         int n = snprintf(t, sizeof t, "ui %.0f fps %.2f ms", v->fps, v->render_ms);
-        if (n > 0 && n < R - 20)
+        int tl = v->hist ? 26 : 20; /* keep the panel's title whole */
+        if (n > 0 && n <= R - tl)
             pf_cells_text(b, rx + R - n, mid_top + 7, n, PF_COL_TITLE, PF_ATTR_UNDERLINE, t);
     }
     panel_params(b, rx, mid_top + 11, R, s);
@@ -1196,6 +1239,16 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
         panel_events(b, 0, ly + 2, L, ev_h, s);
     panel_gpu(b, 0, gpu_y, W, v->gpu);
     key_line(b, H - 1);
+    if (v->run_ended)
+        run_end_box(b, v);
+    if (v->starting) { /* a large start: say what it is doing; q works */
+        int bw = (int)strlen(v->starting) + 4;
+        if (bw > W - 2)
+            bw = W - 2;
+        pf_cells_fill(b, (W - bw) / 2, H / 2 - 2, bw, 3, ' ', PF_COL_WARN, PF_ATTR_REVERSE);
+        pf_cells_text(b, (W - bw) / 2 + 2, H / 2 - 1, bw - 4, PF_COL_WARN,
+                      PF_ATTR_REVERSE | PF_ATTR_BOLD, v->starting);
+    }
     if (v->help)
         help_overlay(b, v->help);
     return 0;

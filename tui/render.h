@@ -101,6 +101,13 @@ typedef struct {
     double unit_per_step;        /* time units per step; 0: 1 (steps). The
                                     simulator counts steps today; when it has
                                     seconds, pass "s" and the step length.  */
+    int run_no;                  /* the run on screen (1, 2...); 0: not shown */
+    int run_ended, run_exact;    /* it ended; final is exact                */
+    const pf_sim_stats *final;   /* its final figures when ended            */
+    int loop;                    /* --loop: the next run starts by itself   */
+    int finishing;               /* the dashboard steps the run's last jobs:
+                                    shown as running though the simulator is paused */
+    const char *starting;        /* non-NULL: a start in progress, this says what */
 } pf_dash_view;
 
 /* Chart windows: PF_CHART_MIN_WINDOW .. PF_HIST_CAP steps, zoomed by 2x. */
