@@ -276,6 +276,15 @@ wait_for "PF_EXIT=0" 15 || fail "q with --loop"
 $T kill-session -t pf
 echo "ok a run's end, r, --loop"
 
+# ---- a large start shows its progress and answers q at once ---------------------
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --jobs 1000000; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "starting: naive baseline" 30 || fail "a large start shows no progress"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 5 || fail "q during a large start did not end it within 5 s"
+$T kill-session -t pf
+echo "ok large start: progress, q"
+
 # ---- terminals that cannot be driven: one clear line, status 2 -------------------
 for term in dumb no-such-terminal-xyz; do
     $T new-session -d -s pf -x 100 -y 30 "TERM=$term '$BIN'; echo PF_EXIT=\$?; sleep 120" ||

@@ -30,6 +30,7 @@
 #include <locale.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -367,14 +368,125 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int run_live(dash_opts *o, pf_sim *sim)
+/* ---- the start: the naive baseline, with progress, cancellable ------------------
+ *
+ * A paged run's `vs naive` needs naive's throughput on the same jobs, which
+ * the simulator gets from a deterministic naive run at start: milliseconds
+ * for the default 512 jobs, but tens of seconds for a million. The dashboard
+ * runs that baseline itself, step by step on a thread of its own, while the
+ * UI shows how far it got and answers q at once (the thread stops at its
+ * next step); the live simulator is then made with the figure
+ * (params.naive_throughput) and starts at once. */
+
+typedef struct {
+    pf_sim_params p;
+    const pf_jobs *jobs;
+    atomic_int cancel;     /* UI -> thread                             */
+    atomic_int done;       /* thread -> UI: 1 finished, -1 failed       */
+    atomic_llong finished; /* naive jobs finished so far (progress)     */
+    double tput;           /* the result; read after the join           */
+} base_ctl;
+
+static void *base_main(void *arg)
+{
+    base_ctl *b = arg;
+    pf_sim_params np = b->p;
+    np.mode = PF_SIM_NAIVE;
+    np.engine = PF_ENGINE_DETERMINISTIC;
+    np.naive_throughput = 0;
+    pf_sim *n = pf_sim_create(&np, b->jobs, NULL, 0);
+    int ok = n != NULL;
+    for (long i = 0; ok && !atomic_load(&b->cancel); i++) {
+        int rc = pf_sim_step(n);
+        if (rc == 1 || rc < 0) { /* done, or stuck/failed: no baseline */
+            pf_sim_stats st;
+            pf_sim_get_stats(n, &st);
+            b->tput = rc == 1 ? st.throughput : 0;
+            break;
+        }
+        if (i % 256 == 0) {
+            pf_sim_stats st;
+            pf_sim_get_stats(n, &st);
+            atomic_store(&b->finished, (long long)st.finished);
+        }
+    }
+    pf_sim_destroy(n);
+    atomic_store(&b->done, ok ? 1 : -1);
+    return NULL;
+}
+
+/* Run the baseline under a progress screen. Returns 0 with o->p's
+ * naive_throughput set, 1 when the user quit (status in *quit_status), -1
+ * when the thread could not start. */
+static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *quit_status)
+{
+    if (o->p.mode != PF_SIM_PAGED || o->p.naive_throughput > 0)
+        return 0;
+    base_ctl b;
+    memset(&b, 0, sizeof b);
+    b.p = o->p;
+    b.jobs = jobs;
+    atomic_init(&b.cancel, 0);
+    atomic_init(&b.done, 0);
+    atomic_init(&b.finished, 0);
+    pthread_t th;
+    sigset_t old;
+    pf_dash_block_ui_signals(&old);
+    int rc = pthread_create(&th, NULL, base_main, &b);
+    pf_dash_restore_signals(&old);
+    if (rc != 0)
+        return -1;
+    int quit = 0;
+    double t0 = now_s();
+    while (!atomic_load(&b.done)) {
+        int sig = pf_term_quit_requested();
+        if (sig) {
+            *quit_status = 128 + sig;
+            quit = 1;
+            break;
+        }
+        if (now_s() - t0 > 0.15) { /* only a start that takes a while shows it */
+            char msg[160];
+            long long f = atomic_load(&b.finished);
+            snprintf(msg, sizeof msg, "starting: naive baseline for 'vs naive', %lld of %d jobs (%.0f%%); q quits",
+                     f, jobs->njobs, 100.0 * (double)f / (jobs->njobs > 0 ? jobs->njobs : 1));
+            pf_dash_view v;
+            memset(&v, 0, sizeof v);
+            v.ascii = o->ascii;
+            v.starting = msg;
+            pf_render_screen(buf, &v, NULL);
+            pf_term_draw(buf, 0);
+        }
+        int key = pf_term_getkey(50);
+        if (key == PF_TERM_KEY_RESIZE) {
+            int w, h;
+            pf_term_size(&w, &h);
+            if (w > 0 && h > 0)
+                pf_cells_resize(buf, w, h);
+        } else if (pf_dash_key(key) == PF_DASH_CMD_QUIT) {
+            *quit_status = 0;
+            quit = 1;
+            break;
+        }
+    }
+    atomic_store(&b.cancel, 1); /* at most one more step */
+    pthread_join(th, NULL);
+    if (quit)
+        return 1;
+    /* no baseline (the naive run cannot finish, a rare setting): 0 leaves
+     * it to the simulator's own start, as before */
+    o->p.naive_throughput = b.tput > 0 ? b.tput : 0;
+    return 0;
+}
+
+static int run_live(dash_opts *o, const pf_jobs *jobs)
 {
     int status = 0, sim_running = 0;
     char err[256];
+    pf_sim *sim = NULL;
     pf_dash_bridge *ctl = NULL;
     gpu_ctl gpu;
     memset(&gpu, 0, sizeof gpu);
-    gpu.sim = sim;
     pthread_mutex_init(&gpu.mu, NULL);
     pf_cells buf = {0, 0, NULL};
     pf_marks marks;
@@ -387,6 +499,27 @@ static int run_live(dash_opts *o, pf_sim *sim)
         status = 2;
         goto cleanup;
     }
+    {
+        int w = 0, h = 0, qs = 0;
+        pf_term_size(&w, &h);
+        int rc = pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1) == 0
+                     ? start_phase(o, jobs, &buf, &qs) : -1;
+        if (rc != 0) {
+            pf_term_close();
+            if (rc < 0)
+                fprintf(stderr, "pagefault: cannot start the baseline thread\n");
+            status = rc < 0 ? 1 : qs;
+            goto cleanup;
+        }
+    }
+    sim = pf_sim_create(&o->p, jobs, err, sizeof err);
+    if (!sim) {
+        pf_term_close();
+        fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
+        status = 1;
+        goto cleanup;
+    }
+    gpu.sim = sim;
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     int rc = pf_sim_start(sim);
@@ -598,6 +731,7 @@ cleanup:
     pf_dash_bridge_stop(ctl); /* before the simulator: it calls into it */
     if (sim_running)
         pf_sim_stop(sim);
+    pf_sim_destroy(sim);
     pf_cells_free(&buf);
     pf_marks_free(&marks);
     pf_hist_free(&hist);
@@ -685,10 +819,13 @@ int pf_cmd_dash(int argc, char **argv)
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);
     int status = 0;
-    pf_sim *sim = make_sim(&o, &jobs, &status);
-    if (sim) {
-        status = o.headless ? run_headless(&o, sim) : run_live(&o, sim);
+    pf_sim *sim = make_sim(&o, &jobs, &status); /* checks every parameter before a terminal opens */
+    if (sim && o.headless) {
+        status = run_headless(&o, sim);
         pf_sim_destroy(sim);
+    } else if (sim) {
+        pf_sim_destroy(sim); /* the live one is made after the baseline, see run_live */
+        status = run_live(&o, &jobs);
     }
     pf_jobs_free(&jobs);
     return status;
