@@ -181,6 +181,16 @@ $T send-keys -t pf t
 wait_for "Pool by owner" || fail "t did not bring the grid back"
 echo "ok t, <, >: charts and zoom"
 
+# 2: naive beside paged in lockstep, with the ratio; 2 again: back
+$T send-keys -t pf 2
+wait_for "paged / naive:" || fail "2 did not open the split view"
+wait_for "NAIVE (reserve max-len)" || fail "no naive side"
+wait_for "PAGED (on demand)" || fail "no paged side"
+$T send-keys -t pf 2
+wait_for "split view closed" || fail "2 did not close the split view"
+wait_gone "paged / naive:" || fail "the split view stayed"
+echo "ok 2: split view"
+
 # the grid is full of sequences by now: arrows open the inspector on one
 $T send-keys -t pf Right
 wait_for "(Esc closes)" || fail "arrows did not open the inspector"

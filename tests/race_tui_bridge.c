@@ -278,6 +278,46 @@ int main(void)
     CHECK(s && s->stats.step == step1, "step moved while paused: %lld -> %lld", (long long)step1,
           s ? (long long)s->stats.step : -1LL);
 
+    /* 5. the split view: two simulators stepped in lockstep by the bridge;
+     * parameter keys refused there; 2 again leaves it */
+    pf_dash_bridge_set_jobs(b, &jobs);
+    pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
+    const pf_sim_snapshot *nv = NULL;
+    int lockstep = 0, looks = 0;
+    double until = now_s() + 10;
+    while (now_s() < until && lockstep < 5) {
+        const pf_sim_snapshot *pg = pf_dash_bridge_take(b);
+        if (pg && (nv = pf_dash_bridge_split(b)) != NULL) {
+            looks++;
+            CHECK(nv->params.mode == PF_SIM_NAIVE && pg->params.mode == PF_SIM_PAGED,
+                  "split: wrong modes %d %d", nv->params.mode, pg->params.mode);
+            CHECK(nv->stats.step == pg->stats.step, "split: not in lockstep: %lld vs %lld",
+                  (long long)nv->stats.step, (long long)pg->stats.step);
+            lockstep += nv->stats.step > 0;
+        }
+        sleep_ms(5);
+    }
+    CHECK(lockstep >= 5, "split view: %d lockstep snapshots of %d", lockstep, looks);
+    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    until = now_s() + 5;
+    int refused = 0;
+    while (now_s() < until && !refused) {
+        pf_dash_bridge_take(b);
+        if (pf_dash_bridge_status(b, &seen, status, sizeof status))
+            refused = strstr(status, "refused: parameters are fixed") != NULL;
+        sleep_ms(2);
+    }
+    CHECK(refused, "a parameter key in the split view was not refused (%s)", status);
+    pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
+    until = now_s() + 5;
+    int left = 0;
+    while (now_s() < until && !left) {
+        if (pf_dash_bridge_take(b))
+            left = pf_dash_bridge_split(b) == NULL;
+        sleep_ms(2);
+    }
+    CHECK(left, "2 did not leave the split view");
+
     pf_dash_bridge_stop(b);
     pf_sim_stop(sim);
     pf_sim_destroy(sim);

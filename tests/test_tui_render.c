@@ -990,3 +990,44 @@ Test(charts, view_shows_window_rates_beside_run_totals)
     pf_hist_free(&h);
     snap_del(s);
 }
+
+/* ---- the split view ----------------------------------------------------------- */
+
+Test(split, naive_beside_paged_with_honest_util_and_ratio)
+{
+    pf_sim_snapshot *nv = snap_new(4096), *pg = snap_new(4096);
+    nv->params.mode = PF_SIM_NAIVE;
+    own(nv, 0, 300, 1, PF_FRAME_USED);
+    own(nv, 300, 4096, 1, PF_FRAME_RESERVED);
+    nv->stats.kv_util = 0.175;
+    nv->stats.kv_usage = 1.0;
+    nv->stats.throughput = 32;
+    nv->stats.step = 298;
+    nv->stats.njobs = 512;
+    own(pg, 0, 2900, 2, PF_FRAME_USED);
+    pg->stats.kv_util = 0.981;
+    pg->stats.kv_usage = 0.705;
+    pg->stats.throughput = 128;
+    pg->stats.step = 298;
+    pg->stats.njobs = 512;
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = pg, .split_naive = nv};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "paged / naive: 4.00x tokens per step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "utilisation 98.1% vs 17.5%", NULL, NULL));
+    int xn, yn, xp, yp;
+    cr_assert(pf_cells_find(&b, "NAIVE (reserve max-len)", &xn, &yn));
+    cr_assert(pf_cells_find(&b, "PAGED (on demand)", &xp, &yp));
+    cr_assert_eq(yn, yp, "side by side");
+    cr_assert_lt(xn, xp);
+    cr_assert(pf_cells_find(&b, "util 17.5%  pool 100.0%", NULL, NULL), "naive: its own honest counters");
+    cr_assert(pf_cells_find(&b, "util 98.1%  pool 70.5%", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "NAIVE + PAGED", NULL, NULL));
+    /* the naive grid shows its waste, the paged one its tokens */
+    cr_assert_eq(pf_cells_at(&b, xn + 2, yn + 5)->ch, pf_render_glyph(PF_GLYPH_RESERVED, 0));
+    cr_assert_eq(pf_cells_at(&b, xp + 2, yp + 1)->ch, pf_render_glyph(PF_GLYPH_USED, 0));
+    cr_assert_eq(pf_dash_key('2'), PF_DASH_CMD_SPLIT);
+    pf_cells_free(&b);
+    snap_del(nv);
+    snap_del(pg);
+}

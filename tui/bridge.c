@@ -33,6 +33,14 @@ struct pf_dash_bridge {
     int paused;                /* control thread's view of the pause state */
     int workers_req;           /* last worker count we asked for, 0: none   */
     pf_sim_snapshot snaps[3];  /* triple buffer                             */
+    pf_sim_snapshot snaps2[3]; /* split view: the naive side, same indices  */
+    int has2[3];               /* snaps2[i] belongs with snaps[i]           */
+    const pf_jobs *jobs;       /* for the split view, the caller's          */
+    pf_sim *split[2];          /* control thread: naive, paged; NULL: off   */
+    int split_paused;          /* control thread: the lockstep is paused    */
+    int split_step;            /* control thread: one step asked (s)        */
+    int main_was_paused;       /* control thread: to restore on leaving     */
+    double split_t;            /* control thread: time of the last advance  */
     int back, mid, front;
     int fresh;                 /* mid holds a snapshot the UI has not taken */
     char status[128];          /* last command's outcome                    */
@@ -183,9 +191,103 @@ static void ctl_watch_end(control *c)
     }
 }
 
+static void split_off(control *c)
+{
+    for (int k = 0; k < 2; k++) {
+        pf_sim_destroy(c->split[k]);
+        c->split[k] = NULL;
+    }
+}
+
+/* Key 2: into the split view (two deterministic simulators over the jobs,
+ * the live one paused) or back out of it. */
+static void ctl_split_toggle(control *c)
+{
+    if (c->split[0]) {
+        split_off(c);
+        if (!c->main_was_paused)
+            pf_sim_set_paused(c->sim, 0);
+        c->paused = c->main_was_paused;
+        ctl_status(c, "split view closed");
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    const pf_jobs *jobs = c->jobs;
+    pthread_mutex_unlock(&c->mu);
+    if (!jobs) {
+        ctl_status(c, "refused: the split view needs the jobs");
+        return;
+    }
+    pf_sim_params p;
+    pf_sim_get_params(c->sim, &p);
+    p.engine = PF_ENGINE_DETERMINISTIC;
+    char err[160] = "";
+    for (int k = 0; k < 2 && !err[0]; k++) {
+        p.mode = k == 0 ? PF_SIM_NAIVE : PF_SIM_PAGED;
+        c->split[k] = pf_sim_create(&p, jobs, err, sizeof err);
+        if (!c->split[k] && !err[0])
+            snprintf(err, sizeof err, "out of memory");
+    }
+    if (err[0]) {
+        split_off(c);
+        ctl_status(c, "refused: split view: %s", err);
+        return;
+    }
+    c->main_was_paused = c->paused || c->driving;
+    if (!c->paused)
+        pf_sim_set_paused(c->sim, 1);
+    c->paused = 1;
+    c->split_paused = 0;
+    ctl_status(c, "split view: naive | paged, the same jobs in lockstep (2 leaves)");
+}
+
+/* The split view's steps: both sides the same number, at the tick's pace
+ * (period_us of wall time since the last call), until each is done. */
+static void split_advance(control *c, long period_us)
+{
+    pf_sim_params p;
+    pf_sim_get_params(c->split[1], &p);
+    long k = p.tick_us > 0 ? period_us / p.tick_us : 64;
+    if (k < 1)
+        k = 1;
+    if (k > 64) /* a frame's worth: the split view is for watching */
+        k = 64;
+    if (c->split_paused)
+        k = c->split_step ? 1 : 0;
+    c->split_step = 0;
+    for (long i = 0; i < k; i++)
+        for (int s = 0; s < 2; s++) {
+            pf_sim_stats st;
+            pf_sim_get_stats(c->split[s], &st);
+            if (!st.done)
+                pf_sim_step(c->split[s]); /* stuck: the step is still taken */
+        }
+}
+
 /* Run one command against the simulator; called on the control thread. */
 static void ctl_exec(control *c, int cmd)
 {
+    if (cmd == PF_DASH_CMD_SPLIT) {
+        ctl_split_toggle(c);
+        return;
+    }
+    if (c->split[0]) { /* the split view's own keys */
+        if (cmd == PF_DASH_CMD_PAUSE_TOGGLE) {
+            c->split_paused = !c->split_paused;
+            ctl_status(c, "split view %s", c->split_paused ? "paused" : "running");
+        } else if (cmd == PF_DASH_CMD_STEP) {
+            c->split_paused = 1;
+            c->split_step = 1;
+            ctl_status(c, "split view: stepped");
+        } else if (cmd == PF_DASH_CMD_RESET) {
+            pf_sim_reset(c->split[0]);
+            pf_sim_reset(c->split[1]);
+            ctl_status(c, "split view: both from step 0");
+        } else {
+            ctl_status(c, "refused: parameters are fixed in the split view (2 leaves it)");
+        }
+        return;
+    }
     pf_sim_params p;
     pf_sim_get_params(c->sim, &p);
     int rc = 0;
@@ -313,7 +415,7 @@ static void *ctl_main(void *arg)
         const pf_sim_stats *ls = &c->last_stats;
         int near_end = c->driving || (!c->run.ended && !c->paused && ls->njobs > 0 &&
                                       ls->njobs - ls->finished <= PF_DASH_DRIVE_JOBS);
-        long period_ns = near_end ? 1000000L : c->paused ? 100000000L : 30000000L;
+        long period_ns = c->split[0] ? 30000000L : near_end ? 1000000L : c->paused ? 100000000L : 30000000L;
         until.tv_nsec += period_ns;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
@@ -329,9 +431,21 @@ static void *ctl_main(void *arg)
 
         for (int i = 0; i < n; i++)
             ctl_exec(c, c->local.v[i]);
-        ctl_watch_end(c);
-        int rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
-        if (rc == 0) {
+        int rc, split = c->split[0] != NULL;
+        if (split) {
+            double t = mono_s();
+            split_advance(c, c->split_t > 0 ? (long)((t - c->split_t) * 1e6) : 30000);
+            c->split_t = t;
+            rc = pf_sim_take_snapshot(c->split[1], &c->snaps[c->back]);
+            if (rc == 0)
+                rc = pf_sim_take_snapshot(c->split[0], &c->snaps2[c->back]);
+        } else {
+            c->split_t = 0;
+            ctl_watch_end(c);
+            rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
+        }
+        c->has2[c->back] = split;
+        if (rc == 0 && !split) {
             c->last_step = c->snaps[c->back].stats.step;
             c->last_stats = c->snaps[c->back].stats;
             if (!c->await_restart)
@@ -437,6 +551,22 @@ int pf_dash_bridge_status(pf_dash_bridge *c, unsigned *seen, char *out, size_t l
     return changed;
 }
 
+void pf_dash_bridge_set_jobs(pf_dash_bridge *c, const pf_jobs *jobs)
+{
+    pthread_mutex_lock(&c->mu);
+    c->jobs = jobs;
+    pthread_mutex_unlock(&c->mu);
+}
+
+const pf_sim_snapshot *pf_dash_bridge_split(pf_dash_bridge *c)
+{
+    /* front is the UI's own index (only _take moves it, on this thread) */
+    pthread_mutex_lock(&c->mu);
+    const pf_sim_snapshot *s = c->has2[c->front] ? &c->snaps2[c->front] : NULL;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
 void pf_dash_bridge_run(pf_dash_bridge *c, pf_dash_run *out)
 {
     pthread_mutex_lock(&c->mu);
@@ -460,8 +590,11 @@ void pf_dash_bridge_stop(pf_dash_bridge *c)
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->th, NULL);
-    for (int i = 0; i < 3; i++)
+    split_off(c);
+    for (int i = 0; i < 3; i++) {
         pf_sim_snapshot_free(&c->snaps[i]);
+        pf_sim_snapshot_free(&c->snaps2[i]);
+    }
     pf_cmdq_free(&c->cmds);
     pf_cmdq_free(&c->local);
     pthread_cond_destroy(&c->cv);

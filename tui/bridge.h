@@ -67,6 +67,19 @@ void pf_dash_bridge_run(pf_dash_bridge *b, pf_dash_run *out);
 /* --loop: restart by itself at each end (call before the first end). */
 void pf_dash_bridge_set_loop(pf_dash_bridge *b, int loop);
 
+/* The split view (PF_DASH_CMD_SPLIT, key 2): the same jobs under naive and
+ * under paged, each in a deterministic simulator of its own that the bridge
+ * steps in lockstep (as many steps as the tick allows per 30 ms, the same
+ * count on both sides), while the live simulator waits paused. The paged
+ * side's snapshot comes from pf_dash_bridge_take as usual; the naive side's
+ * from pf_dash_bridge_split, valid as long as that snapshot. Parameters
+ * are fixed in the split view (its keys are refused with a status line);
+ * space pauses the lockstep, s steps it, r restarts both, 2 leaves.
+ * pf_dash_bridge_set_jobs gives the bridge the jobs (the caller's, which
+ * outlive the bridge); without them the split view is refused. */
+void pf_dash_bridge_set_jobs(pf_dash_bridge *b, const pf_jobs *jobs);
+const pf_sim_snapshot *pf_dash_bridge_split(pf_dash_bridge *b);
+
 /* Stop and join the thread, free the snapshots and the bridge. NULL is ok. */
 void pf_dash_bridge_stop(pf_dash_bridge *b);
 

@@ -555,6 +555,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     memset(&run, 0, sizeof run);
     run.run = 1;
     pf_dash_bridge_set_loop(ctl, o->loop);
+    pf_dash_bridge_set_jobs(ctl, jobs);
+    const pf_sim_snapshot *split_naive = NULL;
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
@@ -575,6 +577,12 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
         double now = now_s();
         if (s) {
             snap = s;
+            const pf_sim_snapshot *sn = pf_dash_bridge_split(ctl);
+            if ((sn != NULL) != (split_naive != NULL)) { /* another simulator: no flashes */
+                marks.step = -1;
+                pf_hist_clear(&hist);
+            }
+            split_naive = sn;
             dirty = 1;
             int64_t before = marks.preempted + marks.admitted;
             if (pf_marks_update(&marks, snap, now) != 0)
@@ -608,7 +616,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
                               .cursor = cursor + 1, .inspect = inspect + 1, .hist = &hist,
                               .window = window, .charts = charts, .run_no = run.run,
                               .run_ended = run.ended, .run_exact = run.exact, .final = &run.final,
-                              .loop = o->loop, .finishing = run.finishing};
+                              .loop = o->loop, .finishing = run.finishing,
+                              .split_naive = split_naive};
             double t0 = now_s();
             pf_render_screen(&buf, &v, &gi);
             render_ms = (now_s() - t0) * 1e3;

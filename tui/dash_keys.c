@@ -80,6 +80,8 @@ pf_dash_cmd pf_dash_key(int key)
         return PF_DASH_CMD_ZOOM_IN;
     case '>':
         return PF_DASH_CMD_ZOOM_OUT;
+    case '2':
+        return PF_DASH_CMD_SPLIT;
     default:
         return PF_DASH_CMD_NONE;
     }

@@ -788,7 +788,8 @@ static void header(pf_cells *b, const pf_dash_view *v)
                           " PageFault - paged KV pool ");
     if (s) {
         x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| %s | step %lld | ",
-                             s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
+                             v->split_naive ? "NAIVE + PAGED"
+                             : s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
                              (long long)s->stats.step);
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE | PF_ATTR_BOLD,
                            v->run_ended ? "DONE" : s->paused && !v->finishing ? "PAUSED" : "RUNNING");
@@ -1180,6 +1181,54 @@ static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_
     }
 }
 
+/* ---- the split view --------------------------------------------------------
+ *
+ * Naive and paged side by side over the same jobs, stepped in lockstep:
+ * each half has a title (its mode, step and tokens per step), its grid
+ * coloured by owner, and its own counters; utilisation on both sides is
+ * the same measure (tokens held / capacity of the frames held), so naive's
+ * reserved-but-empty frames show as what they are. Between them, the ratio
+ * of tokens per step. */
+static void split_half(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v,
+                       const pf_sim_snapshot *s, const char *name)
+{
+    const pf_sim_stats *st = &s->stats;
+    pf_cells_fill(b, x, y, w, 1, ' ', PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE);
+    pf_cells_printf(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, "%s  step %lld%s", name,
+                    (long long)st->step, st->done ? "  done" : "");
+    pf_dash_view g = *v;
+    g.snap = s;
+    g.marks = NULL; /* the flashes belong to the live pool */
+    g.cursor = g.inspect = 0;
+    pf_render_grid_view(b, x, y + 1, w, h - 4, &g, NULL);
+    char a[16], c2[16], d[16];
+    fmt_count(a, sizeof a, st->waiting);
+    fmt_count(c2, sizeof c2, st->running);
+    fmt_count(d, sizeof d, st->preemptions);
+    pf_cells_printf(b, x, y + h - 3, w, PF_COL_DEFAULT, 0, "util %.1f%%  pool %.1f%%  tok/step %.1f",
+                    100.0 * st->kv_util, 100.0 * st->kv_usage, st->throughput);
+    pf_cells_printf(b, x, y + h - 2, w, PF_COL_DEFAULT, 0, "waiting %s  running %s  preempts %s", a, c2, d);
+    pf_cells_printf(b, x, y + h - 1, w, PF_COL_DIM, 0, "finished %lld of %d  goodput %.1f%%",
+                    (long long)st->finished, st->njobs, 100.0 * st->goodput);
+}
+
+static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *nv = v->split_naive, *pg = v->snap;
+    int hw = (w - 1) / 2;
+    double tn = nv->stats.throughput, tp = pg->stats.throughput;
+    if (tn > 0)
+        pf_cells_printf(b, x, y, w, PF_COL_GOOD, PF_ATTR_BOLD,
+                        "paged / naive: %.2fx tokens per step, utilisation %.1f%% vs %.1f%%", tp / tn,
+                        100.0 * pg->stats.kv_util, 100.0 * nv->stats.kv_util);
+    else
+        pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "paged / naive: waiting for tokens...");
+    split_half(b, x, y + 1, hw, h - 1, v, nv, "NAIVE (reserve max-len)");
+    for (int r = y + 1; r < y + h; r++)
+        pf_cells_put(b, x + hw, r, v->ascii ? '|' : 0x2502, PF_COL_DIM, 0);
+    split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, "PAGED (on demand)");
+}
+
 /* ---- the whole screen ------------------------------------------------------
  *
  * Layout for W x H (>= 80 x 24): header row 0, key line row H-1, the GPU
@@ -1229,15 +1278,21 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     int grid_h = mid_h - 2 - legend_rows - ev_h;
     pf_grid_info gi;
     memset(&gi, 0, sizeof gi);
-    if (v->charts) /* the grid's rectangle and its legend hold the charts */
+    const int split = v->split_naive && s;
+    if (split) /* the grid, its title and its legend hold the two sides */
+        panel_split(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v);
+    else if (v->charts) /* the grid's rectangle and its legend hold the charts */
         panel_charts(b, 0, grid_y, L, grid_h + legend_rows, v);
     else
         pf_render_grid_view(b, 0, grid_y, L, grid_h, v, &gi);
     if (grid)
         *grid = gi;
     meter(b, 0, mid_top, L, s, gi.reserve_frames);
-    title(b, 0, mid_top + 1, L, "Pool");
-    if (v->charts)
+    if (!split)
+        title(b, 0, mid_top + 1, L, "Pool");
+    if (split)
+        ;
+    else if (v->charts)
         pf_cells_printf(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
                         "Charts over the last %d steps (< > zoom, t: back to the grid)",
                         v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW);
@@ -1259,7 +1314,7 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
         pf_cells_text(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
     }
     int ly = grid_y + grid_h;
-    if (!v->charts)
+    if (!v->charts && !split)
         legend(b, ly, L, v, &gi);
     if (v->inspect > 0)
         panel_inspect(b, 0, ly + 2, L, ev_h, s, v->inspect - 1);

@@ -108,6 +108,8 @@ typedef struct {
     int finishing;               /* the dashboard steps the run's last jobs:
                                     shown as running though the simulator is paused */
     const char *starting;        /* non-NULL: a start in progress, this says what */
+    const pf_sim_snapshot *split_naive; /* split view (key 2): the naive side;
+                                    snap is then the paged side             */
 } pf_dash_view;
 
 /* Chart windows: PF_CHART_MIN_WINDOW .. PF_HIST_CAP steps, zoomed by 2x. */
