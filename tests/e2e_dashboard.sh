@@ -191,6 +191,15 @@ wait_for "split view closed" || fail "2 did not close the split view"
 wait_gone "paged / naive:" || fail "the split view stayed"
 echo "ok 2: split view"
 
+# x: the watermark curve, swept in the background, the live setting marked
+$T send-keys -t pf x
+wait_for "Watermark curve: 12 of 12 points" 60 || fail "x: the sweep did not finish"
+screen | grep -qF " <-" || fail "x: the live watermark is not marked"
+screen | grep -qE "^ +0\.0% +[0-9.]+ " || fail "x: no point at watermark 0"
+$T send-keys -t pf x
+wait_gone "Watermark curve" || fail "x did not close the curve"
+echo "ok x: watermark curve"
+
 # the grid is full of sequences by now: arrows open the inspector on one
 $T send-keys -t pf Right
 wait_for "(Esc closes)" || fail "arrows did not open the inspector"

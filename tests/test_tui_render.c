@@ -451,7 +451,7 @@ Test(keys, map)
     cr_assert_eq(pf_dash_key('g'), PF_DASH_CMD_GPU);
     cr_assert_eq(pf_dash_key('?'), PF_DASH_CMD_HELP);
     cr_assert_eq(pf_dash_key('q'), PF_DASH_CMD_QUIT);
-    cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_NONE);
+    cr_assert_eq(pf_dash_key('z'), PF_DASH_CMD_NONE);
 }
 
 Test(keys, watermark_and_worker_steps)
@@ -1030,4 +1030,50 @@ Test(split, naive_beside_paged_with_honest_util_and_ratio)
     pf_cells_free(&b);
     snap_del(nv);
     snap_del(pg);
+}
+
+/* ---- the watermark curve -------------------------------------------------------- */
+
+Test(sweep, curve_rows_bars_and_the_current_setting)
+{
+    pf_sweep_view sv;
+    memset(&sv, 0, sizeof sv);
+    sv.n = 4;
+    double wm[4] = {0, 0.02, 0.05, 0.5}, tp[4] = {19, 63.7, 64.6, 43.5};
+    long long pre[4] = {1189, 46, 30, 0};
+    for (int i = 0; i < 4; i++) {
+        sv.wm[i] = wm[i];
+        sv.tput[i] = tp[i];
+        sv.preempt[i] = pre[i];
+        sv.state[i] = PF_SWEEP_DONE;
+    }
+    sv.state[3] = PF_SWEEP_RUNNING;
+    sv.naive_tput = 27.2;
+    sv.current = 0.04; /* nearest swept point: 5% */
+    pf_sim_snapshot *s = snap_new(4096);
+    for (int W = 80; W <= 200; W += 120) {
+        pf_cells b = buf_new(W, 40);
+        pf_dash_view v = {.snap = s, .sweep = &sv};
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(pf_cells_find(&b, "3 of 4 points", NULL, NULL));
+        cr_assert(row_has_both(&b, "0.0%", "0.70x"), "no watermark: below naive");
+        cr_assert(row_has_both(&b, "5.0%", "2.38x"));
+        cr_assert(row_has_both(&b, "5.0%", "<-"), "the live setting is marked");
+        cr_assert_not(row_has_both(&b, "2.0%", "<-"));
+        cr_assert(row_has_both(&b, "0.0%", "1189 pre"));
+        cr_assert(row_has_both(&b, "50.0%", "running..."));
+        /* the bars: the largest throughput the longest */
+        int x0, y0, x5, y5;
+        cr_assert(pf_cells_find(&b, " 0.0%", &x0, &y0));
+        cr_assert(pf_cells_find(&b, " 5.0%", &x5, &y5));
+        int len0 = 0, len5 = 0;
+        for (int x = 8; x < W - 41; x++) {
+            len0 += pf_cells_at(&b, x, y0)->ch == 0x2588u && pf_cells_at(&b, x, y0)->color == PF_COL_GOOD;
+            len5 += pf_cells_at(&b, x, y5)->ch == 0x2588u && pf_cells_at(&b, x, y5)->color == PF_COL_GOOD;
+        }
+        cr_assert_gt(len5, len0, "throughput bars: %d at 5%%, %d at 0%%", len5, len0);
+        pf_cells_free(&b);
+    }
+    cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_SWEEP);
+    snap_del(s);
 }

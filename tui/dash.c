@@ -44,6 +44,7 @@
 #include "tui/bridge.h"
 #include "tui/render.h"
 #include "tui/simflags.h"
+#include "tui/sweep.h"
 #include "tui/term.h"
 
 /* ---- options ----------------------------------------------------------------- */
@@ -493,6 +494,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     memset(&marks, 0, sizeof marks);
     pf_hist hist;
     memset(&hist, 0, sizeof hist);
+    pf_sweep sweep;
+    memset(&sweep, 0, sizeof sweep);
 
     if (pf_term_open(o->no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
@@ -557,6 +560,9 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     pf_dash_bridge_set_loop(ctl, o->loop);
     pf_dash_bridge_set_jobs(ctl, jobs);
     const pf_sim_snapshot *split_naive = NULL;
+    int show_sweep = 0;
+    pf_sweep_view sweep_v;
+    memset(&sweep_v, 0, sizeof sweep_v);
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
@@ -602,6 +608,13 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
             run = r2;
             dirty = 1;
         }
+        if (show_sweep) {
+            pf_sweep_view sv;
+            if (pf_sweep_get(&sweep, &sv) && memcmp(&sv, &sweep_v, sizeof sv) != 0) {
+                sweep_v = sv;
+                dirty = 1;
+            }
+        }
         pthread_mutex_lock(&gpu.mu);
         if (memcmp(&panel, &gpu.panel, sizeof panel) != 0) {
             panel = gpu.panel;
@@ -617,7 +630,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
                               .window = window, .charts = charts, .run_no = run.run,
                               .run_ended = run.ended, .run_exact = run.exact, .final = &run.final,
                               .loop = o->loop, .finishing = run.finishing,
-                              .split_naive = split_naive};
+                              .split_naive = split_naive,
+                              .sweep = show_sweep ? &sweep_v : NULL};
             double t0 = now_s();
             pf_render_screen(&buf, &v, &gi);
             render_ms = (now_s() - t0) * 1e3;
@@ -698,6 +712,20 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
         case PF_DASH_CMD_CLOSE:
             cursor = inspect = -1;
             break;
+        case PF_DASH_CMD_SWEEP:
+            show_sweep = !show_sweep;
+            if (show_sweep && snap) { /* a fresh sweep of the live parameters */
+                sigset_t so;
+                pf_dash_block_ui_signals(&so);
+                int src = pf_sweep_start(&sweep, &snap->params, jobs);
+                pf_dash_restore_signals(&so);
+                snprintf(status_msg, sizeof status_msg, "%s",
+                         src == 0 ? "watermark sweep started (all cores)" : "cannot start the sweep threads");
+                memset(&sweep_v, 0, sizeof sweep_v);
+                pf_sweep_get(&sweep, &sweep_v);
+            } else if (!show_sweep)
+                pf_sweep_stop(&sweep);
+            break;
         case PF_DASH_CMD_CHARTS:
             charts = !charts;
             cursor = inspect = -1; /* the grid is not shown to point at */
@@ -737,6 +765,7 @@ cleanup:
      * simulator's contract), so no pause-and-wait is needed before it. */
     if (gpu.joinable)
         pthread_join(gpu.th, NULL);
+    pf_sweep_free(&sweep); /* its points stop at their next step */
     pf_dash_bridge_stop(ctl); /* before the simulator: it calls into it */
     if (sim_running)
         pf_sim_stop(sim);

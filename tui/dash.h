@@ -47,7 +47,8 @@ typedef enum {
     PF_DASH_CMD_CHARTS,     /* t: charts in the grid's place and back   */
     PF_DASH_CMD_ZOOM_IN,    /* <: a shorter chart window                */
     PF_DASH_CMD_ZOOM_OUT,   /* >: a longer chart window                 */
-    PF_DASH_CMD_SPLIT       /* 2: naive beside paged, in lockstep (bridge) */
+    PF_DASH_CMD_SPLIT,      /* 2: naive beside paged, in lockstep (bridge) */
+    PF_DASH_CMD_SWEEP       /* x: the watermark curve (background sweep) */
 } pf_dash_cmd;
 
 /* key: a character or a PF_TERM_KEY_* code (tui/term.h). */

@@ -82,6 +82,9 @@ pf_dash_cmd pf_dash_key(int key)
         return PF_DASH_CMD_ZOOM_OUT;
     case '2':
         return PF_DASH_CMD_SPLIT;
+    case 'x':
+    case 'X':
+        return PF_DASH_CMD_SWEEP;
     default:
         return PF_DASH_CMD_NONE;
     }

@@ -820,7 +820,7 @@ static const struct {
 } keybar[] = {
     {"F1", "help", '?'},   {"F10", "quit", 'q'},   {"spc", "pause", ' '}, {"s", "step", 's'},
     {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "workers", '+'}, {"arrows", "inspect", 'i'},
-    {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
+    {"2", "split", '2'},   {"x", "sweep", 'x'},    {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
     {"f/F", "speed", 'F'}, {"r", "reset", 'r'},
 };
 
@@ -855,6 +855,7 @@ static const char *const help_keys[] = {
     "  F1 ?       this help          F10 q       quit (Ctrl-C too)",
     "  c          colouring: owner / state / age (the legend follows)",
     "  t   < >    charts in the grid's place / chart window shorter, longer",
+    "  2   x      naive beside paged in lockstep / the watermark curve",
     "  arrows     move the cursor on the grid: inspect the owning sequence",
     "             (or click a cell); Esc closes the inspector",
     "  w / W      watermark down / up (1% steps below 10%, then 5%)",
@@ -1229,6 +1230,85 @@ static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_v
     split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, "PAGED (on demand)");
 }
 
+/* ---- the watermark curve ----------------------------------------------------
+ *
+ * One row per swept watermark, ascending: throughput as a bar (and as a
+ * multiple of naive), preemptions as a second bar, each scaled to its
+ * largest value; the row nearest the live watermark is marked. Read down
+ * the rows, the bars are the two curves against the watermark, turned a
+ * quarter: the thrash at 0, the knee at a few percent, the slow fall as a
+ * large reserve starves admission. */
+static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_view *sv, int ascii)
+{
+    int done = 0;
+    double tmax = 0;
+    long long pmax = 0;
+    for (int i = 0; i < sv->n; i++) {
+        if (sv->state[i] != PF_SWEEP_DONE)
+            continue;
+        done++;
+        if (sv->tput[i] > tmax)
+            tmax = sv->tput[i];
+        if (sv->preempt[i] > pmax)
+            pmax = sv->preempt[i];
+    }
+    pf_cells_printf(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD,
+                    "Watermark curve: %d of %d points (x closes)", done, sv->n);
+    int near = 0;
+    for (int i = 1; i < sv->n; i++)
+        if (fabs(sv->wm[i] - sv->current) < fabs(sv->wm[near] - sv->current))
+            near = i;
+    int rows = h - 1 < sv->n ? h - 1 : sv->n;
+    /* Wide (>= 70 columns): "%5.1f%%" 8, the throughput 22 + 1, its bar,
+     * the preemptions 15 + 1, their bar, "<- now" 6 (55 fixed). Narrow:
+     * the throughput 13 + 1, its bar, the preemptions 10 + 1, "<-" 2. */
+    const int wide = w >= 70;
+    int bw = wide ? (w - 55 - 2) / 2 : w - 8 - 14 - 11 - 3 - 1;
+    if (bw < 2)
+        bw = 2;
+    uint32_t full = ascii ? '#' : 0x2588;
+    for (int r = 0; r < rows; r++) {
+        int i = r, yy = y + 1 + r;
+        int mine = i == near;
+        pf_cells_printf(b, x, yy, 8, mine ? PF_COL_KEY : PF_COL_DEFAULT, mine ? PF_ATTR_BOLD : 0,
+                        "%5.1f%%", 100.0 * sv->wm[i]);
+        if (sv->state[i] != PF_SWEEP_DONE) {
+            pf_cells_text(b, x + 8, yy, w - 8, PF_COL_DIM, 0,
+                          sv->state[i] == PF_SWEEP_RUNNING ? "running..."
+                          : sv->state[i] == PF_SWEEP_FAILED ? "no result (the run cannot finish)"
+                                                            : "waiting");
+            continue;
+        }
+        char t[48];
+        double ratio = sv->naive_tput > 0 ? sv->tput[i] / sv->naive_tput : 0;
+        if (wide)
+            snprintf(t, sizeof t, "%6.1f tok/step %5.2fx", sv->tput[i], ratio);
+        else
+            snprintf(t, sizeof t, "%6.1f %5.2fx", sv->tput[i], ratio);
+        if (!(sv->naive_tput > 0)) /* no baseline: no ratio */
+            t[wide ? 15 : 6] = 0;
+        int tw = wide ? 22 : 13;
+        pf_cells_text(b, x + 8, yy, tw, PF_COL_GOOD, 0, t);
+        int cx = x + 8 + tw + 1;
+        int n1 = tmax > 0 ? (int)lrint(sv->tput[i] / tmax * bw) : 0;
+        pf_cells_fill(b, cx, yy, n1, 1, full, PF_COL_GOOD, 0);
+        cx += bw + 1;
+        char p[24];
+        pf_render_fmt_count(p, sizeof p, (double)sv->preempt[i]);
+        pf_cells_printf(b, cx, yy, wide ? 15 : 10, PF_COL_BAD, 0, wide ? "%7s preempt" : "%6s pre", p);
+        cx += wide ? 16 : 11;
+        if (wide) {
+            int n2 = pmax > 0 ? (int)lrint((double)sv->preempt[i] / (double)pmax * bw) : 0;
+            if (n2 == 0 && sv->preempt[i] > 0)
+                n2 = 1;
+            pf_cells_fill(b, cx, yy, n2, 1, full, PF_COL_BAD, 0);
+            cx += bw + 1;
+        }
+        if (mine && cx < x + w)
+            pf_cells_text(b, cx, yy, x + w - cx, PF_COL_KEY, PF_ATTR_BOLD, wide ? "<- now" : "<-");
+    }
+}
+
 /* ---- the whole screen ------------------------------------------------------
  *
  * Layout for W x H (>= 80 x 24): header row 0, key line row H-1, the GPU
@@ -1278,8 +1358,10 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     int grid_h = mid_h - 2 - legend_rows - ev_h;
     pf_grid_info gi;
     memset(&gi, 0, sizeof gi);
-    const int split = v->split_naive && s;
-    if (split) /* the grid, its title and its legend hold the two sides */
+    const int split = (v->split_naive && s) || v->sweep;
+    if (v->sweep) /* the grid, its title and its legend hold the curve */
+        panel_sweep(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v->sweep, v->ascii);
+    else if (split) /* the grid, its title and its legend hold the two sides */
         panel_split(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v);
     else if (v->charts) /* the grid's rectangle and its legend hold the charts */
         panel_charts(b, 0, grid_y, L, grid_h + legend_rows, v);

@@ -63,6 +63,19 @@ typedef struct {
 
 /* ---- what one screen shows ------------------------------------------------ */
 
+/* The watermark sweep's results (tui/sweep.c fills it; key x). */
+#define PF_SWEEP_POINTS 12
+enum { PF_SWEEP_PENDING = 0, PF_SWEEP_RUNNING, PF_SWEEP_DONE, PF_SWEEP_FAILED };
+typedef struct {
+    int n;                            /* points                          */
+    double wm[PF_SWEEP_POINTS];       /* watermarks, ascending           */
+    double tput[PF_SWEEP_POINTS];     /* tokens per step                 */
+    long long preempt[PF_SWEEP_POINTS];
+    int state[PF_SWEEP_POINTS];       /* PF_SWEEP_*                      */
+    double naive_tput;                /* the baseline, 0: unknown        */
+    double current;                   /* the live watermark when started */
+} pf_sweep_view;
+
 /* What colour means on the grid (key c cycles). */
 typedef enum {
     PF_COLORING_OWNER = 0, /* the owning sequence (stable per id)          */
@@ -110,6 +123,7 @@ typedef struct {
     const char *starting;        /* non-NULL: a start in progress, this says what */
     const pf_sim_snapshot *split_naive; /* split view (key 2): the naive side;
                                     snap is then the paged side             */
+    const pf_sweep_view *sweep;  /* non-NULL: the watermark curve in the grid's place */
 } pf_dash_view;
 
 /* Chart windows: PF_CHART_MIN_WINDOW .. PF_HIST_CAP steps, zoomed by 2x. */
