@@ -470,8 +470,10 @@ static void sparkline(pf_cells *b, int x, int y, int w, const float *hist, int n
  * column c shows the mean of samples [c*window/pw, (c+1)*window/pw) (at
  * least one; with fewer samples than columns each sample spans several).
  * Bars are drawn in eighths of a row (U+2581..U+2588; ASCII '.', ':', '#')
- * against a scale whose top is the largest visible value rounded up to 1, 2
- * or 5 x 10^k, so one preemption does not draw full height next to fifty.
+ * against a scale whose top is the largest column rounded up to 1, 2 or
+ * 5 x 10^k, so one preemption does not draw full height next to fifty. The
+ * title line gives the last sample, the largest sample and the mean over
+ * the window.
  * The time axis is in v->time_unit (steps until the simulator has seconds),
  * from -window to now. */
 
@@ -527,13 +529,16 @@ double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist
             mx = vals[c];
     }
     double top = nice_max(mx);
-    double now = n ? pf_hist_at(h, k, n - 1) * mul : 0;
+    double now = n ? pf_hist_at(h, k, n - 1) * mul : 0, raw_max = 0;
+    for (int i = n - window > 0 ? n - window : 0; i < n; i++) /* of the samples, not the columns */
+        if (pf_hist_at(h, k, i) * mul > raw_max)
+            raw_max = pf_hist_at(h, k, i) * mul;
     char t1[24], t2[24];
     fmt_axis(t1, sizeof t1, now);
-    fmt_axis(t2, sizeof t2, mx);
+    fmt_axis(t2, sizeof t2, raw_max);
     pf_cells_printf(b, x, y, w, col, PF_ATTR_BOLD, "%s", name);
     pf_cells_printf(b, x + (int)strlen(name) + 2, y, w - (int)strlen(name) - 2, PF_COL_DIM, 0,
-                    "now %s  peak %s  mean %.3g", t1, t2, pf_hist_mean(h, k, window) * mul);
+                    "now %s  max %s  mean %.3g", t1, t2, pf_hist_mean(h, k, window) * mul);
     for (int r = 0; r < bars; r++) { /* r = 0: the top row */
         int yy = y + 1 + r;
         char lab[24] = "";
