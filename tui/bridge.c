@@ -182,9 +182,12 @@ static void ctl_watch_end(control *c)
             pf_sim_single_step(c->sim);
         return;
     }
-    /* the step went back with no reset asked for: the end slipped past
-     * (it cannot while driving; kept as a guard) */
-    if (c->last_step >= 0 && st.step < c->last_step && !c->asked_reset) {
+    /* the step went back with no reset asked for, right after a view with
+     * almost every job finished: the end slipped past (it cannot while
+     * driving; kept as a guard). Mid-run, a step going back is a reset
+     * that landed late, never an end. */
+    if (c->last_step >= 0 && st.step < c->last_step && !c->asked_reset &&
+        c->last_stats.njobs - c->last_stats.finished <= PF_DASH_DRIVE_JOBS) {
         ctl_ended(c, &c->last_stats, 0); /* the last snapshot taken */
         if (!ctl_loop(c) && !c->paused && pf_sim_set_paused(c->sim, 1) == 0)
             c->paused = 1;
