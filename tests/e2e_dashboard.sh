@@ -304,6 +304,34 @@ wait_for "PF_EXIT=0" 5 || fail "q during a large start did not end it within 5 s
 $T kill-session -t pf
 echo "ok large start: progress, q"
 
+# ---- record a live session, then play it back: pause, seek, step, q -------------
+REC=$(mktemp)
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --record '$REC'; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "RUNNING" 15 || fail "--record: the dashboard did not start"
+sleep 2
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "--record: q did not exit 0"
+$T kill-session -t pf
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' replay '$REC'; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "replay " 15 || fail "replay did not start"
+$T send-keys -t pf Space
+wait_for " paused," || fail "replay: space did not pause"
+$T send-keys -t pf r
+wait_for "replay 1/" || fail "replay: r did not go back to the first record"
+$T send-keys -t pf s
+wait_for "replay 2/" || fail "replay: s did not step one record"
+$T send-keys -t pf Right
+wait_for "replay 12/" || fail "replay: Right did not seek 10 records"
+$T send-keys -t pf Left
+wait_for "replay 2/" || fail "replay: Left did not seek back"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "replay: q did not exit 0"
+$T kill-session -t pf
+rm -f "$REC"
+echo "ok --record and replay: pause, step, seek"
+
 # ---- terminals that cannot be driven: one clear line, status 2 -------------------
 for term in dumb no-such-terminal-xyz; do
     $T new-session -d -s pf -x 100 -y 30 "TERM=$term '$BIN'; echo PF_EXIT=\$?; sleep 120" ||

@@ -99,6 +99,30 @@ for args in "--format jsonl" "--headless --format xml" "--window 8" "--coloring 
     [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "'$args': want one line on stderr"
 done
 
+# --record / replay: a headless recording replays as the very same frames,
+# byte for byte, in every colouring; damaged files are one line, status 2
+for view in "" "--coloring state" "--coloring age --ascii"; do
+    # shellcheck disable=SC2086
+    "$BIN" --headless --ticks 400 --dump-every 100 --watermark 0 $view --record "$TMP/r.pfrec" >"$TMP/live" ||
+        fail "--record $view failed"
+    # shellcheck disable=SC2086
+    "$BIN" replay "$TMP/r.pfrec" --headless $view >"$TMP/replay" 2>"$TMP/err" ||
+        fail "replay $view failed: $(cat "$TMP/err")"
+    sed '/^summary/,$d' "$TMP/live" | cmp -s - "$TMP/replay" || fail "replay $view: the frames differ"
+    [ "$(grep -c '^--- tick' "$TMP/replay")" -eq 4 ] || fail "replay $view: want 4 frames"
+done
+head -c 3000 "$TMP/r.pfrec" >"$TMP/cut.pfrec"
+printf 'not a recording\n' >"$TMP/junk.pfrec"
+for f in "$TMP/cut.pfrec" "$TMP/junk.pfrec" "$TMP/none.pfrec"; do
+    "$BIN" replay "$f" --headless >/dev/null 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "replay of a damaged file: exit $rc, want 2"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "replay of a damaged file: want one line: $(cat "$TMP/err")"
+done
+"$BIN" --headless --ticks 5 --record /nonexistent-dir/x.pfrec >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] || fail "--record to an unwritable path: want exit 2"
+grep -q "cannot write" "$TMP/err" || fail "--record to an unwritable path: $(cat "$TMP/err")"
+
 # --gpu with no usable GPU: the frame says why, stderr says so in bench's
 # words and the status is bench's (3); with a GPU the pass runs (status 0)
 "$BIN" --headless --ticks 50 --gpu >"$TMP/g" 2>"$TMP/err"

@@ -43,6 +43,7 @@
 #include "tui/commands.h"
 #include "tui/bridge.h"
 #include "tui/render.h"
+#include "tui/record.h"
 #include "tui/simflags.h"
 #include "tui/sweep.h"
 #include "tui/term.h"
@@ -55,6 +56,9 @@ typedef struct {
     int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
     int coloring, charts, window, format; /* format: 0 text, 1 jsonl (headless) */
     int loop;
+    const char *record;   /* --record FILE, or NULL                      */
+    FILE *rec;            /* open while recording                        */
+    int rec_failed;       /* a write failed: said once at the end        */
 } dash_opts;
 
 static const char dash_summary[] =
@@ -315,6 +319,8 @@ static int run_headless(dash_opts *o, pf_sim *sim)
          * least every 128 */
         if ((dump || t % 128 == 0) && pf_sim_take_snapshot(sim, &snap) == 0) {
             pf_hist_update(&hist, &snap);
+            if (dump && o->rec && pf_record_put(o->rec, &snap, t, 0) != 0)
+                o->rec_failed = 1;
             if (dump && jsonl) {
                 dump_jsonl(stdout, &snap, t, 0);
                 last_dump = t;
@@ -339,8 +345,12 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         v.gpu = &g.panel;
     }
     if (status == 0 && jsonl && pf_sim_take_snapshot(sim, &snap) == 0) {
+        if (o->rec && pf_record_put(o->rec, &snap, t, 1) != 0)
+            o->rec_failed = 1;
         dump_jsonl(stdout, &snap, t, 1); /* always: scripts read the last line */
     } else if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
+        if (o->rec && pf_record_put(o->rec, &snap, t, 1) != 0)
+            o->rec_failed = 1;
         pf_hist_update(&hist, &snap);
         pf_render_screen(&buf, &v, NULL);
         printf("--- tick %d (final) ---\n", t);
@@ -552,7 +562,7 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     int32_t inspect = -1;
     pf_grid_info gi;
     memset(&gi, 0, sizeof gi);
-    double marks_live_until = 0;
+    double marks_live_until = 0, rec_last = 0;
     int charts = o->charts, window = o->window;
     pf_dash_run run;
     memset(&run, 0, sizeof run);
@@ -593,6 +603,12 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
             int64_t before = marks.preempted + marks.admitted;
             if (pf_marks_update(&marks, snap, now) != 0)
                 snprintf(status_msg, sizeof status_msg, "flashes off: out of memory");
+            /* --record: about 10 snapshots a second are plenty to watch */
+            if (o->rec && now - rec_last >= 0.1) {
+                rec_last = now;
+                if (pf_record_put(o->rec, snap, (int)snap->stats.step, 0) != 0)
+                    o->rec_failed = 1;
+            }
             if (pf_hist_update(&hist, snap) != 0)
                 snprintf(status_msg, sizeof status_msg, "charts off: out of memory");
             if (marks.preempted + marks.admitted != before)
@@ -798,7 +814,7 @@ int pf_cmd_dash(int argc, char **argv)
     o.width = 120;
     o.height = 40;
 
-    pf_opt opts[PF_SIMFLAGS_NOPTS + 14];
+    pf_opt opts[PF_SIMFLAGS_NOPTS + 15];
     static const char *const formats[] = {"text", "jsonl", NULL};
     static const char *const colorings[] = {"owner", "state", "age", NULL};
     o.window = PF_CHART_DEFAULT_WINDOW;
@@ -820,6 +836,8 @@ int pf_cmd_dash(int argc, char **argv)
         {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C",
          "what the grid's colour means: owner, state or age (key c cycles)", 0},
         {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts (key t)", 0},
+        {"record", PF_OPT_STRING, &o.record, 0, 0, NULL, "FILE",
+         "write the session (the snapshots shown) to FILE for `pagefault replay FILE`", 0},
         {"loop", PF_OPT_FLAG, &o.loop, 0, 0, NULL, NULL,
          "when the jobs are done, show the figures, then start the next run by itself", 0},
         {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS",
@@ -858,12 +876,29 @@ int pf_cmd_dash(int argc, char **argv)
     memset(&jobs, 0, sizeof jobs);
     int status = 0;
     pf_sim *sim = make_sim(&o, &jobs, &status); /* checks every parameter before a terminal opens */
+    if (sim && o.record) {
+        o.rec = fopen(o.record, "wb");
+        if (!o.rec || pf_record_begin(o.rec) != 0) {
+            fprintf(stderr, "pagefault: --record: cannot write '%s'\n", o.record);
+            if (o.rec)
+                fclose(o.rec);
+            o.rec = NULL;
+            pf_sim_destroy(sim);
+            sim = NULL;
+            status = 2;
+        }
+    }
     if (sim && o.headless) {
         status = run_headless(&o, sim);
         pf_sim_destroy(sim);
     } else if (sim) {
         pf_sim_destroy(sim); /* the live one is made after the baseline, see run_live */
         status = run_live(&o, &jobs);
+    }
+    if (o.rec && (fclose(o.rec) != 0 || o.rec_failed)) {
+        fprintf(stderr, "pagefault: --record: writing '%s' failed; the recording is incomplete\n", o.record);
+        if (status == 0)
+            status = 1;
     }
     pf_jobs_free(&jobs);
     return status;

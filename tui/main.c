@@ -4,12 +4,14 @@
  *   pagefault calc ...            memory accounting and model sizing
  *   pagefault sim ...             headless serving simulation
  *   pagefault bench ...           GPU naive vs paged decode attention
+ *   pagefault replay FILE         a recorded dashboard session played back
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tui/commands.h"
+#include "tui/replay.h"
 
 static void usage(FILE *f)
 {
@@ -23,6 +25,7 @@ static void usage(FILE *f)
             "  calc      memory accounting, block-size sweep, model sizing\n"
             "  sim       serving simulation: naive vs paged, watermark, preemption\n"
             "  bench     GPU naive vs paged decode attention\n"
+            "  replay    play back a dashboard session recorded with --record FILE\n"
             "\n"
             "`pagefault COMMAND --help` lists a command's flags.\n");
 }
@@ -58,13 +61,15 @@ static int run(int argc, char **argv)
         return pf_cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return pf_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay"))
+        return pf_cmd_replay(argc - 1, argv + 1);
     if (!strcmp(cmd, "dash") || !strcmp(cmd, "dashboard"))
         return pf_cmd_dash(argc - 1, argv + 1);
     if (!strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, or no command for the dashboard)\n", cmd);
+    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, replay, or no command for the dashboard)\n", cmd);
     return 2;
 }
 
