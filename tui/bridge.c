@@ -18,10 +18,7 @@
 #include "core/err.h"
 #include "tui/cmdq.h"
 
-static const char *const mode_names[] = {"naive", "paged"};
-static const char *const policy_names[] = {"faulting", "newest", "fewest-generated", "most-frames",
-                                           "lowest-priority"};
-static const char *const preempt_names[] = {"recompute", "swap"};
+/* names come from sim/'s one table (pf_victim_name and friends) */
 
 struct pf_dash_bridge {
     pf_sim *sim;
@@ -321,14 +318,14 @@ static void ctl_exec(control *c, int cmd)
         int v = ((int)p.policy + 1) % PF_VICTIM_COUNT;
         rc = pf_sim_set_policy(c->sim, (pf_victim_policy)v);
         if (!rc)
-            ctl_status(c, "victim %s", policy_names[v]);
+            ctl_status(c, "victim %s", pf_victim_name((pf_victim_policy)v));
         break;
     }
     case PF_DASH_CMD_PREEMPT_NEXT: {
         int m = ((int)p.preempt + 1) % PF_PREEMPT_COUNT;
         rc = pf_sim_set_preempt(c->sim, (pf_preempt_mode)m);
         if (!rc)
-            ctl_status(c, "preempt %s", preempt_names[m]);
+            ctl_status(c, "preempt %s", pf_preempt_name((pf_preempt_mode)m));
         break;
     }
     case PF_DASH_CMD_MODE_TOGGLE: {
@@ -337,7 +334,7 @@ static void ctl_exec(control *c, int cmd)
         if (!rc)
             rc = ctl_next_run(c);
         if (!rc)
-            ctl_status(c, "mode %s (restarted: run %d)", mode_names[m], c->run.run);
+            ctl_status(c, "mode %s (restarted: run %d)", pf_sim_mode_name(m), c->run.run);
         break;
     }
     case PF_DASH_CMD_PAUSE_TOGGLE:

@@ -1,19 +1,24 @@
 /* tui/render.h - draws one dashboard screen into a cell buffer.
  *
  * What it is: pure functions from data (a simulator snapshot, the GPU
- * panel's state, a few UI flags) to cells. No curses, no threads, no clock:
- * the same inputs give the same cells, so tests assert on the buffer and
- * headless mode prints it. The curses backend (tui/term.c) copies it out.
+ * panel's state, the UI's state: colouring, marks, cursor, history, ...)
+ * to cells. No curses, no threads, no clock of its own (the marks' time is
+ * an input): the same inputs give the same cells, so tests assert on the
+ * buffer, headless mode prints it and a replay reproduces it. The curses
+ * backend (tui/term.c) copies it out.
  *
  * The screen (at least PF_DASH_MIN_W x PF_DASH_MIN_H; smaller buffers get a
  * centred "terminal too small" message instead):
- *   row 0          header: mode, step, running/paused, last status message
- *   left column    the pool grid (one cell = N frames, coloured by owner),
- *                  its legend, the event log
- *   right column   counters, sparklines (decoding, stalled, preemptions),
- *                  the current parameters
+ *   row 0          header: mode, step, running/paused/done, run, status
+ *   left column    the KV meter; the pool grid (one cell = N frames,
+ *                  coloured by owner, state or age, with flashes) and its
+ *                  legend, or in their place the charts (t), the split
+ *                  view (2) or the watermark curve (x); the event log or
+ *                  the inspector
+ *   right column   counters, history over the chart window, parameters
  *   bottom         the GPU panel (naive / paged now / paged ordered at the
  *                  seed's head shape and at a real model's), the key line
+ *   overlays       the help (3 pages), a run's end, a start's progress
  * Callers: tui/dash.c (live and headless), tests/test_tui_*.c, bench/.
  */
 #ifndef PF_TUI_RENDER_H
