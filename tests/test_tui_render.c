@@ -1077,3 +1077,26 @@ Test(sweep, curve_rows_bars_and_the_current_setting)
     cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_SWEEP);
     snap_del(s);
 }
+
+/* An 80-column split view: short labels, and no number cut mid-digit */
+Test(split, narrow_screen_keeps_numbers_whole)
+{
+    pf_sim_snapshot *nv = snap_new(4096), *pg = snap_new(4096);
+    nv->params.mode = PF_SIM_NAIVE;
+    nv->stats.running = 32;
+    nv->stats.waiting = 444;
+    nv->stats.throughput = 31.9;
+    nv->stats.njobs = pg->stats.njobs = 512;
+    pg->stats.running = 128;
+    pg->stats.waiting = 270;
+    pg->stats.throughput = 126.8;
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = pg, .split_naive = nv};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "wait 444 run 32 pre 0", NULL, NULL), "naive side's counters whole");
+    cr_assert(pf_cells_find(&b, "wait 270 run 128 pre 0", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "paged/naive 3.97x", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del(nv);
+    snap_del(pg);
+}

@@ -10,6 +10,7 @@
 #include "core/pool.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -384,6 +385,38 @@ void pf_render_fmt_count(char *out, size_t len, double v)
 
 static void fmt_count(char *out, size_t len, int64_t v) { pf_render_fmt_count(out, len, (double)v); }
 
+/* Text in at most w columns, cut at the last blank that fits rather than in
+ * the middle of a word or a number (ASCII text: one byte, one column). */
+static int text_fit(pf_cells *b, int x, int y, int w, uint8_t col, uint8_t attr, const char *t)
+{
+    int n = (int)strlen(t);
+    if (n > w) {
+        n = w;
+        while (n > 0 && t[n] != ' ')
+            n--;
+        while (n > 0 && t[n - 1] == ' ')
+            n--;
+    }
+    char tmp[256];
+    if (n > (int)sizeof tmp - 1)
+        n = (int)sizeof tmp - 1;
+    memcpy(tmp, t, (size_t)n);
+    tmp[n] = 0;
+    return pf_cells_text(b, x, y, w, col, attr, tmp);
+}
+
+static int printf_fit(pf_cells *b, int x, int y, int w, uint8_t col, uint8_t attr, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+static int printf_fit(pf_cells *b, int x, int y, int w, uint8_t col, uint8_t attr, const char *fmt, ...)
+{
+    char t[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t, sizeof t, fmt, ap);
+    va_end(ap);
+    return text_fit(b, x, y, w, col, attr, t);
+}
+
 /* One "label  value" pair in a column of width w. The value is never cut:
  * when both do not fit, the label gives way. */
 static void pair(pf_cells *b, int x, int y, int w, const char *label, const char *value,
@@ -599,7 +632,7 @@ static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_
     else
         snprintf(r, sizeof r, "last %d: %.1f tok/step, %.2f preempt/step | run: %.1f tok/step", win,
                  tok, pre, st->throughput);
-    pf_cells_text(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD, r);
+    text_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD, r);
     static const struct {
         int k;
         const char *name;
@@ -1200,8 +1233,8 @@ static void split_half(pf_cells *b, int x, int y, int w, int h, const pf_dash_vi
 {
     const pf_sim_stats *st = &s->stats;
     pf_cells_fill(b, x, y, w, 1, ' ', PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE);
-    pf_cells_printf(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, "%s  step %lld%s", name,
-                    (long long)st->step, st->done ? "  done" : "");
+    printf_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, "%s  step %lld%s", name,
+               (long long)st->step, st->done ? "  done" : "");
     pf_dash_view g = *v;
     g.snap = s;
     g.marks = NULL; /* the flashes belong to the live pool */
@@ -1211,11 +1244,16 @@ static void split_half(pf_cells *b, int x, int y, int w, int h, const pf_dash_vi
     fmt_count(a, sizeof a, st->waiting);
     fmt_count(c2, sizeof c2, st->running);
     fmt_count(d, sizeof d, st->preemptions);
-    pf_cells_printf(b, x, y + h - 3, w, PF_COL_DEFAULT, 0, "util %.1f%%  pool %.1f%%  tok/step %.1f",
-                    100.0 * st->kv_util, 100.0 * st->kv_usage, st->throughput);
-    pf_cells_printf(b, x, y + h - 2, w, PF_COL_DEFAULT, 0, "waiting %s  running %s  preempts %s", a, c2, d);
-    pf_cells_printf(b, x, y + h - 1, w, PF_COL_DIM, 0, "finished %lld of %d  goodput %.1f%%",
-                    (long long)st->finished, st->njobs, 100.0 * st->goodput);
+    /* narrow halves (an 80-column screen) get the short labels */
+    const int nw = w < 38;
+    printf_fit(b, x, y + h - 3, w, PF_COL_DEFAULT, 0,
+               nw ? "util %.1f%% pool %.0f%% %.1f t/s" : "util %.1f%%  pool %.1f%%  tok/step %.1f",
+               100.0 * st->kv_util, 100.0 * st->kv_usage, st->throughput);
+    printf_fit(b, x, y + h - 2, w, PF_COL_DEFAULT, 0,
+               nw ? "wait %s run %s pre %s" : "waiting %s  running %s  preempts %s", a, c2, d);
+    printf_fit(b, x, y + h - 1, w, PF_COL_DIM, 0,
+               nw ? "done %lld/%d good %.0f%%" : "finished %lld of %d  goodput %.1f%%",
+               (long long)st->finished, st->njobs, 100.0 * st->goodput);
 }
 
 static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v)
@@ -1224,15 +1262,16 @@ static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_v
     int hw = (w - 1) / 2;
     double tn = nv->stats.throughput, tp = pg->stats.throughput;
     if (tn > 0)
-        pf_cells_printf(b, x, y, w, PF_COL_GOOD, PF_ATTR_BOLD,
-                        "paged / naive: %.2fx tokens per step, utilisation %.1f%% vs %.1f%%", tp / tn,
-                        100.0 * pg->stats.kv_util, 100.0 * nv->stats.kv_util);
+        printf_fit(b, x, y, w, PF_COL_GOOD, PF_ATTR_BOLD,
+                   w < 60 ? "paged/naive %.2fx, util %.1f%% vs %.1f%%"
+                          : "paged / naive: %.2fx tokens per step, utilisation %.1f%% vs %.1f%%",
+                   tp / tn, 100.0 * pg->stats.kv_util, 100.0 * nv->stats.kv_util);
     else
         pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "paged / naive: waiting for tokens...");
-    split_half(b, x, y + 1, hw, h - 1, v, nv, "NAIVE (reserve max-len)");
+    split_half(b, x, y + 1, hw, h - 1, v, nv, hw < 30 ? "NAIVE" : "NAIVE (reserve max-len)");
     for (int r = y + 1; r < y + h; r++)
         pf_cells_put(b, x + hw, r, v->ascii ? '|' : 0x2502, PF_COL_DIM, 0);
-    split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, "PAGED (on demand)");
+    split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, hw < 30 ? "PAGED" : "PAGED (on demand)");
 }
 
 /* ---- the watermark curve ----------------------------------------------------
@@ -1380,9 +1419,9 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     if (split)
         ;
     else if (v->charts)
-        pf_cells_printf(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
-                        "Charts over the last %d steps (< > zoom, t: back to the grid)",
-                        v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW);
+        printf_fit(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
+                   "Charts over the last %d steps (< > zoom, t: back to the grid)",
+                   v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW);
     else if (s && gi.frames_per_cell > 0) {
         /* On a narrow column drop the pool's shape rather than clip the
          * counts (an 80-column screen cut "4096 used" to "40"). */
