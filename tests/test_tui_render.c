@@ -982,7 +982,7 @@ Test(charts, view_shows_window_rates_beside_run_totals)
     cr_assert(pf_cells_find(&b, "run: 100.0, 2.00x", NULL, NULL), "beside the run totals");
     cr_assert(pf_cells_find(&b, "preemptions/step", NULL, NULL));
     cr_assert(pf_cells_find(&b, "KV use %", NULL, NULL));
-    cr_assert(pf_cells_find(&b, "History, last 256 steps", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "History, 256 steps", NULL, NULL));
     v.window = 512;
     pf_render_screen(&b, &v, &gi);
     cr_assert(pf_cells_find(&b, "-512 steps", NULL, NULL));

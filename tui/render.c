@@ -661,7 +661,7 @@ static void panel_history(pf_cells *b, int x, int y, int w, const pf_dash_view *
     int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
     char t[64];
     if (hs)
-        snprintf(t, sizeof t, "History, last %d steps", win);
+        snprintf(t, sizeof t, "History, %d steps", win);
     else
         snprintf(t, sizeof t, "History (per step)");
     title(b, x, y, w, t);
@@ -1385,7 +1385,7 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     if (v->fps > 0) { /* the UI's own pace, right of the History title */
         char t[48];
         int n = snprintf(t, sizeof t, "ui %.0f fps %.2f ms", v->fps, v->render_ms);
-        int tl = v->hist ? 26 : 20; /* keep the panel's title whole */
+        int tl = v->hist ? 21 : 20; /* keep the panel's title whole */
         if (n > 0 && n <= R - tl)
             pf_cells_text(b, rx + R - n, mid_top + 7, n, PF_COL_TITLE, PF_ATTR_UNDERLINE, t);
     }
