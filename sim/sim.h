@@ -172,6 +172,12 @@ typedef struct {
                                  hold                                      */
     int livelock;             /* 1 when the run stopped because nothing
                                  could move (pf_sim_run's PF_ERR_RANGE)    */
+    /* added for the dashboard (issue 8, point 16): */
+    int64_t tokens_held;      /* tokens the frames in the pool hold now    */
+    double kv_util;           /* tokens_held / (pool_used x block_size):
+                                 how full the held frames are, 0..1; naive's
+                                 reserved-but-empty frames count as held    */
+    int njobs;                /* jobs in the run (a viewer sees the end come) */
 } pf_sim_stats;
 
 /* ---- the simulator ------------------------------------------------------- */
@@ -261,6 +267,9 @@ typedef struct {
     int32_t id;
     uint8_t state; /* pf_seq_state */
     int prompt, output, generated, frames, preemptions;
+    /* added for the dashboard's inspector and age colouring (issue 12): */
+    int64_t arrival;    /* step the job arrived                             */
+    int64_t admit_step; /* step of its last admission, -1 if never admitted */
 } pf_seq_view;
 
 typedef enum {
@@ -311,6 +320,13 @@ typedef struct {
     /* added after the first contract: */
     int frames_cap, seqs_cap; /* allocated lengths of frames / seqs   */
     int64_t hist_step0;       /* step number of the oldest history entry */
+    /* added for the dashboard (issue 12): per frame, the index in seqs[] of
+     * its owner and its logical block in the owner's page table (-1 when
+     * free), so a viewer can colour by state and show a page table without
+     * searching; both [nframes], owned, allocated lengths in frame_aux_cap */
+    int32_t *frame_seq;
+    int32_t *frame_block;
+    int frame_aux_cap;
 } pf_sim_snapshot;
 
 /* Fill snap (allocating or growing its arrays as needed). The first call

@@ -100,6 +100,22 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->running_mean = (double)s->sum_running / steps;
     o->aborted = s->aborted;
     o->livelock = s->livelock;
+    /* Tokens held: every sequence with frames in the pool holds its prompt
+     * and generated tokens, at most what its frames can store (a sequence
+     * being rebuilt may hold fewer; this is the upper bound). */
+    int B = s->p.cfg.block_size;
+    int64_t held = 0;
+    for (int w = 0; w < s->slot_hi; w++) {
+        int id = s->slot_seq[w];
+        if (id < 0 || s->seq[id].nframes <= 0)
+            continue;
+        int64_t t = (int64_t)s->jobs[id].prompt + s->seq[id].generated;
+        int64_t cap = (int64_t)s->seq[id].nframes * B;
+        held += t < cap ? t : cap;
+    }
+    o->tokens_held = held;
+    o->njobs = s->njobs;
+    o->kv_util = o->pool_used > 0 ? (double)held / ((double)o->pool_used * B) : 0.0;
 }
 
 static pf_seq_state view_state(uint8_t st)
@@ -132,6 +148,10 @@ static void seq_view(const pf_sim *s, int id, pf_seq_view *v)
     v->generated = q->generated;
     v->frames = q->nframes ? q->nframes : q->host_frames;
     v->preemptions = q->preemptions;
+    v->arrival = s->jobs[id].arrival;
+    v->admit_step = q->st == SQ_PENDING || q->st == SQ_ABORTED || (q->st == SQ_QUEUED && q->preemptions == 0)
+                        ? -1
+                        : q->admit_step;
 }
 
 /* Make *arr hold at least want elements (it keeps what it had when large
@@ -155,7 +175,15 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     int N = sim->p.cfg.pool_blocks; /* immutable */
     if (grow((void **)&snap->frames, &snap->frames_cap, N, sizeof *snap->frames) != PF_OK)
         return PF_ERR_NOMEM;
-    /* Sequences shown: those in a worker slot plus those swapped out. */
+    int aux_cap = snap->frame_aux_cap;
+    if (grow((void **)&snap->frame_seq, &aux_cap, N, sizeof *snap->frame_seq) != PF_OK)
+        return PF_ERR_NOMEM;
+    aux_cap = snap->frame_aux_cap;
+    if (grow((void **)&snap->frame_block, &aux_cap, N, sizeof *snap->frame_block) != PF_OK)
+        return PF_ERR_NOMEM;
+    snap->frame_aux_cap = aux_cap;
+    /* Sequences shown: those in a worker slot plus those swapped out; at
+     * most workers-in-use + njobs, bounded by the slots and the swap queue. */
     pf_sim__lock(sim);
     int want = sim->slot_hi + sim->sqlen;
     pthread_mutex_unlock(&sim->mu);
@@ -176,6 +204,8 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     for (int i = 0; i < N; i++) {
         snap->frames[i].owner = -1;
         snap->frames[i].state = PF_FRAME_FREE;
+        snap->frame_seq[i] = -1;
+        snap->frame_block[i] = -1;
     }
     int B = sim->p.cfg.block_size;
     int ns = 0;
@@ -195,6 +225,8 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
                 st = PF_FRAME_SHARED;
             snap->frames[f].owner = id;
             snap->frames[f].state = st;
+            snap->frame_seq[f] = ns;
+            snap->frame_block[f] = k;
         }
         seq_view(sim, id, &snap->seqs[ns++]);
     }
@@ -223,9 +255,12 @@ void pf_sim_snapshot_free(pf_sim_snapshot *snap)
         return;
     free(snap->frames);
     free(snap->seqs);
+    free(snap->frame_seq);
+    free(snap->frame_block);
     snap->frames = NULL;
     snap->seqs = NULL;
-    snap->frames_cap = snap->seqs_cap = 0;
+    snap->frame_seq = snap->frame_block = NULL;
+    snap->frames_cap = snap->seqs_cap = snap->frame_aux_cap = 0;
     snap->nframes = snap->nseqs = 0;
 }
 

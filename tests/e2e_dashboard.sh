@@ -5,7 +5,7 @@
 # add workers, pause (the step stops), single-step (it moves by one), g (no
 # GPU: the panel says why; with one: results), resize below the minimum (the
 # message) and back, help, q (the shell gets control back and the pane is
-# out of the alternate screen); then q while running, Ctrl-C, SIGTERM and
+# out of the alternate screen); then q while running, Ctrl-C (130), SIGTERM (143) and
 # SIGSEGV in runs of their own. Every wait polls
 # capture-pane with a deadline instead of sleeping a fixed time.
 # Exit 77 (skipped) without tmux.
@@ -136,10 +136,101 @@ while screen | grep -qF "single step"; do
 done
 echo "ok help"
 
-$T send-keys -t pf q
-wait_for "PF_EXIT=0" 15 || fail "q did not exit with status 0"
+# wait_gone TEXT: poll until TEXT is no longer on screen
+wait_gone() {
+    _deadline=$(( $(date +%s) + ${2:-10} ))
+    while screen | grep -qF -- "$1"; do
+        [ "$(date +%s)" -ge "$_deadline" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+# F1 opens the help, Tab turns its pages, Esc closes it
+$T send-keys -t pf F1
+wait_for "single step" || fail "F1 did not open the help"
+$T send-keys -t pf Tab
+wait_for "The grid (2/3)" || fail "Tab did not turn the help page"
+$T send-keys -t pf Tab
+wait_for "Counters (3/3)" || fail "Tab did not reach the counters page"
+$T send-keys -t pf Escape
+wait_gone "Counters (3/3)" || fail "Esc did not close the help"
+echo "ok F1, Tab, Esc"
+
+# c cycles the colouring; the legend follows
+$T send-keys -t pf c
+wait_for "Pool by state" || fail "c did not colour by state"
+wait_for "recomputing" || fail "no state legend"
+$T send-keys -t pf c
+wait_for "Pool by age" || fail "c did not colour by age"
+wait_for "age<32" || fail "no age legend"
+$T send-keys -t pf c
+wait_for "Pool by owner" || fail "c did not come back to owner"
+echo "ok c: state, age, owner"
+
+# t shows the charts in the grid's place; < and > zoom their window
+$T send-keys -t pf t
+wait_for "Charts over the last 256 steps" || fail "t did not show the charts"
+wait_for "steps tok" || wait_for "tokens/step" || fail "no chart"
+$T send-keys -t pf '>'
+wait_for "Charts over the last 512 steps" || fail "> did not zoom out"
+wait_for "-512 steps" || fail "the time axis did not follow the zoom"
+$T send-keys -t pf '<' '<'
+wait_for "Charts over the last 128 steps" || fail "< did not zoom in"
+$T send-keys -t pf t
+wait_for "Pool by owner" || fail "t did not bring the grid back"
+echo "ok t, <, >: charts and zoom"
+
+# 2: naive beside paged in lockstep, with the ratio; 2 again: back
+$T send-keys -t pf 2
+wait_for "paged / naive:" || fail "2 did not open the split view"
+wait_for "NAIVE (reserve max-len)" || fail "no naive side"
+wait_for "PAGED (on demand)" || fail "no paged side"
+$T send-keys -t pf 2
+wait_for "split view closed" || fail "2 did not close the split view"
+wait_gone "paged / naive:" || fail "the split view stayed"
+echo "ok 2: split view"
+
+# x: the watermark curve, swept in the background, the live setting marked
+$T send-keys -t pf x
+wait_for "Watermark curve: 12 of 12 points" 60 || fail "x: the sweep did not finish"
+screen | grep -qF " <-" || fail "x: the live watermark is not marked"
+screen | grep -qE "^ +0\.0% +[0-9.]+ " || fail "x: no point at watermark 0"
+$T send-keys -t pf x
+wait_gone "Watermark curve" || fail "x did not close the curve"
+echo "ok x: watermark curve"
+
+# the grid is full of sequences by now: arrows open the inspector on one
+$T send-keys -t pf Right
+wait_for "(Esc closes)" || fail "arrows did not open the inspector"
+screen | grep -qE "page table|no longer in the pool|no sequence holds them" || fail "inspector shows nothing"
+$T send-keys -t pf Escape
+wait_gone "(Esc closes)" || fail "Esc did not close the inspector"
+wait_for "Events" || fail "the event log did not come back"
+echo "ok inspector: arrows, Esc"
+
+# the mouse: a press on a grid cell (row 4, column 3) opens the inspector;
+# a press on the key line's F1 entry opens the help. X10 encoding: ESC [ M,
+# then button, column and row, each + 32 (1-based)
+m_byte() { printf "\\$(printf '%03o' $((32 + $1)))"; }
+mouse() { # press and release of button 1 at column $1, row $2 (0-based)
+    $T send-keys -t pf -l "$(printf '\033[M')$(m_byte 0)$(m_byte $(($1 + 1)))$(m_byte $(($2 + 1)))"
+    $T send-keys -t pf -l "$(printf '\033[M')$(m_byte 3)$(m_byte $(($1 + 1)))$(m_byte $(($2 + 1)))"
+}
+mouse 3 4
+wait_for "(Esc closes)" || fail "a click on the grid did not open the inspector"
+$T send-keys -t pf Escape
+wait_gone "(Esc closes)" || fail "Esc did not close the inspector (mouse)"
+mouse 1 29
+wait_for "single step" || fail "a click on F1 in the key line did not open the help"
+$T send-keys -t pf Escape
+wait_gone "single step" || fail "Esc did not close the help (mouse)"
+echo "ok mouse: grid cell, key line"
+
+$T send-keys -t pf F10
+wait_for "PF_EXIT=0" 15 || fail "F10 did not exit with status 0"
 [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after q"
-echo "ok q: exit 0, terminal restored"
+echo "ok F10: exit 0, terminal restored"
 $T kill-session -t pf
 
 # ---- run 2: q while the threaded engine is running (steps in flight) ----------
@@ -157,12 +248,12 @@ $T new-session -d -s pf -x 100 -y 30 "'$BIN' --engine deterministic; echo PF_EXI
     fail "cannot start tmux"
 wait_for "Counters" 15 || fail "dashboard did not start (run 2)"
 $T send-keys -t pf C-c
-wait_for "PF_EXIT=0" 15 || fail "Ctrl-C did not end the dashboard cleanly"
+wait_for "PF_EXIT=130" 15 || fail "Ctrl-C did not end the dashboard with status 130"
 [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after Ctrl-C"
-echo "ok Ctrl-C: terminal restored"
+echo "ok Ctrl-C: status 130, terminal restored"
 $T kill-session -t pf
 
-# ---- runs 4 and 5: SIGTERM ends it cleanly; a crash (SIGSEGV) still restores
+# ---- runs 4 and 5: SIGTERM ends it with status 143; a crash (SIGSEGV) still restores
 # the terminal and dies of the signal (status 139) -------------------------------
 PIDF=$(mktemp)
 for sig in TERM SEGV; do
@@ -174,7 +265,7 @@ for sig in TERM SEGV; do
     pid=$(cat "$PIDF")
     [ -n "$pid" ] || fail "no pid"
     kill -s "$sig" "$pid"
-    want=0
+    want=143 # 128 + SIGTERM, as shells expect
     [ "$sig" = SEGV ] && want=139
     wait_for "PF_EXIT=$want" 15 || fail "SIG$sig: expected exit status $want"
     [ "$($T display -p -t pf '#{alternate_on}')" = "0" ] || fail "pane still in the alternate screen after SIG$sig"
@@ -182,5 +273,73 @@ for sig in TERM SEGV; do
     $T kill-session -t pf
 done
 rm -f "$PIDF"
+
+# ---- a run has an end: the final figures, r for the next, --loop by itself ----
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --jobs 30 --tick-us 1000; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "Run 1 complete: every job finished" 60 || fail "the end of run 1 is not shown"
+wait_for "jobs 30 finished" || fail "the final figures are not shown"
+screen | grep -qF "| DONE | run 1" || fail "the header does not say DONE"
+$T send-keys -t pf r
+wait_for "| run 2" || fail "r did not start run 2"
+wait_gone "Run 1 complete" || fail "the end box stayed after r"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "q after a run's end"
+$T kill-session -t pf
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --jobs 30 --tick-us 1000 --loop; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "Run 1 complete" 60 || fail "--loop: the end of run 1 is not shown"
+wait_for "| RUNNING | run 2" 15 || fail "--loop did not start run 2 by itself"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "q with --loop"
+$T kill-session -t pf
+echo "ok a run's end, r, --loop"
+
+# ---- a large start shows its progress and answers q at once ---------------------
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --jobs 1000000; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "starting: naive baseline" 30 || fail "a large start shows no progress"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 5 || fail "q during a large start did not end it within 5 s"
+$T kill-session -t pf
+echo "ok large start: progress, q"
+
+# ---- record a live session, then play it back: pause, seek, step, q -------------
+REC=$(mktemp)
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' --record '$REC'; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "RUNNING" 15 || fail "--record: the dashboard did not start"
+sleep 2
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "--record: q did not exit 0"
+$T kill-session -t pf
+$T new-session -d -s pf -x 120 -y 40 "'$BIN' replay '$REC'; echo PF_EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+wait_for "replay " 15 || fail "replay did not start"
+$T send-keys -t pf Space
+wait_for " paused," || fail "replay: space did not pause"
+$T send-keys -t pf r
+wait_for "replay 1/" || fail "replay: r did not go back to the first record"
+$T send-keys -t pf s
+wait_for "replay 2/" || fail "replay: s did not step one record"
+$T send-keys -t pf Right
+wait_for "replay 12/" || fail "replay: Right did not seek 10 records"
+$T send-keys -t pf Left
+wait_for "replay 2/" || fail "replay: Left did not seek back"
+$T send-keys -t pf q
+wait_for "PF_EXIT=0" 15 || fail "replay: q did not exit 0"
+$T kill-session -t pf
+rm -f "$REC"
+echo "ok --record and replay: pause, step, seek"
+
+# ---- terminals that cannot be driven: one clear line, status 2 -------------------
+for term in dumb no-such-terminal-xyz; do
+    $T new-session -d -s pf -x 100 -y 30 "TERM=$term '$BIN'; echo PF_EXIT=\$?; sleep 120" ||
+        fail "cannot start tmux"
+    wait_for "PF_EXIT=2" 15 || fail "TERM=$term: expected exit status 2"
+    screen | grep -qF "cannot drive the terminal '$term'" || fail "TERM=$term: no clear message"
+    echo "ok TERM=$term refused"
+    $T kill-session -t pf
+done
 echo "PASS"
 exit 0

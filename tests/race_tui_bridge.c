@@ -7,7 +7,8 @@
  * can, checking each one it gets. Asserts (on the main thread, at the end):
  * snapshots arrived and were well formed, the status line followed the
  * commands, queued presses were not lost (five W from 0 give 5%), pause
- * holds the step, and everything stops and frees cleanly (ASan/LSan builds
+ * holds the step, a run's end is caught on its last step (r and --loop start
+ * the next), and everything stops and frees cleanly (ASan/LSan builds
  * check the frees). Prints the slowest UI-side call, for information only.
  */
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "core/err.h"
 #include "sim/sim.h"
 #include "tui/bridge.h"
+#include "tui/sweep.h"
 
 static double now_s(void)
 {
@@ -92,6 +94,114 @@ static int well_formed(const pf_sim_snapshot *s, int pool)
            s->nhistory <= PF_SIM_HISTORY;
 }
 
+static int run_is(pf_dash_bridge *b, int run, int ended, double secs)
+{
+    double end = now_s() + secs;
+    pf_dash_run r;
+    do {
+        pf_dash_bridge_take(b); /* the UI keeps taking snapshots meanwhile */
+        pf_dash_bridge_run(b, &r);
+        if (r.run == run && r.ended == ended)
+            return 1;
+        sleep_ms(2);
+    } while (now_s() < end);
+    return 0;
+}
+
+/* 4. a run has an end: the bridge stops the live simulator on the last
+ * step (exact figures, the step holds), r starts run 2, --loop run 3. */
+static void test_run_end(void)
+{
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.engine = PF_ENGINE_THREADED;
+    p.workers = 8;
+    p.tick_us = 300;
+    p.cfg.pool_blocks = 512;
+    p.cfg.max_seq_len = 512;
+    pf_jobs jobs;
+    memset(&jobs, 0, sizeof jobs);
+    char err[256] = "";
+    const int njobs = 40;
+    if (pf_jobs_generate(&jobs, 11, njobs, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
+        CHECK(0, "cannot generate jobs");
+        return;
+    }
+    pf_sim *sim = pf_sim_create(&p, &jobs, err, sizeof err);
+    pf_dash_bridge *b = NULL;
+    if (!sim || pf_sim_start(sim) != PF_OK || !(b = pf_dash_bridge_start(sim, err, sizeof err))) {
+        CHECK(0, "cannot start: %s", err);
+        goto out;
+    }
+    CHECK(run_is(b, 1, 1, 60), "run 1 did not end");
+    pf_dash_run r;
+    pf_dash_bridge_run(b, &r);
+    CHECK(r.exact && r.final.done, "the end's figures are not exact (done %d)", r.final.done);
+    CHECK(r.final.finished == njobs, "final: %lld of %d jobs finished", (long long)r.final.finished, njobs);
+    pf_sim_stats st;
+    pf_sim_get_stats(sim, &st);
+    CHECK(st.step == r.final.step && st.done, "the simulator left the last step: %lld vs %lld",
+          (long long)st.step, (long long)r.final.step);
+    sleep_ms(200);
+    pf_sim_get_stats(sim, &st);
+    CHECK(st.step == r.final.step, "the end did not hold: %lld -> %lld", (long long)r.final.step,
+          (long long)st.step);
+    /* r: run 2, from step 0, to its own end */
+    pf_dash_bridge_post(b, PF_DASH_CMD_RESET);
+    CHECK(run_is(b, 2, 0, 10), "r did not start run 2");
+    CHECK(run_is(b, 2, 1, 60), "run 2 did not end");
+    pf_dash_bridge_run(b, &r);
+    CHECK(r.exact && r.final.finished == njobs, "run 2's end: exact %d, finished %lld", r.exact,
+          (long long)r.final.finished);
+    /* --loop: run 3 starts by itself after the hold */
+    pf_dash_bridge_set_loop(b, 1);
+    CHECK(run_is(b, 3, 0, PF_DASH_LOOP_HOLD_S + 10), "--loop did not start run 3");
+    CHECK(run_is(b, 3, 1, 60), "run 3 did not end");
+out:
+    pf_dash_bridge_stop(b);
+    if (sim)
+        pf_sim_stop(sim);
+    pf_sim_destroy(sim);
+    pf_jobs_free(&jobs);
+}
+
+/* 6. the watermark sweep: points on several threads, read while they run,
+ * cancelled midway, then run to the end */
+static void test_sweep(void)
+{
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.cfg.pool_blocks = 512;
+    p.cfg.max_seq_len = 512;
+    p.workers = 16;
+    pf_jobs jobs;
+    memset(&jobs, 0, sizeof jobs);
+    if (pf_jobs_generate(&jobs, 5, 200, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
+        CHECK(0, "sweep: cannot generate jobs");
+        return;
+    }
+    pf_sweep sw;
+    memset(&sw, 0, sizeof sw);
+    CHECK(pf_sweep_start(&sw, &p, &jobs) == 0, "sweep: cannot start");
+    pf_sweep_view v;
+    pf_sweep_get(&sw, &v); /* while running */
+    pf_sweep_stop(&sw);    /* cancel midway */
+    CHECK(pf_sweep_start(&sw, &p, &jobs) == 0, "sweep: cannot start again");
+    double until = now_s() + 60;
+    int done = 0;
+    while (now_s() < until && done < PF_SWEEP_POINTS) {
+        pf_sweep_get(&sw, &v);
+        done = 0;
+        for (int i = 0; i < v.n; i++)
+            done += v.state[i] == PF_SWEEP_DONE || v.state[i] == PF_SWEEP_FAILED;
+        sleep_ms(5);
+    }
+    CHECK(done == PF_SWEEP_POINTS, "sweep: %d of %d points", done, PF_SWEEP_POINTS);
+    CHECK(v.state[0] == PF_SWEEP_DONE && v.tput[0] > 0, "sweep: no throughput at watermark 0");
+    pf_sweep_free(&sw);
+    pf_jobs_free(&jobs);
+}
+
 int main(void)
 {
     const int pool = 512;
@@ -106,7 +216,10 @@ int main(void)
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);
     char err[256] = "";
-    if (pf_jobs_generate(&jobs, 7, 128, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
+    /* enough jobs that the run cannot end during the test (the end has a
+     * test of its own below), and a given baseline so the start is quick */
+    p.naive_throughput = 1.0;
+    if (pf_jobs_generate(&jobs, 7, 20000, pf_mix_seed(), 0, p.cfg.max_seq_len) != PF_OK) {
         fprintf(stderr, "race_tui_bridge: cannot generate jobs\n");
         return 1;
     }
@@ -162,11 +275,8 @@ int main(void)
 
     /* 2. presses are not lost: from watermark 0, five W give 5%; two + give
      * two steps even while paused (workers apply at the next step) */
-    pf_dash_bridge_post(b, PF_DASH_CMD_RESET);
-    const pf_sim_snapshot *s = wait_snap(b, 1, is_paused, 0, &slowest);
-    if (s && s->paused) /* the churn may have left it paused */
-        pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
-    s = wait_snap(b, 10, is_running, 0, &slowest);
+    pf_dash_bridge_post(b, PF_DASH_CMD_RESET); /* r: the next run, running (whatever the churn left) */
+    const pf_sim_snapshot *s = wait_snap(b, 10, is_running, 0, &slowest);
     CHECK(s && !s->paused, "could not resume");
     /* bring the watermark to 0 first: twenty w presses floor at 0 */
     for (int i = 0; i < 20; i++)
@@ -203,10 +313,52 @@ int main(void)
     CHECK(s && s->stats.step == step1, "step moved while paused: %lld -> %lld", (long long)step1,
           s ? (long long)s->stats.step : -1LL);
 
+    /* 5. the split view: two simulators stepped in lockstep by the bridge;
+     * parameter keys refused there; 2 again leaves it */
+    pf_dash_bridge_set_jobs(b, &jobs);
+    pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
+    const pf_sim_snapshot *nv = NULL;
+    int lockstep = 0, looks = 0;
+    double until = now_s() + 10;
+    while (now_s() < until && lockstep < 5) {
+        const pf_sim_snapshot *pg = pf_dash_bridge_take(b);
+        if (pg && (nv = pf_dash_bridge_split(b)) != NULL) {
+            looks++;
+            CHECK(nv->params.mode == PF_SIM_NAIVE && pg->params.mode == PF_SIM_PAGED,
+                  "split: wrong modes %d %d", nv->params.mode, pg->params.mode);
+            CHECK(nv->stats.step == pg->stats.step, "split: not in lockstep: %lld vs %lld",
+                  (long long)nv->stats.step, (long long)pg->stats.step);
+            lockstep += nv->stats.step > 0;
+        }
+        sleep_ms(5);
+    }
+    CHECK(lockstep >= 5, "split view: %d lockstep snapshots of %d", lockstep, looks);
+    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    until = now_s() + 5;
+    int refused = 0;
+    while (now_s() < until && !refused) {
+        pf_dash_bridge_take(b);
+        if (pf_dash_bridge_status(b, &seen, status, sizeof status))
+            refused = strstr(status, "refused: parameters are fixed") != NULL;
+        sleep_ms(2);
+    }
+    CHECK(refused, "a parameter key in the split view was not refused (%s)", status);
+    pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
+    until = now_s() + 5;
+    int left = 0;
+    while (now_s() < until && !left) {
+        if (pf_dash_bridge_take(b))
+            left = pf_dash_bridge_split(b) == NULL;
+        sleep_ms(2);
+    }
+    CHECK(left, "2 did not leave the split view");
+
     pf_dash_bridge_stop(b);
     pf_sim_stop(sim);
     pf_sim_destroy(sim);
     pf_jobs_free(&jobs);
+    test_run_end();
+    test_sweep();
     printf("race_tui_bridge: %d commands, %d snapshots, %d status changes; slowest UI-side call "
            "%.3f ms\n",
            posted, got, statuses, slowest * 1e3);

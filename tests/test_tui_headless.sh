@@ -53,6 +53,88 @@ if command -v timeout >/dev/null 2>&1; then
         fail "never-admissible run with --ticks failed: $(cat "$TMP/out")"
 fi
 
+# --format jsonl: one JSON object per dumped frame, the last one final,
+# nothing else on stdout; the same bytes on every run
+"$BIN" --headless --ticks 300 --dump-every 100 --format jsonl >"$TMP/j" 2>"$TMP/err" ||
+    fail "jsonl run failed: $(cat "$TMP/err")"
+[ "$(wc -l <"$TMP/j")" -eq 3 ] || fail "jsonl: want 3 lines (100, 200, final 300), got $(wc -l <"$TMP/j")"
+grep -vq '^{.*}$' "$TMP/j" && fail "jsonl: a line is not one object"
+tail -n 1 "$TMP/j" | grep -q '"step":300,.*"final":true' || fail "jsonl: last line not the final step 300"
+head -n 1 "$TMP/j" | grep -q '"step":100,.*"final":false' || fail "jsonl: first line not step 100"
+grep -q '"frames":{"free":[0-9]*,"used":[0-9]*,"reserved":0,"shared":0,"swapped":0}' "$TMP/j" ||
+    fail "jsonl: no per-state frame counts"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for r in rows:
+    f = r["frames"]
+    assert sum(f.values()) == 4096, f
+    assert f["used"] + f["reserved"] + f["shared"] + f["swapped"] == r["pool_used"], r
+    assert isinstance(r["kv_util"], float) and 0 < r["kv_util"] <= 1, r["kv_util"]
+assert [r["step"] for r in rows] == [100, 200, 300]
+' "$TMP/j" || fail "jsonl: the objects do not add up"
+fi
+"$BIN" --headless --ticks 300 --dump-every 100 --format jsonl >"$TMP/j2" 2>/dev/null
+cmp -s "$TMP/j" "$TMP/j2" || fail "jsonl: two runs differ"
+# naive: util is tokens over the held frames' capacity, not the pool's fill
+"$BIN" --headless --ticks 300 --mode naive --format jsonl >"$TMP/n" || fail "naive jsonl failed"
+grep -q '"kv_usage":1,' "$TMP/n" || fail "naive: the pool should be full of reservations"
+grep -q '"kv_util":0\.[0-3]' "$TMP/n" || fail "naive: util should be low: $(cat "$TMP/n")"
+"$BIN" --headless --ticks 300 --mode naive --dump-every 0 >"$TMP/n" || fail "naive run failed"
+grep -q 'util *100\.0%' "$TMP/n" && fail "naive shows util 100%"
+# the other views headless: colour by state, the charts over a window
+"$BIN" --headless --ticks 600 --watermark 0 --coloring state --width 100 --height 30 >"$TMP/s" ||
+    fail "--coloring state failed"
+grep -q 'Pool by state' "$TMP/s" && grep -q 'stalled' "$TMP/s" || fail "--coloring state: no state legend"
+"$BIN" --headless --ticks 600 --charts --window 512 >"$TMP/c2" || fail "--charts failed"
+grep -q 'Charts over the last 512 steps' "$TMP/c2" || fail "--charts: no charts"
+grep -q -- '-512 steps' "$TMP/c2" || fail "--charts: no time axis"
+for args in "--format jsonl" "--headless --format xml" "--window 8" "--coloring nope"; do
+    # shellcheck disable=SC2086
+    "$BIN" $args >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "'$args': exit $rc, want 2"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "'$args': want one line on stderr"
+done
+
+# --record / replay: a headless recording replays as the very same frames,
+# byte for byte, in every colouring; damaged files are one line, status 2
+for view in "" "--coloring state" "--coloring age --ascii"; do
+    # shellcheck disable=SC2086
+    "$BIN" --headless --ticks 400 --dump-every 100 --watermark 0 $view --record "$TMP/r.pfrec" >"$TMP/live" ||
+        fail "--record $view failed"
+    # shellcheck disable=SC2086
+    "$BIN" replay "$TMP/r.pfrec" --headless $view >"$TMP/replay" 2>"$TMP/err" ||
+        fail "replay $view failed: $(cat "$TMP/err")"
+    sed '/^summary/,$d' "$TMP/live" | cmp -s - "$TMP/replay" || fail "replay $view: the frames differ"
+    [ "$(grep -c '^--- tick' "$TMP/replay")" -eq 4 ] || fail "replay $view: want 4 frames"
+done
+head -c 3000 "$TMP/r.pfrec" >"$TMP/cut.pfrec"
+printf 'not a recording\n' >"$TMP/junk.pfrec"
+for f in "$TMP/cut.pfrec" "$TMP/junk.pfrec" "$TMP/none.pfrec"; do
+    "$BIN" replay "$f" --headless >/dev/null 2>"$TMP/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "replay of a damaged file: exit $rc, want 2"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "replay of a damaged file: want one line: $(cat "$TMP/err")"
+done
+"$BIN" --headless --ticks 5 --record /nonexistent-dir/x.pfrec >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] || fail "--record to an unwritable path: want exit 2"
+grep -q "cannot write" "$TMP/err" || fail "--record to an unwritable path: $(cat "$TMP/err")"
+
+# --gpu with no usable GPU: the frame says why, stderr says so in bench's
+# words and the status is bench's (3); with a GPU the pass runs (status 0)
+"$BIN" --headless --ticks 50 --gpu >"$TMP/g" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 3 ]; then
+    grep -q '^pagefault: no GPU: ' "$TMP/err" || fail "--gpu without GPU: stderr: $(cat "$TMP/err")"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "--gpu without GPU: want one line on stderr"
+    grep -q 'GPU unavailable: ' "$TMP/g" || fail "--gpu without GPU: the frame does not say so"
+else
+    [ "$rc" -eq 0 ] || fail "--gpu: exit $rc: $(cat "$TMP/err")"
+    grep -q 'paged (now)' "$TMP/g" || fail "--gpu with a GPU: no results in the frame"
+fi
+
 # a result that cannot be written is an error (it exited 0 before)
 if [ -w /dev/full ]; then
     for args in "--headless --ticks 2" "calc" "sim --jobs 4"; do

@@ -283,7 +283,8 @@ Test(panels, counters_params_events)
     s->stats.stalled = 11;
     s->stats.preemptions = 4321;
     s->stats.recomputed_tokens = 198765;
-    s->stats.kv_usage = 0.873;
+    s->stats.kv_usage = 0.5;
+    s->stats.kv_util = 0.873;
     s->stats.throughput_vs_naive = 1.92;
     s->stats.goodput = 0.931;
     s->stats.step = 777;
@@ -306,7 +307,7 @@ Test(panels, counters_params_events)
         cr_assert(row_has_both(&b, "decoding", "117"));
         cr_assert(row_has_both(&b, "stalled", "11"));
         cr_assert(row_has_both(&b, "preempts", "4321"));
-        cr_assert(row_has_both(&b, "recomputed", "198.8k"));
+        cr_assert(row_has_both(&b, "recomputed", "199k"), "three significant digits, whole");
         cr_assert(row_has_both(&b, "util", "87.3%"));
         cr_assert(row_has_both(&b, "vs naive", "1.92x"));
         cr_assert(row_has_both(&b, "goodput", "93.1%"));
@@ -450,7 +451,7 @@ Test(keys, map)
     cr_assert_eq(pf_dash_key('g'), PF_DASH_CMD_GPU);
     cr_assert_eq(pf_dash_key('?'), PF_DASH_CMD_HELP);
     cr_assert_eq(pf_dash_key('q'), PF_DASH_CMD_QUIT);
-    cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_NONE);
+    cr_assert_eq(pf_dash_key('z'), PF_DASH_CMD_NONE);
 }
 
 Test(keys, watermark_and_worker_steps)
@@ -554,4 +555,548 @@ Test(grid, naive_marks_no_reserve)
     pf_cells_free(&scr);
     pf_cells_free(&b);
     snap_del(s);
+}
+
+/* ---- the command queue: no key press is dropped ------------------------------ */
+
+#include "tui/cmdq.h"
+
+Test(cmdq, burst_is_kept_whole_and_in_order)
+{
+    /* the old bridge dropped everything past 64 pending presses */
+    pf_cmdq q = {0}, out = {0};
+    for (int i = 0; i < 10000; i++)
+        cr_assert_eq(pf_cmdq_push(&q, i % 97), 0);
+    cr_assert_eq(pf_cmdq_take(&q, &out), 10000);
+    cr_assert_eq(q.n, 0, "take leaves the queue empty");
+    for (int i = 0; i < 10000; i++)
+        cr_assert_eq(out.v[i], i % 97, "command %d out of order", i);
+    /* the next round reuses the arrays and still keeps order */
+    pf_cmdq_push(&q, 5);
+    pf_cmdq_push(&q, 6);
+    cr_assert_eq(pf_cmdq_take(&q, &out), 2);
+    cr_assert_eq(out.v[0], 5);
+    cr_assert_eq(out.v[1], 6);
+    cr_assert_eq(pf_cmdq_take(&q, &out), 0);
+    pf_cmdq_free(&q);
+    pf_cmdq_free(&out);
+}
+
+/* ---- issue 12: conventions, colourings, flashes, inspector -------------------- */
+
+#include "tui/marks.h"
+#include "tui/term.h"
+
+Test(keys, conventions)
+{
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_F1), PF_DASH_CMD_HELP);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_F10), PF_DASH_CMD_QUIT);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_ESC), PF_DASH_CMD_CLOSE);
+    cr_assert_eq(pf_dash_key('c'), PF_DASH_CMD_COLORING);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_LEFT), PF_DASH_CMD_CURSOR_LEFT);
+    cr_assert_eq(pf_dash_key(PF_TERM_KEY_DOWN), PF_DASH_CMD_CURSOR_DOWN);
+    /* the key line's entries answer a click with the key drawn there */
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = NULL};
+    pf_render_screen(&b, &v, NULL);
+    char row[2048];
+    pf_cells_row_text(&b, 39, row, sizeof row);
+    const char *f10 = strstr(row, "F10"), *col = strstr(row, "colour");
+    cr_assert(f10 && col, "key line: %s", row);
+    cr_assert_eq(pf_render_keybar_key(120, (int)(f10 - row)), 'q');
+    cr_assert_eq(pf_render_keybar_key(120, 0), '?');
+    cr_assert_eq(pf_dash_key(pf_render_keybar_key(120, (int)(col - row))), PF_DASH_CMD_COLORING);
+    cr_assert_eq(pf_render_keybar_key(120, 119), 0, "past the last entry: nothing");
+    pf_cells_free(&b);
+}
+
+Test(keys, cursor_moves_and_clamps)
+{
+    cr_assert_eq(pf_dash_cursor_move(-1, PF_DASH_CMD_CURSOR_LEFT, 100, 10), 50, "first move: middle");
+    cr_assert_eq(pf_dash_cursor_move(50, PF_DASH_CMD_CURSOR_LEFT, 100, 10), 49);
+    cr_assert_eq(pf_dash_cursor_move(50, PF_DASH_CMD_CURSOR_DOWN, 100, 10), 60);
+    cr_assert_eq(pf_dash_cursor_move(5, PF_DASH_CMD_CURSOR_UP, 100, 10), 5, "top row stays");
+    cr_assert_eq(pf_dash_cursor_move(99, PF_DASH_CMD_CURSOR_RIGHT, 100, 10), 99, "clamped");
+    cr_assert_eq(pf_dash_cursor_move(95, PF_DASH_CMD_CURSOR_DOWN, 100, 10), 95);
+    cr_assert_eq(pf_dash_cursor_move(3, PF_DASH_CMD_CURSOR_LEFT, 0, 10), -1, "no grid");
+}
+
+Test(format, counts_never_cut_mid_digit)
+{
+    char t[32];
+    pf_render_fmt_count(t, sizeof t, 4190000);
+    cr_assert_str_eq(t, "4.19M");
+    pf_render_fmt_count(t, sizeof t, 99999);
+    cr_assert_str_eq(t, "99999");
+    pf_render_fmt_count(t, sizeof t, 100000);
+    cr_assert_str_eq(t, "100k");
+    pf_render_fmt_count(t, sizeof t, 41900000);
+    cr_assert_str_eq(t, "41.9M");
+    pf_render_fmt_count(t, sizeof t, 999600);
+    cr_assert_str_eq(t, "1.00M", "rounding carries into the next unit");
+    pf_render_fmt_count(t, sizeof t, -2500000);
+    cr_assert_str_eq(t, "-2.50M");
+    /* a huge counter in the panel: the value whole at the right edge */
+    pf_sim_snapshot *s = snap_new(4096);
+    s->stats.recomputed_tokens = 123456789012LL;
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = s};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(row_has_both(&b, "recomputed", "123G"));
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, util_is_tokens_over_held_capacity)
+{
+    /* naive: every frame held, most reserved with no token: not "100%" */
+    pf_sim_snapshot *s = snap_new(4096);
+    s->params.mode = PF_SIM_NAIVE;
+    own(s, 0, 800, 1, PF_FRAME_USED);
+    own(s, 800, 4096, 1, PF_FRAME_RESERVED);
+    s->stats.pool_used = 4096;
+    s->stats.pool_free = 0;
+    s->stats.kv_usage = 1.0;
+    s->stats.kv_util = 0.176;
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(row_has_both(&b, "util", "17.6%"));
+    cr_assert_not(row_has_both(&b, "util", "100.0%"), "util must not be the pool's fill");
+    /* the pool's fill is the header's meter */
+    cr_assert(pf_cells_find(&b, "100.0% 4096/4096", NULL, NULL));
+    int x, y;
+    cr_assert(pf_cells_find(&b, "KV[", &x, &y));
+    cr_assert_eq(pf_cells_at(&b, x + 3, y)->ch, (uint32_t)'|');
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(grid, legend_promises_shared_only_when_some_exist)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    own(s, 0, 40, 1, PF_FRAME_USED);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.shared_frames, 0);
+    cr_assert_not(pf_cells_find(&b, "shared", NULL, NULL), "legend promises shared frames");
+    own(s, 40, 44, 2, PF_FRAME_SHARED);
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.shared_frames, 4);
+    cr_assert(pf_cells_find(&b, "shared", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+/* seqs[] and frame_seq[] for the colourings and the inspector */
+static void seqs_add(pf_sim_snapshot *s, int32_t id, int state, int64_t admit, int lo, int hi)
+{
+    s->seqs = realloc(s->seqs, (size_t)(s->nseqs + 1) * sizeof *s->seqs);
+    cr_assert_not_null(s->seqs);
+    if (!s->frame_seq) {
+        s->frame_seq = malloc((size_t)s->nframes * sizeof *s->frame_seq);
+        s->frame_block = malloc((size_t)s->nframes * sizeof *s->frame_block);
+        cr_assert(s->frame_seq && s->frame_block);
+        for (int f = 0; f < s->nframes; f++)
+            s->frame_seq[f] = s->frame_block[f] = -1;
+    }
+    pf_seq_view q;
+    memset(&q, 0, sizeof q);
+    q.id = id;
+    q.state = (uint8_t)state;
+    q.prompt = 100;
+    q.output = 50;
+    q.generated = 7;
+    q.frames = hi - lo;
+    q.preemptions = 2;
+    q.arrival = 3;
+    q.admit_step = admit;
+    s->seqs[s->nseqs] = q;
+    for (int f = lo; f < hi; f++) {
+        s->frames[f] = (pf_frame_view){id, PF_FRAME_USED};
+        s->frame_seq[f] = s->nseqs;
+        s->frame_block[f] = hi - 1 - f; /* scattered: logical order reversed */
+    }
+    s->nseqs++;
+}
+
+static void snap_del2(pf_sim_snapshot *s)
+{
+    free(s->frame_seq);
+    free(s->frame_block);
+    snap_del(s);
+}
+
+Test(grid, colourings_by_state_and_age)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    s->stats.step = 3000;
+    seqs_add(s, 1, PF_SEQ_DECODING, 2990, 0, 10);    /* young, running  */
+    seqs_add(s, 2, PF_SEQ_STALLED, 100, 10, 20);     /* old, stalled    */
+    seqs_add(s, 3, PF_SEQ_RECOMPUTING, 2900, 20, 30);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .coloring = PF_COLORING_STATE};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.frames_per_cell, 1);
+    cr_assert_eq(gcell(&b, &gi, 0)->color, PF_COL_RUNNING);
+    cr_assert_eq(gcell(&b, &gi, 15)->color, PF_COL_STALLED, "a stalled sequence must not look running");
+    cr_assert_eq(gcell(&b, &gi, 25)->color, PF_COL_RECOMPUTE);
+    cr_assert_eq(gcell(&b, &gi, 100)->color, PF_COL_DIM, "free stays dim");
+    cr_assert(pf_cells_find(&b, "stalled", NULL, NULL) && pf_cells_find(&b, "recomputing", NULL, NULL),
+              "the legend names the states");
+    cr_assert(pf_cells_find(&b, "Pool by state", NULL, NULL));
+
+    v.coloring = PF_COLORING_AGE;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gcell(&b, &gi, 0)->color, PF_COL_AGE0 + pf_render_age_bucket(10));
+    cr_assert_eq(gcell(&b, &gi, 15)->color, PF_COL_AGE0 + PF_AGE_COLORS - 1, "2900 steps: oldest");
+    cr_assert_neq(gcell(&b, &gi, 0)->color, gcell(&b, &gi, 15)->color);
+    cr_assert(pf_cells_find(&b, "age<32", NULL, NULL));
+    cr_assert_eq(pf_render_age_bucket(0), 0);
+    cr_assert_eq(pf_render_age_bucket(31), 0);
+    cr_assert_eq(pf_render_age_bucket(32), 1);
+    cr_assert_eq(pf_render_age_bucket(2047), 3);
+    cr_assert_eq(pf_render_age_bucket(2048), 4);
+
+    v.coloring = PF_COLORING_OWNER;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gcell(&b, &gi, 15)->color, pf_render_owner_color(2));
+    cr_assert(pf_cells_find(&b, "colour: owner", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del2(s);
+}
+
+Test(grid, preemption_flashes_and_admission_marks_then_fade)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    own(s, 0, 10, 1, PF_FRAME_USED);
+    own(s, 10, 20, 2, PF_FRAME_USED);
+    s->stats.step = 100;
+    pf_marks m;
+    memset(&m, 0, sizeof m);
+    cr_assert_eq(pf_marks_update(&m, s, 10.0), 0);
+    cr_assert_eq(m.preempted + m.admitted, 0, "a first look flashes nothing");
+    /* step 101: sequence 2 is preempted, frames 10..14 go free and 15..19
+     * to sequence 3, which was admitted; sequence 4 takes 30..32 */
+    s->stats.step = 101;
+    own(s, 10, 15, -1, PF_FRAME_FREE);
+    own(s, 15, 20, 3, PF_FRAME_USED);
+    own(s, 30, 33, 4, PF_FRAME_USED);
+    s->nevents = 3;
+    s->events[0] = (pf_event){101, PF_EV_PREEMPT, 2, 10};
+    s->events[1] = (pf_event){101, PF_EV_ADMIT, 3, 5};
+    s->events[2] = (pf_event){101, PF_EV_ADMIT, 4, 3};
+    cr_assert_eq(pf_marks_update(&m, s, 10.1), 0);
+    cr_assert_eq(m.preempted, 10, "every frame taken from the victim flashes");
+    cr_assert_eq(m.admitted, 3);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .marks = &m, .now = 10.2};
+    pf_grid_info gi;
+    for (int coloring = 0; coloring < PF_COLORING_COUNT; coloring++) {
+        v.coloring = coloring;
+        pf_render_screen(&b, &v, &gi);
+        cr_assert_eq(gi.flashes, 10, "colouring %d", coloring);
+        cr_assert_eq(gi.admits, 3);
+        cr_assert_eq(gcell(&b, &gi, 12)->color, PF_COL_FLASH);
+        cr_assert(gcell(&b, &gi, 12)->attr & PF_ATTR_REVERSE);
+        cr_assert_eq(gcell(&b, &gi, 17)->color, PF_COL_FLASH, "reused victim frame still flashes");
+        cr_assert_eq(gcell(&b, &gi, 31)->color, PF_COL_ADMIT);
+        cr_assert_neq(gcell(&b, &gi, 5)->color, PF_COL_FLASH, "untouched frames do not flash");
+    }
+    /* about half a second later the flashes are gone */
+    v.now = 10.1 + PF_MARK_SECONDS + 0.01;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.flashes, 0);
+    cr_assert_eq(gi.admits, 0);
+    /* a reset (step going back) clears everything */
+    s->stats.step = 0;
+    own(s, 0, 256, -1, PF_FRAME_FREE);
+    cr_assert_eq(pf_marks_update(&m, s, 11.0), 0);
+    v.now = 11.0;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.flashes, 0, "a reset is not a storm of preemptions");
+    pf_marks_free(&m);
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+Test(panels, inspector_shows_sequence_and_page_table)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    s->stats.step = 500;
+    seqs_add(s, 7, PF_SEQ_STALLED, 40, 100, 104);
+    s->frames[101].state = PF_FRAME_SHARED;
+    seqs_add(s, 8, PF_SEQ_DECODING, 45, 0, 3);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .cursor = 101 + 1, .inspect = 7 + 1};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "Sequence 7", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "stalled  prompt 100  generated 7/50  frames 4  preempted 2", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "queue wait 37 steps", NULL, NULL));
+    /* logical block k -> frame 103 - k (reversed above); frame 101 shared */
+    cr_assert(pf_cells_find(&b, "0->103", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "2->101*", NULL, NULL), "shared frames are marked");
+    cr_assert(pf_cells_find(&b, "3->100", NULL, NULL));
+    cr_assert_not(pf_cells_find(&b, "Events", NULL, NULL), "the inspector takes the log's place");
+    /* its frames are highlighted, the others not; the cursor is drawn */
+    cr_assert(gcell(&b, &gi, 100)->attr & PF_ATTR_REVERSE);
+    cr_assert(gcell(&b, &gi, 103)->attr & PF_ATTR_REVERSE);
+    cr_assert_not(gcell(&b, &gi, 1)->attr & PF_ATTR_REVERSE);
+    cr_assert_eq(gcell(&b, &gi, 101)->color, PF_COL_KEY, "cursor cell");
+    /* hit-testing a click and the cell's owner */
+    int c = pf_render_grid_hit(&gi, gi.x + 100 % gi.w, gi.y + 100 / gi.w);
+    cr_assert_eq(c, 100);
+    cr_assert_eq(pf_render_cell_owner(s, &gi, c), 7);
+    cr_assert_eq(pf_render_grid_hit(&gi, gi.x + gi.w, gi.y), -1);
+    cr_assert_eq(pf_render_cell_owner(s, &gi, 200), -1, "a free cell has no owner");
+    /* a sequence gone from the pool says so */
+    v.inspect = 99 + 1;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "no longer in the pool", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del2(s);
+}
+
+Test(panels, help_pages_explain_glyphs_and_counters)
+{
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = NULL, .help = 1};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "F10 q", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "Esc", NULL, NULL));
+    v.help = 2;
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "reserved: naive's reservation", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "stalled orange", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "flash", NULL, NULL));
+    v.help = 3;
+    pf_render_screen(&b, &v, NULL);
+    static const char *const counters[] = {"waiting", "decoding", "preempts", "util", "goodput",
+                                           "vs naive", "tok/step", "ping-pong", "KV["};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        cr_assert(pf_cells_find(&b, counters[i], NULL, NULL), "help lacks %s", counters[i]);
+    pf_cells_free(&b);
+}
+
+/* ---- charts ------------------------------------------------------------------- */
+
+static pf_hist hist_ramp(int n)
+{
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    for (int i = 0; i < n; i++) {
+        float smp[PF_HIST_SERIES] = {(float)(i % 100), 0, i == n - 1 ? 1.0f : 0.0f, 0.5f, 7};
+        cr_assert_eq(pf_hist_push(&h, smp), 0);
+    }
+    return h;
+}
+
+Test(charts, history_folds_in_snapshots_and_resets)
+{
+    pf_sim_snapshot *s = snap_new(64);
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    s->nhistory = 200;
+    s->hist_step0 = 0;
+    for (int i = 0; i < 200; i++)
+        s->hist_decoding[i] = (float)i;
+    pf_hist_update(&h, s);
+    cr_assert_eq(h.n, 200);
+    /* the next snapshot overlaps the last one: only the new steps count */
+    s->hist_step0 = 100;
+    for (int i = 0; i < 200; i++)
+        s->hist_decoding[i] = (float)(100 + i);
+    pf_hist_update(&h, s);
+    cr_assert_eq(h.n, 300);
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(pf_hist_at(&h, PF_HIST_TOKENS, i), (float)i, "sample %d", i);
+    cr_assert_float_eq(pf_hist_mean(&h, PF_HIST_TOKENS, 10), 294.5, 1e-9);
+    /* a reset: the history starts again */
+    s->hist_step0 = 0;
+    s->nhistory = 5;
+    pf_hist_update(&h, s);
+    cr_assert_eq(h.n, 5);
+    pf_hist_free(&h);
+    snap_del(s);
+}
+
+Test(charts, scale_axis_and_zoom)
+{
+    pf_hist h = hist_ramp(1000);
+    pf_cells b = buf_new(80, 10);
+    pf_dash_view v = {.snap = NULL};
+    double top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 256, &v, "tokens/step", PF_COL_GOOD, 1);
+    cr_assert_float_eq(top, 100.0, 1e-9, "largest visible 99 -> scale 100");
+    cr_assert(pf_cells_find(&b, "tokens/step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "-256 steps", NULL, NULL), "time axis in steps");
+    cr_assert(pf_cells_find(&b, "now", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "100", NULL, NULL), "scale label");
+    /* the plot is as wide as the panel: bars reach the last column */
+    cr_assert_neq(pf_cells_at(&b, 79, 4)->ch, (uint32_t)' ', "last column empty");
+    /* one preemption among zeros scales to 1, not to a tall meaningless bar
+     * whose top is unlabeled */
+    pf_cells_clear(&b);
+    top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_PREEMPT, 64, &v, "preemptions/step", PF_COL_BAD, 1);
+    cr_assert_float_eq(top, 1.0, 1e-9);
+    cr_assert(pf_cells_find(&b, "-64 steps", NULL, NULL));
+    /* the unit is a parameter: seconds when the simulator has them */
+    pf_cells_clear(&b);
+    v.time_unit = "s";
+    v.unit_per_step = 0.01;
+    pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 1000, &v, "tokens/s", PF_COL_GOOD, 100);
+    cr_assert(pf_cells_find(&b, "-10 s", NULL, NULL));
+    /* zoom: 2x steps, clamped */
+    cr_assert_eq(pf_render_window_zoom(256, 1), 512);
+    cr_assert_eq(pf_render_window_zoom(256, 0), 128);
+    cr_assert_eq(pf_render_window_zoom(PF_CHART_MIN_WINDOW, 0), PF_CHART_MIN_WINDOW);
+    cr_assert_eq(pf_render_window_zoom(PF_HIST_CAP, 1), PF_HIST_CAP);
+    cr_assert_eq(pf_dash_key('<'), PF_DASH_CMD_ZOOM_IN);
+    cr_assert_eq(pf_dash_key('>'), PF_DASH_CMD_ZOOM_OUT);
+    cr_assert_eq(pf_dash_key('t'), PF_DASH_CMD_CHARTS);
+    pf_cells_free(&b);
+    pf_hist_free(&h);
+}
+
+Test(charts, view_shows_window_rates_beside_run_totals)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    s->stats.throughput = 100;
+    s->stats.throughput_vs_naive = 2.0; /* naive: 50 tok/step */
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    for (int i = 0; i < 600; i++) { /* 120 tok/step early, 25 in the last 256 */
+        float smp[PF_HIST_SERIES] = {i < 344 ? 120.0f : 25.0f, 0, 0, 0.9f, 3};
+        pf_hist_push(&h, smp);
+    }
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .hist = &h, .window = 256, .charts = 1};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_eq(gi.frames_per_cell, 0, "no grid under the charts");
+    cr_assert(pf_cells_find(&b, "last 256: 25.0 tok/step 0.50x naive", NULL, NULL),
+              "the recent window shows the fall");
+    cr_assert(pf_cells_find(&b, "run: 100.0, 2.00x", NULL, NULL), "beside the run totals");
+    cr_assert(pf_cells_find(&b, "preemptions/step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "KV use %", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "History, 256 steps", NULL, NULL));
+    v.window = 512;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "-512 steps", NULL, NULL));
+    pf_cells_free(&b);
+    pf_hist_free(&h);
+    snap_del(s);
+}
+
+/* ---- the split view ----------------------------------------------------------- */
+
+Test(split, naive_beside_paged_with_honest_util_and_ratio)
+{
+    pf_sim_snapshot *nv = snap_new(4096), *pg = snap_new(4096);
+    nv->params.mode = PF_SIM_NAIVE;
+    own(nv, 0, 300, 1, PF_FRAME_USED);
+    own(nv, 300, 4096, 1, PF_FRAME_RESERVED);
+    nv->stats.kv_util = 0.175;
+    nv->stats.kv_usage = 1.0;
+    nv->stats.throughput = 32;
+    nv->stats.step = 298;
+    nv->stats.njobs = 512;
+    own(pg, 0, 2900, 2, PF_FRAME_USED);
+    pg->stats.kv_util = 0.981;
+    pg->stats.kv_usage = 0.705;
+    pg->stats.throughput = 128;
+    pg->stats.step = 298;
+    pg->stats.njobs = 512;
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = pg, .split_naive = nv};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "paged / naive: 4.00x tokens per step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "utilisation 98.1% vs 17.5%", NULL, NULL));
+    int xn, yn, xp, yp;
+    cr_assert(pf_cells_find(&b, "NAIVE (reserve max-len)", &xn, &yn));
+    cr_assert(pf_cells_find(&b, "PAGED (on demand)", &xp, &yp));
+    cr_assert_eq(yn, yp, "side by side");
+    cr_assert_lt(xn, xp);
+    cr_assert(pf_cells_find(&b, "util 17.5%  pool 100.0%", NULL, NULL), "naive: its own honest counters");
+    cr_assert(pf_cells_find(&b, "util 98.1%  pool 70.5%", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "NAIVE + PAGED", NULL, NULL));
+    /* the naive grid shows its waste, the paged one its tokens */
+    cr_assert_eq(pf_cells_at(&b, xn + 2, yn + 5)->ch, pf_render_glyph(PF_GLYPH_RESERVED, 0));
+    cr_assert_eq(pf_cells_at(&b, xp + 2, yp + 1)->ch, pf_render_glyph(PF_GLYPH_USED, 0));
+    cr_assert_eq(pf_dash_key('2'), PF_DASH_CMD_SPLIT);
+    pf_cells_free(&b);
+    snap_del(nv);
+    snap_del(pg);
+}
+
+/* ---- the watermark curve -------------------------------------------------------- */
+
+Test(sweep, curve_rows_bars_and_the_current_setting)
+{
+    pf_sweep_view sv;
+    memset(&sv, 0, sizeof sv);
+    sv.n = 4;
+    double wm[4] = {0, 0.02, 0.05, 0.5}, tp[4] = {19, 63.7, 64.6, 43.5};
+    long long pre[4] = {1189, 46, 30, 0};
+    for (int i = 0; i < 4; i++) {
+        sv.wm[i] = wm[i];
+        sv.tput[i] = tp[i];
+        sv.preempt[i] = pre[i];
+        sv.state[i] = PF_SWEEP_DONE;
+    }
+    sv.state[3] = PF_SWEEP_RUNNING;
+    sv.naive_tput = 27.2;
+    sv.current = 0.04; /* nearest swept point: 5% */
+    pf_sim_snapshot *s = snap_new(4096);
+    for (int W = 80; W <= 200; W += 120) {
+        pf_cells b = buf_new(W, 40);
+        pf_dash_view v = {.snap = s, .sweep = &sv};
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(pf_cells_find(&b, "3 of 4 points", NULL, NULL));
+        cr_assert(row_has_both(&b, "0.0%", "0.70x"), "no watermark: below naive");
+        cr_assert(row_has_both(&b, "5.0%", "2.38x"));
+        cr_assert(row_has_both(&b, "5.0%", "<-"), "the live setting is marked");
+        cr_assert_not(row_has_both(&b, "2.0%", "<-"));
+        cr_assert(row_has_both(&b, "0.0%", "1189 pre"));
+        cr_assert(row_has_both(&b, "50.0%", "running..."));
+        /* the bars: the largest throughput the longest */
+        int x0, y0, x5, y5;
+        cr_assert(pf_cells_find(&b, " 0.0%", &x0, &y0));
+        cr_assert(pf_cells_find(&b, " 5.0%", &x5, &y5));
+        int len0 = 0, len5 = 0;
+        for (int x = 8; x < W - 41; x++) {
+            len0 += pf_cells_at(&b, x, y0)->ch == 0x2588u && pf_cells_at(&b, x, y0)->color == PF_COL_GOOD;
+            len5 += pf_cells_at(&b, x, y5)->ch == 0x2588u && pf_cells_at(&b, x, y5)->color == PF_COL_GOOD;
+        }
+        cr_assert_gt(len5, len0, "throughput bars: %d at 5%%, %d at 0%%", len5, len0);
+        pf_cells_free(&b);
+    }
+    cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_SWEEP);
+    snap_del(s);
+}
+
+/* An 80-column split view: short labels, and no number cut mid-digit */
+Test(split, narrow_screen_keeps_numbers_whole)
+{
+    pf_sim_snapshot *nv = snap_new(4096), *pg = snap_new(4096);
+    nv->params.mode = PF_SIM_NAIVE;
+    nv->stats.running = 32;
+    nv->stats.waiting = 444;
+    nv->stats.throughput = 31.9;
+    nv->stats.njobs = pg->stats.njobs = 512;
+    pg->stats.running = 128;
+    pg->stats.waiting = 270;
+    pg->stats.throughput = 126.8;
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = pg, .split_naive = nv};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "wait 444 run 32 pre 0", NULL, NULL), "naive side's counters whole");
+    cr_assert(pf_cells_find(&b, "wait 270 run 128 pre 0", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "paged/naive 3.97x", NULL, NULL));
+    pf_cells_free(&b);
+    snap_del(nv);
+    snap_del(pg);
 }

@@ -16,27 +16,42 @@
 #include <time.h>
 
 #include "core/err.h"
+#include "tui/cmdq.h"
 
-static const char *const mode_names[] = {"naive", "paged"};
-static const char *const policy_names[] = {"faulting", "newest", "fewest-generated", "most-frames",
-                                           "lowest-priority"};
-static const char *const preempt_names[] = {"recompute", "swap"};
-
-#define CMDQ 64
+/* names come from sim/'s one table (pf_victim_name and friends) */
 
 struct pf_dash_bridge {
     pf_sim *sim;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int cmds[CMDQ];
-    int ncmds;
+    pf_cmdq cmds;              /* queued by the UI, unbounded         */
+    pf_cmdq local;             /* the control thread's batch          */
     int stop;
     int paused;                /* control thread's view of the pause state */
     int workers_req;           /* last worker count we asked for, 0: none   */
     pf_sim_snapshot snaps[3];  /* triple buffer                             */
+    pf_sim_snapshot snaps2[3]; /* split view: the naive side, same indices  */
+    int has2[3];               /* snaps2[i] belongs with snaps[i]           */
+    const pf_jobs *jobs;       /* for the split view, the caller's          */
+    pf_sim *split[2];          /* control thread: naive, paged; NULL: off   */
+    int split_paused;          /* control thread: the lockstep is paused    */
+    int split_step;            /* control thread: one step asked (s)        */
+    int main_was_paused;       /* control thread: to restore on leaving     */
+    double split_t;            /* control thread: time of the last advance  */
     int back, mid, front;
     int fresh;                 /* mid holds a snapshot the UI has not taken */
     char status[128];          /* last command's outcome                    */
+    pf_dash_run run;           /* the run's end, guarded by mu              */
+    int loop;                  /* restart by itself at the end (--loop)     */
+    double restart_at;         /* loop: monotonic time of the next restart  */
+    int64_t last_step;         /* control thread: step of the last snapshot */
+    pf_sim_stats last_stats;   /* control thread: that snapshot's stats     */
+    int asked_reset;           /* control thread: a reset/mode ran since    */
+    int await_restart;         /* control thread: a reset asked, not yet seen */
+    int driving;               /* control thread: stepping the run's last steps */
+    int64_t drive_step;        /* control thread: step when the last was asked */
+    int64_t await_from;        /* control thread: step when the reset was asked */
+    double await_until;        /* control thread: give up waiting for it then */
     unsigned status_seq;
     pthread_t th;
 };
@@ -57,9 +72,222 @@ static void ctl_status(control *c, const char *fmt, ...)
     pthread_mutex_unlock(&c->mu);
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The next run: the same jobs from step 0, running. */
+static int ctl_next_run(control *c)
+{
+    pf_sim_stats st;
+    pf_sim_get_stats(c->sim, &st);
+    int rc = pf_sim_reset(c->sim); /* after set_mode: a second request, same effect */
+    if (!rc && (c->paused || c->driving)) { /* driving: the simulator is paused */
+        rc = pf_sim_set_paused(c->sim, 0);
+        if (!rc)
+            c->paused = 0;
+    }
+    c->asked_reset = 1;
+    /* the engine resets at its next loop, not now: until the step goes
+     * back (or a second passes), the old run's figures are still there */
+    c->await_restart = 1;
+    c->await_from = st.step;
+    c->await_until = mono_s() + 1.0;
+    c->driving = 0;
+    pthread_mutex_lock(&c->mu);
+    c->run.run++;
+    c->run.ended = 0;
+    c->run.exact = 0;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static int ctl_loop(control *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int loop = c->loop;
+    pthread_mutex_unlock(&c->mu);
+    return loop;
+}
+
+/* Record the end of the run on screen (st: its final figures). */
+static void ctl_ended(control *c, const pf_sim_stats *st, int exact)
+{
+    pthread_mutex_lock(&c->mu);
+    c->run.ended = 1;
+    c->run.finishing = 0;
+    c->run.exact = exact;
+    c->run.final = *st;
+    int run = c->run.run;
+    pthread_mutex_unlock(&c->mu);
+    c->restart_at = mono_s() + PF_DASH_LOOP_HOLD_S;
+    ctl_status(c, "run %d complete%s", run, ctl_loop(c) ? "; the next starts in 3 s" : "; r: run again");
+}
+
+/* Watch for the end. The live engine restarts from the top of its loop as
+ * soon as the run is done, unless it is paused; so once few jobs are left
+ * (all of them in the pool, or about to be) the bridge pauses it and
+ * drives the last steps itself, one pf_sim_single_step at a time (the
+ * engine still paces each at the tick), and checks `done` between steps:
+ * the run then stops on its last step, with exact figures. Called with mu
+ * NOT held, on the control thread. */
+#define PF_DASH_DRIVE_JOBS 16
+
+static void ctl_watch_end(control *c)
+{
+    pf_sim_stats st;
+    pf_sim_get_stats(c->sim, &st);
+    if (c->run.ended) { /* read without mu: only this thread writes it */
+        if (ctl_loop(c) && mono_s() >= c->restart_at)
+            ctl_next_run(c);
+        return;
+    }
+    if (c->await_restart) { /* the old run's figures until the reset lands */
+        if (st.step >= c->await_from && c->await_from > 0 && mono_s() < c->await_until)
+            return;
+        c->await_restart = 0;
+        c->last_step = -1;
+        return;
+    }
+    if (st.done) {
+        if (!c->paused && pf_sim_set_paused(c->sim, 1) == 0)
+            c->paused = 1;
+        c->driving = 0;
+        pf_sim_get_stats(c->sim, &st);
+        ctl_ended(c, &st, 1);
+        return;
+    }
+    if (c->driving) {
+        if (st.step != c->drive_step) { /* the last step landed: ask the next */
+            c->drive_step = st.step;
+            pf_sim_single_step(c->sim);
+        }
+        return;
+    }
+    if (!c->paused && st.njobs > 0 && st.njobs - st.finished <= PF_DASH_DRIVE_JOBS &&
+        pf_sim_set_paused(c->sim, 1) == 0) {
+        c->driving = 1;
+        pthread_mutex_lock(&c->mu);
+        c->run.finishing = 1;
+        pthread_mutex_unlock(&c->mu);
+        pf_sim_get_stats(c->sim, &st); /* a step in flight may have landed */
+        c->drive_step = st.step;
+        if (!st.done)
+            pf_sim_single_step(c->sim);
+        return;
+    }
+    /* the step went back with no reset asked for, right after a view with
+     * almost every job finished: the end slipped past (it cannot while
+     * driving; kept as a guard). Mid-run, a step going back is a reset
+     * that landed late, never an end. */
+    if (c->last_step >= 0 && st.step < c->last_step && !c->asked_reset &&
+        c->last_stats.njobs - c->last_stats.finished <= PF_DASH_DRIVE_JOBS) {
+        ctl_ended(c, &c->last_stats, 0); /* the last snapshot taken */
+        if (!ctl_loop(c) && !c->paused && pf_sim_set_paused(c->sim, 1) == 0)
+            c->paused = 1;
+    }
+}
+
+static void split_off(control *c)
+{
+    for (int k = 0; k < 2; k++) {
+        pf_sim_destroy(c->split[k]);
+        c->split[k] = NULL;
+    }
+}
+
+/* Key 2: into the split view (two deterministic simulators over the jobs,
+ * the live one paused) or back out of it. */
+static void ctl_split_toggle(control *c)
+{
+    if (c->split[0]) {
+        split_off(c);
+        if (!c->main_was_paused)
+            pf_sim_set_paused(c->sim, 0);
+        c->paused = c->main_was_paused;
+        ctl_status(c, "split view closed");
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    const pf_jobs *jobs = c->jobs;
+    pthread_mutex_unlock(&c->mu);
+    if (!jobs) {
+        ctl_status(c, "refused: the split view needs the jobs");
+        return;
+    }
+    pf_sim_params p;
+    pf_sim_get_params(c->sim, &p);
+    p.engine = PF_ENGINE_DETERMINISTIC;
+    char err[160] = "";
+    for (int k = 0; k < 2 && !err[0]; k++) {
+        p.mode = k == 0 ? PF_SIM_NAIVE : PF_SIM_PAGED;
+        c->split[k] = pf_sim_create(&p, jobs, err, sizeof err);
+        if (!c->split[k] && !err[0])
+            snprintf(err, sizeof err, "out of memory");
+    }
+    if (err[0]) {
+        split_off(c);
+        ctl_status(c, "refused: split view: %s", err);
+        return;
+    }
+    c->main_was_paused = c->paused || c->driving;
+    if (!c->paused)
+        pf_sim_set_paused(c->sim, 1);
+    c->paused = 1;
+    c->split_paused = 0;
+    ctl_status(c, "split view: naive | paged, the same jobs in lockstep (2 leaves)");
+}
+
+/* The split view's steps: both sides the same number, at the tick's pace
+ * (period_us of wall time since the last call), until each is done. */
+static void split_advance(control *c, long period_us)
+{
+    pf_sim_params p;
+    pf_sim_get_params(c->split[1], &p);
+    long k = p.tick_us > 0 ? period_us / p.tick_us : 64;
+    if (k < 1)
+        k = 1;
+    if (k > 64) /* a frame's worth: the split view is for watching */
+        k = 64;
+    if (c->split_paused)
+        k = c->split_step ? 1 : 0;
+    c->split_step = 0;
+    for (long i = 0; i < k; i++)
+        for (int s = 0; s < 2; s++) {
+            pf_sim_stats st;
+            pf_sim_get_stats(c->split[s], &st);
+            if (!st.done)
+                pf_sim_step(c->split[s]); /* stuck: the step is still taken */
+        }
+}
+
 /* Run one command against the simulator; called on the control thread. */
 static void ctl_exec(control *c, int cmd)
 {
+    if (cmd == PF_DASH_CMD_SPLIT) {
+        ctl_split_toggle(c);
+        return;
+    }
+    if (c->split[0]) { /* the split view's own keys */
+        if (cmd == PF_DASH_CMD_PAUSE_TOGGLE) {
+            c->split_paused = !c->split_paused;
+            ctl_status(c, "split view %s", c->split_paused ? "paused" : "running");
+        } else if (cmd == PF_DASH_CMD_STEP) {
+            c->split_paused = 1;
+            c->split_step = 1;
+            ctl_status(c, "split view: stepped");
+        } else if (cmd == PF_DASH_CMD_RESET) {
+            pf_sim_reset(c->split[0]);
+            pf_sim_reset(c->split[1]);
+            ctl_status(c, "split view: both from step 0");
+        } else {
+            ctl_status(c, "refused: parameters are fixed in the split view (2 leaves it)");
+        }
+        return;
+    }
     pf_sim_params p;
     pf_sim_get_params(c->sim, &p);
     int rc = 0;
@@ -90,24 +318,39 @@ static void ctl_exec(control *c, int cmd)
         int v = ((int)p.policy + 1) % PF_VICTIM_COUNT;
         rc = pf_sim_set_policy(c->sim, (pf_victim_policy)v);
         if (!rc)
-            ctl_status(c, "victim %s", policy_names[v]);
+            ctl_status(c, "victim %s", pf_victim_name((pf_victim_policy)v));
         break;
     }
     case PF_DASH_CMD_PREEMPT_NEXT: {
         int m = ((int)p.preempt + 1) % PF_PREEMPT_COUNT;
         rc = pf_sim_set_preempt(c->sim, (pf_preempt_mode)m);
         if (!rc)
-            ctl_status(c, "preempt %s", preempt_names[m]);
+            ctl_status(c, "preempt %s", pf_preempt_name((pf_preempt_mode)m));
         break;
     }
     case PF_DASH_CMD_MODE_TOGGLE: {
         pf_sim_mode m = p.mode == PF_SIM_NAIVE ? PF_SIM_PAGED : PF_SIM_NAIVE;
-        rc = pf_sim_set_mode(c->sim, m);
+        rc = pf_sim_set_mode(c->sim, m); /* a reset: the next run, in the other mode */
         if (!rc)
-            ctl_status(c, "mode %s (restarted)", mode_names[m]);
+            rc = ctl_next_run(c);
+        if (!rc)
+            ctl_status(c, "mode %s (restarted: run %d)", pf_sim_mode_name(m), c->run.run);
         break;
     }
     case PF_DASH_CMD_PAUSE_TOGGLE:
+        if (c->run.ended) { /* resuming after the end: the next run */
+            rc = ctl_next_run(c);
+            if (!rc)
+                ctl_status(c, "run %d started", c->run.run);
+            break;
+        }
+        if (c->driving) { /* the simulator is paused already: stop driving it */
+            c->driving = 0;
+            c->paused = 0;
+            pthread_mutex_lock(&c->mu);
+            c->run.finishing = 0;
+            pthread_mutex_unlock(&c->mu);
+        }
         rc = pf_sim_set_paused(c->sim, !c->paused);
         if (!rc) {
             c->paused = !c->paused;
@@ -115,6 +358,13 @@ static void ctl_exec(control *c, int cmd)
         }
         break;
     case PF_DASH_CMD_STEP:
+        if (c->driving) { /* the user takes over the steps */
+            c->driving = 0;
+            c->paused = 1;
+            pthread_mutex_lock(&c->mu);
+            c->run.finishing = 0;
+            pthread_mutex_unlock(&c->mu);
+        }
         if (!c->paused) {
             rc = pf_sim_set_paused(c->sim, 1);
             if (rc)
@@ -140,10 +390,10 @@ static void ctl_exec(control *c, int cmd)
             ctl_status(c, "tick %ld us", t);
         break;
     }
-    case PF_DASH_CMD_RESET:
-        rc = pf_sim_reset(c->sim);
+    case PF_DASH_CMD_RESET: /* r: the run again (after its end: the next run) */
+        rc = ctl_next_run(c);
         if (!rc)
-            ctl_status(c, "reset");
+            ctl_status(c, "run %d started", c->run.run);
         break;
     default:
         break;
@@ -158,27 +408,49 @@ static void *ctl_main(void *arg)
     pthread_mutex_lock(&c->mu);
     for (;;) {
         /* wait for a command or the next snapshot period */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long period_ns = c->paused ? 100000000L : 30000000L;
+        struct timespec until; /* the cv runs on CLOCK_MONOTONIC */
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        /* 30 ms running (about the UI's 30 fps), 100 ms paused; 2 ms while
+         * the run's end is near, to stop on its last step */
+        const pf_sim_stats *ls = &c->last_stats;
+        int near_end = c->driving || (!c->run.ended && !c->paused && ls->njobs > 0 &&
+                                      ls->njobs - ls->finished <= PF_DASH_DRIVE_JOBS);
+        long period_ns = c->split[0] ? 30000000L : near_end ? 1000000L : c->paused ? 100000000L : 30000000L;
         until.tv_nsec += period_ns;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        while (!c->stop && c->ncmds == 0)
+        while (!c->stop && c->cmds.n == 0)
             if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0)
                 break;
         if (c->stop)
             break;
-        int local[CMDQ], n = c->ncmds;
-        memcpy(local, c->cmds, (size_t)n * sizeof local[0]);
-        c->ncmds = 0;
+        int n = pf_cmdq_take(&c->cmds, &c->local);
         pthread_mutex_unlock(&c->mu);
 
         for (int i = 0; i < n; i++)
-            ctl_exec(c, local[i]);
-        int rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
+            ctl_exec(c, c->local.v[i]);
+        int rc, split = c->split[0] != NULL;
+        if (split) {
+            double t = mono_s();
+            split_advance(c, c->split_t > 0 ? (long)((t - c->split_t) * 1e6) : 30000);
+            c->split_t = t;
+            rc = pf_sim_take_snapshot(c->split[1], &c->snaps[c->back]);
+            if (rc == 0)
+                rc = pf_sim_take_snapshot(c->split[0], &c->snaps2[c->back]);
+        } else {
+            c->split_t = 0;
+            ctl_watch_end(c);
+            rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
+        }
+        c->has2[c->back] = split;
+        if (rc == 0 && !split) {
+            c->last_step = c->snaps[c->back].stats.step;
+            c->last_stats = c->snaps[c->back].stats;
+            if (!c->await_restart)
+                c->asked_reset = 0;
+        }
 
         pthread_mutex_lock(&c->mu);
         if (rc == 0) {
@@ -194,12 +466,8 @@ static void *ctl_main(void *arg)
 
 int pf_dash_bridge_post(pf_dash_bridge *c, pf_dash_cmd cmd)
 {
-    int rc = -1;
     pthread_mutex_lock(&c->mu);
-    if (c->ncmds < CMDQ) {
-        c->cmds[c->ncmds++] = (int)cmd;
-        rc = 0;
-    }
+    int rc = pf_cmdq_push(&c->cmds, (int)cmd);
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -243,11 +511,19 @@ pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen)
         return NULL;
     }
     c->sim = sim;
+    c->run.run = 1;
+    c->last_step = -1;
     c->back = 0;
     c->mid = 1;
     c->front = 2;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
+    /* timed waits measure an interval: the monotonic clock, so a change of
+     * the wall clock (NTP, the user) neither stalls nor speeds the loop */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     int rc = pthread_create(&c->th, NULL, ctl_main, c);
@@ -275,6 +551,36 @@ int pf_dash_bridge_status(pf_dash_bridge *c, unsigned *seen, char *out, size_t l
     return changed;
 }
 
+void pf_dash_bridge_set_jobs(pf_dash_bridge *c, const pf_jobs *jobs)
+{
+    pthread_mutex_lock(&c->mu);
+    c->jobs = jobs;
+    pthread_mutex_unlock(&c->mu);
+}
+
+const pf_sim_snapshot *pf_dash_bridge_split(pf_dash_bridge *c)
+{
+    /* front is the UI's own index (only _take moves it, on this thread) */
+    pthread_mutex_lock(&c->mu);
+    const pf_sim_snapshot *s = c->has2[c->front] ? &c->snaps2[c->front] : NULL;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+void pf_dash_bridge_run(pf_dash_bridge *c, pf_dash_run *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->run;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void pf_dash_bridge_set_loop(pf_dash_bridge *c, int loop)
+{
+    pthread_mutex_lock(&c->mu);
+    c->loop = loop;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void pf_dash_bridge_stop(pf_dash_bridge *c)
 {
     if (!c)
@@ -284,8 +590,13 @@ void pf_dash_bridge_stop(pf_dash_bridge *c)
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->th, NULL);
-    for (int i = 0; i < 3; i++)
+    split_off(c);
+    for (int i = 0; i < 3; i++) {
         pf_sim_snapshot_free(&c->snaps[i]);
+        pf_sim_snapshot_free(&c->snaps2[i]);
+    }
+    pf_cmdq_free(&c->cmds);
+    pf_cmdq_free(&c->local);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

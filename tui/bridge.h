@@ -31,7 +31,8 @@ typedef struct pf_dash_bridge pf_dash_bridge;
 pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen);
 
 /* Queue a simulator command (PF_DASH_CMD_WATERMARK_DOWN .. _RESET; others
- * are ignored). Returns 0, or -1 when the queue is full (64 pending). */
+ * are ignored). The queue is unbounded: returns 0, or -1 only when memory
+ * ran out, and then the caller must tell the user the key was dropped. */
 int pf_dash_bridge_post(pf_dash_bridge *b, pf_dash_cmd cmd);
 
 /* The newest snapshot, or NULL when none arrived since the last call. */
@@ -40,6 +41,44 @@ const pf_sim_snapshot *pf_dash_bridge_take(pf_dash_bridge *b);
 /* Copy the last command's outcome ("watermark 2.0%", "refused: ...") into
  * out when it changed since *seen; returns 1 then, else 0. */
 int pf_dash_bridge_status(pf_dash_bridge *b, unsigned *seen, char *out, size_t len);
+
+/* The run's end. The simulator's live mode starts the jobs again as soon
+ * as they are all done, unless paused; so once 16 jobs or fewer are left
+ * the bridge pauses it and drives the last steps itself (single steps at
+ * the tick's pace), stopping on the last one: the final figures are exact
+ * and stay on screen. `r` (RESET)
+ * starts the next run; with loop set the bridge does so by itself after
+ * PF_DASH_LOOP_HOLD_S. Should the end ever slip past, the restart is seen
+ * as the step going back without a reset asked for, and the last figures
+ * seen before it are reported, marked inexact. */
+#define PF_DASH_LOOP_HOLD_S 3.0
+
+typedef struct {
+    int run;            /* 1, 2, ...: the run on screen                  */
+    int ended;          /* the run on screen has ended                   */
+    int exact;          /* final holds the end's exact figures           */
+    int finishing;      /* the bridge steps the last jobs itself: the
+                           simulator reads paused but the run goes on   */
+    pf_sim_stats final; /* the figures at the end (when ended)           */
+} pf_dash_run;
+
+void pf_dash_bridge_run(pf_dash_bridge *b, pf_dash_run *out);
+
+/* --loop: restart by itself at each end (call before the first end). */
+void pf_dash_bridge_set_loop(pf_dash_bridge *b, int loop);
+
+/* The split view (PF_DASH_CMD_SPLIT, key 2): the same jobs under naive and
+ * under paged, each in a deterministic simulator of its own that the bridge
+ * steps in lockstep (as many steps as the tick allows per 30 ms, the same
+ * count on both sides), while the live simulator waits paused. The paged
+ * side's snapshot comes from pf_dash_bridge_take as usual; the naive side's
+ * from pf_dash_bridge_split, valid as long as that snapshot. Parameters
+ * are fixed in the split view (its keys are refused with a status line);
+ * space pauses the lockstep, s steps it, r restarts both, 2 leaves.
+ * pf_dash_bridge_set_jobs gives the bridge the jobs (the caller's, which
+ * outlive the bridge); without them the split view is refused. */
+void pf_dash_bridge_set_jobs(pf_dash_bridge *b, const pf_jobs *jobs);
+const pf_sim_snapshot *pf_dash_bridge_split(pf_dash_bridge *b);
 
 /* Stop and join the thread, free the snapshots and the bridge. NULL is ok. */
 void pf_dash_bridge_stop(pf_dash_bridge *b);

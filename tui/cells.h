@@ -30,10 +30,21 @@ enum {
     PF_COL_BAD,     /* preempt, ping-pong, errors                 */
     PF_COL_RESERVE, /* the watermark reserve                      */
     PF_COL_KEY,     /* key names in the help line                 */
+    /* the grid coloured by state (key c) and its flashes */
+    PF_COL_RUNNING,   /* frames of a decoding sequence            */
+    PF_COL_STALLED,   /* frames of a sequence stalled on a fault  */
+    PF_COL_RECOMPUTE, /* frames being rebuilt after a preemption  */
+    PF_COL_SWAPPED,   /* frames copying to/from host swap         */
+    PF_COL_SHARED,    /* frames with a reference count above one  */
+    PF_COL_FLASH,     /* taken from a preemption victim just now  */
+    PF_COL_ADMIT,     /* taken by a newly admitted sequence       */
     PF_COL_OWNER0 = 16 /* PF_OWNER_COLORS owner colours follow     */
 };
 #define PF_OWNER_COLORS 24
-#define PF_COL_COUNT (PF_COL_OWNER0 + PF_OWNER_COLORS)
+/* the grid coloured by age (key c): PF_AGE_COLORS buckets, young to old */
+#define PF_COL_AGE0 (PF_COL_OWNER0 + PF_OWNER_COLORS)
+#define PF_AGE_COLORS 5
+#define PF_COL_COUNT (PF_COL_AGE0 + PF_AGE_COLORS)
 
 /* Attribute bits. */
 enum {

@@ -30,6 +30,7 @@
 #include <locale.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,7 +43,9 @@
 #include "tui/commands.h"
 #include "tui/bridge.h"
 #include "tui/render.h"
+#include "tui/record.h"
 #include "tui/simflags.h"
+#include "tui/sweep.h"
 #include "tui/term.h"
 
 /* ---- options ----------------------------------------------------------------- */
@@ -51,6 +54,11 @@ typedef struct {
     pf_simflags sf;  /* the simulator's flags, shared with `pagefault sim` */
     pf_sim_params p; /* what they say, after parsing                      */
     int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
+    int coloring, charts, window, format; /* format: 0 text, 1 jsonl (headless) */
+    int loop;
+    const char *record;   /* --record FILE, or NULL                      */
+    FILE *rec;            /* open while recording                        */
+    int rec_failed;       /* a write failed: said once at the end        */
 } dash_opts;
 
 static const char dash_summary[] =
@@ -207,17 +215,81 @@ static void print_summary(FILE *f, pf_sim *sim, int ticks)
 
 /* ---- headless --------------------------------------------------------------- */
 
+/* A double as JSON: non-finite values are null, the rest at full precision. */
+static void json_num(FILE *f, const char *key, double x)
+{
+    if (x != x || x > 1e308 || x < -1e308)
+        fprintf(f, ",\"%s\":null", key);
+    else
+        fprintf(f, ",\"%s\":%.17g", key, x);
+}
+
+/* One line of --format jsonl: the frame's step and time, the counters, the
+ * frames per state and per owner state. "time" is in steps until the
+ * simulator has seconds ("time_unit" says which). */
+static void dump_jsonl(FILE *f, const pf_sim_snapshot *s, int tick, int final)
+{
+    const pf_sim_stats *st = &s->stats;
+    long fr[5] = {0, 0, 0, 0, 0};
+    long by_state[6] = {0, 0, 0, 0, 0, 0}; /* pf_seq_state of the owner */
+    for (int i = 0; i < s->nframes; i++) {
+        unsigned k = s->frames[i].state;
+        fr[k < 5 ? k : PF_FRAME_USED]++;
+        int q = s->frame_seq ? s->frame_seq[i] : -1;
+        if (q >= 0 && q < s->nseqs && s->seqs[q].state < 6)
+            by_state[s->seqs[q].state]++;
+    }
+    fprintf(f, "{\"v\":1,\"tick\":%d,\"step\":%lld,\"time\":%lld,\"time_unit\":\"steps\",\"final\":%s",
+            tick, (long long)st->step, (long long)st->step, final ? "true" : "false");
+    fprintf(f, ",\"mode\":\"%s\",\"done\":%s", s->params.mode == PF_SIM_NAIVE ? "naive" : "paged",
+            st->done ? "true" : "false");
+    fprintf(f, ",\"waiting\":%d,\"running\":%d,\"decoding\":%d,\"stalled\":%d,\"swapped_out\":%d",
+            st->waiting, st->running, st->decoding, st->stalled, st->swapped_out);
+    fprintf(f, ",\"admitted\":%lld,\"finished\":%lld,\"preemptions\":%lld,\"recomputed_tokens\":%lld"
+               ",\"swapped_pages\":%lld,\"pingpongs\":%lld,\"tokens_generated\":%lld,\"tokens_held\":%lld",
+            (long long)st->admitted, (long long)st->finished, (long long)st->preemptions,
+            (long long)st->recomputed_tokens, (long long)st->swapped_pages, (long long)st->pingpongs,
+            (long long)st->tokens_generated, (long long)st->tokens_held);
+    fprintf(f, ",\"pool_used\":%d,\"pool_free\":%d,\"pool_peak\":%d", st->pool_used, st->pool_free,
+            st->pool_peak);
+    json_num(f, "kv_usage", st->kv_usage);
+    json_num(f, "kv_util", st->kv_util);
+    json_num(f, "throughput", st->throughput);
+    if (st->throughput_vs_naive > 0)
+        json_num(f, "throughput_vs_naive", st->throughput_vs_naive);
+    else
+        fprintf(f, ",\"throughput_vs_naive\":null");
+    json_num(f, "goodput", st->goodput);
+    fprintf(f, ",\"frames\":{\"free\":%ld,\"used\":%ld,\"reserved\":%ld,\"shared\":%ld,\"swapped\":%ld}",
+            fr[PF_FRAME_FREE], fr[PF_FRAME_USED], fr[PF_FRAME_RESERVED], fr[PF_FRAME_SHARED],
+            fr[PF_FRAME_SWAPPED]);
+    fprintf(f, ",\"frames_by_owner_state\":{\"running\":%ld,\"stalled\":%ld,\"recomputing\":%ld"
+               ",\"swapping\":%ld,\"waiting\":%ld}}\n",
+            by_state[PF_SEQ_DECODING], by_state[PF_SEQ_STALLED], by_state[PF_SEQ_RECOMPUTING],
+            by_state[PF_SEQ_SWAPPED], by_state[PF_SEQ_WAITING]);
+}
+
 static int run_headless(dash_opts *o, pf_sim *sim)
 {
     pf_cells buf = {0, 0, NULL};
     pf_sim_snapshot snap;
     memset(&snap, 0, sizeof snap);
+    pf_hist hist;
+    memset(&hist, 0, sizeof hist);
     int status = 0, t = 0, last_dump = -1;
+    const int jsonl = o->format == 1;
     if (pf_cells_resize(&buf, o->width, o->height) != 0) {
         fprintf(stderr, "pagefault: out of memory for a %dx%d screen\n", o->width, o->height);
         return 1;
     }
-    pf_dash_view v = {&snap, NULL, o->ascii, 0, NULL, 0, 0};
+    pf_dash_view v;
+    memset(&v, 0, sizeof v);
+    v.snap = &snap;
+    v.ascii = o->ascii;
+    v.coloring = o->coloring;
+    v.charts = o->charts;
+    v.window = o->window;
+    v.hist = &hist;
     for (;;) {
         if (o->ticks && t >= o->ticks)
             break;
@@ -240,8 +312,19 @@ static int run_headless(dash_opts *o, pf_sim *sim)
             break;
         }
         t++;
-        if (o->dump_every && t % o->dump_every == 0) {
-            if (pf_sim_take_snapshot(sim, &snap) == 0) {
+        int dump = o->dump_every && t % o->dump_every == 0;
+        if (jsonl && ((o->ticks && t >= o->ticks) || rc == 1))
+            dump = 0; /* the final line below carries this step */
+        /* the charts' history: the simulator keeps 256 steps, so look at
+         * least every 128 */
+        if ((dump || t % 128 == 0) && pf_sim_take_snapshot(sim, &snap) == 0) {
+            pf_hist_update(&hist, &snap);
+            if (dump && o->rec && pf_record_put(o->rec, &snap, t, 0) != 0)
+                o->rec_failed = 1;
+            if (dump && jsonl) {
+                dump_jsonl(stdout, &snap, t, 0);
+                last_dump = t;
+            } else if (dump) {
                 pf_render_screen(&buf, &v, NULL);
                 printf("--- tick %d ---\n", t);
                 pf_dash_dump(stdout, &buf);
@@ -261,14 +344,28 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         pthread_mutex_destroy(&g.mu);
         v.gpu = &g.panel;
     }
-    if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
+    if (status == 0 && jsonl && pf_sim_take_snapshot(sim, &snap) == 0) {
+        if (o->rec && pf_record_put(o->rec, &snap, t, 1) != 0)
+            o->rec_failed = 1;
+        dump_jsonl(stdout, &snap, t, 1); /* always: scripts read the last line */
+    } else if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
+        if (o->rec && pf_record_put(o->rec, &snap, t, 1) != 0)
+            o->rec_failed = 1;
+        pf_hist_update(&hist, &snap);
         pf_render_screen(&buf, &v, NULL);
         printf("--- tick %d (final) ---\n", t);
         pf_dash_dump(stdout, &buf);
     }
-    if (status == 0)
+    if (status == 0 && !jsonl)
         print_summary(stdout, sim, t);
+    /* --gpu without a usable GPU: the frame says why, and so does stderr
+     * with bench's words and status (3: no GPU), so a script notices */
+    if (status == 0 && o->gpu && g.panel.state == PF_GPU_PANEL_UNAVAILABLE) {
+        fprintf(stderr, "pagefault: no GPU: %s\n", g.panel.msg);
+        status = 3;
+    }
     pf_sim_snapshot_free(&snap);
+    pf_hist_free(&hist);
     pf_cells_free(&buf);
     return status;
 }
@@ -282,53 +379,160 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The shutdown watchdog. After q the terminal is already restored, but the
- * process must also end: if stopping the threads (ours, the GPU pass, the
- * simulator's) takes longer than PF_DASH_STOP_S, that is a bug somewhere;
- * say so on stderr and leave with status 1 rather than hang the shell. */
-#define PF_DASH_STOP_S 5
+/* ---- the start: the naive baseline, with progress, cancellable ------------------
+ *
+ * A paged run's `vs naive` needs naive's throughput on the same jobs, which
+ * the simulator gets from a deterministic naive run at start: milliseconds
+ * for the default 512 jobs, but tens of seconds for a million. The dashboard
+ * runs that baseline itself, step by step on a thread of its own, while the
+ * UI shows how far it got and answers q at once (the thread stops at its
+ * next step); the live simulator is then made with the figure
+ * (params.naive_throughput) and starts at once. */
 
 typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-} watchdog;
+    pf_sim_params p;
+    const pf_jobs *jobs;
+    atomic_int cancel;     /* UI -> thread                             */
+    atomic_int done;       /* thread -> UI: 1 finished, -1 failed       */
+    atomic_llong finished; /* naive jobs finished so far (progress)     */
+    double tput;           /* the result; read after the join           */
+} base_ctl;
 
-static void *watchdog_main(void *arg)
+static void *base_main(void *arg)
 {
-    watchdog *wd = arg;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += PF_DASH_STOP_S;
-    pthread_mutex_lock(&wd->mu);
-    while (!wd->done)
-        if (pthread_cond_timedwait(&wd->cv, &wd->mu, &until) == ETIMEDOUT)
+    base_ctl *b = arg;
+    pf_sim_params np = b->p;
+    np.mode = PF_SIM_NAIVE;
+    np.engine = PF_ENGINE_DETERMINISTIC;
+    np.naive_throughput = 0;
+    pf_sim *n = pf_sim_create(&np, b->jobs, NULL, 0);
+    int ok = n != NULL;
+    for (long i = 0; ok && !atomic_load(&b->cancel); i++) {
+        int rc = pf_sim_step(n);
+        if (rc == 1 || rc < 0) { /* done, or stuck/failed: no baseline */
+            pf_sim_stats st;
+            pf_sim_get_stats(n, &st);
+            b->tput = rc == 1 ? st.throughput : 0;
             break;
-    if (!wd->done) {
-        fprintf(stderr, "pagefault: the simulator did not stop within %d s; exiting anyway\n",
-                PF_DASH_STOP_S);
-        _exit(1); /* async-signal-safe, ends every thread */
+        }
+        if (i % 256 == 0) {
+            pf_sim_stats st;
+            pf_sim_get_stats(n, &st);
+            atomic_store(&b->finished, (long long)st.finished);
+        }
     }
-    pthread_mutex_unlock(&wd->mu);
+    pf_sim_destroy(n);
+    atomic_store(&b->done, ok ? 1 : -1);
     return NULL;
 }
 
-static int run_live(dash_opts *o, pf_sim *sim)
+/* Run the baseline under a progress screen. Returns 0 with o->p's
+ * naive_throughput set, 1 when the user quit (status in *quit_status), -1
+ * when the thread could not start. */
+static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *quit_status)
+{
+    if (o->p.mode != PF_SIM_PAGED || o->p.naive_throughput > 0)
+        return 0;
+    base_ctl b;
+    memset(&b, 0, sizeof b);
+    b.p = o->p;
+    b.jobs = jobs;
+    atomic_init(&b.cancel, 0);
+    atomic_init(&b.done, 0);
+    atomic_init(&b.finished, 0);
+    pthread_t th;
+    sigset_t old;
+    pf_dash_block_ui_signals(&old);
+    int rc = pthread_create(&th, NULL, base_main, &b);
+    pf_dash_restore_signals(&old);
+    if (rc != 0)
+        return -1;
+    int quit = 0;
+    double t0 = now_s();
+    while (!atomic_load(&b.done)) {
+        int sig = pf_term_quit_requested();
+        if (sig) {
+            *quit_status = 128 + sig;
+            quit = 1;
+            break;
+        }
+        if (now_s() - t0 > 0.15) { /* only a start that takes a while shows it */
+            char msg[160];
+            long long f = atomic_load(&b.finished);
+            snprintf(msg, sizeof msg, "starting: naive baseline for 'vs naive', %lld of %d jobs (%.0f%%); q quits",
+                     f, jobs->njobs, 100.0 * (double)f / (jobs->njobs > 0 ? jobs->njobs : 1));
+            pf_dash_view v;
+            memset(&v, 0, sizeof v);
+            v.ascii = o->ascii;
+            v.starting = msg;
+            pf_render_screen(buf, &v, NULL);
+            pf_term_draw(buf, 0);
+        }
+        int key = pf_term_getkey(50);
+        if (key == PF_TERM_KEY_RESIZE) {
+            int w, h;
+            pf_term_size(&w, &h);
+            if (w > 0 && h > 0)
+                pf_cells_resize(buf, w, h);
+        } else if (pf_dash_key(key) == PF_DASH_CMD_QUIT) {
+            *quit_status = 0;
+            quit = 1;
+            break;
+        }
+    }
+    atomic_store(&b.cancel, 1); /* at most one more step */
+    pthread_join(th, NULL);
+    if (quit)
+        return 1;
+    /* no baseline (the naive run cannot finish, a rare setting): 0 leaves
+     * it to the simulator's own start, as before */
+    o->p.naive_throughput = b.tput > 0 ? b.tput : 0;
+    return 0;
+}
+
+static int run_live(dash_opts *o, const pf_jobs *jobs)
 {
     int status = 0, sim_running = 0;
     char err[256];
+    pf_sim *sim = NULL;
     pf_dash_bridge *ctl = NULL;
     gpu_ctl gpu;
     memset(&gpu, 0, sizeof gpu);
-    gpu.sim = sim;
     pthread_mutex_init(&gpu.mu, NULL);
     pf_cells buf = {0, 0, NULL};
+    pf_marks marks;
+    memset(&marks, 0, sizeof marks);
+    pf_hist hist;
+    memset(&hist, 0, sizeof hist);
+    pf_sweep sweep;
+    memset(&sweep, 0, sizeof sweep);
 
     if (pf_term_open(o->no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
         status = 2;
         goto cleanup;
     }
+    {
+        int w = 0, h = 0, qs = 0;
+        pf_term_size(&w, &h);
+        int rc = pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1) == 0
+                     ? start_phase(o, jobs, &buf, &qs) : -1;
+        if (rc != 0) {
+            pf_term_close();
+            if (rc < 0)
+                fprintf(stderr, "pagefault: cannot start the baseline thread\n");
+            status = rc < 0 ? 1 : qs;
+            goto cleanup;
+        }
+    }
+    sim = pf_sim_create(&o->p, jobs, err, sizeof err);
+    if (!sim) {
+        pf_term_close();
+        fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
+        status = 1;
+        goto cleanup;
+    }
+    gpu.sim = sim;
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     int rc = pf_sim_start(sim);
@@ -354,6 +558,21 @@ static int run_live(dash_opts *o, pf_sim *sim)
     char status_msg[128] = "";
     unsigned status_seen = 0;
     int help = 0, dirty = 1, full = 1, w = 0, h = 0, quick = 0;
+    int coloring = o->coloring, cursor = -1;
+    int32_t inspect = -1;
+    pf_grid_info gi;
+    memset(&gi, 0, sizeof gi);
+    double marks_live_until = 0, rec_last = 0;
+    int charts = o->charts, window = o->window;
+    pf_dash_run run;
+    memset(&run, 0, sizeof run);
+    run.run = 1;
+    pf_dash_bridge_set_loop(ctl, o->loop);
+    pf_dash_bridge_set_jobs(ctl, jobs);
+    const pf_sim_snapshot *split_naive = NULL;
+    int show_sweep = 0;
+    pf_sweep_view sweep_v;
+    memset(&sweep_v, 0, sizeof sweep_v);
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
@@ -365,15 +584,53 @@ static int run_live(dash_opts *o, pf_sim *sim)
         goto cleanup;
     }
     for (;;) {
-        if (pf_term_quit_requested())
+        int sig = pf_term_quit_requested();
+        if (sig) { /* as shells expect: 128 + the signal (130 for SIGINT) */
+            status = 128 + sig;
             break;
+        }
         const pf_sim_snapshot *s = pf_dash_bridge_take(ctl);
+        double now = now_s();
         if (s) {
             snap = s;
+            const pf_sim_snapshot *sn = pf_dash_bridge_split(ctl);
+            if ((sn != NULL) != (split_naive != NULL)) { /* another simulator: no flashes */
+                marks.step = -1;
+                pf_hist_clear(&hist);
+            }
+            split_naive = sn;
             dirty = 1;
+            int64_t before = marks.preempted + marks.admitted;
+            if (pf_marks_update(&marks, snap, now) != 0)
+                snprintf(status_msg, sizeof status_msg, "flashes off: out of memory");
+            /* --record: about 10 snapshots a second are plenty to watch */
+            if (o->rec && now - rec_last >= 0.1) {
+                rec_last = now;
+                if (pf_record_put(o->rec, snap, (int)snap->stats.step, 0) != 0)
+                    o->rec_failed = 1;
+            }
+            if (pf_hist_update(&hist, snap) != 0)
+                snprintf(status_msg, sizeof status_msg, "charts off: out of memory");
+            if (marks.preempted + marks.admitted != before)
+                marks_live_until = now + PF_MARK_SECONDS + 0.05;
         }
+        if (now < marks_live_until) /* flashes fade even while paused */
+            dirty = 1;
         if (pf_dash_bridge_status(ctl, &status_seen, status_msg, sizeof status_msg))
             dirty = 1;
+        pf_dash_run r2;
+        pf_dash_bridge_run(ctl, &r2);
+        if (r2.run != run.run || r2.ended != run.ended || r2.finishing != run.finishing) {
+            run = r2;
+            dirty = 1;
+        }
+        if (show_sweep) {
+            pf_sweep_view sv;
+            if (pf_sweep_get(&sweep, &sv) && memcmp(&sv, &sweep_v, sizeof sv) != 0) {
+                sweep_v = sv;
+                dirty = 1;
+            }
+        }
         pthread_mutex_lock(&gpu.mu);
         if (memcmp(&panel, &gpu.panel, sizeof panel) != 0) {
             panel = gpu.panel;
@@ -382,9 +639,17 @@ static int run_live(dash_opts *o, pf_sim *sim)
         pthread_mutex_unlock(&gpu.mu);
 
         if (dirty) {
-            pf_dash_view v = {snap, &panel, o->ascii, help, status_msg, fps, render_ms};
+            pf_dash_view v = {.snap = snap, .gpu = &panel, .ascii = o->ascii, .help = help,
+                              .status = status_msg, .fps = fps, .render_ms = render_ms,
+                              .coloring = coloring, .marks = &marks, .now = now,
+                              .cursor = cursor + 1, .inspect = inspect + 1, .hist = &hist,
+                              .window = window, .charts = charts, .run_no = run.run,
+                              .run_ended = run.ended, .run_exact = run.exact, .final = &run.final,
+                              .loop = o->loop, .finishing = run.finishing,
+                              .split_naive = split_naive,
+                              .sweep = show_sweep ? &sweep_v : NULL};
             double t0 = now_s();
-            pf_render_screen(&buf, &v, NULL);
+            pf_render_screen(&buf, &v, &gi);
             render_ms = (now_s() - t0) * 1e3;
             pf_term_draw(&buf, full);
             dirty = full = 0;
@@ -399,9 +664,9 @@ static int run_live(dash_opts *o, pf_sim *sim)
 
         /* 33 ms (30 fps) while running; 250 ms while paused, for little CPU,
          * except for a few short waits right after a key so its effect
-         * (a single step, say) shows at once */
-        int paused = snap ? snap->paused : 0;
-        int key = pf_term_getkey(paused && quick <= 0 ? 250 : 33);
+         * (a single step, say) shows at once, and while flashes fade */
+        int paused = snap ? snap->paused && !run.finishing : 0;
+        int key = pf_term_getkey(paused && quick <= 0 && t >= marks_live_until ? 250 : 33);
         if (quick > 0)
             quick--;
         if (key == PF_TERM_KEY_NONE)
@@ -415,61 +680,116 @@ static int run_live(dash_opts *o, pf_sim *sim)
             full = 1;
             continue;
         }
-        if (help) { /* any key closes the help; q still quits */
-            help = 0;
-            if (pf_dash_key(key) != PF_DASH_CMD_QUIT)
+        if (key == PF_TERM_KEY_MOUSE) {
+            /* the key line: the key drawn there; the grid: select the cell */
+            int mx, my;
+            pf_term_mouse(&mx, &my);
+            if (my == buf.h - 1) {
+                key = pf_render_keybar_key(buf.w, mx);
+                if (!key)
+                    continue;
+            } else {
+                int c = pf_render_grid_hit(&gi, mx, my);
+                if (c >= 0 && !help) {
+                    cursor = c;
+                    int32_t own = pf_render_cell_owner(snap, &gi, c);
+                    inspect = own >= 0 ? own : inspect;
+                }
                 continue;
+            }
         }
         pf_dash_cmd cmd = pf_dash_key(key);
-        if (cmd == PF_DASH_CMD_QUIT)
-            break;
-        if (cmd == PF_DASH_CMD_HELP)
+        if (help) { /* pages turn with Tab or Right; any other key closes */
+            if (cmd == PF_DASH_CMD_HELP_NEXT || cmd == PF_DASH_CMD_CURSOR_RIGHT) {
+                help = help % PF_HELP_PAGES + 1;
+                continue;
+            }
+            if (cmd == PF_DASH_CMD_CURSOR_LEFT) {
+                help = help > 1 ? help - 1 : PF_HELP_PAGES;
+                continue;
+            }
+            help = 0;
+            if (cmd != PF_DASH_CMD_QUIT)
+                continue;
+        }
+        switch (cmd) {
+        case PF_DASH_CMD_QUIT:
+            goto done;
+        case PF_DASH_CMD_HELP:
             help = 1;
-        else if (cmd == PF_DASH_CMD_GPU)
+            break;
+        case PF_DASH_CMD_GPU:
             gpu_start(&gpu, status_msg, sizeof status_msg);
-        else if (cmd != PF_DASH_CMD_NONE)
-            pf_dash_bridge_post(ctl, cmd);
+            break;
+        case PF_DASH_CMD_COLORING:
+            coloring = (coloring + 1) % PF_COLORING_COUNT;
+            snprintf(status_msg, sizeof status_msg, "colour by %s", pf_coloring_names[coloring]);
+            break;
+        case PF_DASH_CMD_CLOSE:
+            cursor = inspect = -1;
+            break;
+        case PF_DASH_CMD_SWEEP:
+            show_sweep = !show_sweep;
+            if (show_sweep && snap) { /* a fresh sweep of the live parameters */
+                sigset_t so;
+                pf_dash_block_ui_signals(&so);
+                int src = pf_sweep_start(&sweep, &snap->params, jobs);
+                pf_dash_restore_signals(&so);
+                snprintf(status_msg, sizeof status_msg, "%s",
+                         src == 0 ? "watermark sweep started (all cores)" : "cannot start the sweep threads");
+                memset(&sweep_v, 0, sizeof sweep_v);
+                pf_sweep_get(&sweep, &sweep_v);
+            } else if (!show_sweep)
+                pf_sweep_stop(&sweep);
+            break;
+        case PF_DASH_CMD_CHARTS:
+            charts = !charts;
+            cursor = inspect = -1; /* the grid is not shown to point at */
+            break;
+        case PF_DASH_CMD_ZOOM_IN:
+        case PF_DASH_CMD_ZOOM_OUT:
+            window = pf_render_window_zoom(window, cmd == PF_DASH_CMD_ZOOM_OUT);
+            snprintf(status_msg, sizeof status_msg, "chart window %d steps", window);
+            break;
+        case PF_DASH_CMD_INSPECT:
+        case PF_DASH_CMD_CURSOR_UP:
+        case PF_DASH_CMD_CURSOR_DOWN:
+        case PF_DASH_CMD_CURSOR_LEFT:
+        case PF_DASH_CMD_CURSOR_RIGHT: {
+            cursor = pf_dash_cursor_move(cmd == PF_DASH_CMD_INSPECT ? -1 : cursor, cmd, gi.cells, gi.w);
+            int32_t own = pf_render_cell_owner(snap, &gi, cursor);
+            if (own >= 0)
+                inspect = own;
+            break;
+        }
+        case PF_DASH_CMD_NONE:
+        case PF_DASH_CMD_HELP_NEXT:
+            break;
+        default:
+            if (pf_dash_bridge_post(ctl, cmd) != 0)
+                snprintf(status_msg, sizeof status_msg, "key dropped: out of memory for the queue");
+            break;
+        }
     }
+done:
     /* the terminal first, so q feels instant; then the threads */
     pf_term_close();
 
 cleanup:
     /* a GPU pass in flight ends on its own (bounded work); then the
-     * simulator's side, under the watchdog */
+     * control thread and the simulator. pf_sim_stop is safe mid-step (the
+     * simulator's contract), so no pause-and-wait is needed before it. */
     if (gpu.joinable)
         pthread_join(gpu.th, NULL);
-    watchdog wd = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    pthread_t wd_th;
-    int wd_running = pthread_create(&wd_th, NULL, watchdog_main, &wd) == 0;
+    pf_sweep_free(&sweep); /* its points stop at their next step */
     pf_dash_bridge_stop(ctl); /* before the simulator: it calls into it */
-    if (sim_running) {
-        /* Stop from a quiet simulator: pause it and let the step in flight
-         * finish (the step counter holds still for 20 ms, at most 0.5 s).
-         * pf_sim_stop arriving in the middle of a threaded step was seen to
-         * hang (workers leaving without finishing the step); this keeps the
-         * dashboard's q clean whatever the engine does. */
-        pf_sim_set_paused(sim, 1);
-        int64_t last = -1;
-        for (int i = 0; i < 25; i++) {
-            pf_sim_stats st;
-            pf_sim_get_stats(sim, &st);
-            if (st.step == last)
-                break;
-            last = st.step;
-            struct timespec pause_ts = {0, 20 * 1000000L};
-            nanosleep(&pause_ts, NULL);
-        }
+    if (sim_running)
         pf_sim_stop(sim);
-    }
+    pf_sim_destroy(sim);
     pf_cells_free(&buf);
+    pf_marks_free(&marks);
+    pf_hist_free(&hist);
     pthread_mutex_destroy(&gpu.mu);
-    if (wd_running) {
-        pthread_mutex_lock(&wd.mu);
-        wd.done = 1;
-        pthread_cond_signal(&wd.cv);
-        pthread_mutex_unlock(&wd.mu);
-        pthread_join(wd_th, NULL);
-    }
     return status;
 }
 
@@ -494,7 +814,10 @@ int pf_cmd_dash(int argc, char **argv)
     o.width = 120;
     o.height = 40;
 
-    pf_opt opts[PF_SIMFLAGS_NOPTS + 9];
+    pf_opt opts[PF_SIMFLAGS_NOPTS + 15];
+    static const char *const formats[] = {"text", "jsonl", NULL};
+    static const char *const colorings[] = {"owner", "state", "age", NULL};
+    o.window = PF_CHART_DEFAULT_WINDOW;
     int nsim = pf_simflags_opts(&o.sf, opts, 1);
     const pf_opt own[] = {
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
@@ -510,6 +833,17 @@ int pf_cmd_dash(int argc, char **argv)
         {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
         {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL,
          "no colours (also when NO_COLOR is set)", 0},
+        {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C",
+         "what the grid's colour means: owner, state or age (key c cycles)", 0},
+        {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts (key t)", 0},
+        {"record", PF_OPT_STRING, &o.record, 0, 0, NULL, "FILE",
+         "write the session (the snapshots shown) to FILE for `pagefault replay FILE`", 0},
+        {"loop", PF_OPT_FLAG, &o.loop, 0, 0, NULL, NULL,
+         "when the jobs are done, show the figures, then start the next run by itself", 0},
+        {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS",
+         "chart window (keys < >)", 0},
+        {"format", PF_OPT_CHOICE, &o.format, 0, 0, formats, "F",
+         "headless: text (the screen) or jsonl (one JSON object per dumped frame)", 0},
         {0},
     };
     memcpy(opts + nsim, own, sizeof own);
@@ -518,7 +852,9 @@ int pf_cmd_dash(int argc, char **argv)
         return rc;
     if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
-    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu"};
+    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu", "format"};
+    if (o.headless && pf_cli_find(opts, "loop")->seen)
+        return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
         if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
             return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
@@ -539,10 +875,30 @@ int pf_cmd_dash(int argc, char **argv)
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);
     int status = 0;
-    pf_sim *sim = make_sim(&o, &jobs, &status);
-    if (sim) {
-        status = o.headless ? run_headless(&o, sim) : run_live(&o, sim);
+    pf_sim *sim = make_sim(&o, &jobs, &status); /* checks every parameter before a terminal opens */
+    if (sim && o.record) {
+        o.rec = fopen(o.record, "wb");
+        if (!o.rec || pf_record_begin(o.rec) != 0) {
+            fprintf(stderr, "pagefault: --record: cannot write '%s'\n", o.record);
+            if (o.rec)
+                fclose(o.rec);
+            o.rec = NULL;
+            pf_sim_destroy(sim);
+            sim = NULL;
+            status = 2;
+        }
+    }
+    if (sim && o.headless) {
+        status = run_headless(&o, sim);
         pf_sim_destroy(sim);
+    } else if (sim) {
+        pf_sim_destroy(sim); /* the live one is made after the baseline, see run_live */
+        status = run_live(&o, &jobs);
+    }
+    if (o.rec && (fclose(o.rec) != 0 || o.rec_failed)) {
+        fprintf(stderr, "pagefault: --record: writing '%s' failed; the recording is incomplete\n", o.record);
+        if (status == 0)
+            status = 1;
     }
     pf_jobs_free(&jobs);
     return status;

@@ -35,10 +35,28 @@ typedef enum {
     /* handled by the UI thread itself */
     PF_DASH_CMD_GPU,
     PF_DASH_CMD_HELP,
-    PF_DASH_CMD_QUIT
+    PF_DASH_CMD_QUIT,
+    PF_DASH_CMD_COLORING,   /* c: owner / state / age                   */
+    PF_DASH_CMD_CLOSE,      /* Esc: close the help or the inspector     */
+    PF_DASH_CMD_CURSOR_UP,  /* arrows: move the grid cursor (inspector) */
+    PF_DASH_CMD_CURSOR_DOWN,
+    PF_DASH_CMD_CURSOR_LEFT,
+    PF_DASH_CMD_CURSOR_RIGHT,
+    PF_DASH_CMD_INSPECT,    /* i: put the cursor on the grid            */
+    PF_DASH_CMD_HELP_NEXT,  /* Tab: next help page (while the help shows) */
+    PF_DASH_CMD_CHARTS,     /* t: charts in the grid's place and back   */
+    PF_DASH_CMD_ZOOM_IN,    /* <: a shorter chart window                */
+    PF_DASH_CMD_ZOOM_OUT,   /* >: a longer chart window                 */
+    PF_DASH_CMD_SPLIT,      /* 2: naive beside paged, in lockstep (bridge) */
+    PF_DASH_CMD_SWEEP       /* x: the watermark curve (background sweep) */
 } pf_dash_cmd;
 
+/* key: a character or a PF_TERM_KEY_* code (tui/term.h). */
 pf_dash_cmd pf_dash_key(int key);
+
+/* Move a grid cursor (cell index, -1: none yet) on a grid of `cells` cells
+ * `w` wide; the first move puts it in the middle. Clamped to the grid. */
+int pf_dash_cursor_move(int cursor, pf_dash_cmd cmd, int cells, int w);
 
 /* The next watermark for a key press: 1% steps below 10%, 5% steps above,
  * clamped to [0, 1] and rounded to the step so repeated presses land on

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "tui/dash.h"
+#include "tui/term.h" /* the key codes only: no curses here */
 
 pf_dash_cmd pf_dash_key(int key)
 {
@@ -48,10 +49,42 @@ pf_dash_cmd pf_dash_key(int key)
         return PF_DASH_CMD_GPU;
     case '?':
     case 'h':
+    case PF_TERM_KEY_F1:
         return PF_DASH_CMD_HELP;
     case 'q':
     case 'Q':
+    case PF_TERM_KEY_F10:
         return PF_DASH_CMD_QUIT;
+    case 'c':
+    case 'C':
+        return PF_DASH_CMD_COLORING;
+    case PF_TERM_KEY_ESC:
+        return PF_DASH_CMD_CLOSE;
+    case PF_TERM_KEY_UP:
+        return PF_DASH_CMD_CURSOR_UP;
+    case PF_TERM_KEY_DOWN:
+        return PF_DASH_CMD_CURSOR_DOWN;
+    case PF_TERM_KEY_LEFT:
+        return PF_DASH_CMD_CURSOR_LEFT;
+    case PF_TERM_KEY_RIGHT:
+        return PF_DASH_CMD_CURSOR_RIGHT;
+    case 'i':
+    case 'I':
+        return PF_DASH_CMD_INSPECT;
+    case '\t':
+        return PF_DASH_CMD_HELP_NEXT;
+    case 't':
+    case 'T':
+        return PF_DASH_CMD_CHARTS;
+    case '<':
+        return PF_DASH_CMD_ZOOM_IN;
+    case '>':
+        return PF_DASH_CMD_ZOOM_OUT;
+    case '2':
+        return PF_DASH_CMD_SPLIT;
+    case 'x':
+    case 'X':
+        return PF_DASH_CMD_SWEEP;
     default:
         return PF_DASH_CMD_NONE;
     }
@@ -91,3 +124,29 @@ void pf_dash_dump(FILE *f, const pf_cells *b)
     }
 }
 
+
+int pf_dash_cursor_move(int cursor, pf_dash_cmd cmd, int cells, int w)
+{
+    if (cells < 1 || w < 1)
+        return -1;
+    if (cursor < 0 || cursor >= cells)
+        return cells / 2;
+    int c = cursor;
+    switch (cmd) {
+    case PF_DASH_CMD_CURSOR_LEFT:
+        c--;
+        break;
+    case PF_DASH_CMD_CURSOR_RIGHT:
+        c++;
+        break;
+    case PF_DASH_CMD_CURSOR_UP:
+        c = c - w >= 0 ? c - w : c;
+        break;
+    case PF_DASH_CMD_CURSOR_DOWN:
+        c = c + w < cells ? c + w : c;
+        break;
+    default:
+        break;
+    }
+    return c < 0 ? 0 : c >= cells ? cells - 1 : c;
+}

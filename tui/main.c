@@ -5,12 +5,14 @@
  *   pagefault sim ...             headless serving simulation
  *   pagefault bench ...           GPU naive vs paged decode attention
  *   pagefault attach ...          a live vLLM server's KV cache and metrics
+ *   pagefault replay FILE         a recorded dashboard session played back
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tui/commands.h"
+#include "tui/replay.h"
 
 static void usage(FILE *f)
 {
@@ -25,6 +27,7 @@ static void usage(FILE *f)
             "  sim       serving simulation: naive vs paged, watermark, preemption\n"
             "  bench     GPU naive vs paged decode attention\n"
             "  attach    watch a live vLLM server: KV-cache events and /metrics\n"
+            "  replay    play back a dashboard session recorded with --record FILE\n"
             "\n"
             "`pagefault COMMAND --help` lists a command's flags.\n");
 }
@@ -62,13 +65,15 @@ static int run(int argc, char **argv)
         return pf_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "attach"))
         return pf_cmd_attach(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay"))
+        return pf_cmd_replay(argc - 1, argv + 1);
     if (!strcmp(cmd, "dash") || !strcmp(cmd, "dashboard"))
         return pf_cmd_dash(argc - 1, argv + 1);
     if (!strcmp(cmd, "help")) {
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, attach, or no command for the dashboard)\n", cmd);
+    fprintf(stderr, "pagefault: unknown command '%s' (try: calc, sim, bench, attach, replay, or no command for the dashboard)\n", cmd);
     return 2;
 }
 

@@ -10,6 +10,7 @@
 #include "core/pool.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,27 +88,86 @@ static const char *preempt_label(int m) { return m == PF_PREEMPT_SWAP ? "swap" :
  * the dominant one (ties go to the rarer, more telling states: swapped,
  * shared, used, reserved, then free); among the frames in that state the
  * owner is found by a Boyer-Moore majority vote (the true majority whenever
- * one exists, with no memory). One pass over the frames in total: O(F).
+ * one exists, with no memory). One pass over the frames in total: O(F), or
+ * a fixed sample per cell when cells are large (see below).
  *
  * The watermark's reserve is a count of frames admission keeps free, not a
- * particular set; we mark the last ceil(reserve / N) cells, where the LIFO
- * free list leaves the never-used frames, underlined in the reserve colour,
- * with their free frames drawn as the reserve glyph. A used frame showing
- * there is a running sequence that dipped into the reserve (allowed). */
-void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *snap,
-                    int ascii, pf_grid_info *info)
+ * particular set of frames. The grid pictures that count: the last
+ * ceil(reserve / N) cells are underlined in the reserve colour and their
+ * free frames drawn with the reserve glyph. A used frame showing there is
+ * simply a frame that happens to sit at the end of the pool; it does not
+ * mean that a sequence dipped into the reserve.
+ *
+ * Colourings (pf_coloring): by owner, each sequence its stable colour; by
+ * state, the owner's state (running, stalled, recomputing, swapped) or the
+ * frame's own (shared, free, reserve); by age, the owner's steps since its
+ * last admission in PF_AGE_COLORS buckets. In every colouring a live mark
+ * (tui/marks.h) overrides the colour: a frame taken from a preemption
+ * victim flashes (reverse, red), a frame a newly admitted sequence took is
+ * marked (bold, bright green); the frames of the inspected sequence are
+ * drawn reversed and the cursor cell underlined and reversed. */
+
+const char *const pf_coloring_names[PF_COLORING_COUNT] = {"owner", "state", "age"};
+
+int pf_render_age_bucket(int64_t age)
 {
-    pf_grid_info gi = {x, y, w, h, 0, 0, 0, 0};
+    int k = 0;
+    for (int64_t lim = 32; k < PF_AGE_COLORS - 1 && age >= lim; lim *= 4)
+        k++;
+    return k;
+}
+
+static uint8_t state_color(const pf_sim_snapshot *s, int fstate, int32_t seqi)
+{
+    if (fstate == PF_FRAME_SWAPPED)
+        return PF_COL_SWAPPED;
+    if (fstate == PF_FRAME_SHARED)
+        return PF_COL_SHARED;
+    if (!s->frame_seq || seqi < 0 || seqi >= s->nseqs)
+        return PF_COL_RUNNING;
+    switch (s->seqs[seqi].state) {
+    case PF_SEQ_STALLED:
+        return PF_COL_STALLED;
+    case PF_SEQ_RECOMPUTING:
+        return PF_COL_RECOMPUTE;
+    case PF_SEQ_SWAPPED:
+        return PF_COL_SWAPPED;
+    default:
+        return PF_COL_RUNNING;
+    }
+}
+
+static uint8_t age_color(const pf_sim_snapshot *s, int32_t seqi)
+{
+    if (!s->frame_seq || seqi < 0 || seqi >= s->nseqs || s->seqs[seqi].admit_step < 0)
+        return PF_COL_AGE0;
+    return (uint8_t)(PF_COL_AGE0 + pf_render_age_bucket(s->stats.step - s->seqs[seqi].admit_step));
+}
+
+static int grid_scale(int F, int w, int h)
+{
+    const long C = (long)w * h;
+    int N = (int)((F + C - 1) / C);
+    return N < 1 ? 1 : N;
+}
+
+void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v,
+                         pf_grid_info *info)
+{
+    const pf_sim_snapshot *snap = v->snap;
+    pf_grid_info gi;
+    memset(&gi, 0, sizeof gi);
+    gi.x = x;
+    gi.y = y;
+    gi.w = w;
+    gi.h = h;
     if (w < 1 || h < 1 || !snap || snap->nframes < 1 || !snap->frames) {
         if (info)
             *info = gi;
         return;
     }
     const int F = snap->nframes;
-    const long C = (long)w * h;
-    int N = (int)((F + C - 1) / C);
-    if (N < 1)
-        N = 1;
+    const int N = grid_scale(F, w, h);
     int cells = (F + N - 1) / N;
     double wm = snap->params.watermark;
     if (!(wm > 0) || snap->params.mode == PF_SIM_NAIVE) /* naive admits by reservation only */
@@ -124,35 +184,79 @@ void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapsh
     gi.cells = cells;
     gi.reserve_frames = reserve;
     gi.reserve_cells = reserve_cells;
+    const pf_marks *mk = v->marks && v->marks->n == F ? v->marks : NULL;
+    const int32_t insp = v->inspect - 1; /* -1: none */
+    const int ascii = v->ascii;
 
     /* state order for tie-breaking: index into this list, lower wins ties */
     static const uint8_t order[5] = {PF_FRAME_SWAPPED, PF_FRAME_SHARED, PF_FRAME_USED,
                                      PF_FRAME_RESERVED, PF_FRAME_FREE};
+    /* Large cells are sampled: with N > PF_GRID_SAMPLE (16) frames a cell,
+     * its state, owner, marks and highlight come from PF_GRID_SEGS runs of
+     * PF_GRID_SEG consecutive frames at the start and the middle of the cell
+     * (each run one or two cache lines), not from all N. Reading all 4M
+     * frames of the largest pool took about 65 ms a frame on the development
+     * VM; a sample of 16 per cell (N = 733 at 200x60) about 1 ms. What a
+     * cell shows is then the dominant state of its sample: a state held by
+     * a small part of a large cell can be missed, but the counters, the
+     * meter and the inspector stay exact. At N <= 16 every frame is read. */
+    enum { PF_GRID_SEGS = 2, PF_GRID_SEG = 8, PF_GRID_SAMPLE = PF_GRID_SEGS * PF_GRID_SEG };
+    /* the runs of the next cell are fetched while this one is counted: the
+     * reads are scattered over a large array, so memory latency, not
+     * arithmetic, is what a sampled frame costs */
+    const int sampled = N > PF_GRID_SAMPLE;
     for (int c = 0; c < cells; c++) {
         int lo = c * N, hi = lo + N < F ? lo + N : F;
-        int count[5] = {0, 0, 0, 0, 0};
-        for (int f = lo; f < hi; f++) {
-            unsigned s = snap->frames[f].state;
-            count[s < 5 ? s : PF_FRAME_USED]++;
+        int seg_lo[PF_GRID_SEGS], seg_hi[PF_GRID_SEGS], nseg = 1;
+        seg_lo[0] = lo;
+        seg_hi[0] = hi;
+        if (sampled) {
+            nseg = PF_GRID_SEGS;
+            for (int j = 0; j < nseg; j++) {
+                int a = lo + (int)((long)j * (hi - lo) / nseg);
+                seg_lo[j] = a;
+                seg_hi[j] = a + PF_GRID_SEG < hi ? a + PF_GRID_SEG : hi;
+            }
         }
+        if (sampled && c + 1 < cells)
+            for (int j = 0; j < PF_GRID_SEGS; j++) {
+                long nlo = (long)(c + 1) * N, nhi = nlo + N < F ? nlo + N : F;
+                __builtin_prefetch(&snap->frames[nlo + j * (nhi - nlo) / PF_GRID_SEGS]);
+            }
+        int count[5] = {0, 0, 0, 0, 0};
+        int mark = PF_MARK_NONE, mine = 0;
+        for (int j = 0; j < nseg; j++)
+            for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
+                unsigned st = snap->frames[f].state;
+                count[st < 5 ? st : PF_FRAME_USED]++;
+                if (mk && mk->kind[f] > mark && pf_marks_at(mk, f, v->now) > mark)
+                    mark = mk->kind[f];
+                mine |= insp >= 0 && snap->frames[f].owner == insp;
+            }
+        gi.shared_frames += sampled ? count[PF_FRAME_SHARED] * N / PF_GRID_SAMPLE : count[PF_FRAME_SHARED];
         uint8_t st = order[0];
         for (int i = 1; i < 5; i++)
             if (count[order[i]] > count[st])
                 st = order[i];
-        int32_t cand = -1;
-        int votes = 0;
-        for (int f = lo; f < hi; f++) {
-            unsigned s = snap->frames[f].state;
-            if ((s < 5 ? s : PF_FRAME_USED) != st)
-                continue;
-            if (votes == 0) {
-                cand = snap->frames[f].owner;
-                votes = 1;
-            } else if (snap->frames[f].owner == cand)
-                votes++;
-            else
-                votes--;
-        }
+        int32_t cand = -1, candseq = -1;
+        int votes = 0, candf = -1;
+        for (int j = 0; j < nseg; j++)
+            for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
+                unsigned fs = snap->frames[f].state;
+                if ((fs < 5 ? fs : PF_FRAME_USED) != st)
+                    continue;
+                if (votes == 0) {
+                    cand = snap->frames[f].owner;
+                    votes = 1;
+                } else if (snap->frames[f].owner == cand)
+                    votes++;
+                else
+                    votes--;
+                if (snap->frames[f].owner == cand)
+                    candf = f;
+            }
+        if (candf >= 0 && snap->frame_seq && v->coloring != PF_COLORING_OWNER)
+            candseq = snap->frame_seq[candf]; /* one read, and only when used */
         int in_reserve = c >= cells - reserve_cells;
         uint32_t ch;
         uint8_t col, attr = 0;
@@ -182,12 +286,74 @@ void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapsh
             attr = in_reserve ? 0 : PF_ATTR_DIM;
             break;
         }
+        if (st != PF_FRAME_FREE) {
+            if (v->coloring == PF_COLORING_STATE)
+                col = state_color(snap, st, candseq);
+            else if (v->coloring == PF_COLORING_AGE)
+                col = st == PF_FRAME_SWAPPED ? PF_COL_SWAPPED : age_color(snap, candseq);
+        }
         if (in_reserve)
             attr |= PF_ATTR_UNDERLINE;
+        if (mark == PF_MARK_PREEMPTED) {
+            col = PF_COL_FLASH;
+            attr = PF_ATTR_REVERSE | PF_ATTR_BOLD;
+            gi.flashes++;
+        } else if (mark == PF_MARK_ADMITTED) {
+            col = PF_COL_ADMIT;
+            attr = PF_ATTR_BOLD;
+            gi.admits++;
+        }
+        if (mine)
+            attr |= PF_ATTR_REVERSE | PF_ATTR_BOLD;
+        if (v->cursor - 1 == c) {
+            col = PF_COL_KEY;
+            attr = PF_ATTR_REVERSE | PF_ATTR_UNDERLINE | PF_ATTR_BOLD;
+        }
         pf_cells_put(b, x + c % w, y + c / w, ch, col, attr);
     }
     if (info)
         *info = gi;
+}
+
+void pf_render_grid(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *snap,
+                    int ascii, pf_grid_info *info)
+{
+    pf_dash_view v;
+    memset(&v, 0, sizeof v);
+    v.snap = snap;
+    v.ascii = ascii;
+    pf_render_grid_view(b, x, y, w, h, &v, info);
+}
+
+int pf_render_grid_hit(const pf_grid_info *gi, int sx, int sy)
+{
+    if (!gi || gi->frames_per_cell < 1 || sx < gi->x || sy < gi->y || sx >= gi->x + gi->w ||
+        sy >= gi->y + gi->h)
+        return -1;
+    int c = (sy - gi->y) * gi->w + (sx - gi->x);
+    return c < gi->cells ? c : -1;
+}
+
+int32_t pf_render_cell_owner(const pf_sim_snapshot *s, const pf_grid_info *gi, int c)
+{
+    if (!s || !s->frames || !gi || gi->frames_per_cell < 1 || c < 0 || c >= gi->cells)
+        return -1;
+    int lo = c * gi->frames_per_cell, hi = lo + gi->frames_per_cell;
+    if (hi > s->nframes)
+        hi = s->nframes;
+    int32_t cand = -1;
+    int votes = 0;
+    for (int f = lo; f < hi; f++) { /* majority of the held frames */
+        int32_t o = s->frames[f].owner;
+        if (o < 0)
+            continue;
+        if (votes == 0) {
+            cand = o;
+            votes = 1;
+        } else
+            votes += o == cand ? 1 : -1;
+    }
+    return cand;
 }
 
 /* ---- panels ---------------------------------------------------------------- */
@@ -198,27 +364,72 @@ static void title(pf_cells *b, int x, int y, int w, const char *text)
     pf_cells_text(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, text);
 }
 
-/* "12.3k" style for big counters so columns stay narrow. */
-static void fmt_count(char *out, size_t len, int64_t v)
+void pf_render_fmt_count(char *out, size_t len, double v)
 {
-    if (v < 100000 && v > -100000)
-        snprintf(out, len, "%lld", (long long)v);
-    else if (v < 100000000 && v > -100000000)
-        snprintf(out, len, "%.1fk", (double)v / 1e3);
-    else
-        snprintf(out, len, "%.1fM", (double)v / 1e6);
+    double a = v < 0 ? -v : v;
+    if (a < 100000) {
+        snprintf(out, len, "%.0f", v);
+        return;
+    }
+    static const char suffix[] = "kMGTP";
+    double d = v / 1e3;
+    int k = 0;
+    while ((d < 0 ? -d : d) >= 999.5 && k < 4) {
+        d /= 1e3;
+        k++;
+    }
+    double ad = d < 0 ? -d : d;
+    /* three significant digits: 4.19M, 41.9M, 419M */
+    snprintf(out, len, ad < 9.995 ? "%.2f%c" : ad < 99.95 ? "%.1f%c" : "%.0f%c", d, suffix[k]);
 }
 
-/* One "label  value" pair in a column of width w. */
+static void fmt_count(char *out, size_t len, int64_t v) { pf_render_fmt_count(out, len, (double)v); }
+
+/* Text in at most w columns, cut at the last blank that fits rather than in
+ * the middle of a word or a number (ASCII text: one byte, one column). */
+static int text_fit(pf_cells *b, int x, int y, int w, uint8_t col, uint8_t attr, const char *t)
+{
+    int n = (int)strlen(t);
+    if (n > w) {
+        n = w;
+        while (n > 0 && t[n] != ' ')
+            n--;
+        while (n > 0 && t[n - 1] == ' ')
+            n--;
+    }
+    char tmp[256];
+    if (n > (int)sizeof tmp - 1)
+        n = (int)sizeof tmp - 1;
+    memcpy(tmp, t, (size_t)n);
+    tmp[n] = 0;
+    return pf_cells_text(b, x, y, w, col, attr, tmp);
+}
+
+static int printf_fit(pf_cells *b, int x, int y, int w, uint8_t col, uint8_t attr, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+static int printf_fit(pf_cells *b, int x, int y, int w, uint8_t col, uint8_t attr, const char *fmt, ...)
+{
+    char t[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t, sizeof t, fmt, ap);
+    va_end(ap);
+    return text_fit(b, x, y, w, col, attr, t);
+}
+
+/* One "label  value" pair in a column of width w. The value is never cut:
+ * when both do not fit, the label gives way. */
 static void pair(pf_cells *b, int x, int y, int w, const char *label, const char *value,
                  uint8_t vcol)
 {
-    pf_cells_text(b, x, y, w, PF_COL_DIM, 0, label);
     int vl = (int)strlen(value);
-    int vx = x + w - 1 - vl;
-    if (vx < x + (int)strlen(label) + 1)
-        vx = x + (int)strlen(label) + 1;
-    pf_cells_text(b, vx, y, x + w - vx, vcol, PF_ATTR_BOLD, value);
+    if (vl > w)
+        vl = w; /* cannot happen with the formats above (at most 7 columns) */
+    int vx = x + w - vl;
+    int lw = vx - x - 1;
+    if (lw > 0)
+        pf_cells_text(b, x, y, lw, PF_COL_DIM, 0, label);
+    pf_cells_text(b, vx, y, vl, vcol, PF_ATTR_BOLD, value);
 }
 
 static void panel_counters(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s)
@@ -236,7 +447,10 @@ static void panel_counters(pf_cells *b, int x, int y, int w, const pf_sim_snapsh
     fmt_count(v[3], sizeof v[3], st->stalled);
     fmt_count(v[4], sizeof v[4], st->preemptions);
     fmt_count(v[5], sizeof v[5], st->recomputed_tokens);
-    snprintf(v[6], sizeof v[6], "%.1f%%", 100.0 * st->kv_usage);
+    /* util: tokens held over the capacity of the frames held, the same
+     * measure in every mode (naive's reserved-but-empty frames count as
+     * held, so they pull it down); the pool's fill is the header's meter */
+    snprintf(v[6], sizeof v[6], "%.1f%%", 100.0 * st->kv_util);
     snprintf(v[7], sizeof v[7], "%.1f%%", 100.0 * st->goodput);
     if (st->throughput_vs_naive > 0)
         snprintf(v[8], sizeof v[8], "%.2fx", st->throughput_vs_naive);
@@ -255,7 +469,7 @@ static void panel_counters(pf_cells *b, int x, int y, int w, const pf_sim_snapsh
         cols[8] = PF_COL_BAD;
     int half = w / 2;
     for (int i = 0; i < 12; i++)
-        pair(b, x + (i % 2) * half, y + 1 + i / 2, half - 1, labels[i], v[i], cols[i]);
+        pair(b, x + (i % 2) * half, y + 1 + i / 2, half - 2, labels[i], v[i], cols[i]);
 }
 
 /* Sparkline of the last w samples of hist[0..n) (oldest first), scaled to
@@ -283,21 +497,212 @@ static void sparkline(pf_cells *b, int x, int y, int w, const float *hist, int n
     }
 }
 
-static void panel_history(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s, int ascii)
+/* ---- charts ------------------------------------------------------------------
+ *
+ * A chart maps the last `window` samples onto its w - 7 plot columns:
+ * column c shows the mean of samples [c*window/pw, (c+1)*window/pw) (at
+ * least one; with fewer samples than columns each sample spans several).
+ * Bars are drawn in eighths of a row (U+2581..U+2588; ASCII '.', ':', '#')
+ * against a scale whose top is the largest column rounded up to 1, 2 or
+ * 5 x 10^k, so one preemption does not draw full height next to fifty. The
+ * title line gives the last sample, the largest sample and the mean over
+ * the window.
+ * The time axis is in v->time_unit (steps until the simulator has seconds),
+ * from -window to now. */
+
+int pf_render_window_zoom(int window, int out)
 {
-    title(b, x, y, w, "History (per step)");
+    int w = window > 0 ? window : PF_CHART_DEFAULT_WINDOW;
+    w = out ? w * 2 : w / 2;
+    return w < PF_CHART_MIN_WINDOW ? PF_CHART_MIN_WINDOW : w > PF_HIST_CAP ? PF_HIST_CAP : w;
+}
+
+static double nice_max(double m)
+{
+    if (!(m > 0))
+        return 1;
+    double p = pow(10.0, floor(log10(m)));
+    double f = m / p;
+    double n = f <= 1.0 + 1e-9 ? 1 : f <= 2.0 + 1e-9 ? 2 : f <= 5.0 + 1e-9 ? 5 : 10;
+    return n * p;
+}
+
+static void fmt_axis(char *out, size_t len, double v)
+{
+    if (v != 0 && fabs(v) < 10 && fabs(v - rint(v)) > 1e-9)
+        snprintf(out, len, "%.1f", v);
+    else
+        pf_render_fmt_count(out, len, rint(v));
+}
+
+double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist *h, int k,
+                       int window, const pf_dash_view *v, const char *name, uint8_t col, double mul)
+{
+    const int gut = 7, pw = w - gut, bars = rows - 2;
+    if (pw < 4 || bars < 1 || !h || !h->v[0])
+        return 1;
+    if (window < 1)
+        window = PF_CHART_DEFAULT_WINDOW;
+    const int n = h->n;
+    /* the columns' values first, for the scale */
+    double vals[1024];
+    int cols = pw < 1024 ? pw : 1024;
+    double mx = 0;
+    for (int c = 0; c < cols; c++) {
+        long lo = (long)n - window + (long)c * window / cols;
+        long hi = (long)n - window + (long)(c + 1) * window / cols;
+        if (hi <= lo)
+            hi = lo + 1;
+        double sum = 0;
+        int cnt = 0;
+        for (long i = lo < 0 ? 0 : lo; i < hi && i < n; i++, cnt++)
+            sum += pf_hist_at(h, k, (int)i);
+        vals[c] = cnt ? sum / cnt * mul : -1; /* -1: before the history starts */
+        if (vals[c] > mx)
+            mx = vals[c];
+    }
+    double top = nice_max(mx);
+    double now = n ? pf_hist_at(h, k, n - 1) * mul : 0, raw_max = 0;
+    for (int i = n - window > 0 ? n - window : 0; i < n; i++) /* of the samples, not the columns */
+        if (pf_hist_at(h, k, i) * mul > raw_max)
+            raw_max = pf_hist_at(h, k, i) * mul;
+    char t1[24], t2[24];
+    fmt_axis(t1, sizeof t1, now);
+    fmt_axis(t2, sizeof t2, raw_max);
+    pf_cells_printf(b, x, y, w, col, PF_ATTR_BOLD, "%s", name);
+    pf_cells_printf(b, x + (int)strlen(name) + 2, y, w - (int)strlen(name) - 2, PF_COL_DIM, 0,
+                    "now %s  max %s  mean %.3g", t1, t2, pf_hist_mean(h, k, window) * mul);
+    for (int r = 0; r < bars; r++) { /* r = 0: the top row */
+        int yy = y + 1 + r;
+        char lab[24] = "";
+        if (r == 0)
+            fmt_axis(lab, sizeof lab, top);
+        else if (r == bars - 1)
+            snprintf(lab, sizeof lab, "0");
+        pf_cells_printf(b, x, yy, gut - 1, PF_COL_DIM, 0, "%5s", lab);
+        pf_cells_put(b, x + gut - 1, yy, v->ascii ? '|' : 0x2524, PF_COL_DIM, 0);
+        for (int c = 0; c < cols; c++) {
+            if (vals[c] < 0)
+                continue;
+            int eighths = (int)lrint(vals[c] / top * bars * 8);
+            int fill = eighths - (bars - 1 - r) * 8;
+            if (fill <= 0)
+                continue;
+            if (fill > 8)
+                fill = 8;
+            uint32_t ch = v->ascii ? (uint32_t)(fill >= 6 ? '#' : fill >= 3 ? ':' : '.')
+                                   : 0x2580u + (uint32_t)fill;
+            pf_cells_put(b, x + gut + c, yy, ch, col, 0);
+        }
+    }
+    /* the time axis: -window at the left, half-way, now at the right */
+    int ay = y + rows - 1;
+    const char *unit = v->time_unit ? v->time_unit : "steps";
+    double ups = v->unit_per_step > 0 ? v->unit_per_step : 1;
+    pf_cells_fill(b, x + gut, ay, cols, 1, v->ascii ? '-' : 0x2500, PF_COL_DIM, 0);
+    char a0[32], a1[32];
+    snprintf(a0, sizeof a0, "-%.4g %s", window * ups, unit);
+    snprintf(a1, sizeof a1, "-%.4g", window * ups / 2);
+    pf_cells_text(b, x + gut, ay, cols, PF_COL_DIM, 0, a0);
+    int mid = x + gut + cols / 2 - (int)strlen(a1) / 2;
+    if (mid > x + gut + (int)strlen(a0) + 1)
+        pf_cells_text(b, mid, ay, -1, PF_COL_DIM, 0, a1);
+    pf_cells_text(b, x + gut + cols - 3, ay, 3, PF_COL_DIM, 0, "now");
+    return top;
+}
+
+/* The charts view (key t), in the grid's place: the window's rates beside
+ * the run's totals, then as many charts as fit. */
+static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const pf_hist *hs = v->hist;
+    int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
+    if (!s || !hs || !hs->v[0]) {
+        pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "charts: waiting for history...");
+        return;
+    }
+    const pf_sim_stats *st = &s->stats;
+    double tok = pf_hist_mean(hs, PF_HIST_TOKENS, win), pre = pf_hist_mean(hs, PF_HIST_PREEMPT, win);
+    double naive = st->throughput_vs_naive > 0 ? st->throughput / st->throughput_vs_naive : 0;
+    char r[160];
+    if (naive > 0)
+        snprintf(r, sizeof r, "last %d: %.1f tok/step %.2fx naive, %.2f preempt/step | run: %.1f, %.2fx",
+                 win, tok, tok / naive, pre, st->throughput, st->throughput_vs_naive);
+    else
+        snprintf(r, sizeof r, "last %d: %.1f tok/step, %.2f preempt/step | run: %.1f tok/step", win,
+                 tok, pre, st->throughput);
+    text_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD, r);
+    static const struct {
+        int k;
+        const char *name;
+        uint8_t col;
+        double mul;
+    } ch[] = {
+        {PF_HIST_TOKENS, "tokens/step", PF_COL_GOOD, 1},
+        {PF_HIST_PREEMPT, "preemptions/step", PF_COL_BAD, 1},
+        {PF_HIST_USAGE, "KV use %", PF_COL_RESERVE, 100},
+        {PF_HIST_WAITING, "waiting", PF_COL_WARN, 1},
+        {PF_HIST_STALLED, "stalled", PF_COL_WARN, 1},
+    };
+    int avail = h - 1, nch = 5;
+    while (nch > 1 && avail / nch < 4)
+        nch--;
+    int each = avail / nch;
+    for (int i = 0; i < nch; i++)
+        pf_render_chart(b, x, y + 1 + i * each, w, each, hs, ch[i].k, win, v, ch[i].name, ch[i].col,
+                        ch[i].mul);
+}
+
+static void panel_history(pf_cells *b, int x, int y, int w, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const pf_hist *hs = v->hist && v->hist->v[0] ? v->hist : NULL;
+    int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
+    char t[64];
+    if (hs)
+        snprintf(t, sizeof t, "History, %d steps", win);
+    else
+        snprintf(t, sizeof t, "History (per step)");
+    title(b, x, y, w, t);
     if (!s)
         return;
-    int n = s->nhistory < 0 ? 0 : s->nhistory > PF_SIM_HISTORY ? PF_SIM_HISTORY : s->nhistory;
-    const float *h[3] = {s->hist_decoding, s->hist_stalled, s->hist_preempt};
     static const char *const labels[3] = {"decoding", "stalled", "preempts"};
     static const uint8_t cols[3] = {PF_COL_GOOD, PF_COL_WARN, PF_COL_BAD};
+    if (hs) {
+        /* as wide as the panel, over the chart window, with the window's mean */
+        static const int ks[3] = {PF_HIST_TOKENS, PF_HIST_STALLED, PF_HIST_PREEMPT};
+        int pw = w - 9 - 7;
+        for (int i = 0; i < 3; i++) {
+            float tmp[256];
+            int cols_n = pw < 256 ? pw : 256, n = hs->n;
+            for (int c = 0; c < cols_n; c++) {
+                long lo = (long)n - win + (long)c * win / cols_n, hi = (long)n - win + (long)(c + 1) * win / cols_n;
+                if (hi <= lo)
+                    hi = lo + 1;
+                double sum = 0;
+                int cnt = 0;
+                for (long j = lo < 0 ? 0 : lo; j < hi && j < n; j++, cnt++)
+                    sum += pf_hist_at(hs, ks[i], (int)j);
+                tmp[c] = cnt ? (float)(sum / cnt) : 0;
+            }
+            pf_cells_text(b, x, y + 1 + i, 9, PF_COL_DIM, 0, labels[i]);
+            sparkline(b, x + 9, y + 1 + i, cols_n, tmp, cols_n, v->ascii, cols[i]);
+            char val[16];
+            double m = pf_hist_mean(hs, ks[i], win);
+            snprintf(val, sizeof val, m < 10 ? "%6.2f" : "%6.1f", m);
+            pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, val);
+        }
+        return;
+    }
+    int n = s->nhistory < 0 ? 0 : s->nhistory > PF_SIM_HISTORY ? PF_SIM_HISTORY : s->nhistory;
+    const float *h[3] = {s->hist_decoding, s->hist_stalled, s->hist_preempt};
     for (int i = 0; i < 3; i++) {
         pf_cells_text(b, x, y + 1 + i, 9, PF_COL_DIM, 0, labels[i]);
-        sparkline(b, x + 9, y + 1 + i, w - 9 - 7, h[i], n, ascii, cols[i]);
-        char v[16];
-        snprintf(v, sizeof v, "%6.0f", n ? h[i][n - 1] : 0.0f);
-        pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, v);
+        sparkline(b, x + 9, y + 1 + i, w - 9 - 7, h[i], n, v->ascii, cols[i]);
+        char val[16];
+        snprintf(val, sizeof val, "%6.0f", n ? h[i][n - 1] : 0.0f);
+        pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, val);
     }
 }
 
@@ -421,11 +826,14 @@ static void header(pf_cells *b, const pf_dash_view *v)
                           " PageFault - paged KV pool ");
     if (s) {
         x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| %s | step %lld | ",
-                             s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
+                             v->split_naive ? "NAIVE + PAGED"
+                             : s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
                              (long long)s->stats.step);
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE | PF_ATTR_BOLD,
-                           s->paused ? "PAUSED" : "RUNNING");
-        if (s->stats.done)
+                           v->run_ended ? "DONE" : s->paused && !v->finishing ? "PAUSED" : "RUNNING");
+        if (v->run_no > 0)
+            x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, " | run %d", v->run_no);
+        if (s->stats.done && !v->run_ended)
             x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, " (all done)");
     } else {
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| starting");
@@ -441,50 +849,150 @@ static void header(pf_cells *b, const pf_dash_view *v)
     }
 }
 
-static void key_line(pf_cells *b, int y)
+/* The key line: the entries that fit, left to right. One table serves the
+ * drawing and the mouse (pf_render_keybar_key), so a click always means
+ * the key drawn under it. */
+static const struct {
+    const char *label, *word;
+    int key;
+} keybar[] = {
+    {"F1", "help", '?'},   {"F10", "quit", 'q'},   {"spc", "pause", ' '}, {"s", "step", 's'},
+    {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "workers", '+'}, {"arrows", "inspect", 'i'},
+    {"2", "split", '2'},   {"x", "sweep", 'x'},    {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
+    {"f/F", "speed", 'F'}, {"r", "reset", 'r'},
+};
+
+static int keybar_walk(int w, int y, pf_cells *b, int hit_x)
 {
-    static const char *const keys[][2] = {
-        {"q", "quit"},    {"?", "help"},     {"spc", "pause"},  {"s", "step"},
-        {"w/W", "wmark"}, {"-/+", "workers"}, {"g", "GPU"},      {"m", "mode"},
-        {"v", "victim"},  {"p", "preempt"},  {"f/F", "speed"},  {"r", "reset"},
-    };
     int x = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        int need = (int)(strlen(keys[i][0]) + strlen(keys[i][1]) + 2);
-        if (x + need > b->w)
+    for (size_t i = 0; i < sizeof keybar / sizeof keybar[0]; i++) {
+        int need = (int)(strlen(keybar[i].label) + strlen(keybar[i].word) + 2);
+        if (x + need > w)
             break;
-        x += pf_cells_text(b, x, y, -1, PF_COL_KEY, PF_ATTR_BOLD | PF_ATTR_REVERSE, keys[i][0]);
-        x += pf_cells_text(b, x, y, -1, PF_COL_DEFAULT, 0, " ");
-        x += pf_cells_text(b, x, y, -1, PF_COL_DEFAULT, 0, keys[i][1]);
-        x += pf_cells_text(b, x, y, -1, PF_COL_DEFAULT, 0, " ");
+        if (hit_x >= x && hit_x < x + need - 1)
+            return keybar[i].key;
+        if (b) {
+            pf_cells_text(b, x, y, -1, PF_COL_KEY, PF_ATTR_BOLD | PF_ATTR_REVERSE, keybar[i].label);
+            pf_cells_text(b, x + (int)strlen(keybar[i].label) + 1, y, -1, PF_COL_DEFAULT, 0,
+                          keybar[i].word);
+        }
+        x += need;
     }
+    return 0;
 }
 
-static void help_overlay(pf_cells *b)
+static void key_line(pf_cells *b, int y) { keybar_walk(b->w, y, b, -1); }
+
+int pf_render_keybar_key(int w, int x) { return x < 0 ? 0 : keybar_walk(w, 0, NULL, x); }
+
+/* The help, in pages that fit the smallest screen (80x24): the keys, what
+ * the grid's glyphs and colours mean, and every counter. */
+static const char *const help_keys[] = {
+    "Keys (1/3; Tab or Right: next page, Esc or any other key: close)",
+    "",
+    "  F1 ?       this help          F10 q       quit (Ctrl-C too)",
+    "  c          colouring: owner / state / age (the legend follows)",
+    "  t   < >    charts in the grid's place / chart window shorter, longer",
+    "  2   x      naive beside paged in lockstep / the watermark curve",
+    "  arrows     move the cursor on the grid: inspect the owning sequence",
+    "             (or click a cell); Esc closes the inspector",
+    "  w / W      watermark down / up (1% steps below 10%, then 5%)",
+    "  - / + [ ]  workers down / up",
+    "  v  p  m    victim policy / recompute or swap / naive or paged",
+    "  space  s . pause / single step (pauses first)",
+    "  f / F      slower / faster       r   reset: the same jobs again",
+    "  g          GPU passes on the current layout (background)",
+    "  mouse      click a key on the bottom line, or a cell of the grid",
+};
+static const char *const help_grid[] = {
+    "The grid (2/3): one cell is N frames of the pool (N in the legend)",
+    "",
+    "  # or full block  used: the frame holds tokens",
+    "  + or light shade reserved: naive's reservation, no token yet (waste)",
+    "  = or dark shade  shared (prefix caching, coming: none are made yet)",
+    "  S or quadrants   copying to/from host swap",
+    "  . or dot         free     : or dashed bar  free, in the reserve",
+    "  underlined       the watermark's reserve, a count of frames kept free",
+    "Colours: owner = one stable colour per sequence; state = running green,",
+    "  stalled orange, recomputing cyan, swapped blue, shared white;",
+    "  age = steps since admission, blue <32 <128 <512 <2048 red.",
+    "  Red reverse flash: frames a preemption just took from its victim;",
+    "  bright green: frames a newly admitted sequence just took.",
+};
+static const char *const help_counters[] = {
+    "Counters (3/3)",
+    "",
+    "  KV[...]     header meter: held frames / pool, the reserve (:), swap",
+    "  waiting     jobs arrived, not admitted   running  admitted sequences",
+    "  decoding    made a token this step       stalled  waiting for a frame",
+    "  preempts    preemptions so far           recomputed  tokens redone",
+    "  util        tokens held / capacity of the frames held (every mode)",
+    "  goodput     useful tokens / computed tokens (recompute is waste)",
+    "  vs naive    tokens per step so far / naive's for the whole run",
+    "  tok/step    tokens generated per step    finished  jobs done",
+    "  ping-pong   preempted again soon after readmission",
+    "  History     decoding, stalled, preemptions per step over the chart",
+    "              window (< >), with the window's mean at the right",
+    "  ui fps ms   the dashboard's frame rate and render time",
+};
+
+static void help_overlay(pf_cells *b, int page)
 {
-    static const char *const lines[] = {
-        "Keys (they act on the running simulator at once)",
-        "",
-        "  w / W      watermark down / up (1% steps below 10%, then 5%)",
-        "  - / +  [ ] workers down / up",
-        "  v          next victim policy",
-        "  p          preemption mode: recompute / swap",
-        "  m          naive / paged (restarts the jobs)",
-        "  space      pause / resume",
-        "  s or .     single step (pauses first)",
-        "  f / F      slower / faster",
-        "  r          reset: the same jobs from step 0",
-        "  g          GPU passes on the current layout (background)",
-        "  ?          this help (any key closes it)",
-        "  q          quit",
-    };
-    int n = (int)(sizeof lines / sizeof lines[0]);
-    int bw = 68 < b->w - 2 ? 68 : b->w - 2, bh = n + 2;
+    const char *const *lines = help_keys;
+    int n = (int)(sizeof help_keys / sizeof help_keys[0]);
+    if (page == 2) {
+        lines = help_grid;
+        n = (int)(sizeof help_grid / sizeof help_grid[0]);
+    } else if (page == 3) {
+        lines = help_counters;
+        n = (int)(sizeof help_counters / sizeof help_counters[0]);
+    }
+    int bw = 76 < b->w - 2 ? 76 : b->w - 2, bh = n + 2;
     int bx = (b->w - bw) / 2, by = (b->h - bh) / 2;
     pf_cells_fill(b, bx, by, bw, bh, ' ', PF_COL_DEFAULT, PF_ATTR_REVERSE);
     for (int i = 0; i < n; i++)
         pf_cells_text(b, bx + 2, by + 1 + i, bw - 4, PF_COL_DEFAULT,
                       PF_ATTR_REVERSE | (i == 0 ? PF_ATTR_BOLD : 0), lines[i]);
+}
+
+/* The end of a run: a box over the grid with the run's final figures. */
+static void run_end_box(pf_cells *b, const pf_dash_view *v)
+{
+    const pf_sim_stats *st = v->final;
+    if (!st)
+        return;
+    char l[8][112];
+    int n = 0;
+    snprintf(l[n++], sizeof l[0], "Run %d complete: %s at step %lld", v->run_no,
+             st->done ? "every job finished" : "the run ended", (long long)st->step);
+    if (!v->run_exact)
+        snprintf(l[n++], sizeof l[0], "(figures of the last view, a few steps before the end)");
+    snprintf(l[n++], sizeof l[0], "jobs %lld finished, %lld preemptions, %lld tokens recomputed",
+             (long long)st->finished, (long long)st->preemptions, (long long)st->recomputed_tokens);
+    if (st->throughput_vs_naive > 0)
+        snprintf(l[n++], sizeof l[0], "throughput %.2f tok/step = %.2fx naive, goodput %.1f%%",
+                 st->throughput, st->throughput_vs_naive, 100.0 * st->goodput);
+    else
+        snprintf(l[n++], sizeof l[0], "throughput %.2f tok/step, goodput %.1f%%", st->throughput,
+                 100.0 * st->goodput);
+    snprintf(l[n++], sizeof l[0], "admission wait mean %.1f, p99 %.0f steps; KV use mean %.1f%%",
+             st->wait_mean, st->wait_p99, 100.0 * st->kv_usage_mean);
+    snprintf(l[n++], sizeof l[0], "%s", v->loop ? "--loop: the next run starts in a few seconds"
+                                                : "r: run again    q: quit");
+    int bw = 0;
+    for (int i = 0; i < n; i++)
+        if ((int)strlen(l[i]) > bw)
+            bw = (int)strlen(l[i]);
+    bw += 4;
+    if (bw > b->w - 2)
+        bw = b->w - 2;
+    int bh = n + 2, bx = (b->w - bw) / 2, by = (b->h - bh) / 2 - 2;
+    if (by < 1)
+        by = 1;
+    pf_cells_fill(b, bx, by, bw, bh, ' ', PF_COL_GOOD, PF_ATTR_REVERSE);
+    for (int i = 0; i < n; i++)
+        pf_cells_text(b, bx + 2, by + 1 + i, bw - 4, PF_COL_GOOD,
+                      PF_ATTR_REVERSE | (i == 0 ? PF_ATTR_BOLD : 0), l[i]);
 }
 
 static void too_small(pf_cells *b)
@@ -501,13 +1009,357 @@ static void too_small(pf_cells *b)
     pf_cells_text(b, x2 < 0 ? 0 : x2, y + 1, -1, PF_COL_DEFAULT, 0, l2);
 }
 
+/* ---- the meter, the legend, the inspector ---------------------------------- */
+
+/* htop-style meter over the left column: KV[||||||   ::] used/pool, the
+ * held frames as bars (swap-in in the swap colour), the watermark's reserve
+ * as ':' at the right end, then the host swap pool's own meter when swap is
+ * in use. */
+static void meter(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s, int reserve)
+{
+    if (!s || w < 30)
+        return;
+    const int F = s->nframes > 0 ? s->nframes : 1;
+    int swapping = 0, host = 0;
+    for (int i = 0; i < s->nseqs; i++) {
+        if (s->seqs[i].state != PF_SEQ_SWAPPED)
+            continue;
+        swapping++;
+        host += s->seqs[i].frames;
+    }
+    char tail[64], swp[48] = "";
+    int used = s->stats.pool_used;
+    snprintf(tail, sizeof tail, "] %.1f%% %d/%d", 100.0 * used / F, used, F);
+    int cap = s->params.swap_host_blocks;
+    if (s->params.preempt == PF_PREEMPT_SWAP || host > 0)
+        snprintf(swp, sizeof swp, " Swp %d/%d", host, cap);
+    int bw = w - 3 - (int)strlen(tail) - (int)strlen(swp);
+    if (bw < 8)
+        return;
+    int ux = pf_cells_text(b, x, y, 3, PF_COL_TITLE, PF_ATTR_BOLD, "KV[");
+    int ub = (int)((double)used / F * bw + 0.5), rb = reserve > 0 ? (int)((double)reserve / F * bw + 0.999) : 0;
+    if (ub > bw)
+        ub = bw;
+    for (int i = 0; i < bw; i++) {
+        if (i < ub)
+            pf_cells_put(b, x + ux + i, y, '|', i >= bw - rb ? PF_COL_WARN : PF_COL_GOOD, PF_ATTR_BOLD);
+        else if (i >= bw - rb)
+            pf_cells_put(b, x + ux + i, y, ':', PF_COL_RESERVE, 0);
+        else
+            pf_cells_put(b, x + ux + i, y, ' ', PF_COL_DEFAULT, 0);
+    }
+    int tx = x + ux + bw;
+    tx += pf_cells_text(b, tx, y, -1, PF_COL_DEFAULT, 0, tail);
+    if (swp[0])
+        pf_cells_text(b, tx, y, x + w - tx, host > 0 ? PF_COL_SWAPPED : PF_COL_DIM, 0, swp);
+    (void)swapping;
+}
+
+typedef struct {
+    uint32_t glyph;
+    uint8_t col, attr;
+    const char *word;
+} legend_item;
+
+static int legend_put(pf_cells *b, int x, int y, int maxx, const legend_item *it)
+{
+    int need = 2 + (int)strlen(it->word) + 1;
+    if (x + need - 1 > maxx)
+        return -1;
+    pf_cells_put(b, x, y, it->glyph, it->col, it->attr);
+    pf_cells_text(b, x + 2, y, maxx - x - 2, PF_COL_DIM, 0, it->word);
+    return need;
+}
+
+/* Two rows: what the glyphs and colours mean in the current colouring; the
+ * shared state only once something shares a frame (prefix caching is not
+ * there yet, so a legend entry for it would promise what never shows). */
+static void legend(pf_cells *b, int y, int L, const pf_dash_view *v, const pf_grid_info *gi)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const int ascii = v->ascii;
+    legend_item items[16];
+    int n = 0;
+    const int naive = s && s->params.mode == PF_SIM_NAIVE;
+    if (v->coloring == PF_COLORING_STATE) {
+        uint32_t u = pf_render_glyph(PF_GLYPH_USED, ascii);
+        items[n++] = (legend_item){u, PF_COL_RUNNING, 0, "running"};
+        items[n++] = (legend_item){u, PF_COL_STALLED, 0, "stalled"};
+        items[n++] = (legend_item){u, PF_COL_RECOMPUTE, 0, "recomputing"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_SWAPPED, ascii), PF_COL_SWAPPED, 0, "swapped"};
+    } else if (v->coloring == PF_COLORING_AGE) {
+        static const char *const ages[PF_AGE_COLORS] = {"age<32", "<128", "<512", "<2048", "older"};
+        for (int k = 0; k < PF_AGE_COLORS; k++)
+            items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii),
+                                       (uint8_t)(PF_COL_AGE0 + k), 0, ages[k]};
+    } else {
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_OWNER0 + 3, 0,
+                                   "used (colour: owner)"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_SWAPPED, ascii), PF_COL_WARN, 0, "swapped"};
+    }
+    if (naive || (s && gi->frames_per_cell > 0 && v->coloring != PF_COLORING_AGE))
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_RESERVED, ascii), PF_COL_DIM, 0, "reserved"};
+    if (gi->shared_frames > 0)
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_SHARED, ascii),
+                                   v->coloring == PF_COLORING_STATE ? PF_COL_SHARED : PF_COL_OWNER0 + 3,
+                                   0, "shared"};
+    items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_FREE, ascii), PF_COL_DIM, 0, "free"};
+    int lx = 0;
+    for (int i = 0; i < n; i++) {
+        int k = legend_put(b, lx, y, L, &items[i]);
+        if (k < 0)
+            break;
+        lx += k;
+    }
+    /* second row: the reserve, the flashes, N */
+    int ly = y + 1;
+    if (naive)
+        lx = pf_cells_text(b, 0, ly, L, PF_COL_RESERVE, 0, "no reserve (naive)");
+    else {
+        pf_cells_put(b, 0, ly, pf_render_glyph(PF_GLYPH_RESERVE, ascii), PF_COL_RESERVE,
+                     PF_ATTR_UNDERLINE);
+        lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "reserve %d fr", gi->reserve_frames);
+    }
+    lx += 1;
+    legend_item fl = {pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_FLASH, PF_ATTR_REVERSE, "preempted"};
+    legend_item ad = {pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_ADMIT, PF_ATTR_BOLD, "admitted"};
+    int k;
+    if (L - lx > 40 && (k = legend_put(b, lx, ly, L, &fl)) > 0) {
+        lx += k;
+        if ((k = legend_put(b, lx, ly, L, &ad)) > 0)
+            lx += k;
+    }
+    char t[48];
+    int tn = snprintf(t, sizeof t, " N=%d frames/cell", gi->frames_per_cell);
+    if (tn > L - lx) /* narrow: keep N whole */
+        snprintf(t, sizeof t, " N=%d/cell", gi->frames_per_cell);
+    pf_cells_text(b, lx, ly, L - lx, PF_COL_DIM, 0, t);
+}
+
+static const char *seq_state_label(int st)
+{
+    static const char *const names[] = {"waiting", "running", "stalled", "swapped out",
+                                        "recomputing", "done"};
+    return st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "?";
+}
+
+/* The inspector, in the event log's place: the selected sequence's figures
+ * and its page table, logical block -> frame, shared frames marked '*'. */
+static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *s,
+                          int32_t id)
+{
+    char t[96];
+    snprintf(t, sizeof t, "Sequence %d (Esc closes)", (int)id);
+    title(b, x, y, w, t);
+    if (!s || h < 2)
+        return;
+    const pf_seq_view *q = NULL;
+    for (int i = 0; i < s->nseqs; i++)
+        if (s->seqs[i].id == id)
+            q = &s->seqs[i];
+    if (!q) {
+        pf_cells_text(b, x, y + 1, w, PF_COL_DIM, 0,
+                      "no longer in the pool (finished, or back in the queue)");
+        return;
+    }
+    pf_cells_printf(b, x, y + 1, w, PF_COL_DEFAULT, 0,
+                    "%s  prompt %d  generated %d/%d  frames %d  preempted %d",
+                    seq_state_label(q->state), q->prompt, q->generated, q->output, q->frames,
+                    q->preemptions);
+    if (h < 3)
+        return;
+    if (q->admit_step >= 0)
+        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0,
+                        "arrived step %lld, admitted step %lld: queue wait %lld steps",
+                        (long long)q->arrival, (long long)q->admit_step,
+                        (long long)(q->admit_step - q->arrival));
+    else
+        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "arrived step %lld, waiting %lld steps",
+                        (long long)q->arrival, (long long)(s->stats.step - q->arrival));
+    if (h < 4 || !s->frame_block)
+        return;
+    /* page table: logical block k -> frame, gathered in one pass */
+    int nb = q->frames > 0 ? q->frames : 0, shown = 0, px = x, py = y + 3;
+    pf_cells_text(b, x, py, w, PF_COL_TITLE, 0, "page table (block->frame, * shared):");
+    py++;
+    int per_line = w / 11 > 0 ? w / 11 : 1, lines = h - 4;
+    int cap = per_line * lines;
+    if (cap < 1 || nb < 1)
+        return;
+    int tmp_n = nb < 4096 ? nb : 4096;
+    int32_t table[4096];
+    uint8_t shared[4096];
+    for (int k = 0; k < tmp_n; k++)
+        table[k] = -1;
+    memset(shared, 0, (size_t)tmp_n);
+    for (int f = 0; f < s->nframes; f++)
+        if (s->frames[f].owner == id) {
+            int k = s->frame_block[f];
+            if (k >= 0 && k < tmp_n) {
+                table[k] = f;
+                shared[k] = s->frames[f].state == PF_FRAME_SHARED;
+            }
+        }
+    for (int k = 0; k < tmp_n && shown < cap; k++) {
+        if (shown == cap - 1 && tmp_n - k > 1) {
+            pf_cells_printf(b, px, py, w - (px - x), PF_COL_DIM, 0, "+%d more", tmp_n - k);
+            break;
+        }
+        if (table[k] < 0)
+            pf_cells_printf(b, px, py, 11, PF_COL_DIM, 0, "%d->host", k);
+        else
+            pf_cells_printf(b, px, py, 11, shared[k] ? PF_COL_SHARED : PF_COL_DEFAULT,
+                            shared[k] ? PF_ATTR_BOLD : 0, "%d->%d%s", k, (int)table[k],
+                            shared[k] ? "*" : "");
+        shown++;
+        px += 11;
+        if (shown % per_line == 0) {
+            px = x;
+            py++;
+        }
+    }
+}
+
+/* ---- the split view --------------------------------------------------------
+ *
+ * Naive and paged side by side over the same jobs, stepped in lockstep:
+ * each half has a title (its mode, step and tokens per step), its grid
+ * coloured by owner, and its own counters; utilisation on both sides is
+ * the same measure (tokens held / capacity of the frames held), so naive's
+ * reserved-but-empty frames show as what they are. Between them, the ratio
+ * of tokens per step. */
+static void split_half(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v,
+                       const pf_sim_snapshot *s, const char *name)
+{
+    const pf_sim_stats *st = &s->stats;
+    pf_cells_fill(b, x, y, w, 1, ' ', PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE);
+    printf_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, "%s  step %lld%s", name,
+               (long long)st->step, st->done ? "  done" : "");
+    pf_dash_view g = *v;
+    g.snap = s;
+    g.marks = NULL; /* the flashes belong to the live pool */
+    g.cursor = g.inspect = 0;
+    pf_render_grid_view(b, x, y + 1, w, h - 4, &g, NULL);
+    char a[16], c2[16], d[16];
+    fmt_count(a, sizeof a, st->waiting);
+    fmt_count(c2, sizeof c2, st->running);
+    fmt_count(d, sizeof d, st->preemptions);
+    /* narrow halves (an 80-column screen) get the short labels */
+    const int nw = w < 38;
+    printf_fit(b, x, y + h - 3, w, PF_COL_DEFAULT, 0,
+               nw ? "util %.1f%% pool %.0f%% %.1f t/s" : "util %.1f%%  pool %.1f%%  tok/step %.1f",
+               100.0 * st->kv_util, 100.0 * st->kv_usage, st->throughput);
+    printf_fit(b, x, y + h - 2, w, PF_COL_DEFAULT, 0,
+               nw ? "wait %s run %s pre %s" : "waiting %s  running %s  preempts %s", a, c2, d);
+    printf_fit(b, x, y + h - 1, w, PF_COL_DIM, 0,
+               nw ? "done %lld/%d good %.0f%%" : "finished %lld of %d  goodput %.1f%%",
+               (long long)st->finished, st->njobs, 100.0 * st->goodput);
+}
+
+static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *nv = v->split_naive, *pg = v->snap;
+    int hw = (w - 1) / 2;
+    double tn = nv->stats.throughput, tp = pg->stats.throughput;
+    if (tn > 0)
+        printf_fit(b, x, y, w, PF_COL_GOOD, PF_ATTR_BOLD,
+                   w < 60 ? "paged/naive %.2fx, util %.1f%% vs %.1f%%"
+                          : "paged / naive: %.2fx tokens per step, utilisation %.1f%% vs %.1f%%",
+                   tp / tn, 100.0 * pg->stats.kv_util, 100.0 * nv->stats.kv_util);
+    else
+        pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "paged / naive: waiting for tokens...");
+    split_half(b, x, y + 1, hw, h - 1, v, nv, hw < 30 ? "NAIVE" : "NAIVE (reserve max-len)");
+    for (int r = y + 1; r < y + h; r++)
+        pf_cells_put(b, x + hw, r, v->ascii ? '|' : 0x2502, PF_COL_DIM, 0);
+    split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, hw < 30 ? "PAGED" : "PAGED (on demand)");
+}
+
+/* ---- the watermark curve ----------------------------------------------------
+ *
+ * One row per swept watermark, ascending: throughput as a bar (and as a
+ * multiple of naive), preemptions as a second bar, each scaled to its
+ * largest value; the row nearest the live watermark is marked. Read down
+ * the rows, the bars are the two curves against the watermark, turned a
+ * quarter: the thrash at 0, the knee at a few percent, the slow fall as a
+ * large reserve starves admission. */
+static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_view *sv, int ascii)
+{
+    int done = 0;
+    double tmax = 0;
+    long long pmax = 0;
+    for (int i = 0; i < sv->n; i++) {
+        if (sv->state[i] != PF_SWEEP_DONE)
+            continue;
+        done++;
+        if (sv->tput[i] > tmax)
+            tmax = sv->tput[i];
+        if (sv->preempt[i] > pmax)
+            pmax = sv->preempt[i];
+    }
+    pf_cells_printf(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD,
+                    "Watermark curve: %d of %d points (x closes)", done, sv->n);
+    int near = 0;
+    for (int i = 1; i < sv->n; i++)
+        if (fabs(sv->wm[i] - sv->current) < fabs(sv->wm[near] - sv->current))
+            near = i;
+    int rows = h - 1 < sv->n ? h - 1 : sv->n;
+    /* Wide (>= 70 columns): "%5.1f%%" 8, the throughput 22 + 1, its bar,
+     * the preemptions 15 + 1, their bar, "<- now" 6 (55 fixed). Narrow:
+     * the throughput 13 + 1, its bar, the preemptions 10 + 1, "<-" 2. */
+    const int wide = w >= 70;
+    int bw = wide ? (w - 55 - 2) / 2 : w - 8 - 14 - 11 - 3 - 1;
+    if (bw < 2)
+        bw = 2;
+    uint32_t full = ascii ? '#' : 0x2588;
+    for (int r = 0; r < rows; r++) {
+        int i = r, yy = y + 1 + r;
+        int mine = i == near;
+        pf_cells_printf(b, x, yy, 8, mine ? PF_COL_KEY : PF_COL_DEFAULT, mine ? PF_ATTR_BOLD : 0,
+                        "%5.1f%%", 100.0 * sv->wm[i]);
+        if (sv->state[i] != PF_SWEEP_DONE) {
+            pf_cells_text(b, x + 8, yy, w - 8, PF_COL_DIM, 0,
+                          sv->state[i] == PF_SWEEP_RUNNING ? "running..."
+                          : sv->state[i] == PF_SWEEP_FAILED ? "no result (the run cannot finish)"
+                                                            : "waiting");
+            continue;
+        }
+        char t[48];
+        double ratio = sv->naive_tput > 0 ? sv->tput[i] / sv->naive_tput : 0;
+        if (wide)
+            snprintf(t, sizeof t, "%6.1f tok/step %5.2fx", sv->tput[i], ratio);
+        else
+            snprintf(t, sizeof t, "%6.1f %5.2fx", sv->tput[i], ratio);
+        if (!(sv->naive_tput > 0)) /* no baseline: no ratio */
+            t[wide ? 15 : 6] = 0;
+        int tw = wide ? 22 : 13;
+        pf_cells_text(b, x + 8, yy, tw, PF_COL_GOOD, 0, t);
+        int cx = x + 8 + tw + 1;
+        int n1 = tmax > 0 ? (int)lrint(sv->tput[i] / tmax * bw) : 0;
+        pf_cells_fill(b, cx, yy, n1, 1, full, PF_COL_GOOD, 0);
+        cx += bw + 1;
+        char p[24];
+        pf_render_fmt_count(p, sizeof p, (double)sv->preempt[i]);
+        pf_cells_printf(b, cx, yy, wide ? 15 : 10, PF_COL_BAD, 0, wide ? "%7s preempt" : "%6s pre", p);
+        cx += wide ? 16 : 11;
+        if (wide) {
+            int n2 = pmax > 0 ? (int)lrint((double)sv->preempt[i] / (double)pmax * bw) : 0;
+            if (n2 == 0 && sv->preempt[i] > 0)
+                n2 = 1;
+            pf_cells_fill(b, cx, yy, n2, 1, full, PF_COL_BAD, 0);
+            cx += bw + 1;
+        }
+        if (mine && cx < x + w)
+            pf_cells_text(b, cx, yy, x + w - cx, PF_COL_KEY, PF_ATTR_BOLD, wide ? "<- now" : "<-");
+    }
+}
+
 /* ---- the whole screen ------------------------------------------------------
  *
  * Layout for W x H (>= 80 x 24): header row 0, key line row H-1, the GPU
  * panel on the 5 rows above the key line, and between them a right column
  * of R = 34..40 columns (counters 7 rows, history 4, parameters 6) and a
- * left column with the grid's title, the grid, its legend and the event log
- * (a third of the height, 4..13 rows). */
+ * left column with the KV meter, the grid's title, the grid, its legend and
+ * the event log or the inspector (a third of the height, 4..13 rows). */
 int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
 {
     pf_cells_clear(b);
@@ -529,82 +1381,91 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
 
     /* right column */
     panel_counters(b, rx, mid_top, R, s);
-    panel_history(b, rx, mid_top + 7, R, s, v->ascii);
+    panel_history(b, rx, mid_top + 7, R, v);
     if (v->fps > 0) { /* the UI's own pace, right of the History title */
         char t[48];
         int n = snprintf(t, sizeof t, "ui %.0f fps %.2f ms", v->fps, v->render_ms);
-        if (n > 0 && n < R - 20)
+        int tl = v->hist ? 21 : 20; /* keep the panel's title whole */
+        if (n > 0 && n <= R - tl)
             pf_cells_text(b, rx + R - n, mid_top + 7, n, PF_COL_TITLE, PF_ATTR_UNDERLINE, t);
     }
     panel_params(b, rx, mid_top + 11, R, s);
 
-    /* left column: title, grid, legend, events */
-    int ev_h = (mid_h - 3) / 3;
+    /* left column: meter, title, grid, legend, events (or the inspector) */
+    int ev_h = (mid_h - 4) / 3;
     if (ev_h < 4)
         ev_h = 4;
     if (ev_h > 13)
         ev_h = 13;
     const int legend_rows = 2;
-    int grid_h = mid_h - 1 - legend_rows - ev_h;
-    int grid_y = mid_top + 1;
+    int grid_y = mid_top + 2;
+    int grid_h = mid_h - 2 - legend_rows - ev_h;
     pf_grid_info gi;
-    pf_render_grid(b, 0, grid_y, L, grid_h, s, v->ascii, &gi);
+    memset(&gi, 0, sizeof gi);
+    const int split = (v->split_naive && s) || v->sweep;
+    if (v->sweep) /* the grid, its title and its legend hold the curve */
+        panel_sweep(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v->sweep, v->ascii);
+    else if (split) /* the grid, its title and its legend hold the two sides */
+        panel_split(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v);
+    else if (v->charts) /* the grid's rectangle and its legend hold the charts */
+        panel_charts(b, 0, grid_y, L, grid_h + legend_rows, v);
+    else
+        pf_render_grid_view(b, 0, grid_y, L, grid_h, v, &gi);
     if (grid)
         *grid = gi;
-    title(b, 0, mid_top, L, "Pool");
-    if (s && gi.frames_per_cell > 0) {
+    meter(b, 0, mid_top, L, s, gi.reserve_frames);
+    if (!split)
+        title(b, 0, mid_top + 1, L, "Pool");
+    if (split)
+        ;
+    else if (v->charts)
+        printf_fit(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
+                   "Charts over the last %d steps (< > zoom, t: back to the grid)",
+                   v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW);
+    else if (s && gi.frames_per_cell > 0) {
         /* On a narrow column drop the pool's shape rather than clip the
          * counts (an 80-column screen cut "4096 used" to "40"). */
         char t[160];
-        int n = snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d x %d tok | %d used %d free",
+        const char *cn = pf_coloring_names[v->coloring >= 0 && v->coloring < PF_COLORING_COUNT ? v->coloring : 0];
+        int n = snprintf(t, sizeof t, "Pool by %s: 1 cell = %d frame%s | %d x %d tok | %d used %d free", cn,
                          gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->nframes,
                          s->params.cfg.block_size, s->stats.pool_used, s->stats.pool_free);
         if (n > L)
+            n = snprintf(t, sizeof t, "Pool by %s: 1 cell = %d frame%s | %d used %d free", cn,
+                         gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used,
+                         s->stats.pool_free);
+        if (n > L) /* the colouring is in the legend too */
             snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d used %d free", gi.frames_per_cell,
                      gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used, s->stats.pool_free);
-        pf_cells_text(b, 0, mid_top, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
+        pf_cells_text(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
     }
-
-    /* legend: glyph + word for every state, then the reserve and N (on a
-     * second row when the column is narrow) */
-    int ly = grid_y + grid_h, lx = 0;
-    static const struct {
-        pf_glyph_kind k;
-        const char *word;
-        uint8_t col;
-    } legend[] = {
-        {PF_GLYPH_USED, "used", PF_COL_OWNER0 + 3},
-        {PF_GLYPH_RESERVED, "reserved", PF_COL_OWNER0 + 3},
-        {PF_GLYPH_SHARED, "shared", PF_COL_OWNER0 + 3},
-        {PF_GLYPH_SWAPPED, "swapped", PF_COL_WARN},
-        {PF_GLYPH_FREE, "free", PF_COL_DIM},
-    };
-    for (size_t i = 0; i < sizeof legend / sizeof legend[0]; i++) {
-        pf_cells_put(b, lx, ly, pf_render_glyph(legend[i].k, v->ascii), legend[i].col, 0);
-        lx += 2 + pf_cells_text(b, lx + 2, ly, L - lx - 2, PF_COL_DIM, 0, legend[i].word);
-        lx += 1;
-    }
-    ly++;
-    if (!s || s->params.mode != PF_SIM_NAIVE)
-        pf_cells_put(b, 0, ly, pf_render_glyph(PF_GLYPH_RESERVE, v->ascii), PF_COL_RESERVE,
-                     PF_ATTR_UNDERLINE);
-    if (s && s->params.mode == PF_SIM_NAIVE)
-        lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "no reserve (naive)");
-    else
-        lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "reserve %d fr (watermark)",
-                                 gi.reserve_frames);
-    {
-        char t[48];
-        int n = snprintf(t, sizeof t, "  N=%d frames/cell", gi.frames_per_cell);
-        if (n > L - lx) /* narrow: keep N whole */
-            snprintf(t, sizeof t, "  N=%d/cell", gi.frames_per_cell);
-        pf_cells_text(b, lx, ly, L - lx, PF_COL_DIM, 0, t);
-    }
-
-    panel_events(b, 0, ly + 1, L, ev_h, s);
+    int ly = grid_y + grid_h;
+    if (!v->charts && !split)
+        legend(b, ly, L, v, &gi);
+    if (v->inspect > 0)
+        panel_inspect(b, 0, ly + 2, L, ev_h, s, v->inspect - 1);
+    else if (v->cursor > 0 && gi.frames_per_cell > 0) { /* the cursor on a free cell */
+        int lo = (v->cursor - 1) * gi.frames_per_cell, hi = lo + gi.frames_per_cell - 1;
+        if (hi >= s->nframes)
+            hi = s->nframes - 1;
+        title(b, 0, ly + 2, L, "Inspector (Esc closes)");
+        pf_cells_printf(b, 0, ly + 3, L, PF_COL_DIM, 0,
+                        "frames %d-%d: no sequence holds them; move to a coloured cell", lo, hi);
+    } else
+        panel_events(b, 0, ly + 2, L, ev_h, s);
     panel_gpu(b, 0, gpu_y, W, v->gpu);
     key_line(b, H - 1);
+    if (v->run_ended)
+        run_end_box(b, v);
+    if (v->starting) { /* a large start: say what it is doing; q works */
+        int bw = (int)strlen(v->starting) + 4;
+        if (bw > W - 2)
+            bw = W - 2;
+        pf_cells_fill(b, (W - bw) / 2, H / 2 - 2, bw, 3, ' ', PF_COL_WARN, PF_ATTR_REVERSE);
+        pf_cells_text(b, (W - bw) / 2 + 2, H / 2 - 1, bw - 4, PF_COL_WARN,
+                      PF_ATTR_REVERSE | PF_ATTR_BOLD, v->starting);
+    }
     if (v->help)
-        help_overlay(b);
+        help_overlay(b, v->help);
     return 0;
 }

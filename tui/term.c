@@ -5,6 +5,7 @@
 #include "tui/term.h"
 
 #include <curses.h>
+#include <term.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,12 @@
 
 static SCREEN *term_screen;
 static volatile sig_atomic_t term_active; /* curses is up: a crash must endwin */
-static volatile sig_atomic_t term_quit;   /* SIGINT / SIGTERM seen             */
+static volatile sig_atomic_t term_quit;   /* SIGINT / SIGTERM / SIGHUP seen: its number */
 static int term_ncolors;
 static int term_atexit_done;
+static int term_mouse_x = -1, term_mouse_y = -1;
 
-static void on_quit(int sig)
-{
-    (void)sig;
-    term_quit = 1;
-}
+static void on_quit(int sig) { term_quit = sig; }
 
 /* A crash: put the terminal back before dying. endwin is not
  * async-signal-safe, but the process is about to die anyway and a shell
@@ -72,6 +70,14 @@ static void setup_colors(void)
         {PF_COL_DIM, rich ? 242 : -1},   {PF_COL_GOOD, COLOR_GREEN},
         {PF_COL_WARN, COLOR_YELLOW},     {PF_COL_BAD, COLOR_RED},
         {PF_COL_RESERVE, COLOR_MAGENTA}, {PF_COL_KEY, COLOR_CYAN},
+        {PF_COL_RUNNING, rich ? 40 : COLOR_GREEN},    {PF_COL_STALLED, rich ? 214 : COLOR_YELLOW},
+        {PF_COL_RECOMPUTE, rich ? 45 : COLOR_CYAN},   {PF_COL_SWAPPED, rich ? 63 : COLOR_BLUE},
+        {PF_COL_SHARED, rich ? 255 : COLOR_WHITE},    {PF_COL_FLASH, rich ? 196 : COLOR_RED},
+        {PF_COL_ADMIT, rich ? 118 : COLOR_GREEN},
+        /* age: a cold-to-hot ramp, young sequences blue, old ones red */
+        {PF_COL_AGE0, rich ? 27 : COLOR_BLUE},        {PF_COL_AGE0 + 1, rich ? 37 : COLOR_CYAN},
+        {PF_COL_AGE0 + 2, rich ? 148 : COLOR_GREEN},  {PF_COL_AGE0 + 3, rich ? 214 : COLOR_YELLOW},
+        {PF_COL_AGE0 + 4, rich ? 196 : COLOR_RED},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
         if (base[i].col < COLOR_PAIRS)
@@ -94,9 +100,29 @@ int pf_term_open(int no_color, char *err, size_t errlen)
         snprintf(err, errlen, "TERM is not set; the dashboard needs a terminal type (or use --headless)");
         return -1;
     }
+    /* The dashboard moves the cursor anywhere on the screen: a terminal
+     * without cursor addressing (TERM=dumb, a printing terminal) cannot show
+     * it, and curses would scroll garbage. Ask terminfo first, without
+     * touching the terminal, and refuse such a terminal with the same
+     * message as one terminfo does not know. */
+    int tierr = 0;
+    int usable = setupterm(t, STDOUT_FILENO, &tierr) == OK;
+    if (usable) {
+        const char *cup = tigetstr("cup");
+        usable = cup != NULL && cup != (const char *)-1;
+        del_curterm(cur_term);
+    }
+    if (!usable) {
+        snprintf(err, errlen,
+                 "cannot drive the terminal '%s' (unknown to terminfo, or no cursor addressing); "
+                 "try --headless", t);
+        return -1;
+    }
     term_screen = newterm(NULL, stdout, stdin);
     if (!term_screen) {
-        snprintf(err, errlen, "cannot open the terminal '%s' with curses; try --headless", t);
+        snprintf(err, errlen,
+                 "cannot drive the terminal '%s' (unknown to terminfo, or no cursor addressing); "
+                 "try --headless", t);
         return -1;
     }
     set_term(term_screen);
@@ -124,6 +150,14 @@ int pf_term_open(int no_color, char *err, size_t errlen)
     refresh();
     if (!no_color)
         setup_colors();
+    /* Esc closes a panel: wait 25 ms (not curses' default second) to tell
+     * a lone Esc from the start of an escape sequence; a local terminal
+     * sends a whole sequence in one write */
+    set_escdelay(25);
+    /* button-1 presses on the grid and the key line; no drag reports, and
+     * no click-interval wait, so a press acts at once */
+    mouseinterval(0);
+    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, NULL);
     /* after newterm, so ours replace curses' own SIGINT/SIGTERM handlers;
      * curses keeps its SIGWINCH handler, which gives KEY_RESIZE */
     install(SIGINT, on_quit, 0);
@@ -205,11 +239,40 @@ int pf_term_getkey(int timeout_ms)
     int ch = getch();
     if (ch == ERR)
         return PF_TERM_KEY_NONE;
-    if (ch == KEY_RESIZE)
+    switch (ch) {
+    case KEY_RESIZE:
         return PF_TERM_KEY_RESIZE;
-    return ch;
+    case KEY_F(1):
+        return PF_TERM_KEY_F1;
+    case KEY_F(10):
+        return PF_TERM_KEY_F10;
+    case KEY_UP:
+        return PF_TERM_KEY_UP;
+    case KEY_DOWN:
+        return PF_TERM_KEY_DOWN;
+    case KEY_LEFT:
+        return PF_TERM_KEY_LEFT;
+    case KEY_RIGHT:
+        return PF_TERM_KEY_RIGHT;
+    case KEY_MOUSE: {
+        MEVENT ev;
+        if (getmouse(&ev) != OK || !(ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
+            return PF_TERM_KEY_NONE;
+        term_mouse_x = ev.x;
+        term_mouse_y = ev.y;
+        return PF_TERM_KEY_MOUSE;
+    }
+    default:
+        return ch >= KEY_MIN ? PF_TERM_KEY_NONE : ch; /* other curses keys: ignored */
+    }
 }
 
-int pf_term_quit_requested(void) { return term_quit != 0; }
+void pf_term_mouse(int *x, int *y)
+{
+    *x = term_mouse_x;
+    *y = term_mouse_y;
+}
+
+int pf_term_quit_requested(void) { return (int)term_quit; }
 
 int pf_term_colors(void) { return term_ncolors; }

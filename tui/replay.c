@@ -1,0 +1,321 @@
+/* tui/replay.c - playing a recording back (see replay.h).
+ *
+ * A first pass reads every record once (checking it) and keeps its file
+ * offset, so seeking is an fseek and one read; only the record on screen is
+ * in memory.
+ */
+#include "tui/replay.h"
+
+#include <locale.h>
+#include <langinfo.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "tui/cli.h"
+#include "tui/dash.h"
+#include "tui/hist.h"
+#include "tui/record.h"
+#include "tui/render.h"
+#include "tui/term.h"
+
+typedef struct {
+    int headless, width, height, ascii, no_color, coloring, charts, window;
+    const char *file;
+} replay_opts;
+
+static const char replay_summary[] =
+    "Play back a session recorded with `pagefault --record FILE` (live or --headless).\n"
+    "Keys: space pause, s step, Left/Right seek 10 records, f/F speed, r start, c t < > as live, q quit.";
+
+static int want_ascii(int flag)
+{
+    setlocale(LC_ALL, "");
+    if (flag)
+        return 1;
+    const char *cs = nl_langinfo(CODESET);
+    return !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8") || !strcmp(cs, "UTF8")));
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Index the records: offsets[i] of record i. Returns the count, or < 0. */
+static long index_records(FILE *f, const char *name, long **offsets, char *err, size_t errlen)
+{
+    pf_sim_snapshot s;
+    memset(&s, 0, sizeof s);
+    long n = 0, cap = 0;
+    *offsets = NULL;
+    for (;;) {
+        long at = ftell(f);
+        int tick, fin;
+        int rc = pf_record_get(f, name, &s, &tick, &fin, err, errlen);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            n = -1;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            long *p = realloc(*offsets, (size_t)cap * sizeof *p);
+            if (!p) {
+                snprintf(err, errlen, "%s: out of memory for the index", name);
+                n = -1;
+                break;
+            }
+            *offsets = p;
+        }
+        (*offsets)[n++] = at;
+    }
+    pf_sim_snapshot_free(&s);
+    return n;
+}
+
+static int load(FILE *f, const char *name, long off, pf_sim_snapshot *s, int *tick, int *fin)
+{
+    char err[256];
+    if (fseek(f, off, SEEK_SET) != 0)
+        return -1;
+    return pf_record_get(f, name, s, tick, fin, err, sizeof err) == 1 ? 0 : -1;
+}
+
+static int replay_headless(replay_opts *o, FILE *f)
+{
+    pf_cells buf = {0, 0, NULL};
+    pf_sim_snapshot s;
+    memset(&s, 0, sizeof s);
+    pf_hist hist;
+    memset(&hist, 0, sizeof hist);
+    int status = 0;
+    if (pf_cells_resize(&buf, o->width, o->height) != 0) {
+        fprintf(stderr, "pagefault replay: out of memory for a %dx%d screen\n", o->width, o->height);
+        return 1;
+    }
+    pf_dash_view v;
+    memset(&v, 0, sizeof v);
+    v.snap = &s;
+    v.ascii = o->ascii;
+    v.coloring = o->coloring;
+    v.charts = o->charts;
+    v.window = o->window;
+    v.hist = &hist;
+    for (;;) {
+        char err[256];
+        int tick, fin;
+        int rc = pf_record_get(f, o->file, &s, &tick, &fin, err, sizeof err);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            fprintf(stderr, "pagefault replay: %s\n", err);
+            status = 2;
+            break;
+        }
+        pf_hist_update(&hist, &s);
+        pf_render_screen(&buf, &v, NULL);
+        printf(fin ? "--- tick %d (final) ---\n" : "--- tick %d ---\n", tick);
+        pf_dash_dump(stdout, &buf);
+    }
+    pf_hist_free(&hist);
+    pf_sim_snapshot_free(&s);
+    pf_cells_free(&buf);
+    return status;
+}
+
+static int replay_live(replay_opts *o, FILE *f)
+{
+    char err[256] = "";
+    long *off = NULL;
+    long n = index_records(f, o->file, &off, err, sizeof err);
+    if (n < 0) {
+        fprintf(stderr, "pagefault replay: %s\n", err);
+        free(off);
+        return 2;
+    }
+    if (n == 0) {
+        fprintf(stderr, "pagefault replay: %s: no records\n", o->file);
+        free(off);
+        return 2;
+    }
+    if (pf_term_open(o->no_color, err, sizeof err) != 0) {
+        fprintf(stderr, "pagefault replay: %s\n", err);
+        free(off);
+        return 2;
+    }
+    pf_cells buf = {0, 0, NULL};
+    pf_sim_snapshot s;
+    memset(&s, 0, sizeof s);
+    pf_hist hist;
+    memset(&hist, 0, sizeof hist);
+    int status = 0, w, h, paused = 0, coloring = o->coloring, charts = o->charts, window = o->window;
+    double rate = 10; /* records per second: the live recorder keeps about 10 */
+    long at = 0, shown = -1;
+    int tick = 0, fin = 0;
+    double next = mono();
+    char msg[128] = "";
+    pf_term_size(&w, &h);
+    pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1);
+    for (;;) {
+        int sig = pf_term_quit_requested();
+        if (sig) {
+            status = 128 + sig;
+            break;
+        }
+        double t = mono();
+        if (!paused && t >= next && at < n - 1) {
+            at++;
+            next = t + 1.0 / rate;
+        }
+        if (at != shown) {
+            if (at < shown)
+                pf_hist_clear(&hist);
+            if (load(f, o->file, off[at], &s, &tick, &fin) != 0) {
+                pf_term_close();
+                fprintf(stderr, "pagefault replay: %s: cannot read record %ld again\n", o->file, at);
+                status = 1;
+                break;
+            }
+            pf_hist_update(&hist, &s);
+            shown = at;
+        }
+        char st[160];
+        snprintf(st, sizeof st, "replay %ld/%ld%s, %.3g rec/s%s%s", at + 1, n, paused ? " paused" : "",
+                 rate, msg[0] ? " | " : "", msg);
+        pf_dash_view v;
+        memset(&v, 0, sizeof v);
+        v.snap = &s;
+        v.ascii = o->ascii;
+        v.status = st;
+        v.coloring = coloring;
+        v.charts = charts;
+        v.window = window;
+        v.hist = &hist;
+        pf_render_screen(&buf, &v, NULL);
+        pf_term_draw(&buf, 0);
+        int key = pf_term_getkey(paused ? 250 : 33);
+        if (key == PF_TERM_KEY_NONE)
+            continue;
+        msg[0] = 0;
+        if (key == PF_TERM_KEY_RESIZE) {
+            pf_term_size(&w, &h);
+            if (w > 0 && h > 0)
+                pf_cells_resize(&buf, w, h);
+            continue;
+        }
+        switch (pf_dash_key(key)) {
+        case PF_DASH_CMD_QUIT:
+            goto done;
+        case PF_DASH_CMD_PAUSE_TOGGLE:
+            paused = !paused;
+            break;
+        case PF_DASH_CMD_STEP:
+            paused = 1;
+            at = at < n - 1 ? at + 1 : at;
+            break;
+        case PF_DASH_CMD_CURSOR_LEFT:
+            at = at >= 10 ? at - 10 : 0;
+            break;
+        case PF_DASH_CMD_CURSOR_RIGHT:
+            at = at + 10 < n ? at + 10 : n - 1;
+            break;
+        case PF_DASH_CMD_SLOWER:
+            rate = rate / 2 < 0.25 ? 0.25 : rate / 2;
+            break;
+        case PF_DASH_CMD_FASTER:
+            rate = rate * 2 > 1000 ? 1000 : rate * 2;
+            break;
+        case PF_DASH_CMD_RESET:
+            at = 0;
+            break;
+        case PF_DASH_CMD_COLORING:
+            coloring = (coloring + 1) % PF_COLORING_COUNT;
+            break;
+        case PF_DASH_CMD_CHARTS:
+            charts = !charts;
+            break;
+        case PF_DASH_CMD_ZOOM_IN:
+        case PF_DASH_CMD_ZOOM_OUT:
+            window = pf_render_window_zoom(window, pf_dash_key(key) == PF_DASH_CMD_ZOOM_OUT);
+            break;
+        default:
+            snprintf(msg, sizeof msg, "a replay cannot change the run");
+            break;
+        }
+    }
+done:
+    pf_term_close();
+    pf_hist_free(&hist);
+    pf_sim_snapshot_free(&s);
+    pf_cells_free(&buf);
+    free(off);
+    return status;
+}
+
+int pf_cmd_replay(int argc, char **argv)
+{
+    const char *prog = "pagefault replay";
+    replay_opts o;
+    memset(&o, 0, sizeof o);
+    o.width = 120;
+    o.height = 40;
+    o.window = PF_CHART_DEFAULT_WINDOW;
+    static const char *const colorings[] = {"owner", "state", "age", NULL};
+    pf_opt opts[] = {
+        {"file", PF_OPT_STRING, &o.file, 0, 0, NULL, "FILE", "the recording (also the first argument)", 0},
+        {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL, "print every record as text", 0},
+        {"width", PF_OPT_INT, &o.width, PF_DASH_MIN_W, 1000, NULL, "COLS", "headless: screen width", 0},
+        {"height", PF_OPT_INT, &o.height, PF_DASH_MIN_H, 1000, NULL, "ROWS", "headless: screen height", 0},
+        {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
+        {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL, "no colours", 0},
+        {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C", "owner, state or age", 0},
+        {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts", 0},
+        {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS", "chart window", 0},
+        {0},
+    };
+    /* `pagefault replay FILE [flags]`: the file may come first */
+    char **av = argv;
+    int ac = argc;
+    char *tmp[256];
+    if (argc >= 2 && argv[1][0] != '-' && argc < 250) {
+        o.file = argv[1];
+        tmp[0] = argv[0];
+        for (int i = 2; i < argc; i++)
+            tmp[i - 1] = argv[i];
+        av = tmp;
+        ac = argc - 1;
+    }
+    const char *first = o.file;
+    int rc = pf_cli_start(prog, replay_summary, opts, ac, av);
+    if (rc != PF_CLI_GO)
+        return rc;
+    if (!o.file)
+        o.file = first;
+    if (!o.file)
+        return pf_cli_error(prog, "which recording? (pagefault replay FILE)");
+    if (pf_cli_find(opts, "width")->seen + pf_cli_find(opts, "height")->seen && !o.headless)
+        return pf_cli_error(prog, "--width and --height need --headless");
+    const char *nc = getenv("NO_COLOR");
+    if (nc && nc[0])
+        o.no_color = 1;
+    o.ascii = want_ascii(o.ascii);
+    FILE *f = fopen(o.file, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open '%s'\n", prog, o.file);
+        return 2;
+    }
+    char err[256];
+    int status;
+    if (pf_record_open(f, o.file, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        status = 2;
+    } else
+        status = o.headless ? replay_headless(&o, f) : replay_live(&o, f);
+    fclose(f);
+    return status;
+}
