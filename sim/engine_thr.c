@@ -167,6 +167,10 @@ static void *driver_main(void *arg)
             pthread_cond_wait(&s->ctl_cv, &s->mu);
         if (s->quit)
             break;
+        /* A single-step request is consumed here, as its step begins: a
+         * request made while mu is let go below (let_callers_in, pace)
+         * asks for the next step, and must not be cleared by this one. */
+        s->single_req = 0;
         if (s->reset_req) {
             s->reset_req = 0;
             pf_sim__reset_locked(s);
@@ -203,7 +207,6 @@ static void *driver_main(void *arg)
         if (!s->live)
             pf_sim__skip_quiet(s);
         pf_sim__let_callers_in(s);
-        s->single_req = 0;
         pthread_cond_broadcast(&s->ctl_cv);
         if (!s->done || s->live)
             pace(s, &t0);
