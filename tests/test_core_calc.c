@@ -244,7 +244,7 @@ Test(calc, help_lists_every_flag)
     const char *flags[] = {"--seqs", "--seed", "--model", "--budget-gb", "--max-len", "--mean-len",
                            "--layers", "--kv-heads", "--head-dim", "--dtype-bytes", "--block-size",
                            "--pool-blocks", "--lengths", "--sweep-sizes", "--naive-reserve",
-                           "--format", NULL};
+                           "--prompts", "--format", NULL};
     for (int i = 0; flags[i]; i++)
         HAS(res.out, flags[i]);
 }
@@ -285,6 +285,12 @@ Test(calc, usage_errors)
         {{"--lengths", "5", "--seqs", "3"}, "--lengths"},
         {{"--sweep-sizes", "16,abc"}, "--sweep-sizes"},
         {{"--sweep-sizes", "70000"}, "--sweep-sizes"},
+        {{"--prompts", "1,2"}, "--prompts"},
+        {{"--lengths", "5,6", "--prompts", "1"}, "--prompts"},
+        {{"--lengths", "5,6", "--prompts", "1,2,3"}, "--prompts"},
+        {{"--lengths", "5,6", "--prompts", "6,2"}, "--prompts"},
+        {{"--lengths", "5,6", "--prompts", "0,2"}, "--prompts"},
+        {{"--lengths", "5,6", "--prompts", "x"}, "--prompts"},
         {{"--format", "xml"}, "--format"},
         {{"--format"}, "--format"},
         {{"--bogus"}, "--bogus"},
@@ -545,6 +551,9 @@ Test(calc, fig2_rows_sum_to_100)
         {"--seqs", "500", "--seed", "3", "--block-size", "64", NULL},
         {"--lengths", "5,3000,700", "--max-len", "2048", NULL},
         {"--lengths", "2147483647,1", "--block-size", "1", NULL},
+        /* the largest sizes the flags accept: the closed forms must not overflow (UBSan) */
+        {"--lengths", "2147483647,16777216", "--prompts", "1,16777216", "--block-size", "65536"},
+        {"--lengths", "2147483647,7", "--prompts", "2147483646,3", "--max-len", "16777216"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *const *a = cases[c];
@@ -582,50 +591,60 @@ Test(calc, fig2_rows_sum_to_100)
 
 /* The split against a step-by-step count written here independently of
  * calc's closed forms: the worked example at B = 16, max-len 128 (pow2 of
- * 100 is 128). Final view: token states = sum L over what each layout
- * reserves. Lifetime view: every sequence steps C = 1..L, reservation R(C)
- * (fixed for naive, ceil(C/B)B paged), token C, reserved min(R, L) - C,
- * internal R - min(R, L). */
+ * 100 is 128), without prompts (every sequence starts at 1 token) and with
+ * --prompts 1,10,17,50. Final view: token states = sum L over what each
+ * layout reserves. Lifetime view: every sequence steps C = P..L,
+ * reservation R(C) (fixed for naive, ceil(C/B)B paged), token C, reserved
+ * min(R, L) - C, internal R - min(R, L). */
 Test(calc, fig2_matches_a_step_by_step_count)
 {
     static const int lens[] = {1, 16, 17, 100};
+    static const int prompts[2][4] = {{1, 1, 1, 1}, {1, 10, 17, 50}};
     const int B = 16, max_len = 128;
-    run_calc(&res, "--lengths", "1,16,17,100", "--max-len", "128", "--format", "csv", NULL);
-    cr_assert_eq(res.status, 0, "%s", res.err);
-    const char *layouts[] = {"naive max", "naive pow2", "naive oracle", "paged"};
-    for (int p = 0; p < 4; p++) {
-        double tok = 0, rsv = 0, in = 0, fin_res = 0;
-        for (int i = 0; i < 4; i++) {
-            int L = lens[i];
-            int naive_r = p == 0 ? max_len : p == 2 ? L : 1;
-            if (p == 1)
-                while (naive_r < L)
-                    naive_r *= 2;
-            for (int C = 1; C <= L; C++) {
-                int R = p == 3 ? (C + B - 1) / B * B : naive_r;
-                int used = R < L ? R : L;
-                tok += C;
-                rsv += used - C;
-                in += R - used;
+    for (int with = 0; with < 2; with++) {
+        if (with)
+            run_calc(&res, "--lengths", "1,16,17,100", "--prompts", "1,10,17,50", "--max-len",
+                     "128", "--format", "csv", NULL);
+        else
+            run_calc(&res, "--lengths", "1,16,17,100", "--max-len", "128", "--format", "csv", NULL);
+        cr_assert_eq(res.status, 0, "%s", res.err);
+        const char *layouts[] = {"naive max", "naive pow2", "naive oracle", "paged"};
+        for (int p = 0; p < 4; p++) {
+            double tok = 0, rsv = 0, in = 0, steps = 0, fin_res = 0;
+            for (int i = 0; i < 4; i++) {
+                int L = lens[i];
+                int naive_r = p == 0 ? max_len : p == 2 ? L : 1;
+                if (p == 1)
+                    while (naive_r < L)
+                        naive_r *= 2;
+                for (int C = prompts[with][i]; C <= L; C++) {
+                    int R = p == 3 ? (C + B - 1) / B * B : naive_r;
+                    int used = R < L ? R : L;
+                    tok += C;
+                    rsv += used - C;
+                    in += R - used;
+                    steps++;
+                }
+                fin_res += p == 3 ? (L + B - 1) / B * B : naive_r;
             }
-            fin_res += p == 3 ? (L + B - 1) / B * B : naive_r;
+            double total = tok + rsv + in;
+            int row = fig2_row(res.out, "lifetime", layouts[p]);
+            cr_assert(close_to(csv_num(res.out, "token_pct", row), 100 * tok / total),
+                      "%s token (prompts %d)", layouts[p], with);
+            cr_assert(close_to(csv_num(res.out, "reserved_pct", row), 100 * rsv / total),
+                      "%s reserved (prompts %d)", layouts[p], with);
+            cr_assert(close_to(csv_num(res.out, "internal_pct", row), 100 * in / total),
+                      "%s internal (prompts %d)", layouts[p], with);
+            /* per live sequence: slot-steps over sequence-steps */
+            cr_assert(close_to(csv_num(res.out, "reserved_per_seq", row), total / steps),
+                      "%s per seq (prompts %d)", layouts[p], with);
+            /* the final view does not depend on prompts */
+            row = fig2_row(res.out, "final", layouts[p]);
+            cr_assert(close_to(csv_num(res.out, "token_pct", row), 100 * 134.0 / fin_res),
+                      "%s final", layouts[p]);
+            cr_assert(close_to(csv_num(res.out, "reserved_per_seq", row), fin_res / 4),
+                      "%s final/seq", layouts[p]);
         }
-        double total = tok + rsv + in;
-        int row = fig2_row(res.out, "lifetime", layouts[p]);
-        cr_assert(close_to(csv_num(res.out, "token_pct", row), 100 * tok / total), "%s token",
-                  layouts[p]);
-        cr_assert(close_to(csv_num(res.out, "reserved_pct", row), 100 * rsv / total),
-                  "%s reserved", layouts[p]);
-        cr_assert(close_to(csv_num(res.out, "internal_pct", row), 100 * in / total), "%s internal",
-                  layouts[p]);
-        /* per live sequence: total slot-steps over 134 sequence-steps */
-        cr_assert(close_to(csv_num(res.out, "reserved_per_seq", row), total / 134.0), "%s per seq",
-                  layouts[p]);
-        row = fig2_row(res.out, "final", layouts[p]);
-        cr_assert(close_to(csv_num(res.out, "token_pct", row), 100 * 134.0 / fin_res), "%s final",
-                  layouts[p]);
-        cr_assert(close_to(csv_num(res.out, "reserved_per_seq", row), fin_res / 4), "%s final/seq",
-                  layouts[p]);
     }
 }
 

@@ -67,6 +67,7 @@ typedef struct {
     int layers, kv_heads, head_dim, dtype_bytes;
     int block_size, pool_blocks;
     const char *lengths;
+    const char *prompts;
     const char *sweep;
     int format;
 } calc_args;
@@ -78,6 +79,7 @@ typedef struct {
     const char *model_name; /* NULL: no model sizing */
     int modified;           /* a preset with a shape flag on top */
     int *lens;
+    int *prompts;           /* --prompts: prefilled length of each; NULL: 1 */
     int n;
     int sweep[CALC_MAX_SWEEP];
     int nsweep;
@@ -173,7 +175,27 @@ static int calc_setup(calc_args *a, pf_opt *opts, calc_run *run)
                                 "(e.g. 1,16,17,100), got '%s'",
                                 a->lengths);
         run->n = n;
+        if (a->prompts) {
+            run->prompts = malloc((size_t)cap * sizeof *run->prompts);
+            if (!run->prompts)
+                return pf_cli_error(PROG, "out of memory");
+            int np = pf_workload_parse_lengths(a->prompts, run->prompts, cap);
+            if (np == PF_ERR_ARG || (np > 0 && np != n) || np == PF_ERR_RANGE)
+                return pf_cli_error(PROG,
+                                    "--prompts: expected %d comma-separated prompt lengths >= 1, "
+                                    "one per --lengths entry, got '%s'",
+                                    n, a->prompts);
+            for (int i = 0; i < n; i++)
+                if (run->prompts[i] > run->lens[i])
+                    return pf_cli_error(PROG,
+                                        "--prompts: prompt %d of sequence %d is longer than its "
+                                        "length %d",
+                                        run->prompts[i], i + 1, run->lens[i]);
+        }
     } else {
+        if (a->prompts)
+            return pf_cli_error(PROG, "--prompts: only used with --lengths (one prompt length "
+                                      "per sequence)");
         run->n = a->seqs;
         run->lens = malloc((size_t)run->n * sizeof *run->lens);
         if (!run->lens)
@@ -356,49 +378,61 @@ typedef struct {
     double token, reserved, internal, external, seqs;
 } fig2_row;
 
-/* The lifetime view of layout r: every sequence grows one token a step
- * from 1 to its final length F (calc knows no prompt/output split, so the
- * whole length is treated as generated), and each category is summed over
- * every step of every sequence. In a steady state where finished sequences
- * are replaced by new ones of the same mix, that sum is proportional to the
- * time average of the KV memory (Little's law: a category's mean occupancy
- * is the arrival rate times what one sequence accumulates over its life),
- * which is what the paper's Figure 2 shows. Closed forms per sequence over
- * its steps C = 1..F (a loop over the steps would be O(sum of lengths)):
- *   token states  sum C = F(F+1)/2
- *   naive, reservation R fixed from the first step (R >= F):
- *     reserved    sum (F - C) = F(F-1)/2
- *     internal    F (R - F)
+/* sum_{C=1..x} ceil(C/B): the blocks held over x steps of one token each.
+ * With k = ceil(x/B) and s = x - (k-1)B steps in the last block:
+ * B k(k-1)/2 + k s (0 for x = 0). */
+static int64_t block_steps(int64_t x, int64_t B)
+{
+    int64_t k = (x + B - 1) / B, s = x - (k - 1) * B;
+    return B * k * (k - 1) / 2 + k * s;
+}
+
+/* The lifetime view of layout r: a sequence is prefilled to its prompt
+ * length P (--prompts; 1 without), then grows one token a step to its final
+ * length F, and each category is summed over the states C = P..F of every
+ * sequence. In a steady state where finished sequences are replaced by new
+ * ones of the same mix, that sum is proportional to the time average of the
+ * KV memory (Little's law: a category's mean occupancy is the arrival rate
+ * times what one sequence accumulates over its life), which is what the
+ * paper's Figure 2 shows. Closed forms per sequence over its m = F-P+1
+ * states (a loop over the steps would be O(sum of lengths)):
+ *   token states  sum C = F(F+1)/2 - (P-1)P/2
+ *   naive, reservation R fixed at admission (R >= F):
+ *     reserved    sum (F - C) = m F - token states
+ *     internal    m (R - F)
  *   paged, R(C) = ceil(C/B) B; only the last block, k = ceil(F/B), reaches
- *   past F, during its s = F - (k-1)B steps:
- *     sum R(C)    = B (B k(k-1)/2 + k s)
- *     internal    s (kB - F)
+ *   past F, during the states C > max(P-1, (k-1)B):
+ *     sum R(C)    = B (block_steps(F) - block_steps(P-1))
+ *     internal    (F - max(P-1, (k-1)B)) (kB - F)
  *     reserved    sum R(C) - internal - token states
  * Each term fits int64 per sequence (F < 2^31, B <= 65536); the sums over
- * sequences are doubles. */
+ * sequences are doubles. Naive layouts see F clamped to max_len. */
 static fig2_row fig2_lifetime(const calc_run *run, pf_mem_reserve r)
 {
     fig2_row row = {0};
-    int64_t B = run->cfg.block_size;
+    int64_t B = run->cfg.block_size, max_len = run->cfg.max_seq_len;
     for (int i = 0; i < run->n; i++) {
-        int64_t F = run->lens[i];
-        if (r != PF_RESERVE_PAGED && F > run->cfg.max_seq_len)
-            F = run->cfg.max_seq_len; /* naive holds it clamped */
-        int64_t token = F * (F + 1) / 2, reserved, internal;
+        int64_t F = run->lens[i], P = run->prompts ? run->prompts[i] : 1;
+        if (r != PF_RESERVE_PAGED && F > max_len) {
+            F = max_len; /* naive holds it clamped */
+            P = P < F ? P : F;
+        }
+        int64_t m = F - P + 1;
+        int64_t token = F * (F + 1) / 2 - (P - 1) * P / 2, reserved, internal;
         if (r == PF_RESERVE_PAGED) {
-            int64_t k = (F + B - 1) / B, steps_last = F - (k - 1) * B;
-            int64_t sum_res = B * (B * k * (k - 1) / 2 + k * steps_last);
-            internal = steps_last * (k * B - F);
+            int64_t k = (F + B - 1) / B, last_from = (k - 1) * B;
+            int64_t sum_res = B * (block_steps(F, B) - block_steps(P - 1, B));
+            internal = (F - (P - 1 > last_from ? P - 1 : last_from)) * (k * B - F);
             reserved = sum_res - internal - token;
         } else {
-            int64_t R = pf_mem_reserved_tokens(r, F, F, (int)B, run->cfg.max_seq_len);
-            reserved = F * (F - 1) / 2;
-            internal = F * (R - F);
+            int64_t R = pf_mem_reserved_tokens(r, F, F, (int)B, (int)max_len);
+            reserved = m * F - token;
+            internal = m * (R - F);
         }
         row.token += (double)token;
         row.reserved += (double)reserved;
         row.internal += (double)internal;
-        row.seqs += (double)F;
+        row.seqs += (double)m;
     }
     return row;
 }
@@ -469,10 +503,13 @@ static int add_fig2(pf_report *r, const calc_run *run)
                       "produce; internal = slots reserved that no token will ever fill; external "
                       "= free memory between contiguous reservations that no request can use");
     pf_report_note(r, "final: every sequence at its final length (nothing left to produce, so "
-                      "reserved is 0); lifetime: each sequence grows one token a step from 1 to "
-                      "its final length and every step counts (the time average of a server "
-                      "that replaces finished sequences with new ones of this mix; no prompt "
-                      "split, so all of a length counts as generated)");
+                      "reserved is 0); lifetime: each sequence is prefilled to its prompt, then "
+                      "grows one token a step to its final length, and every step counts (the "
+                      "time average of a server that replaces finished sequences with new ones "
+                      "of this mix); %s",
+                   run->prompts ? "prompts from --prompts"
+                                : "no --prompts: every sequence starts at 1 token, all of its "
+                                  "length generated");
     pf_report_note(r, "external is 0 for this static set: paging has none (any free frame fits "
                       "any page); a contiguous allocator's depends on the order of allocations "
                       "and frees, which calc does not model (`pagefault sim` runs one)");
@@ -536,7 +573,7 @@ int pf_cmd_calc(int argc, char **argv)
     calc_args a = {
         .seqs = 32, .seed = 42, .model = 0, .naive_reserve = PF_RESERVE_MAX, .budget_gb = 80.0, .max_len = 2048, .mean_len = 2000,
         .layers = 1, .kv_heads = 1, .head_dim = 64, .dtype_bytes = 4, .block_size = 16,
-        .pool_blocks = 4096, .lengths = NULL, .sweep = "1,16,64,256", .format = PF_FMT_TABLE,
+        .pool_blocks = 4096, .lengths = NULL, .prompts = NULL, .sweep = "1,16,64,256", .format = PF_FMT_TABLE,
     };
     pf_opt opts[] = {
         {"seqs", PF_OPT_INT, &a.seqs, 1, CALC_MAX_SEQS, NULL, "N", "sequences drawn from the seed mix", 0},
@@ -563,6 +600,9 @@ int pf_cmd_calc(int argc, char **argv)
         {"pool-blocks", PF_OPT_INT, &a.pool_blocks, 1, 1 << 24, NULL, "N", "blocks in the pool", 0},
         {"lengths", PF_OPT_STRING, &a.lengths, 0, 0, NULL, "L1,L2,...",
          "explicit sequence lengths instead of the seed mix (each 1..2147483647, at most 1000000)", 0},
+        {"prompts", PF_OPT_STRING, &a.prompts, 0, 0, NULL, "P1,P2,...",
+         "with --lengths: each sequence's prompt (prefilled at once, 1..its length); only the "
+         "lifetime view of the KV split uses it [1 each]", 0},
         {"sweep-sizes", PF_OPT_STRING, &a.sweep, 0, 0, NULL, "B1,B2,...",
          "block sizes for the sweep (each 1..65536, at most 32) [1,16,64,256]", 0},
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
@@ -615,5 +655,6 @@ int pf_cmd_calc(int argc, char **argv)
 out:
     pf_report_free(r);
     free(run.lens);
+    free(run.prompts);
     return status;
 }
