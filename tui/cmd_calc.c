@@ -339,6 +339,12 @@ static void add_utilization(pf_report *r, const pf_mem_report *m, const calc_run
                   "%.2f", "tokens");
     pf_report_num(r, "frag_per_seq_expected", "frag per sequence, expected (B-1)/2",
                   expected, "%.2f", "tokens");
+    if (run->policy != PF_RESERVE_MAX)
+        pf_report_note(r, "naive %s reserves at admission what a sequence holds at its end; "
+                          "these figures compare final lengths, so they leave out the time the "
+                          "reservation sits unused while the sequence grows (the lifetime rows "
+                          "of the KV split below count it)",
+                       pf_mem_reserve_name(run->policy));
     if (m->blocks > pool_blocks)
         pf_report_note(r, "the workload needs %lld blocks, more than the pool's %d",
                        (long long)m->blocks, pool_blocks);
