@@ -2,12 +2,20 @@
  *
  * Prints, from the formulas in core/memory.h:
  *   config       paging sizes and the KV bytes per token of the model
- *   workload     the lengths (the seed's 50/30/20 mix from --seed, or --lengths)
+ *   workload     the lengths (the seed's 50/30/20 mix from --seed, or --lengths,
+ *                optionally with each sequence's prompt in --prompts)
  *   utilization  naive vs paged reserved memory at --block-size, and the
  *                measured internal fragmentation next to the expected (B-1)/2
  *   sweep        the same workload for each of --sweep-sizes
+ *   fig2         the PagedAttention paper's Figure 2: the KV memory of naive
+ *                max / pow2 / oracle and paged split into token states,
+ *                reserved, internal and external fragmentation, at final
+ *                lengths and averaged over the sequences' lifetimes
  *   model        (only when --model is given) sequences that fit --budget-gb,
- *                reserved at --max-len (naive) or paged at --mean-len
+ *                reserved by the naive policy or paged at --mean-len
+ * The naive side of every figure reserves by --naive-reserve (max, the
+ * seed's: --max-len for everyone; pow2; oracle), the paper's three Orca
+ * baselines. --model takes every preset of core/config (pf_model_list).
  * Without --model the bytes per token are the seed's (1 layer, 1 KV head,
  * D 64, fp32: 512 B); with --model, every byte figure uses that model's.
  * Memory is shown in decimal MB (10^6 bytes) like the seed; the budget in
