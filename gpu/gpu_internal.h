@@ -95,8 +95,9 @@ int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged, int versi
 
 /* A CUDA error as a pf_err: allocation -> PF_ERR_NOMEM, an invalid value
  * or pointer -> PF_ERR_ARG, anything else (a kernel fault, no device, a
- * refused launch) -> PF_ERR_UNAVAILABLE. The code itself is kept for
- * pf_gpu_last_error's message. (kernels.cu) */
+ * refused launch) -> PF_ERR_UNAVAILABLE. A caller that needs the message
+ * keeps the code for cudaGetErrorString (as gpu.cu's cuda_fail does).
+ * (kernels.cu) */
 int pf_gpu_cuda_err(int cuda_error);
 
 int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,

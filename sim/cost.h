@@ -21,9 +21,10 @@
  * profile (pf_cost_load_profile, written by `pagefault bench --profile-out`)
  * replaces them with what our kernels reach on the device.
  *
- * Pure and thread-compatible: a pf_cost is read-only after setup. Called by
- * the simulator's scheduler (step durations, swap time) and by the front end
- * (flags --model, --gpu, --gpu-profile).
+ * Pure and thread-compatible: a pf_cost is read-only after setup. Callers:
+ * the scheduler core (sim/sched.c sums its batches with pf_cost_batch_add_*;
+ * the step's seconds come from its caller's cost function) and tests. The
+ * front end's flags (--model, --gpu, --gpu-profile) are not wired yet.
  */
 #ifndef PF_SIM_COST_H
 #define PF_SIM_COST_H
@@ -146,7 +147,8 @@ double pf_cost_swap_s(const pf_cost *c, int64_t tokens);
 int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen);
 
 /* The same format written: what `pagefault bench --profile-out` should print,
- * so the writer and this reader cannot drift apart. Figures are printed with
+ * so the writer and this reader cannot drift apart (today bench writes the
+ * file with its own fprintf in gpu/host.c, %.10g, not with this function). Figures are printed with
  * %.17g (they read back exactly); device has any '#' or line break replaced
  * by a space. Returns the length written (as snprintf: a result >= len means
  * truncated), or PF_ERR_ARG for values the reader would refuse. */

@@ -16,7 +16,8 @@
  * between runs (joins or starts threads). Timed waits, if any, use
  * CLOCK_MONOTONIC. Errors are returned: create/resize fail cleanly when a
  * thread cannot be started (the crew keeps the threads it has).
- * Callers: the simulator's threaded engine, bench/bench_sched.c, tests.
+ * Callers: bench/bench_sched.c and tests today; the simulator's threaded
+ * engine once the scheduler core is wired in (issue 10).
  */
 #ifndef PF_SIM_CREW_H
 #define PF_SIM_CREW_H

@@ -24,7 +24,8 @@
  * Contract: a plain value type, no allocation, no threads; the caller feeds
  * it each step's figures and applies the watermark it returns. Every
  * decision (raise, lower) is returned as such so the caller can log it.
- * Callers: the simulator (sim/), tests/test_sim_loadctl.c.
+ * Callers: tests/test_sim_loadctl.c; the simulator (`--watermark auto`)
+ * once it is wired in (issue 9; not yet).
  */
 #ifndef PF_SIM_LOADCTL_H
 #define PF_SIM_LOADCTL_H

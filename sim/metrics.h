@@ -32,8 +32,10 @@
  * `benchmark_serving --goodput` reports the same per-run figure).
  *
  * Not thread-safe: one pf_metrics per engine or thread, merged with
- * pf_metrics_merge. Called by the simulator's statistics; read by the
- * reports, the dashboard and a Prometheus writer.
+ * pf_metrics_merge. Called by the scheduler core (sim/sched.c: one per
+ * landing shard for the inter-token gaps, merged when read) and tests; the
+ * reports, the dashboard and a Prometheus writer will read it once the core
+ * is wired in (issues 9 and 13).
  */
 #ifndef PF_SIM_METRICS_H
 #define PF_SIM_METRICS_H

@@ -52,7 +52,8 @@
  * are the only thing that may differ under a threaded caller). Memory is
  * proportional to the live requests: a block table exists only while its
  * request holds frames. Errors are returned, never aborted on.
- * Callers: the simulator's engines (sim/), tests/test_sim_sched.c.
+ * Callers: tests/test_sim_sched.c, tests/race_sched.c, bench/bench_sched.c;
+ * the simulator's engines once it is wired in (issue 9; not yet).
  */
 #ifndef PF_SIM_SCHED_H
 #define PF_SIM_SCHED_H
