@@ -198,7 +198,10 @@ static void print_summary(FILE *f, pf_sim *sim, int ticks)
     pf_sim_stats st;
     pf_sim_get_stats(sim, &st);
     fprintf(f, "summary after %d ticks (step %lld)%s\n", ticks, (long long)st.step,
-            st.done ? ", every job finished" : "");
+            !st.done ? "" : st.aborted > 0 ? ", every job finished or aborted" : ", every job finished");
+    if (st.aborted > 0)
+        fprintf(f, "  aborted %lld (they can never be admitted under these parameters)\n",
+                (long long)st.aborted);
     fprintf(f, "  admitted %lld, finished %lld, waiting %d, running %d\n", (long long)st.admitted,
             (long long)st.finished, st.waiting, st.running);
     fprintf(f, "  preemptions %lld, recomputed tokens %lld, swapped pages %lld, ping-pongs %lld\n",
@@ -295,12 +298,11 @@ static int run_headless(dash_opts *o, pf_sim *sim)
             break;
         int rc = pf_sim_step(sim);
         if (rc == PF_ERR_RANGE) {
-            /* stuck: with --ticks the frames still show it; without, the
-             * loop "until every job finishes" would never end */
+            /* a livelock: with --ticks the frames still show it; without,
+             * the loop "until every job finishes" would never end */
             if (!o->ticks) {
-                fprintf(stderr, "pagefault: the run cannot finish: a waiting job can never be admitted "
-                                "(watermark %.3g, pool %d blocks); use --ticks N to watch it\n",
-                        o->p.watermark, o->p.cfg.pool_blocks);
+                fprintf(stderr, "pagefault: the run stopped in a livelock (sequences kept preempting "
+                                "one another and none produced a token); use --ticks N to watch it\n");
                 status = 1;
                 break;
             }

@@ -5,7 +5,7 @@
  * loop itself lives in dash.c (pf_cmd_dash, declared in tui/commands.h).
  *
  * Contract: pf_dash_key maps a key to a command without side effects, so
- * the key table is tested directly; pf_dash_headless writes frames as text
+ * the key table is tested directly; pf_dash_dump writes frames as text
  * to a FILE and never touches a terminal.
  * Callers: tui/dash.c, tests/test_tui_*.c.
  */

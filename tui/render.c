@@ -1,9 +1,9 @@
 /* tui/render.c - one dashboard screen into a cell buffer (see render.h).
  *
  * Everything here is a pure function of its inputs. Names shown on screen
- * (events, policies) are spelled here rather than taken from sim/, so that
- * the renderer depends only on sim.h's data types: it can be tested and
- * benchmarked on hand-built snapshots without the simulator's code.
+ * (events, policies) come from sim/'s one name table (sim/names.c, a
+ * library of its own), so the renderer still needs none of the engines: it
+ * is tested and benchmarked on hand-built snapshots.
  */
 #include "tui/render.h"
 
@@ -48,9 +48,7 @@ uint8_t pf_render_owner_color(int32_t owner)
 
 static const char *event_label(int kind)
 {
-    static const char *const names[] = {"admit",    "stall",  "preempt",   "swap-out",
-                                        "swap-in",  "finish", "ping-pong", "reset"};
-    return kind >= 0 && kind < (int)(sizeof names / sizeof names[0]) ? names[kind] : "?";
+    return pf_event_name((pf_event_kind)kind);
 }
 
 static uint8_t event_color(int kind)
@@ -73,12 +71,13 @@ static uint8_t event_color(int kind)
 
 static const char *victim_label(int p)
 {
-    static const char *const names[] = {"faulting", "newest", "fewest-generated", "most-frames",
-                                        "lowest-priority"};
-    return p >= 0 && p < PF_VICTIM_COUNT ? names[p] : "?";
+    return pf_victim_name((pf_victim_policy)p);
 }
 
-static const char *preempt_label(int m) { return m == PF_PREEMPT_SWAP ? "swap" : "recompute"; }
+static const char *preempt_label(int m)
+{
+    return pf_preempt_name((pf_preempt_mode)m);
+}
 
 /* ---- the grid ---------------------------------------------------------------
  *
