@@ -817,11 +817,18 @@ void pf_sim__refresh_baseline(pf_sim *s)
     pf_sim_params p = s->p;
     p.workers = s->workers_target;
     int stale = s->naive_workers != p.workers; /* 0 (never computed) is no count */
+    double memo = s->naive_memo[p.workers];
+    if (stale && memo != 0.0) { /* computed before for this count */
+        s->naive_tput = memo > 0.0 ? memo : 0.0;
+        s->naive_workers = p.workers;
+        stale = 0;
+    }
     pthread_mutex_unlock(&s->mu);
     if (!stale || p.mode != PF_SIM_PAGED)
         return;
     double base = naive_throughput_of(&p, s->jobs, s->njobs);
     pf_sim__lock(s);
+    s->naive_memo[p.workers] = base > 0.0 ? base : -1.0;
     if (s->workers_target == p.workers) {
         s->naive_tput = base;
         s->naive_workers = p.workers;

@@ -103,6 +103,9 @@ struct pf_sim {
                               abort or a first admission              */
     double naive_tput; /* baseline for throughput_vs_naive, 0 unknown    */
     int naive_workers; /* the worker count naive_tput was computed for    */
+    /* baselines already computed, by worker count (0: not yet; -1: naive
+     * cannot run): a viewer toggling the count pays for each value once */
+    double naive_memo[PF_SIM_MAX_WORKERS + 1];
 
     /* recent events and per-step history (rings) */
     pf_event ev[PF_SIM_EVENTS];
