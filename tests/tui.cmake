@@ -13,3 +13,11 @@ set_tests_properties(test_tui_headless PROPERTIES TIMEOUT 120)
 
 # The control thread between the UI and the simulator, under TSan in CI.
 pf_race_test(race_tui_bridge SOURCES race_tui_bridge.c LIBS pf_dash)
+
+# The simulator's figures as vLLM's metrics, rendered and served over HTTP.
+pf_criterion_test(test_tui_simmetrics SOURCES test_tui_simmetrics.c LIBS pf_simmetrics pf_net_http)
+
+# The dashboard's /metrics read back by `pagefault attach --metrics`.
+add_test(NAME test_metrics_roundtrip
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_metrics_roundtrip.sh $<TARGET_FILE:pagefault>)
+set_tests_properties(test_metrics_roundtrip PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS e2e)

@@ -44,6 +44,8 @@
 #include "tui/bridge.h"
 #include "tui/render.h"
 #include "tui/record.h"
+#include "tui/simmetrics.h"
+#include "net/metrics_http.h"
 #include "tui/simflags.h"
 #include "tui/sweep.h"
 #include "tui/term.h"
@@ -57,6 +59,8 @@ typedef struct {
     int coloring, charts, window, format; /* format: 0 text, 1 jsonl (headless) */
     int loop;
     const char *record;   /* --record FILE, or NULL                      */
+    int metrics_port;     /* --metrics-port P, 0: none                   */
+    const char *metrics_bind; /* --metrics-bind ADDR, NULL: 127.0.0.1    */
     FILE *rec;            /* open while recording                        */
     int rec_failed;       /* a write failed: said once at the end        */
 } dash_opts;
@@ -508,6 +512,21 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     memset(&hist, 0, sizeof hist);
     pf_sweep sweep;
     memset(&sweep, 0, sizeof sweep);
+    /* --metrics-port: vLLM's /metrics names over the figures shown, served
+     * before the terminal is taken so that a bind failure is one clear line */
+    pf_simmetrics *metrics = NULL;
+    pf_msrv *msrv = NULL;
+    if (o->metrics_port) {
+        const char *why = "out of memory";
+        metrics = pf_simmetrics_new("model_name=\"pagefault-sim\"");
+        if (!metrics || pf_msrv_start(o->metrics_bind, o->metrics_port, pf_simmetrics_registry(metrics),
+                                      &msrv, &why) != 0) {
+            fprintf(stderr, "pagefault: --metrics-port %d: cannot serve /metrics on %s: %s\n",
+                    o->metrics_port, o->metrics_bind ? o->metrics_bind : "127.0.0.1", why);
+            status = 2;
+            goto cleanup;
+        }
+    }
 
     if (pf_term_open(o->no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
@@ -613,6 +632,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
             }
             if (pf_hist_update(&hist, snap) != 0)
                 snprintf(status_msg, sizeof status_msg, "charts off: out of memory");
+            if (metrics && pf_simmetrics_update(metrics, &snap->stats) != 0)
+                snprintf(status_msg, sizeof status_msg, "/metrics not updated: out of memory");
             if (marks.preempted + marks.admitted != before)
                 marks_live_until = now + PF_MARK_SECONDS + 0.05;
         }
@@ -791,6 +812,8 @@ cleanup:
     pf_cells_free(&buf);
     pf_marks_free(&marks);
     pf_hist_free(&hist);
+    pf_msrv_stop(msrv); /* before the registry it serves */
+    pf_simmetrics_free(metrics);
     pthread_mutex_destroy(&gpu.mu);
     return status;
 }
@@ -816,11 +839,9 @@ int pf_cmd_dash(int argc, char **argv)
     o.width = 120;
     o.height = 40;
 
-    pf_opt opts[PF_SIMFLAGS_NOPTS + 15];
     static const char *const formats[] = {"text", "jsonl", NULL};
     static const char *const colorings[] = {"owner", "state", "age", NULL};
     o.window = PF_CHART_DEFAULT_WINDOW;
-    int nsim = pf_simflags_opts(&o.sf, opts, 1);
     const pf_opt own[] = {
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
          "no terminal: print the screen as text, then a summary", 0},
@@ -846,8 +867,15 @@ int pf_cmd_dash(int argc, char **argv)
          "chart window (keys < >)", 0},
         {"format", PF_OPT_CHOICE, &o.format, 0, 0, formats, "F",
          "headless: text (the screen) or jsonl (one JSON object per dumped frame)", 0},
+        {"metrics-port", PF_OPT_INT, &o.metrics_port, 1, 65535, NULL, "P",
+         "serve the live figures at http://ADDR:P/metrics under vLLM's metric names", 0},
+        {"metrics-bind", PF_OPT_STRING, &o.metrics_bind, 0, 0, NULL, "ADDR",
+         "address --metrics-port listens on (default 127.0.0.1, this machine only)", 0},
         {0},
     };
+    /* the simulator's rows, then ours (with their {0}): sized from both */
+    pf_opt opts[PF_SIMFLAGS_NOPTS + sizeof own / sizeof own[0]];
+    int nsim = pf_simflags_opts(&o.sf, opts, 1);
     memcpy(opts + nsim, own, sizeof own);
     int rc = pf_cli_start(prog, dash_summary, opts, argc, argv);
     if (rc != PF_CLI_GO)
@@ -857,6 +885,10 @@ int pf_cmd_dash(int argc, char **argv)
     static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu", "format"};
     if (o.headless && pf_cli_find(opts, "loop")->seen)
         return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
+    if (o.headless && o.metrics_port)
+        return pf_cli_error(prog, "--metrics-port: the live dashboard serves /metrics, not --headless");
+    if (o.metrics_bind && !o.metrics_port)
+        return pf_cli_error(prog, "--metrics-bind needs --metrics-port");
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
         if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
             return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
