@@ -1012,6 +1012,9 @@ void pf_sim_get_params(pf_sim *sim, pf_sim_params *out)
         return;
     pf_sim__lock(sim);
     *out = sim->p;
+    /* the worker count as set: a running engine applies it at its next
+     * step boundary, and a caller stepping it again must start from it */
+    out->workers = sim->workers_target;
     pthread_mutex_unlock(&sim->mu);
 }
 

@@ -236,6 +236,8 @@ int pf_sim_set_paused(pf_sim *sim, int paused); /* live mode; pf_sim_run ignores
 int pf_sim_single_step(pf_sim *sim);               /* while paused: one step */
 int pf_sim_set_tick_us(pf_sim *sim, int tick_us);  /* speed */
 int pf_sim_reset(pf_sim *sim);                      /* same jobs from step 0 */
+/* The parameters as set: workers is the count last set, which a running
+ * engine applies at its next step boundary (snapshots say the same). */
 void pf_sim_get_params(pf_sim *sim, pf_sim_params *out);
 void pf_sim_get_stats(pf_sim *sim, pf_sim_stats *out);
 

@@ -199,6 +199,7 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     }
     pf_sim__stats_locked(sim, &snap->stats);
     snap->params = sim->p;
+    snap->params.workers = sim->workers_target; /* as set (pf_sim_get_params) */
     snap->paused = sim->paused;
     snap->nframes = N;
     for (int i = 0; i < N; i++) {
