@@ -855,14 +855,9 @@ extern "C" int pf_gpu_sync(void)
 extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
                                      int paged, const int *lens_host, int max_len, int version)
 {
-    if (!plan)
-        return PF_ERR_ARG;
-    memset(plan, 0, sizeof *plan);
-    int rc = pf_gpu_attn_validate(s, paged);
+    int rc = pf_gpu__plan_begin(plan, s, paged, version);
     if (rc != PF_OK)
         return rc;
-    if (version < 0 || version > PF_GPU_KERNEL_VERSIONS)
-        return PF_ERR_ARG;
     if (!device_ready(NULL, 0))
         return PF_ERR_UNAVAILABLE;
     int dev = 0, sms = 0;

@@ -20,6 +20,12 @@
 extern "C" {
 #endif
 
+/* ---- planning ---- */
+/* The start every plan maker shares (host.c): *plan cleared, the shape
+ * validated (pf_gpu_attn_validate's answer), the kernel version in
+ * [0, PF_GPU_KERNEL_VERSIONS]. PF_OK or the error to return. */
+int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version);
+
 /* ---- host element conversion (round to nearest even) ---- */
 uint16_t pf_gpu_f32_to_bf16(float f);
 float pf_gpu_bf16_to_f32(uint16_t h);

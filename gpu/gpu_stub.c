@@ -8,6 +8,7 @@
 
 #include "core/err.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_internal.h"
 
 static const char kWhy[] = "built without CUDA";
 
@@ -110,13 +111,8 @@ int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, in
                           const int *lens_host, int max_len, int version)
 {
     (void)lens_host, (void)max_len;
-    if (!plan)
-        return PF_ERR_ARG;
-    memset(plan, 0, sizeof *plan);
-    int rc = pf_gpu_attn_validate(s, paged);
-    if (rc != PF_OK)
-        return rc;
-    return version < 0 || version > PF_GPU_KERNEL_VERSIONS ? PF_ERR_ARG : PF_ERR_UNAVAILABLE;
+    int rc = pf_gpu__plan_begin(plan, s, paged, version);
+    return rc != PF_OK ? rc : PF_ERR_UNAVAILABLE;
 }
 
 int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,

@@ -458,9 +458,7 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
     return now;
 }
 
-int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
-                             const int *lens_host, int max_len, int version, int sm_count,
-                             int blocks_per_sm)
+int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version)
 {
     if (!plan)
         return PF_ERR_ARG;
@@ -468,7 +466,17 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     int rc = pf_gpu_attn_validate(s, paged);
     if (rc != PF_OK)
         return rc;
-    if (version < 0 || version > PF_GPU_KERNEL_VERSIONS || sm_count < 1 || blocks_per_sm < 1)
+    return version < 0 || version > PF_GPU_KERNEL_VERSIONS ? PF_ERR_ARG : PF_OK;
+}
+
+int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm)
+{
+    int rc = pf_gpu__plan_begin(plan, s, paged, version);
+    if (rc != PF_OK)
+        return rc;
+    if (sm_count < 1 || blocks_per_sm < 1)
         return PF_ERR_ARG;
     const int cap = paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap;
     int bound = 0;

@@ -263,8 +263,7 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
         s->seq[i].frames = s->frame_store + (size_t)i * (size_t)max_frames;
     s->workers_target = p->workers;
     if (p->naive_throughput > 0.0) { /* the caller's baseline, for these workers */
-        s->naive_tput = p->naive_throughput;
-        s->naive_workers = p->workers;
+        s->naive_memo[p->workers] = p->naive_throughput;
     }
     pf_sim__reset_locked(s); /* no other thread knows s yet */
     return s;
@@ -808,31 +807,22 @@ static double naive_throughput_of(const pf_sim_params *p, const pf_job *jobs, in
 
 /* See sim_internal.h. The baseline depends on the jobs and the pool (fixed
  * for the simulator's life) and on the worker count; the watermark, victim
- * and preemption settings do not change a naive run. The result (0 when
- * naive cannot run: the ratio is then unknown) is kept only if the worker
- * count is still the one it was computed for. */
+ * and preemption settings do not change a naive run. Each count is run once
+ * (outside the lock: it takes milliseconds) and remembered; until the
+ * current count's run is known the ratio reads 0 (unknown), never the
+ * ratio of another count. */
 void pf_sim__refresh_baseline(pf_sim *s)
 {
     pf_sim__lock(s);
     pf_sim_params p = s->p;
     p.workers = s->workers_target;
-    int stale = s->naive_workers != p.workers; /* 0 (never computed) is no count */
-    double memo = s->naive_memo[p.workers];
-    if (stale && memo != 0.0) { /* computed before for this count */
-        s->naive_tput = memo > 0.0 ? memo : 0.0;
-        s->naive_workers = p.workers;
-        stale = 0;
-    }
+    int known = s->naive_memo[p.workers] != 0.0;
     pthread_mutex_unlock(&s->mu);
-    if (!stale || p.mode != PF_SIM_PAGED)
+    if (known || p.mode != PF_SIM_PAGED)
         return;
     double base = naive_throughput_of(&p, s->jobs, s->njobs);
     pf_sim__lock(s);
     s->naive_memo[p.workers] = base > 0.0 ? base : -1.0;
-    if (s->workers_target == p.workers) {
-        s->naive_tput = base;
-        s->naive_workers = p.workers;
-    }
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -101,10 +101,10 @@ struct pf_sim {
     int livelock;    /* the run stopped: nothing can move (see end_step) */
     int64_t idle_preempts; /* preemptions since a token, a finish, an
                               abort or a first admission              */
-    double naive_tput; /* baseline for throughput_vs_naive, 0 unknown    */
-    int naive_workers; /* the worker count naive_tput was computed for    */
-    /* baselines already computed, by worker count (0: not yet; -1: naive
-     * cannot run): a viewer toggling the count pays for each value once */
+    /* the baseline for throughput_vs_naive by worker count (0: not
+     * computed yet; -1: naive cannot run): the one in force is that of
+     * workers_target, and a viewer toggling the count pays for each value
+     * once */
     double naive_memo[PF_SIM_MAX_WORKERS + 1];
 
     /* recent events and per-step history (rings) */

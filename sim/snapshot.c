@@ -88,10 +88,11 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->kv_usage = (double)o->pool_used / N;
     o->kv_usage_mean = (double)s->sum_used / steps / N;
     o->throughput = s->step > 0 ? (double)s->tokens_gen / (double)s->step : 0.0;
+    double base = s->naive_memo[s->workers_target]; /* <= 0: unknown */
     if (s->p.mode == PF_SIM_NAIVE)
         o->throughput_vs_naive = s->step > 0 ? 1.0 : 0.0;
     else
-        o->throughput_vs_naive = s->naive_tput > 0.0 ? o->throughput / s->naive_tput : 0.0;
+        o->throughput_vs_naive = base > 0.0 ? o->throughput / base : 0.0;
     o->goodput = o->tokens_computed > 0 ? (double)o->tokens_generated / (double)o->tokens_computed : 1.0;
     o->done = s->done;
     o->running_peak = s->running_peak;
