@@ -12,13 +12,13 @@
  * lowest-priority victim policy.
  *
  * Trace files. Two formats, told apart by the header line:
- *   - ours:  "arrival,prompt,output[,priority]" with integer steps;
+ *   - ours:  "arrival,prompt,output[,priority]", arrival in seconds (a
+ *     decimal number, read exactly to the microsecond), used as it is;
  *   - Azure: "TIMESTAMP,ContextTokens,GeneratedTokens" (the public Azure LLM
  *     inference trace), wall-clock arrivals "YYYY-MM-DD HH:MM:SS.fffffff",
  *     also ISO 8601 ("2023-11-16T18:17:03.97Z", "...+00:00", any +-HH:MM
- *     offset, converted to UTC), mapped onto steps as
- *     floor((t - t_earliest) / step_ms): time 0 is the earliest timestamp
- *     in the file, wherever its row is.
+ *     offset, converted to UTC); the arrival is t - t_earliest in seconds:
+ *     time 0 is the earliest timestamp in the file, wherever its row is.
  * The file is read whole into memory first (pf_jobs_load_trace) or handed
  * in as bytes (pf_jobs_parse_trace), so a pipe (--trace /dev/stdin) can be
  * read once and parsed again for each point of a sweep. A UTF-8 byte order
@@ -87,14 +87,12 @@ int pf_jobs_generate(pf_jobs *out, uint64_t seed, int njobs, const pf_mix *mix,
         jobs[i].prompt = (int)pf_rng_range(&r, lo, hi);
         jobs[i].output = L - jobs[i].prompt;
         jobs[i].priority = (int)pf_rng_range(&r, 0, 3);
-        /* floor(i / rate) in exact integer arithmetic where the rate is
-         * whole, so arrivals never depend on rounding. */
-        if (arrival_rate == 0.0)
-            jobs[i].arrival = 0;
-        else {
-            double a = floor((double)i / arrival_rate);
-            jobs[i].arrival = a > INT_MAX ? INT_MAX : (int)a;
-        }
+        jobs[i].group = -1;
+        jobs[i].shared = 0;
+        jobs[i].fork_of = 0;
+        jobs[i].sample = 0;
+        /* i / rate: one division, the same double on every machine */
+        jobs[i].arrival = arrival_rate == 0.0 ? 0.0 : (double)i / arrival_rate;
     }
     free(len);
     out->jobs = jobs;
@@ -300,7 +298,7 @@ static int parse_timestamp(field f, long long *us_out, char *why, size_t whylen)
 
 typedef struct {
     pf_job job;
-    long long t;  /* ours: the arrival step; Azure: microseconds since 1970 */
+    long long t;  /* microseconds: ours from 0, Azure since 1970 */
     int index;    /* file order, for a stable sort */
 } job_ix;
 
@@ -312,16 +310,41 @@ static int by_arrival(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The one place that turns a row's time into an arrival step: ours are
- * steps already; Azure's wall clock counts from the earliest timestamp.
- * (When arrivals become seconds, only this function and pf_job change.)
- * Returns -1 when the arrival does not fit an int. */
-static long long arrival_of(trace_fmt fmt, long long t, long long t0, double step_ms)
+/* The one place that turns a row's time into an arrival in seconds: ours
+ * are seconds already; Azure's wall clock counts from the earliest
+ * timestamp. Both are held in whole microseconds until here. */
+static double arrival_of(trace_fmt fmt, long long t, long long t0)
 {
-    if (fmt == FMT_OURS)
-        return t;
-    double steps = floor((double)(t - t0) / 1000.0 / step_ms);
-    return steps > INT_MAX ? -1 : (long long)steps;
+    return (double)(fmt == FMT_OURS ? t : t - t0) / 1e6;
+}
+
+/* Our arrival: seconds, a decimal number ("12", "0.25", "3.000001"), into
+ * whole microseconds (digits past the sixth decimal are cut). 0 on
+ * success, -1 when it is not such a number, -2 above PF_TRACE_MAX_S. */
+#define PF_TRACE_MAX_S 1000000000LL /* 31 years: any real trace */
+static int parse_seconds(field f, long long *us)
+{
+    const char *s = f.p, *e = f.p + f.n;
+    long long whole = 0, frac = 0;
+    int nd = 0, nf = 0;
+    for (; s < e && isdigit((unsigned char)*s); s++, nd++) {
+        if (whole > PF_TRACE_MAX_S)
+            return -2;
+        whole = whole * 10 + (*s - '0');
+    }
+    if (s < e && *s == '.') {
+        for (s++; s < e && isdigit((unsigned char)*s); s++, nf++)
+            if (nf < 6)
+                frac = frac * 10 + (*s - '0');
+    }
+    if (s != e || nd + nf == 0)
+        return -1;
+    if (whole > PF_TRACE_MAX_S)
+        return -2;
+    for (int k = nf; k < 6; k++)
+        frac *= 10;
+    *us = whole * 1000000LL + frac;
+    return 0;
 }
 
 /* The header line decides the format; -1 when it is neither. */
@@ -343,7 +366,7 @@ static int parse_header(const char *s, size_t n, trace_fmt *fmt)
 }
 
 int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t len,
-                        double step_ms, int max_seq_len, char *err, size_t errlen)
+                        int max_seq_len, char *err, size_t errlen)
 {
     char dummy[1];
     if (!err || errlen == 0) {
@@ -360,8 +383,8 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
     memset(out, 0, sizeof *out);
     if (!data)
         data = ""; /* len is 0: no pointer arithmetic on NULL below */
-    if (!(step_ms > 0.0) || isinf(step_ms) || max_seq_len < 2) {
-        snprintf(err, errlen, "%s: bad step length or maximum sequence length", name);
+    if (max_seq_len < 2) {
+        snprintf(err, errlen, "%s: bad maximum sequence length", name);
         return PF_ERR_ARG;
     }
 #define FAIL(...)                                                                                  \
@@ -444,13 +467,13 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
             if (nf != 3 && nf != 4)
                 FAIL("%s:%ld: expected 3 or 4 fields (arrival,prompt,output[,priority]), got %d%s",
                      name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
-            r = parse_int(fld[0], 0, INT_MAX, &t);
-            if (r == INT_BAD)
-                FAIL("%s:%ld: arrival must be a whole number of steps, got '%.*s'", name, lineno,
-                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p);
-            if (r == INT_RANGE)
-                FAIL("%s:%ld: arrival %.*s out of range [0, %d] steps", name, lineno,
-                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p, INT_MAX);
+            r = parse_seconds(fld[0], &t);
+            if (r == -1)
+                FAIL("%s:%ld: arrival must be a time in seconds (like 12 or 0.25), got '%.*s'",
+                     name, lineno, (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p);
+            if (r == -2)
+                FAIL("%s:%ld: arrival %.*s out of range [0, %lld] seconds", name, lineno,
+                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p, PF_TRACE_MAX_S);
             if (nf == 4) {
                 r = parse_int(fld[3], 0, PRIO_MAX, &prio);
                 if (r == INT_BAD)
@@ -489,7 +512,8 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         }
         if (n == cap) /* cap is the line count, or PF_JOBS_MAX */
             FAIL("%s:%ld: more than %d jobs", name, lineno, PF_JOBS_MAX);
-        v[n].job.arrival = 0;
+        memset(&v[n].job, 0, sizeof v[n].job);
+        v[n].job.group = -1;
         v[n].job.prompt = (int)prompt;
         v[n].job.output = (int)output;
         v[n].job.priority = (int)prio;
@@ -503,11 +527,9 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         FAIL("%s: no jobs after the header line", name);
     if (n == 0)
         FAIL("%s: no job fits (rejected %d longer than max_seq_len %d)", name, rejected, max_seq_len);
-    if (arrival_of(fmt, tmax, t0, step_ms) < 0)
-        FAIL("%s: the last request arrives %.0f ms after the first: more than %d steps of %g ms",
-             name, (double)(tmax - t0) / 1000.0, INT_MAX, step_ms);
+    (void)tmax;
     for (int i = 0; i < n; i++)
-        v[i].job.arrival = (int)arrival_of(fmt, v[i].t, t0, step_ms);
+        v[i].job.arrival = arrival_of(fmt, v[i].t, t0);
     /* Most traces come sorted: check in one pass before paying for qsort. */
     int sorted = 1;
     for (int i = 1; i < n && sorted; i++)
@@ -598,8 +620,8 @@ int pf_jobs_read_file(const char *path, char **data, size_t *len, char *err, siz
     return PF_OK;
 }
 
-int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_seq_len,
-                       char *err, size_t errlen)
+int pf_jobs_load_trace(pf_jobs *out, const char *path, int max_seq_len, char *err,
+                       size_t errlen)
 {
     char *data;
     size_t len;
@@ -613,7 +635,59 @@ int pf_jobs_load_trace(pf_jobs *out, const char *path, double step_ms, int max_s
     int rc = pf_jobs_read_file(path, &data, &len, err, errlen);
     if (rc != PF_OK)
         return rc;
-    rc = pf_jobs_parse_trace(out, path, data, len, step_ms, max_seq_len, err, errlen);
+    rc = pf_jobs_parse_trace(out, path, data, len, max_seq_len, err, errlen);
     free(data);
     return rc;
+}
+
+/* ---- shared prefixes and parallel samples -------------------------------- */
+
+int pf_jobs_add_prefix(pf_jobs *jobs, int shared_tokens, int groups, int max_seq_len)
+{
+    if (!jobs || shared_tokens < 0 || groups < 0 || max_seq_len < 2)
+        return PF_ERR_ARG;
+    for (int i = 0; i < jobs->njobs; i++) {
+        pf_job *j = &jobs->jobs[i];
+        j->group = -1;
+        j->shared = 0;
+        if (shared_tokens == 0 || groups == 0 || shared_tokens + 2 > max_seq_len)
+            continue;
+        /* the system prompt comes before the user's: the prompt grows to
+         * hold it and one token of its own, the output shrinks if the job
+         * would no longer fit */
+        if (j->prompt < shared_tokens + 1)
+            j->prompt = shared_tokens + 1;
+        if ((int64_t)j->prompt + j->output > max_seq_len)
+            j->output = max_seq_len - j->prompt;
+        if (j->output < 1) {
+            j->prompt = max_seq_len - 1;
+            j->output = 1;
+        }
+        j->group = i % groups;
+        j->shared = shared_tokens;
+    }
+    return PF_OK;
+}
+
+int pf_jobs_fork(pf_jobs *jobs, int n)
+{
+    if (!jobs || n < 1 || (int64_t)jobs->njobs * n > PF_JOBS_MAX)
+        return PF_ERR_ARG;
+    if (n == 1)
+        return PF_OK;
+    int m = jobs->njobs * n;
+    pf_job *v = malloc((size_t)m * sizeof *v);
+    if (!v)
+        return PF_ERR_NOMEM;
+    for (int i = 0; i < jobs->njobs; i++)
+        for (int k = 0; k < n; k++) {
+            pf_job *j = &v[i * n + k];
+            *j = jobs->jobs[i];
+            j->fork_of = k == 0 ? 0 : i * n + 1; /* 1 + the first sample's index */
+            j->sample = k;
+        }
+    free(jobs->jobs);
+    jobs->jobs = v;
+    jobs->njobs = m;
+    return PF_OK;
 }

@@ -1,5 +1,6 @@
 /* sim/names.c - the simulator's one table of names: modes, victim
- * policies, preemption modes, engines and events, indexed by the enums of
+ * policies, preemption modes, engines, scheduler rules, naive reservations
+ * and events, indexed by the enums of
  * sim/sim.h and NULL-terminated (command-line choices read them as such).
  *
  * Its own file and its own small library (pf_sim_names), so that a viewer
@@ -15,12 +16,19 @@ const char *const pf_victim_names[] = {"faulting",    "newest",          "fewest
                                        "most-frames", "lowest-priority", NULL};
 const char *const pf_preempt_names[] = {"recompute", "swap", NULL};
 const char *const pf_engine_names[] = {"deterministic", "threaded", NULL};
-const char *const pf_event_names[] = {"admit",   "stall",     "preempt", "swap-out", "swap-in",
-                                      "finish",  "ping-pong", "reset",   "abort",    NULL};
+const char *const pf_sched_rules_names[] = {"vllm", "seed", NULL};
+const char *const pf_naive_reserve_names[] = {"max", "pow2", "oracle", NULL};
+const char *const pf_event_names[] = {"admit",  "stall",     "preempt", "swap-out", "swap-in",  "finish",
+                                      "ping-pong", "reset", "abort",   "watermark", NULL};
 
 /* A new enum value without its name fails to compile here. */
 _Static_assert(sizeof pf_event_names / sizeof pf_event_names[0] == PF_EV_COUNT + 1, "event names");
 _Static_assert(sizeof pf_victim_names / sizeof pf_victim_names[0] == PF_VICTIM_COUNT + 1, "victim names");
+_Static_assert(sizeof pf_sched_rules_names / sizeof pf_sched_rules_names[0] == PF_SCHED_COUNT + 1,
+               "scheduler names");
+_Static_assert(sizeof pf_naive_reserve_names / sizeof pf_naive_reserve_names[0] ==
+                   PF_RESERVE_ORACLE + 2,
+               "naive reservation names");
 _Static_assert(sizeof pf_preempt_names / sizeof pf_preempt_names[0] == PF_PREEMPT_COUNT + 1,
                "preempt names");
 

@@ -76,8 +76,6 @@
 #include "core/err.h"
 #include "sim/policy.h"
 
-const char *const pf_sched_rules_names[] = {"vllm", "seed", NULL};
-const char *const pf_naive_reserve_names[] = {"max", "pow2", "oracle", NULL};
 
 #define PF_SCHED_MAX_SHARDS 4096
 
@@ -90,6 +88,9 @@ typedef struct {
     int nbound;        /* ... whose next token needs a new frame      */
     int64_t ctx;       /* ... sum of their computed tokens            */
     int64_t tokens;    /* output tokens sampled                       */
+    int nstalled;      /* running requests stalled in this step       */
+    int64_t held, resv, waste; /* Figure 2 split of the running
+                                  requests' frames (pf_sched_kv_split)  */
     int err;           /* a table could not grow (host memory)        */
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
@@ -132,6 +133,8 @@ struct pf_sched {
     int ndec, nbound;
     int64_t dec_ctx;
     int64_t tokens;
+    int nstalled;
+    int64_t kv_held, kv_resv, kv_waste;
 
     /* the planned step */
     int implicit;     /* decoding requests scheduled without a walk      */
@@ -205,7 +208,7 @@ static int params_ok(const pf_sched_params *p, int pool_frames, char *err, size_
     } while (0)
     if ((unsigned)p->rules >= PF_SCHED_COUNT)
         BAD("unknown scheduler %d", (int)p->rules);
-    if ((unsigned)p->reserve >= PF_RESERVE_COUNT)
+    if ((unsigned)p->reserve > PF_RESERVE_ORACLE)
         BAD("unknown naive reservation %d", (int)p->reserve);
     if (p->block_size < 1 || p->block_size > 65536)
         BAD("block size must be in [1, 65536], got %d", p->block_size);
@@ -293,6 +296,8 @@ pf_sched *pf_sched_create(const pf_sched_params *p, const pf_req *jobs, int n, i
         q->priority = jobs[i].priority;
         q->group = jobs[i].group;
         q->shared_tokens = jobs[i].shared_tokens;
+        q->fork_of = jobs[i].fork_of > 0 && jobs[i].fork_of <= i ? jobs[i].fork_of : 0;
+        q->sample = jobs[i].sample;
         q->last_hash = PF_PREFIX_ROOT_HASH;
         q->state = PF_REQ_PENDING;
         q->slot = q->prev = q->next = q->pprev = q->pnext = -1;
@@ -521,7 +526,8 @@ int pf_sched_free_frames(const pf_sched *s)
 static pf_token_src token_src(const pf_sched *s, int id)
 {
     const pf_req *q = &s->r[id];
-    pf_token_src t = {s->p.token_seed, id, q->group, q->shared_tokens, q->prompt, 0};
+    pf_token_src t = {s->p.token_seed, q->fork_of ? q->fork_of - 1 : id, q->group, q->shared_tokens, q->prompt,
+                      q->sample};
     return t;
 }
 
@@ -1159,6 +1165,37 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
     }
 }
 
+/* Figure 2 of the PagedAttention paper for one running request after its
+ * tokens landed (core/memory.h): of the R = frames x B slots it holds, C
+ * hold tokens, min(R, F) - C will hold tokens it has yet to produce (F its
+ * final length) and the rest never will. A naive reservation and a paged
+ * table are both whole frames, so one formula serves both modes. */
+static void split_add(const pf_sched *s, const pf_req *q, shard_out *o)
+{
+    if (q->flags & F_DONE)
+        return; /* finished: its frames are being released */
+    if (q->state == PF_REQ_STALLED)
+        o->nstalled++;
+    int64_t c = q->computed, f = (int64_t)q->prompt + q->output;
+    int64_t r = (int64_t)q->nframes * s->p.block_size;
+    int64_t m = r < f ? r : f;
+    o->held += c;
+    o->resv += m - c;
+    o->waste += r - m;
+}
+
+void pf_sched_kv_split(const pf_sched *s, int64_t *held, int64_t *reserved, int64_t *internal)
+{
+    *held = s->kv_held;
+    *reserved = s->kv_resv;
+    *internal = s->kv_waste;
+}
+
+int pf_sched_stalled(const pf_sched *s)
+{
+    return s->nstalled;
+}
+
 void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -1175,8 +1212,8 @@ void pf_sched_land(pf_sched *s, int shard)
      * every thread would bounce their cache lines between cores. */
     shard_out *dst = &s->shard[shard];
     shard_out o = *dst;
-    o.ndec = o.nbound = 0;
-    o.ctx = o.tokens = 0;
+    o.ndec = o.nbound = o.nstalled = 0;
+    o.ctx = o.tokens = o.held = o.resv = o.waste = 0;
     o.nnote = 0;
     o.err = PF_OK;
     int64_t lo = (int64_t)s->nslots * shard / s->nshards;
@@ -1184,8 +1221,10 @@ void pf_sched_land(pf_sched *s, int shard)
     double t = s->t_end;
     for (int64_t k = lo; k < hi; k++) {
         int id = s->slot_req[k];
-        if (id >= 0)
+        if (id >= 0) {
             land_one(s, id, &o, t);
+            split_add(s, &s->r[id], &o);
+        }
     }
     *dst = o;
 }
@@ -1218,10 +1257,14 @@ int pf_sched_commit(pf_sched *s)
     if (!s)
         return PF_ERR_ARG;
     int err = PF_OK;
-    s->ndec = s->nbound = 0;
-    s->dec_ctx = 0;
+    s->ndec = s->nbound = s->nstalled = 0;
+    s->dec_ctx = s->kv_held = s->kv_resv = s->kv_waste = 0;
     for (int k = 0; k < s->nshards; k++) {
         shard_out *o = &s->shard[k];
+        s->nstalled += o->nstalled;
+        s->kv_held += o->held;
+        s->kv_resv += o->resv;
+        s->kv_waste += o->waste;
         s->ndec += o->ndec;
         s->nbound += o->nbound;
         s->dec_ctx += o->ctx;
@@ -1294,6 +1337,14 @@ int pf_sched_set_watermark(pf_sched *s, double w)
     return PF_OK;
 }
 
+int pf_sched_set_preempt(pf_sched *s, pf_preempt_mode m)
+{
+    if (!s || (unsigned)m >= PF_PREEMPT_COUNT)
+        return PF_ERR_ARG;
+    s->p.preempt = m;
+    return PF_OK;
+}
+
 int pf_sched_set_max_num_seqs(pf_sched *s, int n)
 {
     if (!s || n < 1)
@@ -1343,6 +1394,11 @@ int pf_sched_running(const pf_sched *s)
 int pf_sched_slot_req(const pf_sched *s, int slot)
 {
     return slot >= 0 && slot < s->nslots ? s->slot_req[slot] : -1;
+}
+
+int pf_sched_waiting_at(const pf_sched *s, int k)
+{
+    return k >= 0 && k < s->wq_len ? s->wq[(s->wq_head + k) % s->n] : -1;
 }
 
 int pf_sched_waiting(const pf_sched *s)

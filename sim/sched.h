@@ -53,7 +53,7 @@
  * proportional to the live requests: a block table exists only while its
  * request holds frames. Errors are returned, never aborted on.
  * Callers: tests/test_sim_sched.c, tests/race_sched.c, bench/bench_sched.c;
- * the simulator's engines once it is wired in (issue 9; not yet).
+ * sim/sim.c (the simulator's two engines).
  */
 #ifndef PF_SIM_SCHED_H
 #define PF_SIM_SCHED_H
@@ -66,11 +66,8 @@
 #include "sim/prefix.h"
 #include "sim/sim.h"
 
-typedef enum { PF_SCHED_VLLM = 0, PF_SCHED_SEED = 1, PF_SCHED_COUNT } pf_sched_rules;
-extern const char *const pf_sched_rules_names[]; /* {"vllm", "seed", NULL} */
-
-typedef enum { PF_RESERVE_MAX = 0, PF_RESERVE_POW2, PF_RESERVE_ORACLE, PF_RESERVE_COUNT } pf_naive_reserve;
-extern const char *const pf_naive_reserve_names[]; /* {"max", "pow2", "oracle", NULL} */
+/* pf_sched_rules and pf_naive_reserve (with their name tables) are in
+ * sim/sim.h: they are the simulator's user-facing choices too. */
 
 typedef struct {
     pf_sched_rules rules;
@@ -139,6 +136,10 @@ typedef struct {
     /* prefix caching */
     int32_t group;        /* prefix group (system prompt), -1 for none        */
     int32_t shared_tokens;/* the group's first N prompt tokens are common     */
+    int32_t fork_of;      /* --n: 1 + the index of the request whose prompt
+                             it shares (an earlier one); 0 for none (so a
+                             zeroed request is an original)                 */
+    int32_t sample;       /* --n: sample number, 0 for the first            */
     int32_t hashed;       /* leading full blocks already offered to the cache */
     uint64_t last_hash;   /* chained hash of block hashed - 1                 */
 } pf_req;
@@ -187,7 +188,7 @@ void pf_sched_on_event(pf_sched *s, pf_sched_event_fn fn, void *ctx);
  * removed (evicted). Called from plan and commit, on the caller's thread,
  * in a deterministic order. */
 typedef enum { PF_SCHED_BLOCK_STORED = 0, PF_SCHED_BLOCK_REMOVED } pf_sched_block_ev;
-typedef struct {
+typedef struct pf_sched_block_event {
     pf_sched_block_ev kind;
     uint64_t hash, parent;   /* parent: stored blocks only                  */
     int32_t frame;
@@ -231,6 +232,7 @@ int pf_sched_run(pf_sched *s);
 int pf_sched_set_watermark(pf_sched *s, double w);
 int pf_sched_set_max_num_seqs(pf_sched *s, int n);
 int pf_sched_set_victim(pf_sched *s, pf_victim_policy v);
+int pf_sched_set_preempt(pf_sched *s, pf_preempt_mode m);
 
 /* Reads. */
 double pf_sched_now(const pf_sched *s);      /* seconds                   */
@@ -241,9 +243,20 @@ int pf_sched_running(const pf_sched *s);     /* requests holding frames   */
 int pf_sched_slot_req(const pf_sched *s, int slot); /* request id or -1   */
 int64_t pf_sched_fast_steps(const pf_sched *s); /* steps planned without walking the running list */
 int pf_sched_waiting(const pf_sched *s);     /* queued (incl. swapped)    */
+int pf_sched_waiting_at(const pf_sched *s, int k); /* k-th in the queue, head
+                                                first (preempted requests
+                                                are there), or -1          */
 int pf_sched_free_frames(const pf_sched *s);
 const pf_sched_batch *pf_sched_last_batch(const pf_sched *s);
 int64_t pf_sched_tokens(const pf_sched *s);  /* output tokens sampled, total */
+
+/* After a step: running requests that stalled in it (seed rules), and the
+ * PagedAttention paper's Figure 2 split of the running requests' frames in
+ * tokens (core/memory.h): holding a token now, reserved for tokens still to
+ * come, never to be used (internal fragmentation). A frame shared by k
+ * requests counts k times. */
+int pf_sched_stalled(const pf_sched *s);
+void pf_sched_kv_split(const pf_sched *s, int64_t *held, int64_t *reserved, int64_t *internal);
 
 /* The prefix cache's counters (zeros when caching is off). */
 void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out);

@@ -1,15 +1,10 @@
-/* sim/snapshot.c - statistics, snapshots and block-table layouts for
- * viewers (contract in sim/sim.h).
+/* sim/snapshot.c - statistics and views of a running simulator, for
+ * reports and viewers (contract in sim/sim.h).
  *
- * Everything here runs with mu held and only copies: a
- * snapshot of the default pool copies 4096 frame views and at most a few
- * hundred sequence views, a few microseconds, so a viewer calling it 30
- * times a second never holds the workers up for long. Frame states are
- * derived from the sequences' own frame lists, not from a scan of the pool:
- * frame k of a sequence holding t tokens is "used" if k < ceil(t / B),
- * "reserved" beyond (naive's unused reservation), "swapped" while the
- * sequence copies its pages in, and "shared" if the pool counts more than
- * one reference.
+ * Everything here reads under the simulator's mutex, between steps, so a
+ * snapshot is one consistent instant of the run. A snapshot's cost is
+ * O(frames + running sequences + events + history); its arrays are kept
+ * and reused by the next call, so a viewer's steady state allocates nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,142 +12,124 @@
 #include "core/err.h"
 #include "sim/sim_internal.h"
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted v[0..n). */
-static double pct(const int *v, int n, double p)
-{
-    if (n <= 0)
-        return 0.0;
-    int k = (int)((p / 100.0) * n + 0.999999999);
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return (double)v[k - 1];
-}
-
-/* The waits are few (one per job), so the percentiles are recomputed by
- * sorting a copy, and only when a new wait was recorded. */
-static void wait_percentiles(pf_sim *s)
-{
-    if (s->waits_sorted_n == s->nwaits)
-        return;
-    int n = s->nwaits;
-    int *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    if (!v)
-        return;
-    memcpy(v, s->waits, (size_t)n * sizeof *v);
-    qsort(v, (size_t)n, sizeof *v, cmp_int);
-    s->wait_p50 = pct(v, n, 50.0);
-    s->wait_p99 = pct(v, n, 99.0);
-    s->waits_sorted_n = n;
-    free(v);
-}
-
 void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
 {
     memset(o, 0, sizeof *o);
-    o->step = s->step;
-    o->waiting = s->last_waiting;
-    o->running = s->last_running;
+    pf_sched *sc = s->sc;
+    pf_pool *pool = pf_sched_pool(sc);
+    int N = s->p.cfg.pool_blocks;
+    int64_t steps = pf_sched_steps(sc);
+    double t = pf_sched_now(sc);
+    pf_prefix_stats ps;
+    pf_sched_prefix_stats(sc, &ps);
+
+    o->step = steps;
+    o->time_s = t;
+    o->njobs = s->njobs;
+    o->waiting = pf_sched_waiting(sc) - s->swapped_out;
+    o->running = pf_sched_running(sc);
     o->decoding = s->last_decoding;
     o->stalled = s->last_stalled;
-    o->swapped_out = s->last_swapped;
+    o->swapped_out = s->swapped_out;
     o->admitted = s->admitted;
     o->finished = s->finished;
+    o->aborted = s->aborted;
     o->preemptions = s->preemptions;
     o->recomputed_tokens = s->recomputed;
     o->swapped_pages = s->swapped_pages;
     o->pingpongs = s->pingpongs;
-    o->tokens_generated = s->tokens_gen;
-    o->tokens_computed = s->tokens_gen + s->recomputed;
-    double steps = s->step > 0 ? (double)s->step : 1.0;
-    o->decoding_mean = (double)s->sum_decoding / steps;
-    o->stalled_mean = (double)s->sum_stalled / steps;
-    int64_t wsum = 0;
-    for (int i = 0; i < s->nwaits; i++)
-        wsum += s->waits[i];
-    o->wait_mean = s->nwaits > 0 ? (double)wsum / s->nwaits : 0.0;
-    wait_percentiles(s);
-    o->wait_p50 = s->wait_p50;
-    o->wait_p99 = s->wait_p99;
-    int N = s->p.cfg.pool_blocks;
-    o->pool_used = pf_pool_used_count(s->pool);
-    o->pool_free = pf_pool_free_count(s->pool);
-    o->pool_peak = pf_pool_peak(s->pool); /* exact, not a per-step sample */
-    o->kv_usage = (double)o->pool_used / N;
-    o->kv_usage_mean = (double)s->sum_used / steps / N;
-    o->throughput = s->step > 0 ? (double)s->tokens_gen / (double)s->step : 0.0;
-    double base = s->naive_memo[s->workers_target]; /* <= 0: unknown */
-    if (s->p.mode == PF_SIM_NAIVE)
-        o->throughput_vs_naive = s->step > 0 ? 1.0 : 0.0;
-    else
-        o->throughput_vs_naive = base > 0.0 ? o->throughput / base : 0.0;
-    o->goodput = o->tokens_computed > 0 ? (double)o->tokens_generated / (double)o->tokens_computed : 1.0;
-    o->done = s->done;
-    o->running_peak = s->running_peak;
-    o->seq_steps = s->sum_running;
-    o->waiting_mean = (double)s->sum_waiting / steps;
-    o->running_mean = (double)s->sum_running / steps;
-    o->aborted = s->aborted;
-    o->livelock = s->livelock;
-    /* Tokens held: every sequence with frames in the pool holds its prompt
-     * and generated tokens, at most what its frames can store (a sequence
-     * being rebuilt may hold fewer; this is the upper bound). */
-    int B = s->p.cfg.block_size;
-    int64_t held = 0;
-    for (int w = 0; w < s->slot_hi; w++) {
-        int id = s->slot_seq[w];
-        if (id < 0 || s->seq[id].nframes <= 0)
-            continue;
-        int64_t t = (int64_t)s->jobs[id].prompt + s->seq[id].generated;
-        int64_t cap = (int64_t)s->seq[id].nframes * B;
-        held += t < cap ? t : cap;
+    o->tokens_generated = pf_sched_tokens(sc);
+    o->tokens_computed = o->tokens_generated + s->recomputed;
+    o->goodput = o->tokens_computed > 0 ? (double)o->tokens_generated / (double)o->tokens_computed
+                                        : 1.0;
+    if (steps > 0) {
+        o->decoding_mean = (double)s->sum_decoding / (double)steps;
+        o->stalled_mean = (double)s->sum_stalled / (double)steps;
+        o->kv_usage_mean = (double)s->sum_used / (double)steps / N;
+        o->running_mean = (double)s->sum_running / (double)steps;
+        o->waiting_mean = (double)s->sum_waiting / (double)steps;
+        o->step_s_mean = t / (double)steps;
     }
+    o->seq_steps = s->sum_running;
+    o->running_peak = s->running_peak;
+    o->pool_used = pf_pool_used_count(pool) - ps.evictable;
+    o->pool_free = N - o->pool_used;
+    o->pool_peak = pf_pool_peak(pool);
+    o->kv_usage = (double)o->pool_used / N;
+    int64_t held, resv, waste;
+    pf_sched_kv_split(sc, &held, &resv, &waste);
     o->tokens_held = held;
-    o->njobs = s->njobs;
-    o->kv_util = o->pool_used > 0 ? (double)held / ((double)o->pool_used * B) : 0.0;
+    o->kv_util = o->pool_used > 0 ? (double)held / ((double)o->pool_used * s->p.cfg.block_size) : 0.0;
+    o->throughput = t > 0.0 ? (double)o->tokens_generated / t : 0.0;
+    double base = pf_sim__baseline_locked(s);
+    o->throughput_vs_naive = base > 0.0 && s->p.mode == PF_SIM_PAGED ? o->throughput / base
+                             : s->p.mode == PF_SIM_NAIVE ? 1.0 : 0.0;
+    o->done = s->done;
+    o->livelock = s->livelock;
+
+    /* latency: the scheduler's metrics (about 220 KB: on the heap) */
+    pf_metrics *m = malloc(sizeof *m);
+    if (m && pf_sched_metrics(sc, m) == PF_OK) {
+        pf_metrics_summary sum;
+        pf_metrics_summarize(m, t, &sum);
+        memcpy(o->lat, sum.lat, sizeof o->lat);
+        o->request_throughput = sum.request_throughput;
+        o->slo_attainment = sum.slo_attainment;
+        o->slo_goodput = sum.slo_goodput;
+        o->wait_mean = sum.lat[PF_MET_QUEUE].mean;
+        o->wait_p50 = sum.lat[PF_MET_QUEUE].p50;
+        o->wait_p99 = sum.lat[PF_MET_QUEUE].p99;
+    }
+    free(m);
+    o->prefix_queries = ps.queries;
+    o->prefix_hits = ps.hits;
+    o->prefix_hit_rate = ps.queries > 0 ? (double)ps.hits / (double)ps.queries : 0.0;
+    o->prefix_cached = ps.cached;
+    o->frames_saved = ps.hits / s->p.cfg.block_size;
+    o->split = s->split;
+    o->watermark = s->p.watermark;
+    o->loadctl_raises = s->lc_raises;
+    o->loadctl_lowers = s->lc_lowers;
 }
 
-static pf_seq_state view_state(uint8_t st)
+static pf_seq_state view_state(const pf_req *q)
 {
-    switch (st) {
-    case SQ_DECODING:
-        return PF_SEQ_DECODING;
-    case SQ_STALLED:
+    switch (q->state) {
+    case PF_REQ_RUNNING:
+        if (q->decode)
+            return PF_SEQ_DECODING;
+        return q->computed_max > q->computed ? PF_SEQ_RECOMPUTING : PF_SEQ_PREFILLING;
+    case PF_REQ_STALLED:
         return PF_SEQ_STALLED;
-    case SQ_RECOMPUTING:
-        return PF_SEQ_RECOMPUTING;
-    case SQ_SWAPIN:
-    case SQ_SWAPPED:
+    case PF_REQ_SWAPPED:
         return PF_SEQ_SWAPPED;
-    case SQ_DONE:
-    case SQ_ABORTED:
+    case PF_REQ_DONE:
+    case PF_REQ_ABORTED:
         return PF_SEQ_DONE;
     default:
         return PF_SEQ_WAITING;
     }
 }
 
-static void seq_view(const pf_sim *s, int id, pf_seq_view *v)
+static void seq_view(const pf_sched *sc, int id, pf_seq_view *v, int shared)
 {
-    const pf_seqrec *q = &s->seq[id];
+    const pf_req *q = pf_sched_req(sc, id);
     v->id = id;
-    v->state = (uint8_t)view_state(q->st);
-    v->prompt = s->jobs[id].prompt;
-    v->output = s->jobs[id].output;
+    v->state = (uint8_t)view_state(q);
+    v->prompt = q->prompt;
+    v->output = q->output;
     v->generated = q->generated;
     v->frames = q->nframes ? q->nframes : q->host_frames;
     v->preemptions = q->preemptions;
-    v->arrival = s->jobs[id].arrival;
-    v->admit_step = q->st == SQ_PENDING || q->st == SQ_ABORTED || (q->st == SQ_QUEUED && q->preemptions == 0)
-                        ? -1
-                        : q->admit_step;
+    v->arrival = q->arrival;
+    v->admit_step = q->state == PF_REQ_RUNNING || q->state == PF_REQ_STALLED ||
+                            q->state == PF_REQ_SWAPPED
+                        ? q->admit_step
+                        : -1;
+    v->admit_time = q->t_first_sched;
+    v->ttft = q->t_first_token >= 0.0 ? q->t_first_token - q->arrival : -1.0;
+    v->computed = q->computed;
+    v->shared_frames = shared;
 }
 
 /* Make *arr hold at least want elements (it keeps what it had when large
@@ -169,6 +146,12 @@ static int grow(void **arr, int *cap, int want, size_t elt)
     return PF_OK;
 }
 
+/* Sequences a snapshot lists: the running ones and the swapped-out ones. */
+static int listed(const pf_sim *s)
+{
+    return pf_sched_running(s->sc) + s->swapped_out;
+}
+
 int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
 {
     if (!sim || !snap)
@@ -183,57 +166,70 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     if (grow((void **)&snap->frame_block, &aux_cap, N, sizeof *snap->frame_block) != PF_OK)
         return PF_ERR_NOMEM;
     snap->frame_aux_cap = aux_cap;
-    /* Sequences shown: those in a worker slot plus those swapped out; at
-     * most workers-in-use + njobs, bounded by the slots and the swap queue. */
+    /* grow outside the lock, then check under it (the count may have moved) */
     pf_sim__lock(sim);
-    int want = sim->slot_hi + sim->sqlen;
+    int want = listed(sim);
     pthread_mutex_unlock(&sim->mu);
     for (;;) {
         if (grow((void **)&snap->seqs, &snap->seqs_cap, want > 16 ? want : 16,
                  sizeof *snap->seqs) != PF_OK)
             return PF_ERR_NOMEM;
         pf_sim__lock(sim);
-        want = sim->slot_hi + sim->sqlen;
+        want = listed(sim);
         if (want <= snap->seqs_cap)
             break; /* keep the lock */
         pthread_mutex_unlock(&sim->mu);
     }
+    pf_sched *sc = sim->sc;
+    pf_pool *pool = pf_sched_pool(sc);
     pf_sim__stats_locked(sim, &snap->stats);
     snap->params = sim->p;
-    snap->params.workers = sim->workers_target; /* as set (pf_sim_get_params) */
     snap->paused = sim->paused;
     snap->nframes = N;
     for (int i = 0; i < N; i++) {
+        /* a frame with a reference and no request is the prefix cache's */
+        int cached = pf_pool_refcount(pool, i) > 0;
         snap->frames[i].owner = -1;
-        snap->frames[i].state = PF_FRAME_FREE;
+        snap->frames[i].state = cached ? PF_FRAME_CACHED : PF_FRAME_FREE;
         snap->frame_seq[i] = -1;
         snap->frame_block[i] = -1;
     }
     int B = sim->p.cfg.block_size;
     int ns = 0;
-    for (int w = 0; w < sim->slot_hi; w++) {
-        int id = sim->slot_seq[w];
+    int nslots = pf_sched_nslots(sc);
+    for (int w = 0; w < nslots; w++) {
+        int id = pf_sched_slot_req(sc, w);
         if (id < 0)
             continue;
-        const pf_seqrec *q = &sim->seq[id];
-        int tokens = sim->jobs[id].prompt + q->generated;
-        int used = (tokens + B - 1) / B;
+        const pf_req *q = pf_sched_req(sc, id);
+        int used = (q->computed + B - 1) / B;
+        int shared = 0;
         for (int k = 0; k < q->nframes; k++) {
-            int f = q->frames[k];
+            int f = q->table[k];
             uint8_t st = k < used ? PF_FRAME_USED : PF_FRAME_RESERVED;
-            if (q->st == SQ_SWAPIN)
-                st = PF_FRAME_SWAPPED;
-            else if (pf_pool_refcount(sim->pool, f) > 1)
+            if (pf_pool_refcount(pool, f) > 1) {
                 st = PF_FRAME_SHARED;
-            snap->frames[f].owner = id;
+                shared++;
+            }
+            /* a shared frame shows its first holder in slot order */
+            if (snap->frame_seq[f] < 0 || st != PF_FRAME_SHARED) {
+                snap->frames[f].owner = id;
+                snap->frame_seq[f] = ns;
+                snap->frame_block[f] = k;
+            }
             snap->frames[f].state = st;
-            snap->frame_seq[f] = ns;
-            snap->frame_block[f] = k;
         }
-        seq_view(sim, id, &snap->seqs[ns++]);
+        seq_view(sc, id, &snap->seqs[ns++], shared);
     }
-    for (int i = 0; i < sim->sqlen; i++)
-        seq_view(sim, sim->sq[(sim->sqhead + i) % sim->njobs], &snap->seqs[ns++]);
+    for (int k = 0, found = 0; found < sim->swapped_out && ns < snap->seqs_cap; k++) {
+        int id = pf_sched_waiting_at(sc, k);
+        if (id < 0)
+            break;
+        if (pf_sched_req(sc, id)->state == PF_REQ_SWAPPED) {
+            seq_view(sc, id, &snap->seqs[ns++], 0);
+            found++;
+        }
+    }
     snap->nseqs = ns;
     snap->nevents = sim->ev_n;
     for (int i = 0; i < sim->ev_n; i++)
@@ -245,8 +241,11 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
         snap->hist_stalled[i] = sim->h_stall[h];
         snap->hist_preempt[i] = sim->h_pre[h];
         snap->hist_usage[i] = sim->h_use[h];
+        snap->hist_time[i] = sim->h_time[h];
+        snap->hist_tokens[i] = sim->h_tok[h];
+        snap->hist_waiting[i] = sim->h_wait[h];
     }
-    snap->hist_step0 = sim->step - sim->h_n;
+    snap->hist_step0 = sim->h_n ? sim->h_step[sim->h_head] : pf_sched_steps(sc);
     pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }
@@ -271,16 +270,18 @@ int pf_sim_layout(pf_sim *sim, int cap, int max_blocks, int *lens, int *tables)
     if (!sim || cap < 0 || max_blocks < 1 || (cap > 0 && (!lens || !tables)))
         return PF_ERR_ARG;
     pf_sim__lock(sim);
+    pf_sched *sc = sim->sc;
     int B = sim->p.cfg.block_size;
     int n = 0;
-    for (int w = 0; w < sim->slot_hi && n < cap; w++) {
-        int id = sim->slot_seq[w];
+    int nslots = pf_sched_nslots(sc);
+    for (int w = 0; w < nslots && n < cap; w++) {
+        int id = pf_sched_slot_req(sc, w);
         if (id < 0)
             continue;
-        const pf_seqrec *q = &sim->seq[id];
-        if (q->nframes == 0 || q->st == SQ_SWAPIN)
+        const pf_req *q = pf_sched_req(sc, id);
+        int tokens = q->computed;
+        if (q->nframes == 0 || tokens == 0)
             continue;
-        int tokens = sim->jobs[id].prompt + q->generated;
         int used = (tokens + B - 1) / B;
         if (used > q->nframes)
             used = q->nframes;
@@ -290,7 +291,7 @@ int pf_sim_layout(pf_sim *sim, int cap, int max_blocks, int *lens, int *tables)
         }
         lens[n] = tokens;
         for (int k = 0; k < max_blocks; k++)
-            tables[(size_t)n * max_blocks + k] = k < used ? q->frames[k] : -1;
+            tables[(size_t)n * max_blocks + k] = k < used ? q->table[k] : -1;
         n++;
     }
     pthread_mutex_unlock(&sim->mu);

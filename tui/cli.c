@@ -68,6 +68,10 @@ static void accepts_text(const pf_opt *o, char *buf, size_t len)
         break;
     case PF_OPT_DOUBLE:
         range_text(o, buf, len, "a number in [%s, %s]");
+        if (o->choices && o->choices[0]) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, len - n, " or %s", o->choices[0]);
+        }
         break;
     case PF_OPT_CHOICE:
         choices_text(o, ch, sizeof ch);
@@ -111,6 +115,11 @@ static int set_value(const char *prog, pf_opt *o, const char *value)
         return bad_value(prog, o, value);
     }
     errno = 0;
+    if (o->kind == PF_OPT_DOUBLE && o->choices && o->choices[0] && !strcmp(value, o->choices[0])) {
+        *(double *)o->target = NAN; /* the keyword: the caller reads isnan */
+        o->seen = 1;
+        return PF_CLI_OK;
+    }
     if (o->kind == PF_OPT_DOUBLE) {
         double v = strtod(value, &end);
         if (end == value || *end || errno || !isfinite(v) || v < o->lo || v > o->hi)
@@ -220,7 +229,8 @@ void pf_cli_help(FILE *f, const char *prog, const char *summary, const pf_opt *o
         case PF_OPT_DOUBLE:
             range_text(o, range, sizeof range, "%s..%s");
             pf_report_shortest(def, sizeof def, *(double *)o->target);
-            fprintf(f, " [%s; %s]", def, range);
+            fprintf(f, " [%s; %s%s%s]", def, range, o->choices && o->choices[0] ? " or " : "",
+                    o->choices && o->choices[0] ? o->choices[0] : "");
             break;
         case PF_OPT_CHOICE:
             fprintf(f, " [%s]", o->choices[*(int *)o->target]);

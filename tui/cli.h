@@ -18,7 +18,9 @@
 typedef enum {
     PF_OPT_INT,    /* int*,    range [lo, hi]                      */
     PF_OPT_I64,    /* long long*, range [lo, hi] (seeds)           */
-    PF_OPT_DOUBLE, /* double*, range [lo, hi]                      */
+    PF_OPT_DOUBLE, /* double*, range [lo, hi]; with choices, the one
+                      word choices[0] is accepted too and sets NaN
+                      (--watermark auto)                          */
     PF_OPT_STRING, /* const char** (points into argv)              */
     PF_OPT_CHOICE, /* int*, index into choices (NULL-terminated)   */
     PF_OPT_FLAG    /* int*, set to 1, takes no value               */

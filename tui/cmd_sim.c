@@ -1,16 +1,20 @@
 /* tui/cmd_sim.c - `pagefault sim`: the serving simulator, headless.
  *
  * Runs naive and paged on the same jobs (the seed's mix, or --trace FILE)
- * and prints the seed's Stage 4 table (preemptions, decoding mean,
- * admission wait, throughput vs naive) plus the new metrics (goodput,
- * recomputed tokens, swapped pages, ping-pongs, KV usage, stalls).
+ * under vLLM's scheduler rules (or the seed's) and prints three tables:
+ * the seed's Stage 4 figures (preemptions, decoding mean, queue time,
+ * throughput vs naive) with goodput, recomputed tokens, swapped pages,
+ * ping-pongs, KV usage and stalls; latency with vLLM's metric names in
+ * seconds (TTFT, inter-token latency, e2e, request throughput, SLO
+ * attainment and slo_goodput); and KV memory as the PagedAttention paper's
+ * Figure 2 splits it, with the prefix cache's hit rate.
  * --sweep NAME=v1,v2,... re-runs for each value of any numeric flag, set
  * through the same flag table (pf_cli_set), so a swept value is checked
  * exactly like a typed one; progress goes to stderr. A naive row is printed
  * only when the swept value changes naive's result (e.g. not for
  * --watermark, which naive ignores). Metric keys in CSV/JSON follow vLLM's
  * names where one exists (num_preemptions, kv_cache_usage, ...); times are
- * in steps (one decode iteration), not seconds. In CSV the configuration
+ * simulated seconds from the cost model (sim/cost.h). In CSV the configuration
  * becomes "config.KEY" columns repeated on every row (tui/report.h), and a
  * swept flag's base value is left out of it: its column holds the value
  * each row ran with. A trace is read once (a pipe works) and parsed again
@@ -84,7 +88,8 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
                    pf_sim_stats *st)
 {
     pf_sim_params p;
-    pf_simflags_params(&a->f, &p);
+    if (pf_simflags_params(PROG, &a->f, &p) != 0)
+        return 2;
     p.mode = mode;
     p.naive_throughput = naive_tput; /* known: no second naive run inside */
     char err[256];
@@ -116,31 +121,82 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
     return 0;
 }
 
-static const char *const col_keys[] = {
-    "mode", "num_preemptions", "decoding_mean", "request_queue_time_mean", "request_queue_time_p50",
-    "request_queue_time_p99", "throughput", "throughput_vs_naive", "goodput", "num_recomputed_tokens",
+/* Three tables, one row per run in each. */
+enum { T_SERVE, T_LAT, T_KV, NTABLES };
+static const char *const table_names[NTABLES] = {"results", "latency", "kv_memory"};
+static const char *const table_titles[NTABLES] = {
+    "Naive vs paged", "Latency (seconds; vLLM's metric names)",
+    "KV memory (the PagedAttention paper's Figure 2, time average)"};
+static const char *const serve_keys[] = {
+    "mode", "num_preemptions", "decoding_mean", "request_queue_time_mean",
+    "output_throughput", "throughput_vs_naive", "goodput", "num_recomputed_tokens",
     "num_swapped_pages", "num_pingpongs", "kv_cache_usage_mean", "stalled_mean", "num_steps",
-    "generation_tokens", "num_requests_running_mean", "num_requests_waiting_mean"};
-static const char *const col_labels[] = {
-    "mode", "preemptions", "decoding (mean)", "admission wait (mean)", "wait p50", "wait p99",
-    "tokens/step", "throughput vs naive", "goodput", "recomputed tokens", "swapped pages",
-    "ping-pongs", "KV usage (mean)", "stalled (mean)", "steps", "tokens", "running (mean)",
+    "duration", "generation_tokens", "num_requests_running_mean", "num_requests_waiting_mean"};
+static const char *const serve_labels[] = {
+    "mode", "preemptions", "decoding (mean)", "queue time (mean, s)", "tokens/s",
+    "throughput vs naive", "goodput", "recomputed tokens", "swapped pages", "ping-pongs",
+    "KV usage (mean)", "stalled (mean)", "steps", "time (s)", "tokens", "running (mean)",
     "waiting (mean)"};
-#define NCOLS 18
+static const char *const lat_keys[] = {
+    "mode", "time_to_first_token_mean", "time_to_first_token_p50", "time_to_first_token_p99",
+    "inter_token_latency_p50", "inter_token_latency_p99", "e2e_request_latency_p50",
+    "e2e_request_latency_p99", "request_queue_time_p99", "request_throughput", "slo_attainment",
+    "slo_goodput"};
+static const char *const lat_labels[] = {
+    "mode", "TTFT mean", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "e2e p50", "e2e p99",
+    "queue p99", "requests/s", "SLO met", "slo_goodput (req/s)"};
+static const char *const kv_keys[] = {
+    "mode", "token_states", "reserved", "internal_fragmentation", "external_fragmentation",
+    "prefix_cache_hit_rate", "prefix_cache_hits", "frames_saved"};
+static const char *const kv_labels[] = {
+    "mode", "token states", "reserved", "internal frag.", "external frag.",
+    "prefix hit rate", "hit tokens", "frames saved"};
+#define NSERVE (int)(sizeof serve_keys / sizeof serve_keys[0])
+#define NLAT (int)(sizeof lat_keys / sizeof lat_keys[0])
+#define NKV (int)(sizeof kv_keys / sizeof kv_keys[0])
 
-/* sweep_val: the swept flag's value as typed (NULL without a sweep); a
- * number in CSV and JSON, the typed text in the table. */
-static void row(pf_report *r, const char *sweep_val, const char *mode, const pf_sim_stats *st)
+static void cell_lead(pf_report *r, const char *sweep_val, const char *mode)
 {
     if (sweep_val)
         pf_report_cell_num_text(r, strtod(sweep_val, NULL), sweep_val);
     pf_report_cell_str(r, mode);
+}
+
+/* Table t's row. sweep_val: the swept flag's value as typed (NULL without
+ * a sweep); a number in CSV and JSON, the typed text in the table. */
+static void row(pf_report *r, int t, const char *sweep_val, const char *mode,
+                const pf_sim_stats *st)
+{
+    cell_lead(r, sweep_val, mode);
+    if (t == T_LAT) {
+        const pf_sim_latency *l = st->lat;
+        pf_report_cell_num(r, l[PF_MET_TTFT].mean, "%.3f");
+        pf_report_cell_num(r, l[PF_MET_TTFT].p50, "%.3f");
+        pf_report_cell_num(r, l[PF_MET_TTFT].p99, "%.3f");
+        pf_report_cell_num(r, l[PF_MET_ITL].p50, "%.4f");
+        pf_report_cell_num(r, l[PF_MET_ITL].p99, "%.4f");
+        pf_report_cell_num(r, l[PF_MET_E2E].p50, "%.2f");
+        pf_report_cell_num(r, l[PF_MET_E2E].p99, "%.2f");
+        pf_report_cell_num(r, l[PF_MET_QUEUE].p99, "%.3f");
+        pf_report_cell_num(r, st->request_throughput, "%.2f");
+        pf_report_cell_num(r, st->slo_attainment, "%.3f");
+        pf_report_cell_num(r, st->slo_goodput, "%.2f");
+        return;
+    }
+    if (t == T_KV) {
+        pf_report_cell_num(r, st->split.token_share, "%.3f");
+        pf_report_cell_num(r, st->split.reserved_share, "%.3f");
+        pf_report_cell_num(r, st->split.internal_share, "%.3f");
+        pf_report_cell_num(r, st->split.external_share, "%.3f");
+        pf_report_cell_num(r, st->prefix_hit_rate, "%.3f");
+        pf_report_cell_num(r, (double)st->prefix_hits, "%.0f");
+        pf_report_cell_num(r, (double)st->frames_saved, "%.0f");
+        return;
+    }
     pf_report_cell_num(r, (double)st->preemptions, "%.0f");
     pf_report_cell_num(r, st->decoding_mean, "%.1f");
-    pf_report_cell_num(r, st->wait_mean, "%.1f");
-    pf_report_cell_num(r, st->wait_p50, "%.0f");
-    pf_report_cell_num(r, st->wait_p99, "%.0f");
-    pf_report_cell_num(r, st->throughput, "%.2f");
+    pf_report_cell_num(r, st->wait_mean, "%.3f");
+    pf_report_cell_num(r, st->throughput, "%.0f");
     pf_report_cell_num(r, st->throughput_vs_naive, "%.2f");
     pf_report_cell_num(r, st->goodput, "%.3f");
     pf_report_cell_num(r, (double)st->recomputed_tokens, "%.0f");
@@ -149,6 +205,7 @@ static void row(pf_report *r, const char *sweep_val, const char *mode, const pf_
     pf_report_cell_num(r, st->kv_usage_mean, "%.3f");
     pf_report_cell_num(r, st->stalled_mean, "%.1f");
     pf_report_cell_num(r, (double)st->step, "%.0f");
+    pf_report_cell_num(r, st->time_s, "%.2f");
     pf_report_cell_num(r, (double)st->tokens_generated, "%.0f");
     pf_report_cell_num(r, st->running_mean, "%.1f");
     pf_report_cell_num(r, st->waiting_mean, "%.1f");
@@ -181,17 +238,23 @@ typedef struct {
     int status;          /* 0, or run_one's / pf_simflags_jobs' status       */
 } sweep_point;
 
-/* Do two points have the same naive baseline? Naive reserves max-len for
- * every sequence and never faults, so it ignores the watermark, the victim
- * and preemption choices, the stall limit and the costs; everything that
- * shapes the jobs, the pool or the slots counts. */
+/* Do two points have the same naive baseline? A naive reservation never
+ * faults, so naive ignores the watermark, the victim and preemption
+ * choices, the stall limit, the swap space and prefix caching (which the
+ * baseline runs without); everything that shapes the jobs, the pool, the
+ * caps, the rules or the clock counts. */
 static int same_baseline(const pf_simflags *x, const pf_simflags *y)
 {
     return memcmp(&x->p.cfg, &y->p.cfg, sizeof x->p.cfg) == 0 && x->p.workers == y->p.workers &&
+           x->p.max_num_batched_tokens == y->p.max_num_batched_tokens &&
+           x->p.slo_ttft_s == y->p.slo_ttft_s && x->p.slo_tpot_s == y->p.slo_tpot_s &&
+           x->scheduler == y->scheduler && x->reserve == y->reserve && x->model == y->model &&
+           x->gpu == y->gpu && x->gpu_profile == y->gpu_profile &&
            x->p.engine == y->p.engine && x->engine == y->engine &&
            x->p.pingpong_window == y->p.pingpong_window && x->jobs == y->jobs &&
-           x->trace == y->trace && x->step_ms == y->step_ms && x->arrival_rate == y->arrival_rate &&
-           x->seed == y->seed;
+           x->trace == y->trace && x->arrival_rate == y->arrival_rate && x->seed == y->seed &&
+           x->shared_prefix == y->shared_prefix && x->prefix_groups == y->prefix_groups &&
+           x->n == y->n;
 }
 
 typedef struct {
@@ -263,9 +326,10 @@ int pf_cmd_sim(int argc, char **argv)
     pf_opt opts[SIM_NOPTS + 1];
     make_opts(opts, &a);
     int rc = pf_cli_start(PROG,
-                          "Serving simulation: naive (reserve MAX_SEQ_LEN) vs paged (demand paging with an\n"
-                          "admission watermark, preemption by recompute or swap) on the same jobs.\n"
-                          "Times are in steps (one decode iteration each).",
+                          "Serving simulation: naive (a reservation per sequence) vs paged (demand paging\n"
+                          "with an admission watermark, preemption by recompute or swap) on the same jobs,\n"
+                          "under vLLM's scheduler rules by default. Times are simulated seconds from a\n"
+                          "roofline of the model and the GPU (--model, --gpu, --gpu-profile).",
                           opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
@@ -353,44 +417,57 @@ int pf_cmd_sim(int argc, char **argv)
     if (a.f.trace) {
         cfg_num(r, sw, "max-len", "num_rejected", "rejected (longer than max-len)", jobs.rejected,
                 "%.0f", NULL);
-        cfg_num(r, sw, "step-ms", "step_ms", "wall-clock per step", a.f.step_ms, "%g", "ms");
     } else {
         cfg_num(r, sw, "arrival-rate", "arrival_rate", "arrival rate", a.f.arrival_rate, "%g",
-                "jobs/step (0: all at step 0)");
+                "requests/s (0: all at time 0)");
+        cfg_num(r, sw, "shared-prefix-tokens", "shared_prefix_tokens", "shared prefix",
+                a.f.shared_prefix, "%.0f", "tokens");
+        if (a.f.shared_prefix)
+            cfg_num(r, sw, "prefix-groups", "prefix_groups", "prefix groups",
+                    a.f.prefix_groups ? a.f.prefix_groups : 1, "%.0f", NULL);
     }
-    cfg_num(r, sw, "workers", "workers", "workers", a.f.p.workers, "%.0f", NULL);
+    cfg_num(r, sw, "n", "n", "samples per request", a.f.n, "%.0f", NULL);
+    pf_report_str(r, "scheduler", "scheduler", pf_sched_rules_names[a.f.scheduler]);
+    cfg_num(r, sw, "max-num-seqs", "max_num_seqs", "max sequences", a.f.p.workers, "%.0f", NULL);
+    cfg_num(r, sw, "max-num-batched-tokens", "max_num_batched_tokens", "token budget",
+            a.f.p.max_num_batched_tokens, "%.0f", a.f.scheduler == PF_SCHED_VLLM ? "tokens/step"
+                                                                                : "(seed rules: none)");
     cfg_num(r, sw, "pool-blocks", "num_gpu_blocks", "pool blocks", a.f.p.cfg.pool_blocks, "%.0f", NULL);
     cfg_num(r, sw, "block-size", "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
     cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f",
             "tokens");
-    cfg_num(r, sw, "watermark", "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
+    if (isnan(a.f.p.watermark))
+        pf_report_str(r, "watermark", "watermark", "auto (load controller)");
+    else
+        cfg_num(r, sw, "watermark", "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
+    pf_report_str(r, "naive_reserve", "naive reservation", pf_naive_reserve_names[a.f.reserve]);
+    pf_report_str(r, "enable_prefix_caching", "prefix caching", a.f.p.prefix_caching ? "on" : "off");
     pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
     pf_report_str(r, "preemption_mode", "preemption", pf_preempt_names[a.f.preempt]);
     pf_report_str(r, "engine", "engine", pf_engine_names[a.f.engine]);
     cfg_num(r, sw, "seed", "seed", "seed", (double)a.f.seed, "%.0f", NULL);
     cfg_num(r, sw, "stall-limit", "stall_limit", "stall limit", a.f.p.stall_limit, "%.0f", "steps");
-    cfg_num(r, sw, "recompute-cost", "recompute_cost", "recompute cost", a.f.p.recompute_cost, "%g",
-            "steps/token");
-    cfg_num(r, sw, "swap-cost", "swap_cost", "swap cost", a.f.p.swap_cost_per_page, "%g", "steps/page");
     cfg_num(r, sw, "swap-blocks", "swap_space_blocks", "host swap", a.f.p.swap_host_blocks, "%.0f",
             "blocks");
+    {
+        pf_sim_params p;
+        if (pf_simflags_params(PROG, &a.f, &p) != 0) {
+            status = 2;
+            goto out;
+        }
+        pf_report_str(r, "model", "model", p.cost.model.name);
+        pf_report_str(r, "gpu", "GPU", p.cost.profiled && p.cost.profile_device[0]
+                                           ? p.cost.profile_device
+                                           : p.cost.gpu.long_name);
+        if (a.f.gpu_profile)
+            pf_report_str(r, "gpu_profile", "GPU profile", a.f.gpu_profile);
+        if (a.f.p.slo_ttft_s > 0)
+            cfg_num(r, sw, "slo-ttft", "slo_ttft", "SLO TTFT", a.f.p.slo_ttft_s, "%g", "s");
+        if (a.f.p.slo_tpot_s > 0)
+            cfg_num(r, sw, "slo-tpot", "slo_tpot", "SLO TPOT", a.f.p.slo_tpot_s, "%g", "s");
+    }
     pf_jobs_free(&jobs);
 
-    {
-        static const char *keys[NCOLS + 1], *labels[NCOLS + 1];
-        int nc = 0;
-        if (nvals) {
-            keys[nc] = sweep_name;
-            labels[nc] = sweep_name;
-            nc++;
-        }
-        for (int i = 0; i < NCOLS; i++, nc++) {
-            keys[nc] = col_keys[i];
-            labels[nc] = col_labels[i];
-        }
-        pf_report_table(r, "results", nvals ? "Sweep (admission wait in steps)" : "Naive vs paged (admission wait in steps)",
-                        nc, keys, labels);
-    }
     int npoints = nvals ? nvals : 1;
     sweep_point pts[SIM_MAX_SWEEP];
     memset(pts, 0, sizeof pts);
@@ -419,21 +496,43 @@ int pf_cmd_sim(int argc, char **argv)
     status = run_sweep(pts, npoints, threads, nvals ? sweep_name : NULL);
     if (status)
         goto out;
-    pf_sim_stats last_naive = {0};
-    int have_naive = 0;
-    for (int k = 0; k < npoints; k++) {
-        pf_sim_stats naive = pts[pts[k].naive_of].naive, paged = pts[k].paged;
-        /* Same engine on both sides: the ratio of their own throughputs. */
-        naive.throughput_vs_naive = 1.0;
-        paged.throughput_vs_naive = naive.throughput > 0 ? paged.throughput / naive.throughput : 0.0;
-        if (!have_naive || !same_stats(&naive, &last_naive))
-            row(r, pts[k].val, "naive", &naive);
-        last_naive = naive;
-        have_naive = 1;
-        row(r, pts[k].val, "paged", &paged);
+    static const char *const *const tkeys[NTABLES] = {serve_keys, lat_keys, kv_keys};
+    static const char *const *const tlabels[NTABLES] = {serve_labels, lat_labels, kv_labels};
+    static const int tcols[NTABLES] = {NSERVE, NLAT, NKV};
+    for (int t = 0; t < NTABLES; t++) {
+        const char *keys[32], *labels[32];
+        int nc = 0;
+        if (nvals) {
+            keys[nc] = sweep_name;
+            labels[nc] = sweep_name;
+            nc++;
+        }
+        for (int i = 0; i < tcols[t]; i++, nc++) {
+            keys[nc] = tkeys[t][i];
+            labels[nc] = tlabels[t][i];
+        }
+        pf_report_table(r, table_names[t], table_titles[t], nc, keys, labels);
+        pf_sim_stats last_naive = {0};
+        int have_naive = 0;
+        for (int k = 0; k < npoints; k++) {
+            pf_sim_stats naive = pts[pts[k].naive_of].naive, paged = pts[k].paged;
+            /* Same engine on both sides: the ratio of their own throughputs. */
+            naive.throughput_vs_naive = 1.0;
+            paged.throughput_vs_naive =
+                naive.throughput > 0 ? paged.throughput / naive.throughput : 0.0;
+            if (!have_naive || !same_stats(&naive, &last_naive))
+                row(r, t, pts[k].val, "naive", &naive);
+            last_naive = naive;
+            have_naive = 1;
+            row(r, t, pts[k].val, "paged", &paged);
+        }
+        if (t == T_SERVE)
+            pf_report_note(r, "decoding = sequences that produced a token in a step; goodput = "
+                              "generated / (generated + recomputed) tokens");
+        if (t == T_KV)
+            pf_report_note(r, "shares of the frames running sequences hold; external "
+                              "fragmentation is 0 in a pool of equal frames");
     }
-    pf_report_note(r, "decoding = sequences that produced a token in a step; goodput = generated / "
-                      "(generated + recomputed) tokens; times in steps");
     if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
         fprintf(stderr, "%s: out of memory while printing\n", PROG);
         status = 1;

@@ -904,7 +904,8 @@ int pf_cmd_dash(int argc, char **argv)
                                   "(drop --engine, or --engine deterministic)");
     if (o.headless)
         o.sf.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
-    pf_simflags_params(&o.sf, &o.p);
+    if (pf_simflags_params(prog, &o.sf, &o.p) != 0)
+        return 2;
 
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);

@@ -1,0 +1,127 @@
+/* sim/live.c - live mode: the engine steps on a background driver thread
+ * while viewers read snapshots and change parameters.
+ *
+ * The driver holds the simulator's mutex for a step (the crew's threads
+ * land its shards meanwhile), then hands it to any waiting caller, then
+ * sleeps the rest of its tick. Between steps it applies what callers asked
+ * for that the stepping thread must do itself: a new thread count (the crew
+ * is resized here), a reset, one step while paused. When every job is done
+ * it holds the final figures on screen for PF_LIVE_HOLD_US, then starts the
+ * same jobs again (a PF_EV_RESET event), so a viewer always has a run to
+ * watch; a livelocked run is held the same way.
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "core/err.h"
+#include "sim/sim_internal.h"
+
+#define PF_LIVE_HOLD_US 2000000 /* a finished run stays on screen 2 s */
+
+static void add_us(struct timespec *t, long us)
+{
+    t->tv_sec += us / 1000000;
+    t->tv_nsec += (us % 1000000) * 1000;
+    if (t->tv_nsec >= 1000000000) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000;
+    }
+}
+
+/* Wait on ctl_cv until `until` (CLOCK_REALTIME, pthread's default clock) or
+ * a control call wakes the driver; mu held. */
+static void wait_until(pf_sim *s, const struct timespec *until)
+{
+    int rc = pthread_cond_timedwait(&s->ctl_cv, &s->mu, until);
+    (void)rc; /* ETIMEDOUT or a wake-up: the loop re-reads its state */
+}
+
+static void *driver_main(void *arg)
+{
+    pf_sim *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->quit) {
+        if (s->reset_req) {
+            s->reset_req = 0;
+            if (pf_sim__reset_locked(s) == PF_OK)
+                pf_sim__event(s, PF_EV_RESET, -1, 0);
+        }
+        if (s->p.engine == PF_ENGINE_THREADED &&
+            (s->crew ? pf_crew_size(s->crew) : 1) != s->threads_target)
+            (void)pf_sim__apply_threads_locked(s, s->threads_target);
+        if (s->paused && !s->single_req) {
+            pthread_cond_wait(&s->ctl_cv, &s->mu);
+            continue;
+        }
+        s->single_req = 0;
+        struct timespec t0;
+        clock_gettime(CLOCK_REALTIME, &t0);
+        int rc = pf_sim__step_locked(s);
+        if (rc != 0) {
+            /* the end (or a livelock): hold the figures, then again */
+            struct timespec until = t0;
+            add_us(&until, PF_LIVE_HOLD_US);
+            while (!s->quit && !s->reset_req) {
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME, &now);
+                if (now.tv_sec > until.tv_sec ||
+                    (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
+                    break;
+                wait_until(s, &until);
+            }
+            if (!s->quit)
+                s->reset_req = 1;
+            continue;
+        }
+        pf_sim__let_callers_in(s);
+        if (s->p.tick_us > 0 && !s->quit) {
+            struct timespec until = t0;
+            add_us(&until, s->p.tick_us);
+            wait_until(s, &until);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int pf_sim_start(pf_sim *sim)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    pf_sim__refresh_baseline(sim);
+    pf_sim__lock(sim);
+    int rc = PF_OK;
+    if (sim->running) {
+        rc = PF_ERR_ARG;
+    } else {
+        sim->quit = 0;
+        if (pthread_create(&sim->driver, NULL, driver_main, sim) != 0) {
+            rc = PF_ERR_NOMEM;
+        } else {
+            sim->running = 1;
+            sim->driver_started = 1;
+        }
+    }
+    pthread_mutex_unlock(&sim->mu);
+    return rc;
+}
+
+int pf_sim_stop(pf_sim *sim)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    pf_sim__lock(sim);
+    if (!sim->driver_started) {
+        pthread_mutex_unlock(&sim->mu);
+        return PF_OK;
+    }
+    sim->quit = 1;
+    pthread_cond_broadcast(&sim->ctl_cv);
+    pthread_mutex_unlock(&sim->mu);
+    pthread_join(sim->driver, NULL);
+    pf_sim__lock(sim);
+    sim->driver_started = 0;
+    sim->running = 0;
+    pthread_mutex_unlock(&sim->mu);
+    return PF_OK;
+}
