@@ -503,8 +503,9 @@ Test(sim_engine, memory_is_proportional_to_live_sequences_not_max_len)
 }
 
 /* An Azure-shaped trace in the Azure format: n requests over an hour
- * (exponential gaps), prompts skewed towards short with a long tail up to
- * max_prompt tokens (the last request has exactly that), outputs 1..500.
+ * (exponential gaps), prompts and outputs of about the means of Azure's
+ * conversation trace, prompts capped at max_prompt tokens (the last
+ * request has exactly that), outputs at 2,000.
  * Fixed seed: the same bytes every time. Returns malloc'd text. */
 static char *azure_shaped(int n, int max_prompt, uint64_t seed, size_t *len)
 {
@@ -519,10 +520,16 @@ static char *azure_shaped(int n, int max_prompt, uint64_t seed, size_t *len)
         double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
         at += -mean_gap * log(u);
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        /* a cube of a uniform: most prompts short, a few near the top */
-        double v = (double)(x >> 11) / 9007199254740992.0;
-        int prompt = i == n - 1 ? max_prompt : 1 + (int)(v * v * v * (max_prompt - 1));
-        int output = 1 + (int)((x >> 3) % 500);
+        /* prompts 100 + exponential (mean 1,000), outputs exponential
+         * (mean 210), both capped: about the means of Azure's
+         * conversation trace (1,155 and 211 tokens) */
+        double v = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        double pr = 100.0 - 1000.0 * log(v);
+        int prompt = i == n - 1 || pr > max_prompt ? max_prompt : (int)pr;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double w = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        double out = 1.0 - 210.0 * log(w);
+        int output = out > 2000.0 ? 2000 : (int)out;
         long long us = (long long)(at * 1e6);
         long long s = us / 1000000;
         k += (size_t)snprintf(t + k, cap - k, "2023-11-16 %02lld:%02lld:%02lld.%06lld0,%d,%d\n", 10 + s / 3600,
