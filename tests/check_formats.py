@@ -6,7 +6,9 @@ CSV: read with pandas.read_csv and no options when pandas is installed
 (Debian: python3-pandas), else with the csv module; either way every record
 must have the header's number of fields, there must be at least one row,
 no column may be unnamed or duplicated, and the columns named in
-NUMERIC must come out as numbers. JSON: parsed strictly (NaN and Infinity
+NUMERIC must come out as numbers; sim's CSV holds its three tables (results,
+latency, kv_memory) with a row per run in each, and each kv_memory row's
+Figure 2 shares sum to 1. JSON: parsed strictly (NaN and Infinity
 refused), every value under "results" / "sweep" that the CSV calls numeric
 is a JSON number, never a string. Exit 0 on success, 1 with a message.
 """
@@ -17,7 +19,37 @@ import sys
 # Columns that must be numbers wherever they appear (sweep values included).
 NUMERIC = {"watermark", "max-len", "workers", "throughput", "num_preemptions", "block_size",
            "blocks", "reserved_mb", "config.workers", "config.bytes_per_token",
-           "utilization.savings", "kv_cache_usage_mean"}
+           "utilization.savings", "kv_cache_usage_mean",
+           # sim's three tables (issue 9): seconds, rates, shares, counts
+           "max-num-seqs", "duration", "output_throughput", "request_queue_time_mean",
+           "time_to_first_token_p50", "time_to_first_token_p99", "inter_token_latency_p99",
+           "e2e_request_latency_p99", "request_throughput", "slo_attainment", "slo_goodput",
+           "token_states", "reserved", "internal_fragmentation", "external_fragmentation",
+           "prefix_cache_hit_rate", "frames_saved", "config.max_num_seqs",
+           "config.max_num_batched_tokens", "config.num_gpu_blocks"}
+
+# sim's CSV holds three tables, told apart by the "table" column; the
+# kv_memory rows are the PagedAttention paper's Figure 2 split: shares of 1.
+SIM_TABLES = {"results", "latency", "kv_memory"}
+SPLIT = ("token_states", "reserved", "internal_fragmentation", "external_fragmentation")
+
+
+def check_sim_tables(path, header, rows):
+    # sim's outputs: a "table" column beside sim's own "mode" column
+    if "table" not in header or "mode" not in header or "num_preemptions" not in header:
+        return
+    t = header.index("table")
+    counts = {}
+    for i, r in enumerate(rows, 2):
+        if r[t] not in SIM_TABLES:
+            fail(f"{path}:{i}: table {r[t]!r} is none of {sorted(SIM_TABLES)}")
+        counts[r[t]] = counts.get(r[t], 0) + 1
+        if r[t] == "kv_memory":
+            total = sum(float(r[header.index(k)]) for k in SPLIT)
+            if abs(total - 1.0) > 1e-6:
+                fail(f"{path}:{i}: the Figure 2 split sums to {total}, not 1")
+    if set(counts) != SIM_TABLES or len(set(counts.values())) != 1:
+        fail(f"{path}: expected the three tables with a row per run each, got {counts}")
 
 
 def fail(msg):
@@ -36,6 +68,7 @@ def check_csv(path):
             fail(f"{path}:{i}: {len(r)} fields, header has {len(header)}")
     if len(set(header)) != len(header):
         fail(f"{path}: duplicate column names")
+    check_sim_tables(path, header, rows[1:])
     try:
         import pandas
     except ImportError:

@@ -5,7 +5,8 @@
 # the header's width), JSON parsed strictly with sweep values as numbers,
 # and a trace read once from a pipe (/dev/stdin, and bash's <(...) when
 # bash is there) across a sweep; a pool too small for naive refused naming
-# the flags. Skips (77) without python3.
+# the flags; issue 9's three tables (results, latency, kv_memory) and its
+# flags in both formats. Skips (77) without python3.
 set -u
 BIN=${1:?usage: test_cli_formats.sh PATH_TO_PAGEFAULT}
 HERE=$(dirname "$0")
@@ -26,6 +27,14 @@ SIM="--jobs 48 --workers 16 --pool-blocks 256"
 "$BIN" sim $SIM --sweep watermark=0,0.05,0.3 --format csv >"$TMP/sim.csv" 2>/dev/null || fail "sim csv"
 "$BIN" sim $SIM --sweep watermark=0,0.05,0.3 --format json >"$TMP/sim.json" 2>/dev/null || fail "sim json"
 "$BIN" sim $SIM --format csv >"$TMP/sim1.csv" || fail "sim csv without a sweep"
+# issue 9's flags in both formats: rates and shares with nothing to divide
+# (no prefix queries, no SLO) must still be numbers, never NaN
+# (--watermark auto writes config.watermark as a word: CSV only here; see
+# tests/test_sim_cli.c auto_watermark_config_is_a_number)
+ISSUE9="--enable-prefix-caching --shared-prefix-tokens 64 --prefix-groups 2 --n 2 --slo-ttft 0.05 --slo-tpot 0.01"
+"$BIN" sim $SIM $ISSUE9 --watermark auto --format csv >"$TMP/sim9.csv" || fail "sim csv, issue 9 flags"
+"$BIN" sim $SIM $ISSUE9 --format json >"$TMP/sim9.json" || fail "sim json, issue 9 flags"
+"$BIN" sim $SIM --naive-reserve oracle --scheduler seed --format json >"$TMP/sim9b.json" || fail "sim json, seed rules"
 # the swept flag is a column of its own, not also a (base) config column
 head -1 "$TMP/sim.csv" | grep -q '^watermark,mode,' || fail "sweep column first: $(head -1 "$TMP/sim.csv")"
 head -1 "$TMP/sim.csv" | grep -q 'config\.watermark' && fail "swept watermark also in config"
@@ -60,5 +69,6 @@ for args in "--pool-blocks 100" "--jobs 8 --sweep pool-blocks=4096,100"; do
 done
 
 "$PY" "$HERE/check_formats.py" "$@" --csv "$TMP/calc.csv" "$TMP/calc70.csv" "$TMP/sim.csv" \
-    "$TMP/sim1.csv" "$TMP/pipe.csv" --json "$TMP/calc.json" "$TMP/sim.json" || exit 1
+    "$TMP/sim1.csv" "$TMP/sim9.csv" "$TMP/pipe.csv" --json "$TMP/calc.json" "$TMP/sim.json" \
+    "$TMP/sim9.json" "$TMP/sim9b.json" || exit 1
 echo "PASS"
