@@ -1,5 +1,5 @@
-# sim/: the serving simulator (engines, policies, jobs and traces) and the
-# `pagefault sim` command.
+# sim/: the serving simulator (engines over the scheduler core, policies,
+# jobs and traces in seconds) and the `pagefault sim` command.
 pf_criterion_test(test_sim_engine SOURCES test_sim_engine.c LIBS pf_sim)
 pf_criterion_test(test_sim_policy SOURCES test_sim_policy.c LIBS pf_sim)
 pf_criterion_test(test_sim_sched SOURCES test_sim_sched.c LIBS pf_sim)
@@ -18,8 +18,8 @@ target_compile_definitions(test_sim_trace PRIVATE PF_TRACE_DIR="${PF_TRACE_DIR}"
 add_test(NAME test_sim_trace COMMAND test_sim_trace)
 set_tests_properties(test_sim_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 
-# Live mode under ThreadSanitizer: workers, a viewer taking snapshots and a
-# controller changing everything at once.
+# Live mode under ThreadSanitizer: the threaded engine's crew landing steps,
+# a viewer taking snapshots and a hammer thread calling every setter at once.
 pf_race_test(race_sim SOURCES race_sim.c LIBS pf_sim)
 pf_race_test(race_sched SOURCES race_sched.c LIBS pf_sim)
 pf_race_test(race_crew SOURCES race_crew.c LIBS pf_sim)
