@@ -19,6 +19,7 @@
 
 #include "core/err.h"
 #include "sim/loadctl.h"
+#include "sim/sched.h" /* pf_sched_block_event, for pf_sim_on_block */
 #include "sim/sim.h"
 
 /* A job as the tests write them: no prefix group, no fork. */
@@ -1453,4 +1454,129 @@ Test(sim_engine, single_steps_asked_back_to_back_are_never_lost)
         pf_sim_destroy(s);
         pf_jobs_free(&j);
     }
+}
+
+/* ---- rules, time and callbacks ------------------------------------------------- */
+
+/* vLLM's rules never stall a sequence (a fault preempts at once); the
+ * seed's stall first (stall_limit steps), then preempt. Same jobs. */
+Test(sim_engine, vllm_rules_never_stall_seed_rules_do)
+{
+    pf_jobs j;
+    small_jobs(&j, 3);
+    pf_sim_params p;
+    small_params(&p);
+    pf_sim_stats v, s;
+    run_checked(&p, &j, &v);
+    p.scheduler = PF_SCHED_SEED;
+    p.stall_limit = 8;
+    run_checked(&p, &j, &s);
+    cr_assert_gt(v.preemptions, 0);
+    cr_assert(v.stalled_mean == 0.0, "vllm stalled %g", v.stalled_mean);
+    cr_assert_gt(s.stalled_mean, 0.0);
+    cr_assert_gt(s.preemptions, 0);
+}
+
+/* Every step takes time from the cost model (at least its fixed overhead),
+ * the clock never runs back, and the rates are the counts over the run's
+ * seconds; the latency accumulators (pf_sim_get_metrics) hold a sample per
+ * finished request. */
+Test(sim_engine, time_and_rates_are_consistent)
+{
+    pf_jobs j;
+    cr_assert_eq(pf_jobs_generate(&j, 5, 64, pf_mix_seed(), 25.0, 512), PF_OK);
+    pf_sim_params p;
+    small_params(&p);
+    pf_sim *s = make(&p, j.jobs, j.njobs);
+    double last = 0.0;
+    int64_t last_step = 0;
+    int rc = 0;
+    while (rc == 0) {
+        rc = pf_sim_step(s);
+        cr_assert_geq(rc, 0);
+        pf_sim_stats st;
+        pf_sim_get_stats(s, &st);
+        if (st.step > last_step) {
+            cr_assert_geq(st.time_s - last, (double)(st.step - last_step) * PF_COST_OVERHEAD_S * (1 - 1e-9),
+                          "step %lld: %.9f s after %.9f s", (long long)st.step, st.time_s, last);
+            last = st.time_s;
+            last_step = st.step;
+        }
+    }
+    pf_sim_stats st;
+    pf_sim_get_stats(s, &st);
+    cr_assert_eq(st.finished, j.njobs);
+    cr_assert_float_eq(st.throughput, (double)st.tokens_generated / st.time_s, 1e-9 * st.throughput);
+    cr_assert_gt(st.request_throughput, 0.0);
+    cr_assert_leq(st.request_throughput, (double)st.finished / (st.time_s - j.jobs[0].arrival) * (1 + 1e-9));
+    cr_assert_float_eq(st.step_s_mean * (double)st.step, st.time_s, 1e-9 * st.time_s);
+    pf_metrics *m = malloc(sizeof *m);
+    cr_assert_not_null(m);
+    cr_assert_eq(pf_sim_get_metrics(s, m), PF_OK);
+    cr_assert_eq(m->requests, st.finished);
+    cr_assert_eq(m->lat[PF_MET_TTFT].count, (uint64_t)st.finished);
+    cr_assert_eq(m->lat[PF_MET_E2E].count, st.lat[PF_MET_E2E].count);
+    cr_assert_eq(m->output_tokens, st.tokens_generated);
+    free(m);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}
+
+/* The prefix-cache block events (the KV events publisher's feed): with
+ * caching on, blocks are stored (each with the request and block index
+ * that filled it) and, in a pool too small to keep them, removed; the
+ * step callback comes once per step with a clock that never runs back.
+ * With caching off, no block event. */
+struct block_log {
+    int64_t stored, removed, bad, steps;
+    double last_t;
+};
+
+static void on_block_ev(void *ctx, const struct pf_sched_block_event *e)
+{
+    struct block_log *l = ctx;
+    const pf_sched_block_event *x = e;
+    if (x->kind == PF_SCHED_BLOCK_STORED) {
+        l->stored++;
+        l->bad += x->req < 0 || x->block < 0 || x->frame < 0;
+    } else {
+        l->removed++;
+        l->bad += x->frame < 0;
+    }
+}
+
+static void on_step_end(void *ctx, double t)
+{
+    struct block_log *l = ctx;
+    l->bad += t < l->last_t;
+    l->last_t = t;
+    l->steps++;
+}
+
+Test(sim_engine, block_events_and_step_callbacks)
+{
+    pf_jobs j;
+    cr_assert_eq(pf_jobs_generate(&j, 42, 128, pf_mix_seed(), 50.0, 512), PF_OK);
+    cr_assert_eq(pf_jobs_add_prefix(&j, 64, 4, 512), PF_OK);
+    for (int caching = 0; caching <= 1; caching++) {
+        pf_sim_params p;
+        small_params(&p);
+        p.prefix_caching = caching;
+        pf_sim *s = make(&p, j.jobs, j.njobs);
+        struct block_log l = {0, 0, 0, 0, 0.0};
+        pf_sim_on_block(s, on_block_ev, on_step_end, &l);
+        pf_sim_stats st;
+        cr_assert_eq(pf_sim_run(s, &st), PF_OK);
+        cr_assert_eq(l.bad, 0);
+        cr_assert_eq(l.steps, st.step, "one step callback per step (no jumps covered here)");
+        if (caching) {
+            cr_assert_gt(l.stored, 0);
+            cr_assert_gt(l.removed, 0, "256 frames cannot keep every block: some are evicted");
+            cr_assert_leq(l.removed, l.stored);
+        } else {
+            cr_assert_eq(l.stored + l.removed, 0);
+        }
+        pf_sim_destroy(s);
+    }
+    pf_jobs_free(&j);
 }
