@@ -1475,6 +1475,7 @@ Test(sim_engine, vllm_rules_never_stall_seed_rules_do)
     cr_assert(v.stalled_mean == 0.0, "vllm stalled %g", v.stalled_mean);
     cr_assert_gt(s.stalled_mean, 0.0);
     cr_assert_gt(s.preemptions, 0);
+    pf_jobs_free(&j);
 }
 
 /* Every step takes time from the cost model (at least its fixed overhead),
