@@ -95,6 +95,8 @@ typedef struct {
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
     pf_metrics *itl;   /* inter-token gaps landed here (lazily made)  */
+    double gap;        /* a run of `run` equal gaps not yet folded in */
+    uint64_t run;      /* (see itl_note)                              */
     pf_pool_cache *cache; /* the landing thread's frames (core/pool.h) */
 } shard_out;
 
@@ -547,7 +549,10 @@ static int want_tokens(const pf_req *q)
  * cover the whole request at admission, so they never add any). */
 static int frames_needed(const pf_sched *s, const pf_req *q, int n)
 {
-    int need = blocks_for(s, (int64_t)q->computed + n) - q->nframes;
+    int64_t tokens = (int64_t)q->computed + n;
+    if (tokens <= (int64_t)q->nframes * s->p.block_size)
+        return 0; /* the common case, a decode inside its last frame: no division */
+    int need = blocks_for(s, tokens) - q->nframes;
     return need > 0 ? need : 0;
 }
 
@@ -1108,6 +1113,27 @@ static int shard_itl(const pf_sched *s, shard_out *o)
     return 1;
 }
 
+/* An inter-token gap, folded in by runs: the requests that decoded in the
+ * previous step too all see the same gap (the step's duration), so a step
+ * of a thousand decodes costs one histogram update, not a thousand. */
+static void itl_flush(const pf_sched *s, shard_out *o)
+{
+    if (o->run > 0 && shard_itl(s, o))
+        (void)pf_metrics_add_itl(o->itl, o->gap, o->run);
+    o->run = 0;
+}
+
+static void itl_note(const pf_sched *s, shard_out *o, double gap)
+{
+    if (o->run > 0 && gap == o->gap) {
+        o->run++;
+        return;
+    }
+    itl_flush(s, o);
+    o->gap = gap;
+    o->run = 1;
+}
+
 /* One running request's tokens land at t; o gets its totals. */
 static void land_one(pf_sched *s, int id, shard_out *o, double t)
 {
@@ -1137,8 +1163,8 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
             if (q->t_first_token < 0) {
                 q->t_first_token = t;
                 q->flags |= F_FIRST;
-            } else if (shard_itl(s, o)) {
-                (void)pf_metrics_add_itl(o->itl, t - q->t_last_token, 1);
+            } else {
+                itl_note(s, o, t - q->t_last_token);
             }
             q->t_last_token = t;
             if (q->generated >= q->output) {
@@ -1226,6 +1252,7 @@ void pf_sched_land(pf_sched *s, int shard)
             split_add(s, &s->r[id], &o);
         }
     }
+    itl_flush(s, &o);
     *dst = o;
 }
 

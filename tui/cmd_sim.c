@@ -20,13 +20,13 @@
  * each row ran with. A trace is read once (a pipe works) and parsed again
  * for each point of a sweep.
  *
- * Sweeps run in two parallel phases on --jobs-parallel threads (default:
- * the machine's cores; 1 under the threaded engine, which has threads of
- * its own): first one naive run per distinct baseline (points that differ
- * only in what naive ignores, such as the watermark or the victim policy,
- * share one), then every point's paged run. Each run is a deterministic
- * simulator of its own, so the rows, printed in order once all are done,
- * are the bytes a serial run prints.
+ * Runs go in parallel on --jobs-parallel threads (default: the machine's
+ * cores; 1 under the threaded engine, which has threads of its own): one
+ * naive run per distinct baseline (points that differ only in what naive
+ * ignores, such as the watermark or the victim policy, share one) and every
+ * point's paged run, all at once (a single point's naive and paged runs
+ * too). Each run is a deterministic simulator of its own, so the rows,
+ * printed in order once all are done, are the bytes a serial run prints.
  *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
  * line on stderr, nothing on stdout); 1 a run stopped in a livelock
@@ -233,9 +233,8 @@ typedef struct {
     sim_args cur;        /* the point's flags                                */
     const char *val;     /* swept value as typed, NULL without a sweep       */
     int naive_of;        /* the point whose naive run is this one's baseline */
-    pf_jobs jobs;
     pf_sim_stats naive, paged;
-    int status;          /* 0, or run_one's / pf_simflags_jobs' status       */
+    int status, status_naive; /* 0, or run_one's / pf_simflags_jobs' status  */
 } sweep_point;
 
 /* Do two points have the same naive baseline? A naive reservation never
@@ -259,60 +258,67 @@ static int same_baseline(const pf_simflags *x, const pf_simflags *y)
 
 typedef struct {
     sweep_point *pt;
-    int n, phase;        /* 0: jobs and the naive baselines; 1: paged runs */
+    int n;
     _Atomic int next;
     const char *sweep_name;
 } sweep_work;
 
-static void point_run(sweep_work *w, int k)
+/* Task 2k runs point k's naive baseline (if it is its own), task 2k + 1
+ * its paged run. The paged run does not wait for the baseline: the ratio
+ * between them is taken when the rows are printed. */
+static void task_run(sweep_work *w, int task)
 {
+    int k = task / 2;
     sweep_point *p = &w->pt[k];
-    if (w->phase == 0) {
-        if (w->sweep_name)
-            fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
-        p->status = pf_simflags_jobs(PROG, &p->cur.f, &p->jobs, 0);
-        if (!p->status && p->naive_of == k)
-            p->status = run_one(&p->cur, &p->jobs, PF_SIM_NAIVE, 0.0, &p->naive);
+    int naive = task % 2 == 0;
+    if (naive && p->naive_of != k)
         return;
-    }
-    const sweep_point *base = &w->pt[p->naive_of];
-    if (!p->status && !base->status)
-        p->status = run_one(&p->cur, &p->jobs, PF_SIM_PAGED, base->naive.throughput, &p->paged);
-    pf_jobs_free(&p->jobs);
+    if (naive && w->sweep_name)
+        fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
+    pf_jobs jobs = {0};
+    int st = pf_simflags_jobs(PROG, &p->cur.f, &jobs, 0);
+    /* the baseline passed in only stops pf_sim_run from running its own */
+    if (!st)
+        st = run_one(&p->cur, &jobs, naive ? PF_SIM_NAIVE : PF_SIM_PAGED, 1.0,
+                     naive ? &p->naive : &p->paged);
+    pf_jobs_free(&jobs);
+    if (naive)
+        p->status_naive = st;
+    else
+        p->status = st;
 }
 
 static void *sweep_worker(void *arg)
 {
     sweep_work *w = arg;
-    int k;
-    while ((k = atomic_fetch_add(&w->next, 1)) < w->n)
-        point_run(w, k);
+    int t;
+    while ((t = atomic_fetch_add(&w->next, 1)) < 2 * w->n)
+        task_run(w, t);
     return NULL;
 }
 
-/* Both phases on `threads` threads (the caller is one of them). Returns
- * the status of the first failing point in point order, else 0. */
+/* Every run on `threads` threads (the caller is one of them). Returns the
+ * status of the first failing point in point order, else 0. */
 static int run_sweep(sweep_point *pt, int n, int threads, const char *sweep_name)
 {
     if (threads < 1)
         threads = 1;
-    if (threads > n)
-        threads = n;
-    for (int phase = 0; phase < 2; phase++) {
-        sweep_work w = {pt, n, phase, 0, sweep_name};
-        pthread_t th[SIM_MAX_PARALLEL];
-        int started = 0;
-        for (int t = 1; t < threads; t++) {
-            if (pthread_create(&th[t], NULL, sweep_worker, &w) != 0)
-                break; /* fewer threads: the rest runs here */
-            started++;
-        }
-        sweep_worker(&w);
-        for (int t = 1; t <= started; t++)
-            pthread_join(th[t], NULL);
+    if (threads > 2 * n)
+        threads = 2 * n;
+    sweep_work w = {pt, n, 0, sweep_name};
+    pthread_t th[SIM_MAX_PARALLEL];
+    int started = 0;
+    for (int t = 1; t < threads; t++) {
+        if (pthread_create(&th[t], NULL, sweep_worker, &w) != 0)
+            break; /* fewer threads: the rest runs here */
+        started++;
     }
+    sweep_worker(&w);
+    for (int t = 1; t <= started; t++)
+        pthread_join(th[t], NULL);
     for (int k = 0; k < n; k++) {
-        pf_jobs_free(&pt[k].jobs);
+        if (pt[k].status_naive)
+            return pt[k].status_naive;
         if (pt[k].status)
             return pt[k].status;
     }
