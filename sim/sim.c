@@ -374,6 +374,14 @@ void pf_sim_on_block(pf_sim *sim, pf_sim_block_fn fn, pf_sim_step_fn step_end, v
 
 /* ---- one step ---------------------------------------------------------------------- */
 
+/* A step lands in parallel only when it has enough requests to split:
+ * landing one costs some 15 ns, waking the crew and waiting for its last
+ * thread a few microseconds on an idle machine (tens when the cores are
+ * shared), so below about a thousand running requests the driver lands
+ * every shard itself, in the same order. The figures are the same either
+ * way (sim/sched.h: results do not depend on who lands a shard). */
+#define PF_SIM_PARALLEL_MIN 1024
+
 static void land_shard(void *ctx, int shard, int nshards)
 {
     (void)nshards;
@@ -471,7 +479,7 @@ int pf_sim__step_locked(pf_sim *s)
         s->done = 1;
         return 1;
     }
-    if (s->crew)
+    if (s->crew && pf_sched_running(s->sc) >= PF_SIM_PARALLEL_MIN)
         pf_crew_run(s->crew, land_shard, s->sc);
     else
         for (int k = 0; k < s->nshards; k++)
