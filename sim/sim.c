@@ -227,8 +227,10 @@ int pf_sim__reset_locked(pf_sim *s)
         pf_sched_destroy(sc);
         return PF_ERR_NOMEM;
     }
+    pthread_rwlock_wrlock(&s->life);
     pf_sched_destroy(s->sc);
     s->sc = sc;
+    pthread_rwlock_unlock(&s->life);
     pf_sched_on_event(sc, on_sched_event, s);
     pf_sched_on_block(sc, on_block, s);
     zero_totals(s);
@@ -281,9 +283,11 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     s->workers_target = p->workers;
     s->threads_target = p->threads;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_rwlock_init(&s->life, NULL);
     pthread_cond_init(&s->ctl_cv, NULL);
     s->jobs = calloc((size_t)s->njobs, sizeof *s->jobs);
-    if (!s->jobs)
+    s->met = malloc(sizeof *s->met);
+    if (!s->jobs || !s->met)
         goto oom;
     for (int i = 0; i < s->njobs; i++) {
         const pf_job *j = &jobs->jobs[i];
@@ -332,7 +336,9 @@ void pf_sim_destroy(pf_sim *sim)
     pf_crew_destroy(sim->crew);
     free(sim->jobs);
     free(sim->naive_memo);
+    free(sim->met);
     pthread_mutex_destroy(&sim->mu);
+    pthread_rwlock_destroy(&sim->life);
     pthread_cond_destroy(&sim->ctl_cv);
     free(sim);
 }

@@ -402,10 +402,21 @@ typedef struct {
     double hist_time[PF_SIM_HISTORY];
     float hist_tokens[PF_SIM_HISTORY];
     float hist_waiting[PF_SIM_HISTORY];
+    /* scratch of pf_sim_take_snapshot (the block tables copied under the
+     * lock), owned; and the seconds the lock was held for the last one */
+    int32_t *tab_buf;
+    int64_t tab_cap;
+    double locked_s;
 } pf_sim_snapshot;
 
 /* Fill snap (allocating or growing its arrays as needed). The first call
- * takes a zeroed snapshot. */
+ * takes a zeroed snapshot. The engine is stopped only while the figures,
+ * the running sequences and their block tables are copied (O(running
+ * sequences + frames they hold), a memcpy per table); the frame grid is
+ * built from that copy after the lock is released, so the world does not
+ * stop for O(pool) work. Frames no sequence holds are told free or cached
+ * from the pool's lock-free reference counts, read just after the lock:
+ * such a frame can be a step newer than the rest. */
 int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap);
 void pf_sim_snapshot_free(pf_sim_snapshot *snap);
 

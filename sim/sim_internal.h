@@ -34,6 +34,11 @@ struct pf_sim {
 
     pthread_mutex_t mu;
     atomic_int callers; /* API calls waiting for mu (pf_sim__lock)        */
+    /* The life of sc (and its pool): a snapshot reads the pool's atomic
+     * reference counts after releasing mu, under a read lock of this; a
+     * reset, which destroys the old scheduler, takes it for writing (while
+     * holding mu: the order is always mu, then life). */
+    pthread_rwlock_t life;
 
     pf_sim_params p;   /* live parameters                                 */
     pf_sched *sc;      /* the scheduler of the current run                */
@@ -64,6 +69,8 @@ struct pf_sim {
     pf_sim_block_fn block_fn;
     pf_sim_step_fn step_fn;
     void *block_ctx;
+
+    pf_metrics *met;   /* scratch for the statistics (about 220 KB)       */
 
     /* naive baseline by sequence cap: output tokens/s, 0 not computed, -1
      * cannot run; [PF_SIM_MAX_SEQS + 1], allocated on first use */
