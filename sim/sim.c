@@ -56,31 +56,51 @@ void pf_sim_params_default(pf_sim_params *p)
 
 static int params_check(const pf_sim_params *p, char *err, size_t errlen)
 {
+    const pf_config *c = &p->cfg;
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         snprintf(err, errlen, __VA_ARGS__);                                                        \
         return PF_ERR_ARG;                                                                         \
     } while (0)
-    if (p->cfg.block_size < 1 || p->cfg.block_size > 65536)
-        BAD("block size must be in [1, 65536], got %d", p->cfg.block_size);
-    if (p->cfg.pool_blocks < 1)
-        BAD("pool must have at least one block, got %d", p->cfg.pool_blocks);
-    if (p->cfg.max_seq_len < 2)
-        BAD("max-len must be >= 2, got %d", p->cfg.max_seq_len);
-    if ((unsigned)p->mode > PF_SIM_PAGED || (unsigned)p->engine > PF_ENGINE_THREADED)
-        BAD("unknown mode or engine");
+    if (c->block_size < 1 || c->block_size > 65536)
+        BAD("block size must be in [1, 65536], got %d", c->block_size);
+    if (c->max_seq_len < 2 || c->max_seq_len > (1 << 24))
+        BAD("max sequence length must be in [2, 16777216], got %d", c->max_seq_len);
+    if (c->pool_blocks < 1 || c->pool_blocks > (1 << 22))
+        BAD("pool blocks must be in [1, 4194304], got %d", c->pool_blocks);
+    if ((unsigned)p->mode > PF_SIM_PAGED)
+        BAD("unknown mode %d", (int)p->mode);
+    if ((unsigned)p->engine > PF_ENGINE_THREADED)
+        BAD("unknown engine %d", (int)p->engine);
     if ((unsigned)p->scheduler >= PF_SCHED_COUNT)
         BAD("unknown scheduler %d", (int)p->scheduler);
     if ((unsigned)p->naive_reserve > PF_RESERVE_ORACLE)
         BAD("unknown naive reservation %d", (int)p->naive_reserve);
+    if (!(p->watermark >= 0.0 && p->watermark <= 1.0))
+        BAD("watermark must be in [0, 1], got %g", p->watermark);
     if (p->workers < 1 || p->workers > PF_SIM_MAX_SEQS)
         BAD("max-num-seqs must be in [1, %d], got %d", PF_SIM_MAX_SEQS, p->workers);
+    if (p->max_num_batched_tokens < 1)
+        BAD("max-num-batched-tokens must be >= 1, got %d", p->max_num_batched_tokens);
+    if ((unsigned)p->policy >= PF_VICTIM_COUNT)
+        BAD("unknown victim policy %d", (int)p->policy);
+    if ((unsigned)p->preempt >= PF_PREEMPT_COUNT)
+        BAD("unknown preemption mode %d", (int)p->preempt);
+    if (p->swap_host_blocks < 0)
+        BAD("swap host blocks must be >= 0, got %d", p->swap_host_blocks);
     if (p->threads < 0 || p->threads > PF_CREW_MAX)
         BAD("threads must be in [0, %d], got %d", PF_CREW_MAX, p->threads);
-    if (p->tick_us < 0)
-        BAD("tick must be >= 0 us, got %d", p->tick_us);
+    if (p->tick_us < 0 || p->tick_us > 10000000)
+        BAD("tick must be in [0, 10000000] us, got %d", p->tick_us);
+    if (p->pingpong_window < 0)
+        BAD("ping-pong window must be >= 0, got %d", p->pingpong_window);
+    if (p->stall_limit < 0)
+        BAD("stall limit must be >= 0, got %d", p->stall_limit);
+    if (!(p->slo_ttft_s >= 0.0) || !(p->slo_tpot_s >= 0.0) || isinf(p->slo_ttft_s) ||
+        isinf(p->slo_tpot_s))
+        BAD("SLO targets must be finite and >= 0 seconds");
     if (!(p->naive_throughput >= 0.0) || isinf(p->naive_throughput))
-        BAD("naive throughput must be finite and >= 0");
+        BAD("naive throughput must be finite and >= 0, got %g", p->naive_throughput);
     if (p->cost.model.num_layers < 1 || !(p->cost.mem_bps > 0.0) || !(p->cost.flops > 0.0))
         BAD("the cost model is not set up (pf_cost_init)");
 #undef BAD

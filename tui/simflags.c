@@ -96,9 +96,9 @@ int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
         {"enable-prefix-caching", PF_OPT_FLAG, &p->prefix_caching, 0, 0, NULL, NULL,
          "reuse cached full blocks by hash (vLLM's flag)", 0},
         {"shared-prefix-tokens", PF_OPT_INT, &f->shared_prefix, 0, 1 << 24, NULL, "N",
-         "generated jobs: a system prompt of N tokens shared within each prefix group", 0},
+         "a system prompt of N tokens heads every prompt of its prefix group (generated or trace jobs)", 0},
         {"prefix-groups", PF_OPT_INT, &f->prefix_groups, 1, 1000000, NULL, "G",
-         "generated jobs: number of distinct system prompts", 0},
+         "number of distinct system prompts (jobs take them in turn)", 0},
         {"n", PF_OPT_INT, &f->n, 1, 64, NULL, "K", "parallel samples per request (fork)", 0},
         {"policy", PF_OPT_CHOICE, &f->policy, 0, 0, pf_victim_names, NULL, "victim of a page fault", 0},
         {"preempt", PF_OPT_CHOICE, &f->preempt, 0, 0, pf_preempt_names, NULL, "preemption mode", 0},
@@ -231,7 +231,12 @@ int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int 
     int rc = f->trace_data ? pf_jobs_parse_trace(jobs, f->trace, f->trace_data, f->trace_len,
                                                  max_len, err, sizeof err)
                            : pf_jobs_load_trace(jobs, f->trace, max_len, err, sizeof err);
-    if (rc == PF_OK && pf_jobs_fork(jobs, f->n) != PF_OK) {
+    /* a trace's requests get the shared system prompts too: the trace says
+     * how long each prompt is, the flags what its head is */
+    if (rc == PF_OK &&
+        (pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups ? f->prefix_groups : 1,
+                            max_len) != PF_OK ||
+         pf_jobs_fork(jobs, f->n) != PF_OK)) {
         pf_jobs_free(jobs);
         rc = PF_ERR_NOMEM;
     }
