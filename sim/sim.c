@@ -208,13 +208,6 @@ static void on_sched_event(void *ctx, pf_sched_ev ev, int req, int a)
     }
 }
 
-static void on_block(void *ctx, const pf_sched_block_event *e)
-{
-    pf_sim *s = ctx;
-    if (s->block_fn)
-        s->block_fn(s->block_ctx, e);
-}
-
 /* ---- create / reset / destroy ------------------------------------------------------- */
 
 /* Run totals back to zero (the scheduler is made anew by the caller). */
@@ -252,7 +245,8 @@ int pf_sim__reset_locked(pf_sim *s)
     s->sc = sc;
     pthread_rwlock_unlock(&s->life);
     pf_sched_on_event(sc, on_sched_event, s);
-    pf_sched_on_block(sc, on_block, s);
+    if (s->attach_fn)
+        s->attach_fn(s->pub_ctx, sc);
     zero_totals(s);
     pf_loadctl_params lp;
     pf_loadctl_params_default(&lp);
@@ -387,14 +381,18 @@ int pf_sim__apply_threads_locked(pf_sim *s, int threads)
     return s->sc ? pf_sched_set_shards(s->sc, s->nshards) : PF_OK;
 }
 
-void pf_sim_on_block(pf_sim *sim, pf_sim_block_fn fn, pf_sim_step_fn step_end, void *ctx)
+void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_end, void *ctx)
 {
     if (!sim)
         return;
     pf_sim__lock(sim);
-    sim->block_fn = fn;
-    sim->step_fn = step_end;
-    sim->block_ctx = ctx;
+    if (!attach && sim->attach_fn)
+        pf_sched_on_block(sim->sc, NULL, NULL); /* the publisher's callback goes */
+    sim->attach_fn = attach;
+    sim->step_fn = attach ? step_end : NULL;
+    sim->pub_ctx = ctx;
+    if (attach)
+        attach(ctx, sim->sc);
     pthread_mutex_unlock(&sim->mu);
 }
 
@@ -488,7 +486,7 @@ static void account(pf_sim *s, int64_t tokens)
     }
     s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;
     if (s->step_fn)
-        s->step_fn(s->block_ctx, pf_sched_now(sc));
+        s->step_fn(s->pub_ctx, pf_sched_now(sc));
 }
 
 int pf_sim__step_locked(pf_sim *s)

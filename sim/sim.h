@@ -272,15 +272,18 @@ int pf_sim_stop(pf_sim *sim);
  * counters against it). PF_OK or PF_ERR_ARG. Exact between steps. */
 int pf_sim_check(pf_sim *sim);
 
-/* Every prefix-cache block event (stored, removed), in vLLM's vocabulary
- * (sim/sched.h, pf_sched_block_event), and a call at the end of every step
- * with its end time (flush, for a publisher that batches per step). Set
- * before the run; called on the engine's thread, with the simulator's lock
- * held: the callbacks must not call back into the simulator. NULL removes. */
-struct pf_sched_block_event;
-typedef void (*pf_sim_block_fn)(void *ctx, const struct pf_sched_block_event *e);
+/* A publisher of the prefix cache's block events (net/kvpub): attach(ctx,
+ * sc) is called at once with the scheduler of the current run and again
+ * with each new one (a reset, a mode change, the next loop of a live run),
+ * so it can register its own pf_sched_on_block callback there and read the
+ * requests' token ids; step_end(ctx, t_end) is called after every step with
+ * its end time (a publisher batches per step). Both run on the engine's
+ * thread with the simulator's lock held and must not call back into the
+ * simulator. attach NULL detaches (step_end is then not called either). */
+struct pf_sched;
+typedef void (*pf_sim_attach_fn)(void *ctx, struct pf_sched *sc);
 typedef void (*pf_sim_step_fn)(void *ctx, double t_end);
-void pf_sim_on_block(pf_sim *sim, pf_sim_block_fn fn, pf_sim_step_fn step_end, void *ctx);
+void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_end, void *ctx);
 
 /* ---- control (live) ------------------------------------------------------ *
  * Each returns PF_OK or PF_ERR_ARG for a bad value. set_workers (the

@@ -65,10 +65,10 @@ struct pf_sim {
     pf_loadctl lc;
     int64_t lc_raises, lc_lowers;
 
-    /* block events for a publisher */
-    pf_sim_block_fn block_fn;
+    /* a publisher of the block events (pf_sim_on_sched) */
+    pf_sim_attach_fn attach_fn;
     pf_sim_step_fn step_fn;
-    void *block_ctx;
+    void *pub_ctx;
 
     pf_metrics *met;   /* scratch for the statistics (about 220 KB)       */
 
