@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/err.h"
@@ -298,7 +299,13 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     s->threads_target = p->threads;
     pthread_mutex_init(&s->mu, NULL);
     pthread_rwlock_init(&s->life, NULL);
-    pthread_cond_init(&s->ctl_cv, NULL);
+    /* the tick's waits are on the monotonic clock: a wall-clock change
+     * must not stall or hurry a live run */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->ctl_cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->jobs = calloc((size_t)s->njobs, sizeof *s->jobs);
     s->met = malloc(sizeof *s->met);
     if (!s->jobs || !s->met)
