@@ -91,6 +91,7 @@ typedef struct {
     int nstalled;      /* running requests stalled in this step       */
     int64_t held, resv, waste; /* Figure 2 split of the running
                                   requests' frames (pf_sched_kv_split)  */
+    int64_t own;       /* tokens held, a shared block counted once    */
     int err;           /* a table could not grow (host memory)        */
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
@@ -136,7 +137,7 @@ struct pf_sched {
     int64_t dec_ctx;
     int64_t tokens;
     int nstalled;
-    int64_t kv_held, kv_resv, kv_waste;
+    int64_t kv_held, kv_resv, kv_waste, kv_own;
 
     /* the planned step */
     int implicit;     /* decoding requests scheduled without a walk      */
@@ -596,6 +597,7 @@ static int drop_frames(pf_sched *s, int id, pf_pool_cache *cache)
     free(q->table);
     q->table = NULL;
     q->nframes = q->cap = 0;
+    q->hit_blocks = 0;
     return n;
 }
 
@@ -883,6 +885,7 @@ static int admit_head(pf_sched *s, int *budget)
         q->nframes = hits;
         q->computed = (int32_t)base;
         q->hashed = hits;
+        q->hit_blocks = hits;
         q->last_hash = s->hbuf[hits - 1];
     } else if (s->pc && !swapped && q->computed == 0) {
         (void)pf_prefix_acquire(s->pc, NULL, 0, req_tokens(q)); /* a query that missed */
@@ -1208,6 +1211,13 @@ static void split_add(const pf_sched *s, const pf_req *q, shard_out *o)
     o->held += c;
     o->resv += m - c;
     o->waste += r - m;
+    /* blocks it found in the prefix cache are counted by their filler */
+    o->own += c - (int64_t)q->hit_blocks * s->p.block_size;
+}
+
+int64_t pf_sched_tokens_held(const pf_sched *s)
+{
+    return s->kv_own;
 }
 
 void pf_sched_kv_split(const pf_sched *s, int64_t *held, int64_t *reserved, int64_t *internal)
@@ -1239,7 +1249,7 @@ void pf_sched_land(pf_sched *s, int shard)
     shard_out *dst = &s->shard[shard];
     shard_out o = *dst;
     o.ndec = o.nbound = o.nstalled = 0;
-    o.ctx = o.tokens = o.held = o.resv = o.waste = 0;
+    o.ctx = o.tokens = o.held = o.resv = o.waste = o.own = 0;
     o.nnote = 0;
     o.err = PF_OK;
     int64_t lo = (int64_t)s->nslots * shard / s->nshards;
@@ -1285,13 +1295,14 @@ int pf_sched_commit(pf_sched *s)
         return PF_ERR_ARG;
     int err = PF_OK;
     s->ndec = s->nbound = s->nstalled = 0;
-    s->dec_ctx = s->kv_held = s->kv_resv = s->kv_waste = 0;
+    s->dec_ctx = s->kv_held = s->kv_resv = s->kv_waste = s->kv_own = 0;
     for (int k = 0; k < s->nshards; k++) {
         shard_out *o = &s->shard[k];
         s->nstalled += o->nstalled;
         s->kv_held += o->held;
         s->kv_resv += o->resv;
         s->kv_waste += o->waste;
+        s->kv_own += o->own;
         s->ndec += o->ndec;
         s->nbound += o->nbound;
         s->dec_ctx += o->ctx;

@@ -142,6 +142,7 @@ typedef struct {
     int32_t sample;       /* --n: sample number, 0 for the first            */
     int32_t hashed;       /* leading full blocks already offered to the cache */
     uint64_t last_hash;   /* chained hash of block hashed - 1                 */
+    int32_t hit_blocks;   /* leading blocks taken from the prefix cache       */
 } pf_req;
 
 /* One step's work, for the cost model. */
@@ -257,6 +258,10 @@ int64_t pf_sched_tokens(const pf_sched *s);  /* output tokens sampled, total */
  * requests counts k times. */
 int pf_sched_stalled(const pf_sched *s);
 void pf_sched_kv_split(const pf_sched *s, int64_t *held, int64_t *reserved, int64_t *internal);
+/* Tokens the running requests' frames hold, a block shared through the
+ * prefix cache counted once (by the request that filled it; one whose
+ * filler has finished is not counted: a lower bound). */
+int64_t pf_sched_tokens_held(const pf_sched *s);
 
 /* The prefix cache's counters (zeros when caching is off). */
 void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out);

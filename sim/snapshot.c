@@ -57,10 +57,10 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->pool_free = N - o->pool_used;
     o->pool_peak = pf_pool_peak(pool);
     o->kv_usage = (double)o->pool_used / N;
-    int64_t held, resv, waste;
-    pf_sched_kv_split(sc, &held, &resv, &waste);
-    o->tokens_held = held;
-    o->kv_util = o->pool_used > 0 ? (double)held / ((double)o->pool_used * s->p.cfg.block_size) : 0.0;
+    o->tokens_held = pf_sched_tokens_held(sc);
+    o->kv_util = o->pool_used > 0
+                     ? (double)o->tokens_held / ((double)o->pool_used * s->p.cfg.block_size)
+                     : 0.0;
     o->throughput = t > 0.0 ? (double)o->tokens_generated / t : 0.0;
     double base = pf_sim__baseline_locked(s);
     o->throughput_vs_naive = base > 0.0 && s->p.mode == PF_SIM_PAGED ? o->throughput / base
