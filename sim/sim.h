@@ -409,6 +409,8 @@ typedef struct {
      * lock), owned; and the seconds the lock was held for the last one */
     int32_t *tab_buf;
     int64_t tab_cap;
+    pf_metrics *met;
+    int met_ok;
     double locked_s;
 } pf_sim_snapshot;
 

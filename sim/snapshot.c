@@ -13,7 +13,32 @@
 #include "core/err.h"
 #include "sim/sim_internal.h"
 
+static void stats_scalars_locked(pf_sim *s, pf_sim_stats *o);
+
+/* The latency figures of o from a copy of the scheduler's metrics (no lock
+ * needed: m is the caller's). */
+static void stats_latency(pf_sim_stats *o, const pf_metrics *m)
+{
+    pf_metrics_summary sum;
+    pf_metrics_summarize(m, o->time_s, &sum);
+    memcpy(o->lat, sum.lat, sizeof o->lat);
+    o->request_throughput = sum.request_throughput;
+    o->slo_attainment = sum.slo_attainment;
+    o->slo_goodput = sum.slo_goodput;
+    o->wait_mean = sum.lat[PF_MET_QUEUE].mean;
+    o->wait_p50 = sum.lat[PF_MET_QUEUE].p50;
+    o->wait_p99 = sum.lat[PF_MET_QUEUE].p99;
+}
+
 void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
+{
+    stats_scalars_locked(s, o);
+    if (s->met && pf_sched_metrics(s->sc, s->met) == PF_OK)
+        stats_latency(o, s->met);
+}
+
+/* Everything but the latency figures, under mu. */
+static void stats_scalars_locked(pf_sim *s, pf_sim_stats *o)
 {
     memset(o, 0, sizeof *o);
     pf_sched *sc = s->sc;
@@ -68,19 +93,6 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->done = s->done;
     o->livelock = s->livelock;
 
-    /* latency: the scheduler's metrics (about 220 KB: on the heap) */
-    pf_metrics *m = s->met; /* scratch, made once: 220 KB is an mmap each time */
-    if (m && pf_sched_metrics(sc, m) == PF_OK) {
-        pf_metrics_summary sum;
-        pf_metrics_summarize(m, t, &sum);
-        memcpy(o->lat, sum.lat, sizeof o->lat);
-        o->request_throughput = sum.request_throughput;
-        o->slo_attainment = sum.slo_attainment;
-        o->slo_goodput = sum.slo_goodput;
-        o->wait_mean = sum.lat[PF_MET_QUEUE].mean;
-        o->wait_p50 = sum.lat[PF_MET_QUEUE].p50;
-        o->wait_p99 = sum.lat[PF_MET_QUEUE].p99;
-    }
     o->prefix_queries = ps.queries;
     o->prefix_hits = ps.hits;
     o->prefix_hit_rate = ps.queries > 0 ? (double)ps.hits / (double)ps.queries : 0.0;
@@ -179,9 +191,12 @@ static double mono_s(void)
 static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
 {
     pf_sched *sc = sim->sc;
-    if (listed(sim) > snap->seqs_cap || held_frames(sim) > snap->tab_cap)
+    if (listed(sim) > snap->seqs_cap)
         return 1;
-    pf_sim__stats_locked(sim, &snap->stats);
+    /* the figures; the latency summary is computed after the lock, from
+     * a copy of the metrics (the summary's quantile walks are the slow part) */
+    stats_scalars_locked(sim, &snap->stats);
+    snap->met_ok = pf_sched_metrics(sc, snap->met) == PF_OK;
     snap->params = sim->p;
     snap->paused = sim->paused;
     int ns = 0;
@@ -192,6 +207,8 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
         if (id < 0)
             continue;
         const pf_req *q = pf_sched_req(sc, id);
+        if (at + q->nframes > snap->tab_cap)
+            return 1; /* the tables outgrew the buffer: grow, again */
         seq_view(sc, id, &snap->seqs[ns++], 0);
         memcpy(snap->tab_buf + at, q->table, (size_t)q->nframes * sizeof *q->table);
         at += q->nframes;
@@ -241,13 +258,15 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     if (grow((void **)&snap->frame_block, &aux_cap, N, sizeof *snap->frame_block) != PF_OK)
         return PF_ERR_NOMEM;
     snap->frame_aux_cap = aux_cap;
+    if (!snap->met && !(snap->met = malloc(sizeof *snap->met)))
+        return PF_ERR_NOMEM;
     /* Grow outside the lock, then copy under it; the counts may have moved
      * in between: then grow again. A frame is held at most by every running
      * request, but in practice once: start from the pool's size. */
     pf_sim__lock(sim);
-    int want = listed(sim);
-    int64_t want_tab = held_frames(sim);
+    int want = listed(sim); /* O(1) */
     pthread_mutex_unlock(&sim->mu);
+    int64_t want_tab = N;
     for (;;) {
         if (grow((void **)&snap->seqs, &snap->seqs_cap, want > 16 ? want + want / 4 : 16,
                  sizeof *snap->seqs) != PF_OK)
@@ -263,9 +282,8 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
         pf_sim__lock(sim);
         double t0 = mono_s();
         int again = copy_locked(sim, snap);
-        double t1 = mono_s();
         if (!again) {
-            snap->locked_s = t1 - t0;
+            snap->locked_s = mono_s() - t0;
             /* the pool may be read after mu is released: a reset (which
              * destroys it) waits for this read lock */
             pthread_rwlock_rdlock(&sim->life);
@@ -276,6 +294,8 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
         pthread_mutex_unlock(&sim->mu);
     }
     pthread_mutex_unlock(&sim->mu);
+    if (snap->met_ok)
+        stats_latency(&snap->stats, snap->met);
 
     /* The frame grid, outside the lock, from the copied tables. */
     snap->nframes = N;
@@ -331,6 +351,8 @@ void pf_sim_snapshot_free(pf_sim_snapshot *snap)
     free(snap->frame_seq);
     free(snap->frame_block);
     free(snap->tab_buf);
+    free(snap->met);
+    snap->met = NULL;
     snap->tab_buf = NULL;
     snap->tab_cap = 0;
     snap->frames = NULL;
