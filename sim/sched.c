@@ -82,6 +82,12 @@
 /* Request flags set by land for commit. */
 enum { F_FIRST = 1, F_DONE = 2, F_TO_DECODE = 4, F_BLOCKS = 8 };
 
+/* A run of n equal inter-token gaps. */
+typedef struct {
+    double gap;
+    uint64_t n;
+} itl_run;
+
 /* What one shard's landing leaves for commit. */
 typedef struct {
     int ndec;          /* running requests now decoding               */
@@ -95,9 +101,9 @@ typedef struct {
     int err;           /* a table could not grow (host memory)        */
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
-    pf_metrics *itl;   /* inter-token gaps landed here (lazily made)  */
-    double gap;        /* a run of `run` equal gaps not yet folded in */
-    uint64_t run;      /* (see itl_note)                              */
+    itl_run *runs;     /* inter-token gaps landed here, in slot order,
+                          as runs of equal gaps (itl_note)            */
+    int nruns, runcap;
     pf_pool_cache *cache; /* the landing thread's frames (core/pool.h) */
 } shard_out;
 
@@ -323,7 +329,7 @@ void pf_sched_destroy(pf_sched *s)
             free(s->r[i].table);
     for (int k = 0; k < s->nshards; k++) {
         free(s->shard[k].note);
-        free(s->shard[k].itl);
+        free(s->shard[k].runs);
         pf_pool_cache_free(s->shard[k].cache);
     }
     free(s->shard);
@@ -378,17 +384,9 @@ int pf_sched_set_shards(pf_sched *s, int nshards)
             }
         }
     } else {
-        /* the gaps landed by the shards going away stay counted: fold
-         * them into shard 0 */
+        /* (commit folded every shard's gaps in already) */
         for (int k = nshards; k < s->nshards; k++) {
-            if (s->shard[k].itl) {
-                if (!s->shard[0].itl)
-                    s->shard[0].itl = s->shard[k].itl;
-                else {
-                    (void)pf_metrics_merge(s->shard[0].itl, s->shard[k].itl);
-                    free(s->shard[k].itl);
-                }
-            }
+            free(s->shard[k].runs);
             free(s->shard[k].note);
             pf_pool_cache_free(s->shard[k].cache); /* its frames to the depot */
             memset(&s->shard[k], 0, sizeof s->shard[k]);
@@ -829,6 +827,48 @@ static int prefix_lookup(pf_sched *s, int id, int *idle)
     return k;
 }
 
+/* Evict `shortfall` idle cached blocks (least recently released first) so
+ * that their frames are back in the pool. */
+static void evict_for(pf_sched *s, int shortfall)
+{
+    for (; shortfall > 0; shortfall--) {
+        uint64_t h = 0;
+        int32_t f = pf_prefix_evict_hash(s->pc, &h);
+        if (f < 0)
+            break;
+        (void)pf_pool_unref_c(s->shard[0].cache, f);
+        if (s->bev) {
+            pf_sched_block_event e = {PF_SCHED_BLOCK_REMOVED, h, 0, f, -1, -1};
+            s->bev(s->bev_ctx, &e);
+        }
+    }
+}
+
+static int take_frames(pf_sched *s, int id, int k, pf_pool_cache *cache);
+static void offer_blocks(pf_sched *s, int id, int64_t tokens);
+
+/* An admitted request's frames, taken at once (in plan, not land) and the
+ * full blocks this step fills offered to the prefix cache now: vLLM V1
+ * caches a request's full blocks when it allocates them
+ * (KVCacheManager.allocate_slots -> cache_blocks), so a request admitted
+ * later in the same step - a sample of --n, a request of the same system
+ * prompt - finds them and shares them. Only with prefix caching: without
+ * it nothing can hit, and land takes the frames on the shards' threads. */
+static void admit_now(pf_sched *s, int id, int n)
+{
+    pf_req *q = &s->r[id];
+    int k = q->hold - q->nframes;
+    if (k > 0) {
+        int short_by = k - pf_pool_free_count(s->pool);
+        if (short_by > 0)
+            evict_for(s, short_by);
+        if (take_frames(s, id, k, s->shard[0].cache) != PF_OK)
+            return; /* land takes them (and offers the blocks at commit) */
+        s->pending -= k;
+    }
+    offer_blocks(s, id, (int64_t)q->computed + n);
+}
+
 /* Step 3 for the head of the queue. Returns 1 if it was admitted (or
  * aborted), 0 if it must wait (and blocks the queue). */
 static int admit_head(pf_sched *s, int *budget)
@@ -912,6 +952,8 @@ static int admit_head(pf_sched *s, int *budget)
     s->pending += need - hits;
     q->hold = need;
     q->sched_tokens = n;
+    if (s->pc && !swapped)
+        admit_now(s, id, n);
     *budget -= n;
     s->sched[s->nsched++] = id;
     if (q->t_first_sched < 0)
@@ -1040,20 +1082,8 @@ int pf_sched_plan(pf_sched *s)
     /* frames promised beyond the pool's free ones come from idle cached
      * blocks, least recently released first: evict them now, so that
      * landing (on any thread) finds the frames in the pool */
-    if (s->pc) {
-        int shortfall = s->pending - pf_pool_free_count(s->pool);
-        for (; shortfall > 0; shortfall--) {
-            uint64_t h = 0;
-            int32_t f = pf_prefix_evict_hash(s->pc, &h);
-            if (f < 0)
-                break;
-            (void)pf_pool_unref_c(s->shard[0].cache, f);
-            if (s->bev) {
-                pf_sched_block_event e = {PF_SCHED_BLOCK_REMOVED, h, 0, f, -1, -1};
-                s->bev(s->bev_ctx, &e);
-            }
-        }
-    }
+    if (s->pc)
+        evict_for(s, s->pending - pf_pool_free_count(s->pool));
 
     /* 4. time */
     measure(s);
@@ -1100,41 +1130,52 @@ static int take_frames(pf_sched *s, int id, int k, pf_pool_cache *cache)
     return PF_OK;
 }
 
-/* The shard's inter-token sketch, made on first use (44 KB a metric: only
- * shards that land tokens pay for one). 0 if it could not be made. */
-static int shard_itl(const pf_sched *s, shard_out *o)
+/* Inter-token gaps, by runs. The requests that decoded in the previous
+ * step too all see the same gap (the step's duration), so a shard keeps
+ * runs of equal gaps in slot order, and commit folds every shard's runs
+ * into the metrics in shard order, joining a run that crosses a shard
+ * boundary: the metrics get the same (gap, count) additions, in the same
+ * order, whatever the number of shards, so even the floating-point sum of
+ * the gaps is the same to the bit; and a step of a thousand decodes costs
+ * one histogram update, not a thousand. */
+static void itl_note(shard_out *o, double gap)
 {
-    if (o->itl)
-        return 1;
-    pf_metrics *m = malloc(sizeof *m);
-    if (!m || pf_metrics_init(m, s->p.slo_ttft_s, s->p.slo_tpot_s) != PF_OK) {
-        free(m);
-        o->err = PF_ERR_NOMEM;
-        return 0;
-    }
-    o->itl = m;
-    return 1;
-}
-
-/* An inter-token gap, folded in by runs: the requests that decoded in the
- * previous step too all see the same gap (the step's duration), so a step
- * of a thousand decodes costs one histogram update, not a thousand. */
-static void itl_flush(const pf_sched *s, shard_out *o)
-{
-    if (o->run > 0 && shard_itl(s, o))
-        (void)pf_metrics_add_itl(o->itl, o->gap, o->run);
-    o->run = 0;
-}
-
-static void itl_note(const pf_sched *s, shard_out *o, double gap)
-{
-    if (o->run > 0 && gap == o->gap) {
-        o->run++;
+    if (o->nruns > 0 && o->runs[o->nruns - 1].gap == gap) {
+        o->runs[o->nruns - 1].n++;
         return;
     }
-    itl_flush(s, o);
-    o->gap = gap;
-    o->run = 1;
+    if (o->nruns == o->runcap) {
+        int c = o->runcap ? o->runcap * 2 : 16;
+        itl_run *r = realloc(o->runs, (size_t)c * sizeof *r);
+        if (!r) {
+            o->err = PF_ERR_NOMEM;
+            return;
+        }
+        o->runs = r;
+        o->runcap = c;
+    }
+    o->runs[o->nruns++] = (itl_run){gap, 1};
+}
+
+/* Commit: every shard's runs into the metrics (see itl_note). */
+static void itl_fold(pf_sched *s)
+{
+    itl_run cur = {0.0, 0};
+    for (int k = 0; k < s->nshards; k++) {
+        shard_out *o = &s->shard[k];
+        for (int i = 0; i < o->nruns; i++) {
+            if (cur.n > 0 && o->runs[i].gap == cur.gap) {
+                cur.n += o->runs[i].n;
+                continue;
+            }
+            if (cur.n > 0)
+                (void)pf_metrics_add_itl(&s->metrics, cur.gap, cur.n);
+            cur = o->runs[i];
+        }
+        o->nruns = 0;
+    }
+    if (cur.n > 0)
+        (void)pf_metrics_add_itl(&s->metrics, cur.gap, cur.n);
 }
 
 /* One running request's tokens land at t; o gets its totals. */
@@ -1167,7 +1208,7 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
                 q->t_first_token = t;
                 q->flags |= F_FIRST;
             } else {
-                itl_note(s, o, t - q->t_last_token);
+                itl_note(o, t - q->t_last_token);
             }
             q->t_last_token = t;
             if (q->generated >= q->output) {
@@ -1251,6 +1292,7 @@ void pf_sched_land(pf_sched *s, int shard)
     o.ndec = o.nbound = o.nstalled = 0;
     o.ctx = o.tokens = o.held = o.resv = o.waste = o.own = 0;
     o.nnote = 0;
+    o.nruns = 0;
     o.err = PF_OK;
     int64_t lo = (int64_t)s->nslots * shard / s->nshards;
     int64_t hi = (int64_t)s->nslots * (shard + 1) / s->nshards;
@@ -1262,7 +1304,6 @@ void pf_sched_land(pf_sched *s, int shard)
             split_add(s, &s->r[id], &o);
         }
     }
-    itl_flush(s, &o);
     *dst = o;
 }
 
@@ -1271,10 +1312,11 @@ void pf_sched_land(pf_sched *s, int shard)
 /* Offer request id's newly filled blocks to the prefix cache, in order.
  * A hash already cached under another frame leaves this one the request's
  * own (vLLM keeps the first copy). */
-static void offer_blocks(pf_sched *s, int id)
+static void offer_blocks(pf_sched *s, int id, int64_t tokens)
 {
     pf_req *q = &s->r[id];
-    int full = q->computed / s->p.block_size;
+    int64_t f64 = tokens / s->p.block_size;
+    int full = f64 > INT_MAX ? INT_MAX : (int)f64;
     if (full > q->nframes)
         full = q->nframes;
     pf_token_src src = token_src(s, id);
@@ -1296,6 +1338,7 @@ int pf_sched_commit(pf_sched *s)
     int err = PF_OK;
     s->ndec = s->nbound = s->nstalled = 0;
     s->dec_ctx = s->kv_held = s->kv_resv = s->kv_waste = s->kv_own = 0;
+    itl_fold(s);
     for (int k = 0; k < s->nshards; k++) {
         shard_out *o = &s->shard[k];
         s->nstalled += o->nstalled;
@@ -1313,7 +1356,7 @@ int pf_sched_commit(pf_sched *s)
             int id = o->note[i];
             pf_req *q = &s->r[id];
             if (q->flags & F_BLOCKS)
-                offer_blocks(s, id);
+                offer_blocks(s, id, q->computed);
             if (q->flags & F_TO_DECODE)
                 list_remove(s, id, 1);
             if (q->flags & F_FIRST)
@@ -1459,12 +1502,6 @@ int pf_sched_metrics(const pf_sched *s, pf_metrics *out)
     if (!s || !out)
         return PF_ERR_ARG;
     *out = s->metrics;
-    for (int k = 0; k < s->nshards; k++)
-        if (s->shard[k].itl) {
-            int rc = pf_metrics_merge(out, s->shard[k].itl);
-            if (rc != PF_OK)
-                return rc;
-        }
     return PF_OK;
 }
 

@@ -228,15 +228,22 @@ static void zero_totals(pf_sim *s)
     s->h_head = s->h_n = 0;
 }
 
-int pf_sim__reset_locked(pf_sim *s)
+/* A new scheduler over the same requests. On failure the old run stays,
+ * and err (when given) says why: a parameter only the scheduler checks, or
+ * memory. */
+static int reset_err(pf_sim *s, char *err, size_t errlen)
 {
     pf_sched_params sp;
     sched_params(&s->p, &sp);
-    char err[160];
+    char buf[160];
+    if (!err || errlen == 0) {
+        err = buf;
+        errlen = sizeof buf;
+    }
     pf_sched *sc = pf_sched_create(&sp, s->jobs, s->njobs, s->p.cfg.pool_blocks, step_cost,
-                                   &s->p0, err, sizeof err);
+                                   &s->p0, err, errlen);
     if (!sc)
-        return PF_ERR_NOMEM; /* parameters were checked: memory */
+        return strstr(err, "out of memory") ? PF_ERR_NOMEM : PF_ERR_ARG;
     if (pf_sched_set_shards(sc, s->nshards) != PF_OK) {
         pf_sched_destroy(sc);
         return PF_ERR_NOMEM;
@@ -255,6 +262,11 @@ int pf_sim__reset_locked(pf_sim *s)
     if (s->p.watermark_auto)
         (void)pf_sched_set_watermark(sc, s->lc.w);
     return PF_OK;
+}
+
+int pf_sim__reset_locked(pf_sim *s)
+{
+    return reset_err(s, NULL, 0);
 }
 
 static int by_arrival(const void *a, const void *b)
@@ -339,8 +351,10 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     }
     if (p->engine == PF_ENGINE_THREADED && pf_sim__apply_threads_locked(s, p->threads) != PF_OK)
         goto oom;
-    if (pf_sim__reset_locked(s) != PF_OK)
-        goto oom;
+    if (reset_err(s, err, errlen) != PF_OK) {
+        pf_sim_destroy(s);
+        return NULL; /* err says why */
+    }
     return s;
 oom:
     pf_sim_destroy(s);
