@@ -1,19 +1,35 @@
-/* bench/bench_sim.c - how fast the simulator simulates.
+/* bench/bench_sim.c - how fast the simulator simulates (issue 9, point 8).
  *
- * Prints, for the default workload (512 jobs of the seed's mix, 128
- * workers, 4096 blocks of 16, MAX_SEQ_LEN 2048) and a larger one:
- *   - the wall time of one run (median of --reps), naive and paged, on the
- *     deterministic engine; "pagefault sim" runs exactly these two;
- *   - simulated sequence-steps per second (one admitted sequence for one
- *     step = one sequence-step: the unit of work of the engine);
- *   - one threaded-engine run of the default workload (tick 0), for scale.
- * Usage: bench_sim [--reps N] [--no-threaded]
- * Figures only; nothing here is asserted (speed targets are not tests).
+ * Prints, each figure the median of --reps runs unless said otherwise:
+ *   1. the default `pagefault sim` (512 jobs of the seed's mix, vLLM's
+ *      rules, 4096 blocks of 16, max-len 2048): wall time of the naive and
+ *      the paged run, and per simulated step;
+ *   2. the same paged run on the deterministic engine and on the threaded
+ *      one with 1, 2, 4, 8 and 16 threads (counts above the machine's
+ *      cores are skipped unless --all-threads: oversubscribed threads only
+ *      measure the scheduler of the operating system), per step and as a
+ *      ratio to the deterministic engine;
+ *   3. --max-num-seqs 128 against 4096 on the same jobs: time per simulated
+ *      step and per simulated token (idle sequence slots must cost nothing);
+ *   4. an Azure-shaped trace of 19,366 requests (prompts up to 14,050
+ *      tokens, one hour; generated here with a fixed seed in the Azure
+ *      format): parse time and run time;
+ *   5. a 10^6-request trace (our CSV format, generated here) arriving at
+ *      --rate requests per second (default 150: above what the default pool
+ *      serves, so the server stays busy): parse time and run time (one run).
+ * Columns: wall time of a run; simulated steps; wall time per step; wall
+ * time per computed token (output tokens plus recomputed ones); simulated
+ * seconds.
+ * Usage: bench_sim [--reps N] [--rate R] [--all-threads] [--quick]
+ * (--quick: skips part 5). Figures only; nothing here is asserted (speed
+ * targets are not tests). On a shared machine, compare ratios from one run.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/err.h"
 #include "sim/sim.h"
@@ -31,23 +47,27 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median wall time of reps runs; the last run's stats in *st. */
+/* Median wall time of reps runs (create, run, destroy timed as `sim` pays
+ * them); the last run's stats in *st. -1 on error. */
 static double time_runs(const pf_sim_params *p, const pf_jobs *j, int reps, pf_sim_stats *st)
 {
     double *t = malloc((size_t)reps * sizeof *t);
     if (!t)
         return -1;
     for (int r = 0; r < reps; r++) {
-        pf_sim *s = pf_sim_create(p, j, NULL, 0);
+        char err[256];
+        double t0 = now_s();
+        pf_sim *s = pf_sim_create(p, j, err, sizeof err);
         if (!s) {
+            fprintf(stderr, "bench_sim: %s\n", err);
             free(t);
             return -1;
         }
-        double t0 = now_s();
         int rc = pf_sim_run(s, st);
-        t[r] = now_s() - t0;
         pf_sim_destroy(s);
+        t[r] = now_s() - t0;
         if (rc != PF_OK) {
+            fprintf(stderr, "bench_sim: run failed: %s\n", pf_strerror(rc));
             free(t);
             return -1;
         }
@@ -58,15 +78,21 @@ static double time_runs(const pf_sim_params *p, const pf_jobs *j, int reps, pf_s
     return m;
 }
 
-static int workload(const char *name, int njobs, int workers, int blocks, int reps)
+static void row(const char *label, double t, const pf_sim_stats *st)
+{
+    printf("  %-34s %9.2f ms  %8lld steps  %7.3f us/step  %8.1f ns/tok  %9.1f s simulated\n", label, t * 1e3,
+           (long long)st->step, t / (double)st->step * 1e6, t / (double)st->tokens_computed * 1e9,
+           st->time_s);
+}
+
+/* 1 and 2: the default `sim`, and the engines on it. */
+static int default_sim(int reps, int all_threads)
 {
     pf_jobs j;
-    if (pf_jobs_generate(&j, 42, njobs, pf_mix_seed(), 0.0, 2048) != PF_OK)
+    if (pf_jobs_generate(&j, 42, 512, pf_mix_seed(), 0.0, 2048) != PF_OK)
         return 1;
     pf_sim_params p;
     pf_sim_params_default(&p);
-    p.workers = workers;
-    p.cfg.pool_blocks = blocks;
     p.tick_us = 0;
     pf_sim_stats n, g;
     p.mode = PF_SIM_NAIVE;
@@ -74,30 +100,208 @@ static int workload(const char *name, int njobs, int workers, int blocks, int re
     p.mode = PF_SIM_PAGED;
     p.naive_throughput = n.throughput; /* as `pagefault sim` does: no second naive run */
     double tp = time_runs(&p, &j, reps, &g);
-    pf_jobs_free(&j);
     if (tn < 0 || tp < 0)
         return 1;
-    printf("%s: %d jobs, %d workers, %d blocks (median of %d runs, deterministic engine)\n", name, njobs,
-           workers, blocks, reps);
-    printf("  naive : %8.2f ms  %7lld steps  %9lld sequence-steps  %6.2f M sequence-steps/s\n", tn * 1e3,
-           (long long)n.step, (long long)n.seq_steps, (double)n.seq_steps / tn / 1e6);
-    printf("  paged : %8.2f ms  %7lld steps  %9lld sequence-steps  %6.2f M sequence-steps/s  (watermark %.2f, %lld preemptions)\n",
-           tp * 1e3, (long long)g.step, (long long)g.seq_steps, (double)g.seq_steps / tp / 1e6, p.watermark,
-           (long long)g.preemptions);
-    printf("  naive + paged (what `pagefault sim` runs): %.2f ms\n", (tn + tp) * 1e3);
+    printf("1. default `pagefault sim`: 512 jobs, vLLM rules, max-num-seqs %d, %d blocks of %d, "
+           "deterministic engine (median of %d)\n",
+           p.workers, p.cfg.pool_blocks, p.cfg.block_size, reps);
+    row("naive", tn, &n);
+    row("paged", tp, &g);
+    printf("  naive + paged (what `pagefault sim` runs): %.2f ms\n\n", (tn + tp) * 1e3);
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("2. the same paged run, deterministic vs threaded engine (%ld cores online; median of %d)\n", cores,
+           reps);
+    row("deterministic", tp, &g);
+    const int threads[] = {1, 2, 4, 8, 16};
+    for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+        if (threads[k] > cores && !all_threads) {
+            printf("  threaded, %2d threads: skipped (more than the %ld cores; --all-threads runs it)\n",
+                   threads[k], cores);
+            continue;
+        }
+        pf_sim_params q = p;
+        q.engine = PF_ENGINE_THREADED;
+        q.threads = threads[k];
+        pf_sim_stats t;
+        double tt = time_runs(&q, &j, reps, &t);
+        if (tt < 0)
+            return 1;
+        char label[64];
+        snprintf(label, sizeof label, "threaded, %2d threads", threads[k]);
+        row(label, tt, &t);
+        printf("  %-34s %.2fx the deterministic engine's time; same figures: %s\n", "", tt / tp,
+               t.step == g.step && t.time_s == g.time_s && t.tokens_generated == g.tokens_generated &&
+                       t.preemptions == g.preemptions
+                   ? "yes"
+                   : "NO");
+    }
+    printf("\n");
+    pf_jobs_free(&j);
     return 0;
+}
+
+/* 3: idle sequence slots. The same jobs under a cap of 128 and of 4096: a
+ * pool that holds them all (so 4096 is mostly idle slots), and the default
+ * pool (where the pool, not the cap, limits the batch). */
+static int seq_cap(int reps)
+{
+    printf("3. max-num-seqs 128 vs 4096, deterministic engine, paged (median of %d)\n", reps);
+    /* 64 jobs fit under either cap (only idle slots differ); 512 at the
+     * default pool; 4096 in a pool that holds them all */
+    const int jobs[] = {64, 512, 4096};
+    const int blocks[] = {4096, 4096, 131072};
+    for (int w = 0; w < 3; w++) {
+        pf_jobs j;
+        if (pf_jobs_generate(&j, 42, jobs[w], pf_mix_seed(), 0.0, 2048) != PF_OK)
+            return 1;
+        double per_step[2];
+        for (int c = 0; c < 2; c++) {
+            pf_sim_params p;
+            pf_sim_params_default(&p);
+            p.tick_us = 0;
+            p.cfg.pool_blocks = blocks[w];
+            p.workers = c ? 4096 : 128;
+            p.naive_throughput = 1.0; /* the baseline is not timed here */
+            pf_sim_stats st;
+            double t = time_runs(&p, &j, reps, &st);
+            if (t < 0)
+                return 1;
+            char label[80];
+            snprintf(label, sizeof label, "%d jobs, %d blocks, cap %4d", jobs[w], blocks[w], p.workers);
+            row(label, t, &st);
+            printf("  %-34s running: mean %.1f, peak %d\n", "", st.running_mean, st.running_peak);
+            per_step[c] = t / (double)st.step;
+        }
+        printf("  %-34s cap 4096 / cap 128, time per step: %.2fx\n", "", per_step[1] / per_step[0]);
+        pf_jobs_free(&j);
+    }
+    printf("\n");
+    return 0;
+}
+
+/* An Azure-shaped trace in the Azure format (the same generator as
+ * tests/test_sim_engine.c's): n requests over an hour, exponential gaps,
+ * prompts skewed short with a tail to max_prompt (the last has exactly
+ * that), outputs 1..500. Returns malloc'd text, NULL on no memory. */
+static char *azure_shaped(int n, int max_prompt, uint64_t seed, size_t *len)
+{
+    size_t cap = (size_t)n * 48 + 64;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    size_t k = (size_t)snprintf(t, cap, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+    uint64_t x = seed | 1;
+    double at = 0.0, mean_gap = 3600.0 / n;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        at += -mean_gap * log(u);
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* prompts 100 + exponential (mean 1,000), outputs exponential
+         * (mean 210), both capped: about the means of Azure's
+         * conversation trace (1,155 and 211 tokens) */
+        double v = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        double pr = 100.0 - 1000.0 * log(v);
+        int prompt = i == n - 1 || pr > max_prompt ? max_prompt : (int)pr;
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double w = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
+        double out = 1.0 - 210.0 * log(w);
+        int output = out > 2000.0 ? 2000 : (int)out;
+        long long us = (long long)(at * 1e6);
+        long long s = us / 1000000;
+        k += (size_t)snprintf(t + k, cap - k, "2023-11-16 %02lld:%02lld:%02lld.%06lld0,%d,%d\n", 10 + s / 3600,
+                              s / 60 % 60, s % 60, us % 1000000, prompt, output);
+    }
+    *len = k;
+    return t;
+}
+
+/* Parse `text` and run it once (paged, defaults but max-len), printing both
+ * times. */
+static int parse_and_run(const char *label, const char *text, size_t len, int max_len, int reps)
+{
+    pf_jobs j;
+    char err[256];
+    double t0 = now_s();
+    if (pf_jobs_parse_trace(&j, label, text, len, max_len, err, sizeof err) != PF_OK) {
+        fprintf(stderr, "bench_sim: %s\n", err);
+        return 1;
+    }
+    double tparse = now_s() - t0;
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.tick_us = 0;
+    p.cfg.max_seq_len = max_len;
+    p.naive_throughput = 1.0;
+    pf_sim_stats st;
+    double t = time_runs(&p, &j, reps, &st);
+    if (t < 0)
+        return 1;
+    printf("  %d requests (%d skipped), %.1f MB of text: parse %.1f ms\n", j.njobs, j.rejected,
+           (double)len / 1e6, tparse * 1e3);
+    row("run (paged)", t, &st);
+    printf("  %-34s finished %lld, preemptions %lld, running mean %.1f, waiting mean %.1f\n", "",
+           (long long)st.finished, (long long)st.preemptions, st.running_mean, st.waiting_mean);
+    pf_jobs_free(&j);
+    return 0;
+}
+
+static int azure(int reps)
+{
+    size_t len;
+    char *text = azure_shaped(19366, 14050, 2023, &len);
+    if (!text)
+        return 1;
+    printf("4. Azure-shaped trace: 19,366 requests over an hour, prompts up to 14,050 tokens, max-len 16384 "
+           "(median of %d)\n",
+           reps);
+    int rc = parse_and_run("azure-shaped", text, len, 16384, reps);
+    free(text);
+    printf("\n");
+    return rc;
+}
+
+/* 10^6 requests of the seed's mix in our CSV format, `rate` per second. */
+static int million(double rate)
+{
+    const int n = 1000000;
+    pf_jobs g;
+    if (pf_jobs_generate(&g, 7, n, pf_mix_seed(), rate, 2048) != PF_OK)
+        return 1;
+    size_t cap = (size_t)n * 40 + 64, k = 0;
+    char *text = malloc(cap);
+    if (!text) {
+        pf_jobs_free(&g);
+        return 1;
+    }
+    k += (size_t)snprintf(text, cap, "arrival,prompt,output\n");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(text + k, cap - k, "%.6f,%d,%d\n", g.jobs[i].arrival, g.jobs[i].prompt,
+                              g.jobs[i].output);
+    pf_jobs_free(&g);
+    printf("5. 10^6-request trace (seed mix, %.0f requests/s, our CSV format; one run)\n", rate);
+    int rc = parse_and_run("million", text, k, 2048, 1);
+    free(text);
+    printf("\n");
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
-    int reps = 21, threaded = 1;
+    int reps = 5, all_threads = 0, quick = 0;
+    double rate = 150.0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--no-threaded"))
-            threaded = 0;
+        else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+            rate = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--all-threads"))
+            all_threads = 1;
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
         else {
-            fprintf(stderr, "usage: bench_sim [--reps N] [--no-threaded]\n");
+            fprintf(stderr, "usage: bench_sim [--reps N] [--rate R] [--all-threads] [--quick]\n");
             return 2;
         }
     }
@@ -105,27 +309,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_sim: --reps must be in [1, 1000]\n");
         return 2;
     }
-    if (workload("default", 512, 128, 4096, reps))
-        return 1;
-    if (workload("large", 8192, 1024, 32768, reps > 5 ? 5 : reps))
-        return 1;
-    if (threaded) {
-        pf_jobs j;
-        if (pf_jobs_generate(&j, 42, 512, pf_mix_seed(), 0.0, 2048) != PF_OK)
-            return 1;
-        pf_sim_params p;
-        pf_sim_params_default(&p);
-        p.tick_us = 0;
-        p.engine = PF_ENGINE_THREADED;
-        p.naive_throughput = 1.0; /* not needed here */
-        pf_sim_stats st;
-        double t = time_runs(&p, &j, 1, &st);
-        pf_jobs_free(&j);
-        if (t < 0)
-            return 1;
-        printf("threaded engine, default workload, paged, tick 0: %.0f ms for %lld steps (%.1f us per step, "
-               "barrier over 128 threads)\n",
-               t * 1e3, (long long)st.step, t / (double)st.step * 1e6);
+    if (!(rate > 0.0 && rate <= 1e6)) {
+        fprintf(stderr, "bench_sim: --rate must be in (0, 1000000] requests per second\n");
+        return 2;
     }
+    if (default_sim(reps, all_threads) || seq_cap(reps) || azure(reps))
+        return 1;
+    if (!quick && million(rate))
+        return 1;
     return 0;
 }

@@ -1,9 +1,14 @@
 /* tests/race_sim.c - the live simulator under ThreadSanitizer (plain
  * executable, label "race"; CI builds it with -DPF_SANITIZE=thread).
- * The threaded engine runs its workers; a viewer thread takes snapshots and
- * stats as the dashboard does; the main thread turns every control (workers
- * up and down, watermark, policy, preemption, pause, single step, speed,
- * reset, mode). Then the deterministic live driver gets the same treatment.
+ * The threaded engine runs live on a crew of 4 threads (prefix caching on,
+ * so shared and cached frames are in play); a viewer thread takes
+ * snapshots, stats, layouts and the latency accumulators as the dashboard
+ * and a /metrics writer do; a hammer thread calls the setters back to back
+ * (sequence cap, thread count, watermark and auto watermark, pause and
+ * single step, reset); the main thread turns every control in rounds
+ * (policy, preemption, speed, mode too). Then the deterministic live
+ * driver gets the same treatment. No thread asserts: each counts what it
+ * saw wrong, and main decides.
  * Then (issue 8 point 7) pf_sim_run of each engine, run to completion on
  * the main thread, while a viewer and a controller thread call every live
  * function; and (point 9) a threaded engine stopped at random moments.
@@ -11,6 +16,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -20,6 +26,8 @@
 static atomic_int stop_viewer;
 static atomic_int bad_snapshots;
 static atomic_int snapshots;
+static atomic_int bad_calls;  /* a live call that refused a valid value */
+static atomic_int hammered;   /* setter calls the hammer made */
 
 static void sleep_us(long us)
 {
@@ -33,6 +41,7 @@ static void *viewer(void *arg)
     pf_sim_snapshot snap;
     memset(&snap, 0, sizeof snap);
     int lens[64], tables[64 * 32];
+    pf_metrics *met = malloc(sizeof *met); /* about 220 KB */
     while (!atomic_load(&stop_viewer)) {
         if (pf_sim_take_snapshot(s, &snap) != PF_OK) {
             atomic_fetch_add(&bad_snapshots, 1);
@@ -40,7 +49,7 @@ static void *viewer(void *arg)
         }
         int used = 0;
         for (int f = 0; f < snap.nframes; f++)
-            used += snap.frames[f].state != PF_FRAME_FREE;
+            used += snap.frames[f].state != PF_FRAME_FREE && snap.frames[f].state != PF_FRAME_CACHED;
         /* Frames are derived from the sequences' lists under the lock. */
         int held = 0;
         for (int i = 0; i < snap.nseqs; i++)
@@ -52,11 +61,49 @@ static void *viewer(void *arg)
         pf_sim_get_stats(s, &st);
         pf_sim_params p;
         pf_sim_get_params(s, &p);
-        (void)pf_sim_layout(s, 64, 32, lens, tables);
+        if (st.pool_used < 0 || st.pool_used > p.cfg.pool_blocks || st.time_s < 0.0)
+            atomic_fetch_add(&bad_snapshots, 1);
+        int n = pf_sim_layout(s, 64, 32, lens, tables);
+        for (int i = 0; i < n; i++)
+            if (lens[i] < 1 || tables[i * 32] < 0 || tables[i * 32] >= p.cfg.pool_blocks)
+                atomic_fetch_add(&bad_snapshots, 1);
+        if (met && pf_sim_get_metrics(s, met) != PF_OK)
+            atomic_fetch_add(&bad_snapshots, 1);
         atomic_fetch_add(&snapshots, 1);
         sleep_us(500);
     }
+    free(met);
     pf_sim_snapshot_free(&snap);
+    return NULL;
+}
+
+/* Setters back to back, as a user leaning on the dashboard's keys. Each
+ * value is valid: a refusal is counted as an error. */
+static atomic_int stop_hammer;
+
+static void *hammer(void *arg)
+{
+    pf_sim *s = arg;
+    for (unsigned k = 0; !atomic_load(&stop_hammer); k++) {
+        int bad = 0;
+        bad |= pf_sim_set_workers(s, 1 + (int)(k * 7 % 24)) != PF_OK;
+        bad |= pf_sim_set_threads(s, 1 + (int)(k % 4)) != PF_OK;
+        if (k % 5 == 0)
+            bad |= pf_sim_set_watermark_auto(s, 1) != PF_OK;
+        else
+            bad |= pf_sim_set_watermark(s, (double)(k % 4) * 0.02) != PF_OK;
+        if (k % 3 == 0) {
+            bad |= pf_sim_set_paused(s, 1) != PF_OK;
+            bad |= pf_sim_single_step(s) != PF_OK;
+            bad |= pf_sim_set_paused(s, 0) != PF_OK;
+        }
+        if (k % 17 == 16)
+            bad |= pf_sim_reset(s) != PF_OK;
+        if (bad)
+            atomic_fetch_add(&bad_calls, 1);
+        atomic_fetch_add(&hammered, 1);
+        sleep_us(200);
+    }
     return NULL;
 }
 
@@ -74,6 +121,8 @@ static int exercise(pf_engine engine)
     p.watermark = 0.0;
     p.tick_us = 100;
     p.swap_host_blocks = 40;
+    p.threads = 4;
+    p.prefix_caching = engine == PF_ENGINE_THREADED;
     char err[256];
     pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
     if (!s) {
@@ -84,8 +133,10 @@ static int exercise(pf_engine engine)
     atomic_store(&stop_viewer, 0);
     if (pf_sim_start(s) != PF_OK)
         fail = 1;
-    pthread_t v;
+    atomic_store(&stop_hammer, 0);
+    pthread_t v, h;
     pthread_create(&v, NULL, viewer, s);
+    pthread_create(&h, NULL, hammer, s);
     for (int round = 0; round < 6 && !fail; round++) {
         pf_sim_set_workers(s, round % 2 ? 3 : 20);
         pf_sim_set_watermark(s, round % 3 ? 0.0 : 0.05);
@@ -106,6 +157,8 @@ static int exercise(pf_engine engine)
             pf_sim_set_mode(s, PF_SIM_PAGED);
         sleep_us(20000);
     }
+    atomic_store(&stop_hammer, 1);
+    pthread_join(h, NULL);
     atomic_store(&stop_viewer, 1);
     pthread_join(v, NULL);
     if (pf_sim_stop(s) != PF_OK)
@@ -136,6 +189,7 @@ static void *controller(void *arg)
         pf_sim_set_policy(s, (pf_victim_policy)(k % PF_VICTIM_COUNT));
         pf_sim_set_preempt(s, k % 2 ? PF_PREEMPT_SWAP : PF_PREEMPT_RECOMPUTE);
         pf_sim_set_tick_us(s, 0);
+        pf_sim_set_threads(s, 1 + k % 4);
         pf_sim_set_paused(s, k % 2);
         (void)pf_sim_single_step(s); /* refused while pf_sim_run steps: never interleaved */
         if (k == 3)
@@ -162,6 +216,7 @@ static int run_watched(pf_engine engine)
     p.watermark = 0.0;
     p.tick_us = 0;
     p.swap_host_blocks = 40;
+    p.threads = 4;
     pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
     if (!s)
         return 1;
@@ -206,6 +261,7 @@ static int random_stops(void)
         pf_sim_params p;
         pf_sim_params_default(&p);
         p.engine = PF_ENGINE_THREADED;
+        p.threads = 1 + (int)(r % 4);
         p.cfg.max_seq_len = 512;
         p.cfg.pool_blocks = 192;
         p.workers = 1 + (int)(r % 24);
@@ -243,10 +299,19 @@ int main(void)
         fprintf(stderr, "race_sim: %d inconsistent snapshots\n", atomic_load(&bad_snapshots));
         fail = 1;
     }
+    if (atomic_load(&bad_calls) > 0) {
+        fprintf(stderr, "race_sim: %d hammer rounds had a valid value refused\n", atomic_load(&bad_calls));
+        fail = 1;
+    }
+    if (atomic_load(&hammered) < 10) {
+        fprintf(stderr, "race_sim: the hammer made only %d rounds\n", atomic_load(&hammered));
+        fail = 1;
+    }
     if (atomic_load(&snapshots) < 10) {
         fprintf(stderr, "race_sim: the viewer got only %d snapshots\n", atomic_load(&snapshots));
         fail = 1;
     }
-    printf("race_sim: %d snapshots, %s\n", atomic_load(&snapshots), fail ? "FAILED" : "ok");
+    printf("race_sim: %d snapshots, %d hammer rounds, %s\n", atomic_load(&snapshots), atomic_load(&hammered),
+           fail ? "FAILED" : "ok");
     return fail;
 }

@@ -1,6 +1,7 @@
 /* tests/test_sim_jobs.c - jobs from the mix and from trace files
- * (sim/sim.h): both formats, arrivals, rejections, and every kind of
- * malformed line answered with "FILE:LINE: what". */
+ * (sim/sim.h): both formats, arrivals in seconds, rejections, every kind
+ * of malformed line answered with "FILE:LINE: what"; shared system prompts
+ * (pf_jobs_add_prefix) and parallel samples (pf_jobs_fork). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,17 +35,21 @@ Test(sim_jobs, generated_split_the_mix_lengths)
         cr_assert_geq(x->prompt, len[i] / 10 > 0 ? len[i] / 10 : 1);
         cr_assert_leq(x->prompt, (3 * len[i]) / 10 + 1);
         cr_assert_geq(x->output, 1);
-        cr_assert_eq(x->arrival, 0);
+        cr_assert(x->arrival == 0.0);
         cr_assert(x->priority >= 0 && x->priority <= 3);
+        cr_assert_eq(x->group, -1);
+        cr_assert_eq(x->shared, 0);
+        cr_assert_eq(x->fork_of, 0);
     }
     pf_jobs k;
     cr_assert_eq(pf_jobs_generate(&k, 42, 300, pf_mix_seed(), 0.0, 2048), PF_OK);
     cr_assert_eq(memcmp(j.jobs, k.jobs, 300 * sizeof *j.jobs), 0);
     pf_jobs_free(&k);
     cr_assert_eq(pf_jobs_generate(&k, 42, 300, pf_mix_seed(), 4.0, 2048), PF_OK);
-    cr_assert_eq(k.jobs[3].arrival, 0);
-    cr_assert_eq(k.jobs[4].arrival, 1);
-    cr_assert_eq(k.jobs[299].arrival, 74);
+    /* request i at i / rate seconds */
+    cr_assert_float_eq(k.jobs[3].arrival, 0.75, 1e-12);
+    cr_assert_float_eq(k.jobs[4].arrival, 1.0, 1e-12);
+    cr_assert_float_eq(k.jobs[299].arrival, 74.75, 1e-12);
     pf_jobs_free(&k);
     pf_jobs_free(&j);
     cr_assert_eq(pf_jobs_generate(&j, 1, 0, pf_mix_seed(), 0.0, 2048), PF_ERR_ARG);
@@ -55,23 +60,23 @@ Test(sim_jobs, our_csv_sorted_and_rejected)
     const char *p = write_tmp("arrival,prompt,output\n5,10,20\n0,100,3,2\n\n3,2000,100\r\n0,1,1\n");
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, p, 1.0, 2048, err, sizeof err), PF_OK, "%s", err);
+    cr_assert_eq(pf_jobs_load_trace(&j, p, 2048, err, sizeof err), PF_OK, "%s", err);
     cr_assert_eq(j.njobs, 3);
     cr_assert_eq(j.rejected, 1);
-    cr_assert_eq(j.jobs[0].arrival, 0);
+    cr_assert(j.jobs[0].arrival == 0.0);
     cr_assert_eq(j.jobs[0].prompt, 100); /* stable: file order among equal arrivals */
     cr_assert_eq(j.jobs[0].priority, 2);
     cr_assert_eq(j.jobs[1].prompt, 1);
-    cr_assert_eq(j.jobs[2].arrival, 5);
+    cr_assert(j.jobs[2].arrival == 5.0);
     pf_jobs_free(&j);
-    cr_assert_eq(pf_jobs_load_trace(&j, p, 1.0, 4096, err, sizeof err), PF_OK);
+    cr_assert_eq(pf_jobs_load_trace(&j, p, 4096, err, sizeof err), PF_OK);
     cr_assert_eq(j.njobs, 4);
     cr_assert_eq(j.rejected, 0);
     pf_jobs_free(&j);
     unlink(p);
 }
 
-Test(sim_jobs, azure_format_maps_wall_clock_to_steps)
+Test(sim_jobs, azure_format_maps_wall_clock_to_seconds)
 {
     const char *p = write_tmp("TIMESTAMP,ContextTokens,GeneratedTokens\n"
                               "2023-11-16 23:59:59.9900000,100,10\n"
@@ -79,11 +84,11 @@ Test(sim_jobs, azure_format_maps_wall_clock_to_steps)
                               "2023-11-17 00:00:01.0000000,7000,20\n");
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, p, 20.0, 2048, err, sizeof err), PF_OK, "%s", err);
+    cr_assert_eq(pf_jobs_load_trace(&j, p, 2048, err, sizeof err), PF_OK, "%s", err);
     cr_assert_eq(j.njobs, 2);
     cr_assert_eq(j.rejected, 1);
-    cr_assert_eq(j.jobs[0].arrival, 0);
-    cr_assert_eq(j.jobs[1].arrival, 2, "40 ms across midnight at 20 ms per step");
+    cr_assert(j.jobs[0].arrival == 0.0);
+    cr_assert_float_eq(j.jobs[1].arrival, 0.04, 1e-9, "40 ms across midnight: %.9f", j.jobs[1].arrival);
     cr_assert_eq(j.jobs[1].output, 1, "zero generated tokens still takes one step");
     pf_jobs_free(&j);
     unlink(p);
@@ -94,7 +99,7 @@ static void expect_error(const char *text, int line, const char *what)
     const char *p = write_tmp(text);
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, p, 1.0, 2048, err, sizeof err), PF_ERR_IO, "accepted: %s", text);
+    cr_assert_eq(pf_jobs_load_trace(&j, p, 2048, err, sizeof err), PF_ERR_IO, "accepted: %s", text);
     char want[96];
     snprintf(want, sizeof want, "%s:%d: ", p, line);
     cr_assert(strncmp(err, want, strlen(want)) == 0, "'%s' should start with '%s'", err, want);
@@ -122,7 +127,7 @@ Test(sim_jobs, missing_file)
 {
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, "/nonexistent/trace.csv", 1.0, 2048, err, sizeof err), PF_ERR_IO);
+    cr_assert_eq(pf_jobs_load_trace(&j, "/nonexistent/trace.csv", 2048, err, sizeof err), PF_ERR_IO);
     cr_assert(strstr(err, "/nonexistent/trace.csv") != NULL, "%s", err);
 }
 
@@ -133,7 +138,7 @@ Test(sim_jobs, header_only_says_no_jobs)
     const char *p = write_tmp("arrival,prompt,output\n");
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, p, 1.0, 2048, err, sizeof err), PF_ERR_IO);
+    cr_assert_eq(pf_jobs_load_trace(&j, p, 2048, err, sizeof err), PF_ERR_IO);
     cr_assert(strstr(err, p) != NULL, "%s", err);
     cr_assert(strstr(err, "no jobs") != NULL, "%s", err);
     cr_assert_null(strstr(err, "max_seq_len"), "%s", err);
@@ -143,12 +148,12 @@ Test(sim_jobs, header_only_says_no_jobs)
 
 /* ---- issue 8 point 14: what real trace files look like ------------------ */
 
-static pf_jobs load_ok(const char *text, double step_ms, int max_len)
+static pf_jobs load_ok(const char *text, int max_len)
 {
     const char *p = write_tmp(text);
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, p, step_ms, max_len, err, sizeof err), PF_OK, "%s\n%s", err,
+    cr_assert_eq(pf_jobs_load_trace(&j, p, max_len, err, sizeof err), PF_OK, "%s\n%s", err,
                  text);
     unlink(p);
     return j;
@@ -157,12 +162,12 @@ static pf_jobs load_ok(const char *text, double step_ms, int max_len)
 /* A spreadsheet's UTF-8 byte order mark before the header. */
 Test(sim_jobs, utf8_bom_accepted)
 {
-    pf_jobs j = load_ok("\xEF\xBB\xBF" "arrival,prompt,output\n0,10,5\n", 1.0, 2048);
+    pf_jobs j = load_ok("\xEF\xBB\xBF" "arrival,prompt,output\n0,10,5\n", 2048);
     cr_assert_eq(j.njobs, 1);
     cr_assert_eq(j.jobs[0].prompt, 10);
     pf_jobs_free(&j);
     j = load_ok("\xEF\xBB\xBF" "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,5\n",
-                1.0, 2048);
+                2048);
     cr_assert_eq(j.njobs, 1);
     pf_jobs_free(&j);
 }
@@ -176,30 +181,30 @@ Test(sim_jobs, unsorted_azure_rows_time_zero_is_earliest)
                         "2023-11-16 18:00:00.500,200,1\n"
                         "2023-11-16 18:00:00.000,100,1\n"
                         "2023-11-16 18:00:00.500,250,1\n",
-                        100.0, 2048);
+                        2048);
     cr_assert_eq(j.njobs, 4);
     cr_assert_eq(j.jobs[0].prompt, 100);
-    cr_assert_eq(j.jobs[0].arrival, 0);
+    cr_assert(j.jobs[0].arrival == 0.0);
     cr_assert_eq(j.jobs[1].prompt, 200, "equal times keep file order");
-    cr_assert_eq(j.jobs[1].arrival, 5);
+    cr_assert_float_eq(j.jobs[1].arrival, 0.5, 1e-9);
     cr_assert_eq(j.jobs[2].prompt, 250);
     cr_assert_eq(j.jobs[3].prompt, 300);
-    cr_assert_eq(j.jobs[3].arrival, 10);
+    cr_assert_float_eq(j.jobs[3].arrival, 1.0, 1e-9);
     pf_jobs_free(&j);
     /* the earliest row may be one too long to keep: time 0 stays its own,
      * so arrivals do not move when --max-len changes */
     j = load_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n"
                 "2023-11-16 18:00:01.000,300,1\n"
                 "2023-11-16 18:00:00.000,5000,1\n",
-                100.0, 2048);
+                2048);
     cr_assert_eq(j.njobs, 1);
     cr_assert_eq(j.rejected, 1);
-    cr_assert_eq(j.jobs[0].arrival, 10);
+    cr_assert_float_eq(j.jobs[0].arrival, 1.0, 1e-9);
     pf_jobs_free(&j);
-    /* ours: unsorted steps sorted */
-    j = load_ok("arrival,prompt,output\n7,1,1\n2,2,1\n", 1.0, 2048);
-    cr_assert_eq(j.jobs[0].arrival, 2);
-    cr_assert_eq(j.jobs[1].arrival, 7);
+    /* ours: unsorted seconds sorted */
+    j = load_ok("arrival,prompt,output\n7,1,1\n2,2,1\n", 2048);
+    cr_assert(j.jobs[0].arrival == 2.0);
+    cr_assert(j.jobs[1].arrival == 7.0);
     pf_jobs_free(&j);
 }
 
@@ -212,18 +217,18 @@ Test(sim_jobs, iso_timestamps)
                         "2023-11-16 20:00:01+02:00,3,1\n"
                         "2023-11-16T13:00:02-05:00,4,1\n"
                         "2023-11-16 18:00:03.000000000,5,1\n",
-                        250.0, 2048);
+                        2048);
     cr_assert_eq(j.njobs, 5);
-    const int want[] = {0, 1, 4, 8, 12};
+    const double want[] = {0.0, 0.25, 1.0, 2.0, 3.0};
     for (int i = 0; i < 5; i++) {
         cr_assert_eq(j.jobs[i].prompt, i + 1);
-        cr_assert_eq(j.jobs[i].arrival, want[i], "row %d: arrival %d", i, j.jobs[i].arrival);
+        cr_assert_float_eq(j.jobs[i].arrival, want[i], 1e-9, "row %d: arrival %.9f", i, j.jobs[i].arrival);
     }
     pf_jobs_free(&j);
     /* leap day of a leap year is a real date */
     j = load_ok("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-28 23:59:59,1,1\n2024-02-29 00:00:01,1,1\n",
-                1000.0, 2048);
-    cr_assert_eq(j.jobs[1].arrival, 2);
+                2048);
+    cr_assert_float_eq(j.jobs[1].arrival, 2.0, 1e-9);
     pf_jobs_free(&j);
 }
 
@@ -254,7 +259,7 @@ Test(sim_jobs, nul_byte_refused)
     fclose(f);
     pf_jobs j;
     char err[256];
-    cr_assert_eq(pf_jobs_load_trace(&j, path, 1.0, 2048, err, sizeof err), PF_ERR_IO);
+    cr_assert_eq(pf_jobs_load_trace(&j, path, 2048, err, sizeof err), PF_ERR_IO);
     char want[96];
     snprintf(want, sizeof want, "%s:3: NUL byte", path);
     cr_assert(strstr(err, want), "'%s' should say '%s'", err, want);
@@ -278,20 +283,95 @@ Test(sim_jobs, out_of_range_numbers_say_so)
 Test(sim_jobs, parse_from_memory_equals_file)
 {
     const char *text = AZ "\"2023-11-16 18:00:00.10\",\"10\",\"3\"\r\n2023-11-16 18:00:00.00,20,4\r\n";
-    pf_jobs a = load_ok(text, 50.0, 2048), b;
+    pf_jobs a = load_ok(text, 2048), b;
     char err[256];
-    cr_assert_eq(pf_jobs_parse_trace(&b, "mem", text, strlen(text), 50.0, 2048, err, sizeof err), PF_OK,
+    cr_assert_eq(pf_jobs_parse_trace(&b, "mem", text, strlen(text), 2048, err, sizeof err), PF_OK,
                  "%s", err);
     cr_assert_eq(a.njobs, 2);
     cr_assert_eq(b.njobs, a.njobs);
     cr_assert_eq(memcmp(a.jobs, b.jobs, (size_t)a.njobs * sizeof *a.jobs), 0);
-    cr_assert_eq(b.jobs[1].arrival, 2);
+    cr_assert_float_eq(b.jobs[1].arrival, 0.1, 1e-9);
     pf_jobs_free(&a);
     pf_jobs_free(&b);
     /* errors name the given name */
-    cr_assert_eq(pf_jobs_parse_trace(&b, "mem", "arrival,prompt,output\n0,x,1\n", 28, 1.0, 2048, err,
+    cr_assert_eq(pf_jobs_parse_trace(&b, "mem", "arrival,prompt,output\n0,x,1\n", 28, 2048, err,
                                      sizeof err),
                  PF_ERR_IO);
     cr_assert(strncmp(err, "mem:2: ", 7) == 0, "%s", err);
     cr_assert_null(b.jobs);
+}
+
+/* Our CSV's arrival is seconds as written, decimals included (whole
+ * microseconds), with no scale to pick; anything else is refused. */
+Test(sim_jobs, our_arrivals_are_decimal_seconds)
+{
+    pf_jobs j = load_ok("arrival,prompt,output\n0.25,1,1\n3.000001,2,1\n12,3,1\n12.5,4,1\n", 2048);
+    cr_assert_eq(j.njobs, 4);
+    const double want[] = {0.25, 3.000001, 12.0, 12.5};
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(j.jobs[i].arrival, want[i], 1e-9, "row %d: %.9f", i, j.jobs[i].arrival);
+    pf_jobs_free(&j);
+    expect_error("arrival,prompt,output\n1e3,1,1\n", 2, "arrival must be a time in seconds");
+    expect_error("arrival,prompt,output\n.,1,1\n", 2, "arrival must be a time in seconds");
+    expect_error("arrival,prompt,output\n0:01,1,1\n", 2, "arrival must be a time in seconds");
+}
+
+/* --shared-prefix-tokens N --prefix-groups G: job i joins group i mod G;
+ * its prompt holds the N shared tokens and one of its own; it still fits
+ * max-len; N = 0 or G = 0 removes every group. */
+Test(sim_jobs, add_prefix_groups)
+{
+    pf_jobs j;
+    cr_assert_eq(pf_jobs_generate(&j, 42, 200, pf_mix_seed(), 0.0, 2048), PF_OK);
+    cr_assert_eq(pf_jobs_add_prefix(&j, 512, 3, 2048), PF_OK);
+    int lengthened = 0;
+    for (int i = 0; i < j.njobs; i++) {
+        const pf_job *x = &j.jobs[i];
+        cr_assert_eq(x->group, i % 3);
+        cr_assert_eq(x->shared, 512);
+        cr_assert_geq(x->prompt, 513);
+        cr_assert_geq(x->output, 1);
+        cr_assert_leq(x->prompt + x->output, 2048);
+        lengthened += x->prompt == 513;
+    }
+    cr_assert_gt(lengthened, 0, "short prompts grew to hold the system prompt");
+    cr_assert_eq(pf_jobs_add_prefix(&j, 0, 3, 2048), PF_OK);
+    for (int i = 0; i < j.njobs; i++) {
+        cr_assert_eq(j.jobs[i].group, -1);
+        cr_assert_eq(j.jobs[i].shared, 0);
+    }
+    cr_assert_eq(pf_jobs_add_prefix(&j, -1, 3, 2048), PF_ERR_ARG);
+    cr_assert_eq(pf_jobs_add_prefix(&j, 16, -1, 2048), PF_ERR_ARG);
+    /* a system prompt as long as max-len leaves no room: no group */
+    cr_assert_eq(pf_jobs_add_prefix(&j, 2047, 2, 2048), PF_OK);
+    cr_assert_eq(j.jobs[0].group, -1);
+    pf_jobs_free(&j);
+}
+
+/* --n K: every job becomes K samples arriving together, the first an
+ * original, the others pointing at it (fork_of = 1 + its index). */
+Test(sim_jobs, fork_into_samples)
+{
+    pf_jobs j;
+    cr_assert_eq(pf_jobs_generate(&j, 7, 50, pf_mix_seed(), 2.0, 2048), PF_OK);
+    pf_jobs orig;
+    cr_assert_eq(pf_jobs_generate(&orig, 7, 50, pf_mix_seed(), 2.0, 2048), PF_OK);
+    cr_assert_eq(pf_jobs_fork(&j, 1), PF_OK);
+    cr_assert_eq(j.njobs, 50);
+    cr_assert_eq(pf_jobs_fork(&j, 4), PF_OK);
+    cr_assert_eq(j.njobs, 200);
+    for (int i = 0; i < 50; i++)
+        for (int k = 0; k < 4; k++) {
+            const pf_job *x = &j.jobs[i * 4 + k];
+            cr_assert_eq(x->sample, k);
+            cr_assert_eq(x->fork_of, k == 0 ? 0 : i * 4 + 1);
+            cr_assert_eq(x->prompt, orig.jobs[i].prompt);
+            cr_assert_eq(x->output, orig.jobs[i].output);
+            cr_assert(x->arrival == orig.jobs[i].arrival);
+        }
+    cr_assert_eq(pf_jobs_fork(&j, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_jobs_fork(&j, 100000000), PF_ERR_ARG, "above PF_JOBS_MAX");
+    cr_assert_eq(j.njobs, 200, "a refused fork changes nothing");
+    pf_jobs_free(&j);
+    pf_jobs_free(&orig);
 }

@@ -1,5 +1,7 @@
 /* tests/test_sim_policy.c - the scheduler's decision functions
- * (sim/policy.h), each rule on its own. */
+ * (sim/policy.h), each rule on its own, and the simulator's name tables.
+ * (Admission sizes and the never-fits rule moved into the scheduler core
+ * with issue 9: tests/test_sim_sched.c covers them.) */
 #include <criterion/criterion.h>
 
 #include "sim/policy.h"
@@ -8,50 +10,6 @@ static pf_victim_cand C(int id, int gen, int frames, int prio, int order)
 {
     pf_victim_cand c = {id, gen, frames, prio, order};
     return c;
-}
-
-Test(sim_policy, admit_frames_naive_reserves_max_paged_the_tokens)
-{
-    pf_sim_params p;
-    pf_sim_params_default(&p);
-    p.mode = PF_SIM_PAGED;
-    cr_assert_eq(pf_policy_admit_frames(&p, 1), 1);
-    cr_assert_eq(pf_policy_admit_frames(&p, 16), 1);
-    cr_assert_eq(pf_policy_admit_frames(&p, 17), 2);
-    cr_assert_eq(pf_policy_admit_frames(&p, 2048), 128);
-    p.watermark = 0.3;
-    cr_assert_float_eq(pf_policy_admit_watermark(&p, 0), 0.3, 1e-12);
-    /* a returning (preempted) sequence needs only its frames */
-    cr_assert_float_eq(pf_policy_admit_watermark(&p, 1), 0.0, 1e-12);
-    p.mode = PF_SIM_NAIVE;
-    cr_assert_eq(pf_policy_admit_frames(&p, 1), 128);
-    cr_assert_eq(pf_policy_admit_frames(&p, 17), 128);
-    cr_assert_float_eq(pf_policy_admit_watermark(&p, 0), 0.0, 1e-12);
-}
-
-/* Issue 8 point 1: which requests can never be admitted (vLLM's
- * AllocStatus.NEVER), with the reserve from pf_pool_reserve_for. */
-Test(sim_policy, never_fits)
-{
-    pf_sim_params p;
-    pf_sim_params_default(&p);
-    p.cfg.pool_blocks = 100;
-    p.cfg.block_size = 16;
-    p.cfg.max_seq_len = 4096;
-    p.watermark = 0.07; /* reserve 7 frames (the pool's tolerance: not 8) */
-    pf_job fits = {0, 93 * 16, 1, 0};     /* 93 prompt frames + 1 for the token: 94 <= 100 */
-    pf_job too_big = {0, 93 * 16 + 1, 1, 0}; /* 94 prompt frames > 100 - 7 */
-    pf_job longer_than_pool = {0, 16, 100 * 16, 0}; /* 101 frames in all */
-    cr_assert_not(pf_policy_never_fits(&p, &fits));
-    cr_assert(pf_policy_never_fits(&p, &too_big));
-    cr_assert(pf_policy_never_fits(&p, &longer_than_pool));
-    p.watermark = 0.0;
-    cr_assert_not(pf_policy_never_fits(&p, &too_big));
-    p.watermark = 1.0;
-    cr_assert(pf_policy_never_fits(&p, &fits));
-    /* naive: its reservation is checked once, at create */
-    p.mode = PF_SIM_NAIVE;
-    cr_assert_not(pf_policy_never_fits(&p, &fits));
 }
 
 Test(sim_policy, fault_waits_then_preempts)
@@ -94,15 +52,6 @@ Test(sim_policy, livelock_bound)
     cr_assert(pf_policy_livelocked(4 * 100 + 17, 100));
 }
 
-Test(sim_policy, cost_steps_round_up)
-{
-    cr_assert_eq(pf_policy_cost_steps(100, 0.25), 25);
-    cr_assert_eq(pf_policy_cost_steps(101, 0.25), 26);
-    cr_assert_eq(pf_policy_cost_steps(1, 0.01), 1);
-    cr_assert_eq(pf_policy_cost_steps(100, 0.0), 0);
-    cr_assert_eq(pf_policy_cost_steps(0, 3.0), 0);
-}
-
 Test(sim_policy, names)
 {
     cr_assert_str_eq(pf_victim_name(PF_VICTIM_NEWEST), "newest");
@@ -112,6 +61,7 @@ Test(sim_policy, names)
     cr_assert_str_eq(pf_sim_mode_name(PF_SIM_NAIVE), "naive");
     cr_assert_str_eq(pf_event_name(PF_EV_PINGPONG), "ping-pong");
     cr_assert_str_eq(pf_event_name(PF_EV_ABORT), "abort");
+    cr_assert_str_eq(pf_event_name(PF_EV_WATERMARK), "watermark");
     cr_assert_str_eq(pf_event_name(PF_EV_COUNT), "?");
 }
 
@@ -134,6 +84,11 @@ Test(sim_policy, name_tables)
     table_ok(pf_preempt_names, PF_PREEMPT_COUNT);
     table_ok(pf_engine_names, PF_ENGINE_THREADED + 1);
     table_ok(pf_sim_mode_names, PF_SIM_PAGED + 1);
+    table_ok(pf_sched_rules_names, PF_SCHED_COUNT);
+    table_ok(pf_naive_reserve_names, PF_RESERVE_ORACLE + 1);
+    cr_assert_str_eq(pf_sched_rules_names[PF_SCHED_VLLM], "vllm");
+    cr_assert_str_eq(pf_sched_rules_names[PF_SCHED_SEED], "seed");
+    cr_assert_str_eq(pf_naive_reserve_names[PF_RESERVE_POW2], "pow2");
     for (int k = 0; k < PF_EV_COUNT; k++)
         cr_assert_eq(pf_event_name((pf_event_kind)k), pf_event_names[k]);
     for (int k = 0; k < PF_VICTIM_COUNT; k++)

@@ -4,9 +4,12 @@
  * Part 1 runs from a clean clone alone: it writes its own trace of 3,000
  * requests in the Azure format (wall-clock timestamps with 7 fractional
  * digits, rows out of order, some requests longer than MAX_SEQ_LEN) and
- * the same requests in our format (arrival steps computed here, in
- * integer arithmetic), checks that both load to the same jobs with the
- * counts computed here, and replays them through the paged simulator.
+ * the same requests in our format (arrival seconds with six decimals,
+ * computed here in integer microseconds), checks that both load to the
+ * same jobs, in the same order, with the counts computed here, and replays
+ * them through the paged simulator: every request finishes, none starts
+ * before it arrives (each request's queue time and TTFT are >= 0: the
+ * metrics refuse a timeline out of order, so the counts would fall short).
  * Part 2, only in addition, does the same with the public Azure LLM
  * inference trace (code service) when it is present (PF_TRACE_DIR, by
  * default ../shared/traces); without it that part says so and is skipped.
@@ -42,21 +45,37 @@ static int replay(const pf_jobs *jobs, int max_len, int pool, const char *what)
     pf_sim_stats st;
     int rc = pf_sim_run(s, &st);
     int ok = rc == PF_OK && st.done && st.pool_used == 0 && pf_sim_check(s) == PF_OK;
-    printf("test_sim_trace: %s: replayed %d requests: %lld steps, %lld tokens, %lld preemptions\n",
-           what, jobs->njobs, (long long)st.step, (long long)st.tokens_generated,
+    printf("test_sim_trace: %s: replayed %d requests: %lld steps, %.3f s simulated, %lld tokens, "
+           "%lld preemptions\n",
+           what, jobs->njobs, (long long)st.step, st.time_s, (long long)st.tokens_generated,
            (long long)st.preemptions);
     pf_sim_destroy(s);
     if (!ok)
         FAIL("%s: replay: rc %d done %d used %d", what, rc, st.done, st.pool_used);
+    if (st.finished + st.aborted != jobs->njobs || st.finished < 1)
+        FAIL("%s: finished %lld aborted %lld of %d", what, (long long)st.finished,
+             (long long)st.aborted, jobs->njobs);
+    /* every finished request's timeline was in order (else not counted) */
+    const pf_sim_latency *q = &st.lat[PF_MET_QUEUE], *f = &st.lat[PF_MET_TTFT];
+    if ((int64_t)q->count != st.finished || (int64_t)f->count != st.finished)
+        FAIL("%s: %llu queue times and %llu TTFTs for %lld finished requests", what,
+             (unsigned long long)q->count, (unsigned long long)f->count, (long long)st.finished);
+    if (q->min < 0.0 || f->min < 0.0 || f->min < q->min)
+        FAIL("%s: a request started before it arrived: queue min %g s, TTFT min %g s", what,
+             q->min, f->min);
+    /* the clock ran at least to the last arrival */
+    if (st.time_s < jobs->jobs[jobs->njobs - 1].arrival)
+        FAIL("%s: the run ended at %.6f s, before the last arrival %.6f s", what, st.time_s,
+             jobs->jobs[jobs->njobs - 1].arrival);
     return 0;
 }
 
 /* Part 1: our own files. */
 #define N 3000
-#define STEP_MS 20
 static int own_files(void)
 {
     static long long t_ms[N]; /* ms since 18:00:00 */
+    static long long t_us[N]; /* the row's time in us since 18:00:00, sub-ms digits included */
     static int prompt[N], output[N];
     char az[64], ours[64];
     snprintf(az, sizeof az, "/tmp/pf_trace_az_%d.csv", (int)getpid());
@@ -82,27 +101,34 @@ static int own_files(void)
     for (int b = 0; b < N; b += 10)
         for (int i = b + 9; i >= b; i--) {
             long long ms = t_ms[i];
-            fprintf(fa, "2023-11-16 %02lld:%02lld:%02lld.%03lld%04d,%d,%d\n", 18 + ms / 3600000,
-                    ms / 60000 % 60, ms / 1000 % 60, ms % 1000, i % 10000, prompt[i], output[i]);
-            /* the sub-millisecond digits never cross a step boundary:
-             * steps are whole milliseconds apart */
+            /* 7 fractional digits, as the public file has: the reader
+             * keeps 6 (whole us), so the row's time is ms and i mod 1000
+             * us (distinct from any row within the same ms); the 7th digit
+             * is cut */
+            fprintf(fa, "2023-11-16 %02lld:%02lld:%02lld.%03lld%03d%d,%d,%d\n", 18 + ms / 3600000,
+                    ms / 60000 % 60, ms / 1000 % 60, ms % 1000, i % 1000, i % 10, prompt[i],
+                    output[i]);
+            t_us[i] = ms * 1000 + i % 1000;
             if (tmin < 0 || ms < tmin)
                 tmin = ms;
             tmax = ms > tmax ? ms : tmax;
         }
-    for (int i = 0; i < N; i++)
-        fprintf(fo, "%lld,%d,%d\n", (t_ms[i] - t_ms[0]) / STEP_MS, prompt[i], output[i]);
+    /* ours: seconds since the earliest row, the same microseconds */
+    for (int i = 0; i < N; i++) {
+        long long us = t_us[i] - t_us[0];
+        fprintf(fo, "%lld.%06lld,%d,%d\n", us / 1000000, us % 1000000, prompt[i], output[i]);
+    }
     fclose(fa);
     fclose(fo);
-    if (tmin != t_ms[0])
+    if (tmin != t_ms[0] || t_us[0] != t_ms[0] * 1000)
         FAIL("test setup: earliest time should be the first request's");
 
     pf_jobs a, o;
     char err[512];
-    int rc = pf_jobs_load_trace(&a, az, STEP_MS, 2048, err, sizeof err);
+    int rc = pf_jobs_load_trace(&a, az, 2048, err, sizeof err);
     if (rc != PF_OK)
         FAIL("own Azure file: %s", err);
-    rc = pf_jobs_load_trace(&o, ours, STEP_MS, 2048, err, sizeof err);
+    rc = pf_jobs_load_trace(&o, ours, 2048, err, sizeof err);
     if (rc != PF_OK)
         FAIL("own file in our format: %s", err);
     unlink(az);
@@ -110,12 +136,12 @@ static int own_files(void)
     if (a.njobs != N - over || a.rejected != over)
         FAIL("own Azure file: kept %d rejected %d, expected %d and %d", a.njobs, a.rejected, N - over,
              over);
-    if (a.jobs[a.njobs - 1].arrival > (tmax - tmin) / STEP_MS)
-        FAIL("own Azure file: last arrival %d beyond %lld", a.jobs[a.njobs - 1].arrival,
-             (tmax - tmin) / STEP_MS);
-    /* Same requests, same order within a step: ours sorts stably in file
-     * order (time order), Azure's file is reversed in blocks of 10, so
-     * compare as multisets: sort both copies by (arrival, prompt, output). */
+    if (a.jobs[a.njobs - 1].arrival > (double)(tmax - tmin + 1) / 1e3)
+        FAIL("own Azure file: last arrival %.6f s beyond %.3f s", a.jobs[a.njobs - 1].arrival,
+             (double)(tmax - tmin + 1) / 1e3);
+    /* Same requests in the same order: every row's time is distinct (its
+     * sub-ms digits are its index), so sorting by arrival orders both files
+     * alike, though Azure's is reversed in blocks of 10. */
     if (o.njobs != a.njobs || o.rejected != a.rejected)
         FAIL("our format: kept %d rejected %d, Azure %d and %d", o.njobs, o.rejected, a.njobs,
              a.rejected);
@@ -123,8 +149,11 @@ static int own_files(void)
     for (int i = 0; i < a.njobs; i++) {
         if (i && (a.jobs[i].arrival < a.jobs[i - 1].arrival || o.jobs[i].arrival < o.jobs[i - 1].arrival))
             FAIL("arrivals not sorted at %d", i);
-        if (a.jobs[i].arrival != o.jobs[i].arrival)
-            FAIL("job %d: Azure arrival %d, ours %d", i, a.jobs[i].arrival, o.jobs[i].arrival);
+        if (a.jobs[i].arrival != o.jobs[i].arrival || a.jobs[i].prompt != o.jobs[i].prompt ||
+            a.jobs[i].output != o.jobs[i].output)
+            FAIL("job %d: Azure %.6f s %d+%d, ours %.6f s %d+%d", i, a.jobs[i].arrival,
+                 a.jobs[i].prompt, a.jobs[i].output, o.jobs[i].arrival, o.jobs[i].prompt,
+                 o.jobs[i].output);
         sa += (long long)a.jobs[i].prompt * 7919 + a.jobs[i].output;
         so += (long long)o.jobs[i].prompt * 7919 + o.jobs[i].output;
     }
@@ -162,29 +191,24 @@ static int real_trace(void)
     pf_jobs j;
     char err[512];
     /* At the seed's MAX_SEQ_LEN most prompts are too long: rejected with a count. */
-    if (pf_jobs_load_trace(&j, path, 20.0, 2048, err, sizeof err) != PF_OK)
+    if (pf_jobs_load_trace(&j, path, 2048, err, sizeof err) != PF_OK)
         FAIL("load at 2048: %s", err);
     int kept = j.njobs, rejected = j.rejected;
     pf_jobs_free(&j);
     if (requests < 8000 || kept + rejected != requests || rejected < 1000 || kept < 1000)
         FAIL("2048: kept %d rejected %d of %d requests (expected many over 2048)", kept, rejected, requests);
     /* Raised to 8192 every request fits (the longest prompt is 7,437). */
-    if (pf_jobs_load_trace(&j, path, 1.0, 8192 + 2048, err, sizeof err) != PF_OK)
+    if (pf_jobs_load_trace(&j, path, 8192 + 2048, err, sizeof err) != PF_OK)
         FAIL("load at 10240: %s", err);
     if (j.njobs != requests || j.rejected != 0)
         FAIL("10240: kept %d rejected %d", j.njobs, j.rejected);
     for (int i = 1; i < j.njobs; i++)
         if (j.jobs[i].arrival < j.jobs[i - 1].arrival)
             FAIL("arrivals not sorted at %d", i);
-    /* One hour at 1 ms per step. */
-    int last = j.jobs[j.njobs - 1].arrival;
-    if (last < 3000000 || last > 3700000)
-        FAIL("last arrival %d steps, expected about one hour at 1 ms", last);
-    pf_jobs_free(&j);
-    /* Replay a prefix of the trace through the paged simulator, 20 ms per
-     * step (a decode iteration of a mid-size model). */
-    if (pf_jobs_load_trace(&j, path, 20.0, 8192 + 2048, err, sizeof err) != PF_OK)
-        FAIL("load at 20 ms: %s", err);
+    /* One hour, in seconds since the earliest row. */
+    double last = j.jobs[j.njobs - 1].arrival;
+    if (j.jobs[0].arrival != 0.0 || last < 3000.0 || last > 3700.0)
+        FAIL("arrivals %.6f .. %.6f s, expected 0 .. about one hour", j.jobs[0].arrival, last);
     printf("test_sim_trace: %d requests in the public trace (%d over 2048)\n", kept + rejected,
            rejected);
     pf_jobs head = {j.jobs, 1500, 0};
