@@ -273,7 +273,7 @@ static void task_run(sweep_work *w, int task)
     int naive = task % 2 == 0;
     if (naive && p->naive_of != k)
         return;
-    if (naive && w->sweep_name)
+    if (!naive && w->sweep_name)
         fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
     pf_jobs jobs = {0};
     int st = pf_simflags_jobs(PROG, &p->cur.f, &jobs, 0);
