@@ -52,8 +52,8 @@
  * are the only thing that may differ under a threaded caller). Memory is
  * proportional to the live requests: a block table exists only while its
  * request holds frames. Errors are returned, never aborted on.
- * Callers: tests/test_sim_sched.c, tests/race_sched.c, bench/bench_sched.c;
- * sim/sim.c (the simulator's two engines).
+ * Callers: sim/sim.c (the simulator's two engines), net/kvpub.c (block
+ * events), tests/test_sim_sched.c, tests/race_sched.c, bench/bench_sched.c.
  */
 #ifndef PF_SIM_SCHED_H
 #define PF_SIM_SCHED_H
@@ -266,8 +266,8 @@ int64_t pf_sched_tokens_held(const pf_sched *s);
 /* The prefix cache's counters (zeros when caching is off). */
 void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out);
 
-/* Latency metrics so far (finished requests, every inter-token gap), merged
- * from the landing shards into *out. */
+/* Latency metrics so far (finished requests, every inter-token gap folded
+ * in by the last commit) into *out. */
 int pf_sched_metrics(const pf_sched *s, pf_metrics *out);
 pf_pool *pf_sched_pool(pf_sched *s);
 const pf_sched_params *pf_sched_get_params(const pf_sched *s);
