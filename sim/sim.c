@@ -155,6 +155,8 @@ void pf_sim__event(pf_sim *s, pf_event_kind k, int seq, int frames)
         s->ev_n++;
     s->ev[i] = (pf_event){s->sc ? pf_sched_steps(s->sc) : 0, (uint8_t)k, seq, frames,
                           s->sc ? pf_sched_now(s->sc) : 0.0};
+    if (s->event_fn)
+        s->event_fn(s->event_ctx, &s->ev[i]);
 }
 
 /* The scheduler's events, on the stepping thread, under mu. */
@@ -417,6 +419,16 @@ void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_e
     pthread_mutex_unlock(&sim->mu);
 }
 
+void pf_sim_on_event(pf_sim *sim, pf_sim_event_fn fn, void *ctx)
+{
+    if (!sim)
+        return;
+    pf_sim__lock(sim);
+    sim->event_fn = fn;
+    sim->event_ctx = ctx;
+    pthread_mutex_unlock(&sim->mu);
+}
+
 /* ---- one step ---------------------------------------------------------------------- */
 
 /* A step lands in parallel only when it has enough requests to split:
@@ -502,7 +514,8 @@ static void account(pf_sim *s, int64_t tokens)
                 s->lc_raises++;
             else
                 s->lc_lowers++;
-            pf_sim__event(s, PF_EV_WATERMARK, -1, (int)lround(s->lc.w * 1000.0));
+            pf_sim__event(s, PF_EV_WATERMARK, (int)lround(s->lc.last_waste * 1000.0),
+                          (int)lround(s->lc.w * 1000.0));
         }
     }
     s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;

@@ -285,6 +285,13 @@ typedef void (*pf_sim_attach_fn)(void *ctx, struct pf_sched *sc);
 typedef void (*pf_sim_step_fn)(void *ctx, double t_end);
 void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_end, void *ctx);
 
+/* Every event (the ones snapshots keep the last PF_SIM_EVENTS of), as it
+ * happens: on the engine's thread, with the simulator's lock held (the
+ * callback must not call back into the simulator). NULL removes. */
+struct pf_event;
+typedef void (*pf_sim_event_fn)(void *ctx, const struct pf_event *e);
+void pf_sim_on_event(pf_sim *sim, pf_sim_event_fn fn, void *ctx);
+
 /* ---- control (live) ------------------------------------------------------ *
  * Each returns PF_OK or PF_ERR_ARG for a bad value. set_workers (the
  * sequence cap, max_num_seqs) also brings the vs-naive baseline up to date
@@ -358,14 +365,16 @@ typedef enum {
     PF_EV_RESET,
     PF_EV_ABORT,    /* a request that can never be admitted was dropped */
     PF_EV_WATERMARK,/* the load controller moved the watermark: frames =
-                       the new value in thousandths                    */
+                       the new value, seq = the waste of the window that
+                       decided it (recomputed / computed tokens), both
+                       in thousandths                                  */
     PF_EV_COUNT
 } pf_event_kind;
 
 extern const char *const pf_event_names[]; /* [PF_EV_COUNT + 1], NULL-terminated */
 const char *pf_event_name(pf_event_kind k); /* "admit", "stall", ..., "?" if out of range */
 
-typedef struct {
+typedef struct pf_event {
     int64_t step;
     uint8_t kind; /* pf_event_kind */
     int32_t seq;

@@ -65,6 +65,10 @@ struct pf_sim {
     pf_loadctl lc;
     int64_t lc_raises, lc_lowers;
 
+    /* every event, to a caller (pf_sim_on_event) */
+    pf_sim_event_fn event_fn;
+    void *event_ctx;
+
     /* a publisher of the block events (pf_sim_on_sched) */
     pf_sim_attach_fn attach_fn;
     pf_sim_step_fn step_fn;

@@ -84,8 +84,32 @@ static void make_opts(pf_opt *o, sim_args *a)
 }
 
 /* One run. Returns 0, 2 (bad parameters) or 1 (could not finish). */
+/* The load controller's decisions of one run (--watermark auto). */
+typedef struct {
+    pf_event *ev;
+    int n, cap, lost;
+} decisions;
+
+static void keep_decision(void *ctx, const pf_event *e)
+{
+    decisions *d = ctx;
+    if (e->kind != PF_EV_WATERMARK)
+        return;
+    if (d->n == d->cap) {
+        int c = d->cap ? d->cap * 2 : 64;
+        pf_event *v = c <= 1 << 20 ? realloc(d->ev, (size_t)c * sizeof *v) : NULL;
+        if (!v) {
+            d->lost++;
+            return;
+        }
+        d->ev = v;
+        d->cap = c;
+    }
+    d->ev[d->n++] = *e;
+}
+
 static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, double naive_tput,
-                   pf_sim_stats *st)
+                   pf_sim_stats *st, decisions *dec)
 {
     pf_sim_params p;
     if (pf_simflags_params(PROG, &a->f, &p) != 0)
@@ -98,6 +122,8 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
         fprintf(stderr, "%s: %s\n", PROG, err);
         return 2;
     }
+    if (dec && p.watermark_auto)
+        pf_sim_on_event(s, keep_decision, dec);
     int rc = pf_sim_run(s, st);
     pf_sim_destroy(s);
     if (rc == PF_ERR_RANGE) {
@@ -234,6 +260,7 @@ typedef struct {
     const char *val;     /* swept value as typed, NULL without a sweep       */
     int naive_of;        /* the point whose naive run is this one's baseline */
     pf_sim_stats naive, paged;
+    decisions dec;       /* the paged run's load-controller decisions       */
     int status, status_naive; /* 0, or run_one's / pf_simflags_jobs' status  */
 } sweep_point;
 
@@ -280,7 +307,7 @@ static void task_run(sweep_work *w, int task)
     /* the baseline passed in only stops pf_sim_run from running its own */
     if (!st)
         st = run_one(&p->cur, &jobs, naive ? PF_SIM_NAIVE : PF_SIM_PAGED, 1.0,
-                     naive ? &p->naive : &p->paged);
+                     naive ? &p->naive : &p->paged, naive ? NULL : &p->dec);
     pf_jobs_free(&jobs);
     if (naive)
         p->status_naive = st;
@@ -401,8 +428,12 @@ int pf_cmd_sim(int argc, char **argv)
     }
 
     int status = 0;
+    int npoints = nvals ? nvals : 1;
+    sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
     pf_report *r = pf_report_new();
-    if (!r) {
+    if (!r || !pts) {
+        free(pts);
+        pf_report_free(r);
         free(sweep_buf);
         return pf_cli_error(PROG, "out of memory");
     }
@@ -474,9 +505,6 @@ int pf_cmd_sim(int argc, char **argv)
     }
     pf_jobs_free(&jobs);
 
-    int npoints = nvals ? nvals : 1;
-    sweep_point pts[SIM_MAX_SWEEP];
-    memset(pts, 0, sizeof pts);
     for (int k = 0; k < npoints; k++) {
         pts[k].cur = a;
         pts[k].val = nvals ? vals[k] : NULL;
@@ -539,11 +567,54 @@ int pf_cmd_sim(int argc, char **argv)
             pf_report_note(r, "shares of the frames running sequences hold; external "
                               "fragmentation is 0 in a pool of equal frames");
     }
+    if (isnan(a.f.p.watermark)) {
+        /* --watermark auto: what the controller did, decision by decision */
+        const char *keys[8], *labels[8];
+        int nc = 0;
+        if (nvals) {
+            keys[nc] = sweep_name;
+            labels[nc] = sweep_name;
+            nc++;
+        }
+        static const char *const dk[] = {"time", "watermark", "waste", "decision"};
+        static const char *const dl[] = {"time (s)", "watermark", "waste (window)", "decision"};
+        for (int i = 0; i < 4; i++, nc++) {
+            keys[nc] = dk[i];
+            labels[nc] = dl[i];
+        }
+        pf_report_table(r, "load_controller", "Load controller (--watermark auto), paged run",
+                        nc, keys, labels);
+        for (int k = 0; k < npoints; k++) {
+            double w = 0.01; /* the controller's start (tui/simflags.c) */
+            for (int i = 0; i < pts[k].dec.n; i++) {
+                const pf_event *e = &pts[k].dec.ev[i];
+                double nw = e->frames / 1000.0;
+                if (nvals)
+                    pf_report_cell_num_text(r, strtod(pts[k].val, NULL), pts[k].val);
+                pf_report_cell_num(r, e->time, "%.2f");
+                pf_report_cell_num(r, nw, "%.3f");
+                pf_report_cell_num(r, e->seq / 1000.0, "%.3f");
+                pf_report_cell_str(r, nw > w ? "raise" : "lower");
+                w = nw;
+            }
+            pf_report_note(r, "%s%s%s%d decisions: %lld raises, %lld lowers; final watermark %.3f%s",
+                           nvals ? sweep_name : "", nvals ? "=" : "", nvals ? pts[k].val : "",
+                           pts[k].dec.n, (long long)pts[k].paged.loadctl_raises,
+                           (long long)pts[k].paged.loadctl_lowers, pts[k].paged.watermark,
+                           pts[k].dec.lost ? " (some decisions not kept: out of memory)" : "");
+        }
+        pf_report_note(r, "every 0.5 s of simulated time: raise when more than 5%% of the computed "
+                          "tokens were recomputes, lower by 0.005 below 1%% while requests wait "
+                          "(sim/loadctl.c)");
+    }
     if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
         fprintf(stderr, "%s: out of memory while printing\n", PROG);
         status = 1;
     }
 out:
+    for (int k = 0; k < npoints; k++)
+        free(pts[k].dec.ev);
+    free(pts);
     pf_jobs_free(&jobs);
     pf_simflags_release(&a.f);
     pf_report_free(r);
