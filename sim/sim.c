@@ -310,7 +310,7 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     s->njobs = jobs->njobs;
     s->nshards = 1;
     s->workers_target = p->workers;
-    s->threads_target = p->threads;
+    s->threads_target = pf_sim__threads_of(p->threads);
     pthread_mutex_init(&s->mu, NULL);
     pthread_rwlock_init(&s->life, NULL);
     /* the tick's waits are on the monotonic clock: a wall-clock change
@@ -382,12 +382,17 @@ void pf_sim_destroy(pf_sim *sim)
 
 /* The crew for `threads` (0 = the machine's cores), and as many landing
  * shards. One thread means no crew: land on the caller. */
+int pf_sim__threads_of(int threads)
+{
+    if (threads > 0)
+        return threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN); /* a file read: not per step */
+    return n < 1 ? 1 : n > PF_CREW_MAX ? PF_CREW_MAX : (int)n;
+}
+
 int pf_sim__apply_threads_locked(pf_sim *s, int threads)
 {
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n < 1 ? 1 : n > PF_CREW_MAX ? PF_CREW_MAX : (int)n;
-    }
+    threads = pf_sim__threads_of(threads);
     if (threads <= 1) {
         pf_crew_destroy(s->crew);
         s->crew = NULL;

@@ -121,6 +121,7 @@ void pf_sim__let_callers_in(pf_sim *s);
 int pf_sim__step_locked(pf_sim *s);      /* 1 done, 0 more, <0 error      */
 int pf_sim__reset_locked(pf_sim *s);     /* a new scheduler, totals zeroed */
 int pf_sim__apply_threads_locked(pf_sim *s, int threads); /* crew and shards */
+int pf_sim__threads_of(int threads); /* 0 -> the machine's cores */
 void pf_sim__event(pf_sim *s, pf_event_kind k, int seq, int frames);
 /* The naive baseline for the current cap: computed when missing (a private
  * naive run). Takes mu itself; call without it. */
