@@ -51,3 +51,7 @@ pf_race_test(race_net_metrics SOURCES race_net_metrics.c LIBS pf_net_http)
 add_test(NAME test_net_attach_tmux
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_attach_tmux.sh $<TARGET_FILE:pagefault>)
 set_tests_properties(test_net_attach_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS e2e)
+
+# The simulator's block events published in vLLM's format (net/kvpub), read
+# back over 127.0.0.1.
+pf_criterion_test(test_net_kvpub SOURCES test_net_kvpub.c LIBS pf_net_kvpub)
