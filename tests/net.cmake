@@ -55,3 +55,7 @@ set_tests_properties(test_net_attach_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT
 # The simulator's block events published in vLLM's format (net/kvpub), read
 # back over 127.0.0.1.
 pf_criterion_test(test_net_kvpub SOURCES test_net_kvpub.c LIBS pf_net_kvpub)
+# The round trip on real sockets, publisher and subscriber on two threads: a
+# prefix-caching scheduler run read back by the attach model, a lost batch
+# repaired by replay, the counts and the cached hash set equal (also TSan).
+pf_race_test(race_net_kvpub SOURCES race_net_kvpub.c LIBS pf_net_kvpub pf_net_codec)
