@@ -144,14 +144,18 @@ static void *pub_main(void *arg)
         }
         if (rc != 1 || pf_kvpub_flush(j->pub, pf_sched_now(j->s)) != 0)
             atomic_store(&j->failed, 1);
-        /* one more batch after the run: a subscriber that missed the tail
-         * learns of the gap from it (vLLM would send its next step) */
-        pf_kvpub_heartbeat(j->pub, pf_sched_now(j->s));
         pf_kvpub_attach(j->pub, NULL);
+        t = pf_sched_now(j->s);
         atomic_store(&j->final_seq, pf_kvpub_next_seq(j->pub));
     }
-    while (atomic_load(&j->phase) != 2)
-        pf_kvpub_service(j->pub, 5);
+    /* after the run, heartbeats: a subscriber that lost the tail (libzmq
+     * drops past its high-water marks when the reader falls behind, as it
+     * does under TSan) learns of the gap from the next one, as it would
+     * from a live server's next step */
+    while (atomic_load(&j->phase) != 2) {
+        pf_kvpub_heartbeat(j->pub, t);
+        pf_kvpub_service(j->pub, 20);
+    }
     return NULL;
 }
 
@@ -257,7 +261,7 @@ int main(void)
         atomic_store(&job.phase, 1);
         /* until the publisher is done and its last batch has arrived (a
          * bound on the polls, not a timing assertion) */
-        for (int t = 0; t < 200000; t++) {
+        for (int t = 0; t < 20000; t++) {
             pf_zsub_poll(sub, 5, on_note, &v);
             uint64_t fin = atomic_load(&job.final_seq);
             if (fin && v.last_seq + 1 >= fin)
@@ -279,7 +283,7 @@ int main(void)
         uint64_t fin = atomic_load(&job.final_seq);
 
         CHECK(!atomic_load(&job.failed), "the publisher's run failed");
-        CHECK(fin > 0 && v.last_seq + 1 == fin, "last seq %llu of %llu arrived", (unsigned long long)v.last_seq,
+        CHECK(fin > 0 && v.last_seq + 1 >= fin, "last seq %llu of %llu arrived", (unsigned long long)v.last_seq,
               (unsigned long long)fin);
         CHECK(job.bad == 0 && v.bad == 0, "inconsistent events: scheduler %d, subscriber %d", job.bad, v.bad);
         /* the scheduler's own counts */
@@ -312,7 +316,9 @@ int main(void)
         CHECK(v.cleared == 0, "no AllBlocksCleared in one run");
         /* the gap, repaired through the replay socket */
         CHECK(ks.dropped == 2, "publisher dropped %llu batches", (unsigned long long)ks.dropped);
-        CHECK(zs.gaps >= 1 && zs.missed == 2 && zs.replayed == 2 && zs.lost == 0,
+        /* (more gaps than the two batches dropped on purpose when libzmq
+         * dropped some past its high-water mark: every one replayed) */
+        CHECK(zs.gaps >= 1 && zs.missed >= 2 && zs.replayed == zs.missed && zs.lost == 0,
               "gaps %llu missed %llu replayed %llu lost %llu", (unsigned long long)zs.gaps,
               (unsigned long long)zs.missed, (unsigned long long)zs.replayed, (unsigned long long)zs.lost);
         printf("race_net_kvpub: %d stored, %d removed, %d cached, %llu batches, %llu replayed\n", job.stored,
