@@ -13,6 +13,7 @@
 
 #include "core/err.h"
 #include "core/rng.h"
+#include "net/attach_model.h"
 #include "net/metrics_http.h"
 #include "sim/sched.h"
 #include "tui/simmetrics.h"
@@ -259,8 +260,9 @@ Test(tui_simmetrics, histograms_only_grow_across_updates_and_restarts)
 }
 
 /* From the scheduler core itself: a prefix-caching run's metrics and cache
- * counters, served: the hit rate a board computes from the page is the
- * scheduler's, and every finished request is in the TTFT histogram. */
+ * counters, served: the hit rate a board (or `attach`) computes from the
+ * page is the scheduler's, and every finished request is in the TTFT
+ * histogram. */
 Test(tui_simmetrics, a_scheduler_run_served_as_vllm)
 {
     static pf_req j[60];
@@ -300,6 +302,20 @@ Test(tui_simmetrics, a_scheduler_run_served_as_vllm)
     cr_assert_gt(pf_prom_histogram(&page, "vllm:time_to_first_token_seconds", &th), 1);
     cr_expect_float_eq(th.total, (double)met->requests, 0.5);
     cr_expect_eq(met->requests, 60);
+    /* and `pagefault attach` reading this page shows the scheduler's hit
+     * rate and the quantiles the page's histograms give */
+    pf_attach *a = pf_attach_new(0);
+    cr_assert(a);
+    pf_attach_metrics(a, &page, 1.0);
+    const pf_attach_counts *c = pf_attach_counts_get(a);
+    cr_expect_float_eq(c->hit_rate, (double)ps.hits / (double)ps.queries, 1e-12);
+    cr_expect_float_eq(c->ttft[0], pf_prom_quantile(&th, 0.5), 1e-12);
+    cr_expect_float_eq(c->ttft[2], pf_prom_quantile(&th, 0.99), 1e-12);
+    pf_prom_hist eh;
+    cr_assert_gt(pf_prom_histogram(&page, "vllm:e2e_request_latency_seconds", &eh), 1);
+    cr_expect_float_eq(c->e2e[1], pf_prom_quantile(&eh, 0.9), 1e-12);
+    cr_expect(!isnan(c->ttft[0]) && !isnan(c->e2e[1]));
+    pf_attach_free(a);
     pf_prom_page_free(&page);
     free(met);
     pf_simmetrics_free(m);
