@@ -1280,6 +1280,14 @@ void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out)
         pf_prefix_get_stats(s->pc, out);
 }
 
+int pf_sched_token_src(const pf_sched *s, int i, pf_token_src *out)
+{
+    if (!s || !out || i < 0 || i >= s->n)
+        return PF_ERR_ARG;
+    *out = token_src(s, i);
+    return PF_OK;
+}
+
 void pf_sched_land(pf_sched *s, int shard)
 {
     if (!s || shard < 0 || shard >= s->nshards)

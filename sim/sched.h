@@ -266,6 +266,12 @@ int64_t pf_sched_tokens_held(const pf_sched *s);
 /* The prefix cache's counters (zeros when caching is off). */
 void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out);
 
+/* Where request i's tokens come from (what its block hashes are computed
+ * from, and what pf_token_at turns into token ids): a KV-event publisher
+ * names a stored block's token ids with it (net/kvpub). PF_ERR_ARG for a bad
+ * id. (Added for issue 13.) */
+int pf_sched_token_src(const pf_sched *s, int i, pf_token_src *out);
+
 /* Latency metrics so far (finished requests, every inter-token gap folded
  * in by the last commit) into *out. */
 int pf_sched_metrics(const pf_sched *s, pf_metrics *out);
