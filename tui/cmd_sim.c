@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/err.h"
@@ -49,6 +50,7 @@
 #include "tui/commands.h"
 #include "tui/report.h"
 #include "tui/simflags.h"
+#include "tui/simpub.h"
 
 #define PROG "pagefault sim"
 #define SIM_MAX_SWEEP 64
@@ -58,6 +60,10 @@ typedef struct {
     int format;
     const char *sweep;
     int jobs_parallel; /* 0: the machine's cores */
+    int metrics_port;  /* --metrics-port P: /metrics while the paged run runs */
+    const char *metrics_bind;
+    double linger;     /* --linger S: keep publishing S seconds after the run */
+    pf_simpub *pub;    /* open when publishing (events or /metrics)      */
 } sim_args;
 
 static void args_default(sim_args *a)
@@ -69,7 +75,7 @@ static void args_default(sim_args *a)
 }
 
 /* The flag table points into *a; built per call so sweeps can re-point. */
-#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 3)
+#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 6)
 #define SIM_MAX_PARALLEL 256
 static void make_opts(pf_opt *o, sim_args *a)
 {
@@ -80,6 +86,13 @@ static void make_opts(pf_opt *o, sim_args *a)
     /* 0 = one thread per core: sweep points are independent runs */
     o[n++] = (pf_opt){"jobs-parallel", PF_OPT_INT, &a->jobs_parallel, 0, SIM_MAX_PARALLEL, NULL, "N",
                       "sweep points run at once (0: one per core; 1 under --engine threaded)", 0};
+    o[n++] = (pf_opt){"metrics-port", PF_OPT_INT, &a->metrics_port, 0, 65535, NULL, "P",
+                      "serve the paged run's figures at /metrics with vLLM's names (0: off)", 0};
+    o[n++] = (pf_opt){"metrics-bind", PF_OPT_STRING, &a->metrics_bind, 0, 0, NULL, "ADDR",
+                      "address for --metrics-port (default 127.0.0.1)", 0};
+    /* an hour: far past any scrape interval or replay a subscriber needs */
+    o[n++] = (pf_opt){"linger", PF_OPT_DOUBLE, &a->linger, 0, 3600, NULL, "S",
+                      "publishing: keep answering replays and /metrics S seconds after the run", 0};
     o[n] = (pf_opt){0};
 }
 
@@ -108,6 +121,46 @@ static void keep_decision(void *ctx, const pf_event *e)
     d->ev[d->n++] = *e;
 }
 
+/* The paged run when publishing: stepped here, one step per --tick-us of
+ * wall time (0: as fast as it goes), the block events flushed by the
+ * engine at every step's end, /metrics refreshed every 50 ms of wall time
+ * and at the end; then --linger. Returns what pf_sim_run would. */
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int run_published(const sim_args *a, pf_sim *s, pf_sim_stats *st)
+{
+    pf_simpub_attach(a->pub, s);
+    int rc;
+    double last = 0.0;
+    for (;;) {
+        rc = pf_sim_step(s);
+        double now = wall_s();
+        if (rc != 0 || now - last >= 0.05) {
+            if (pf_simpub_update(a->pub, s) != PF_OK)
+                fprintf(stderr, "%s: /metrics not updated: out of memory\n", PROG);
+            last = now;
+        }
+        if (rc != 0)
+            break;
+        if (a->f.p.tick_us > 0) {
+            struct timespec ts = {a->f.p.tick_us / 1000000, (long)(a->f.p.tick_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int perr = pf_simpub_error(a->pub);
+    if (perr)
+        fprintf(stderr, "%s: --kv-events-publish: %s (events may be missing)\n", PROG,
+                pf_strerror(perr));
+    pf_simpub_linger(a->pub, a->linger);
+    pf_sim_get_stats(s, st);
+    return rc == 1 ? PF_OK : rc;
+}
+
 static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, double naive_tput,
                    pf_sim_stats *st, decisions *dec)
 {
@@ -124,7 +177,11 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
     }
     if (dec && p.watermark_auto)
         pf_sim_on_event(s, keep_decision, dec);
-    int rc = pf_sim_run(s, st);
+    int rc;
+    if (mode == PF_SIM_PAGED && a->pub)
+        rc = run_published(a, s, st);
+    else
+        rc = pf_sim_run(s, st);
     pf_sim_destroy(s);
     if (rc == PF_ERR_RANGE) {
         fprintf(stderr,
@@ -427,6 +484,12 @@ int pf_cmd_sim(int argc, char **argv)
         }
     }
 
+    int publishing = a.f.kv_publish || a.metrics_port;
+    if (publishing && nvals)
+        return pf_cli_error(PROG, "--sweep runs many simulations at once: it cannot be combined with "
+                                  "--kv-events-publish or --metrics-port");
+    if (!publishing && (a.linger > 0 || a.metrics_bind))
+        return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
     int status = 0;
     int npoints = nvals ? nvals : 1;
     sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
@@ -524,6 +587,16 @@ int pf_cmd_sim(int argc, char **argv)
                 break;
             }
     }
+    if (publishing) {
+        char err[256];
+        if (pf_simpub_open(a.f.kv_publish, a.f.kv_replay, a.metrics_bind, a.metrics_port, &a.pub, err,
+                           sizeof err) != PF_OK) {
+            fprintf(stderr, "%s: %s\n", PROG, err);
+            status = 2;
+            goto out;
+        }
+        pts[0].cur.pub = a.pub;
+    }
     int threads = a.jobs_parallel;
     if (threads == 0)
         threads = a.f.engine == PF_ENGINE_THREADED ? 1 : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -612,6 +685,7 @@ int pf_cmd_sim(int argc, char **argv)
         status = 1;
     }
 out:
+    pf_simpub_close(a.pub, NULL); /* its simulator is gone */
     for (int k = 0; k < npoints; k++)
         free(pts[k].dec.ev);
     free(pts);
