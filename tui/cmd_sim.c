@@ -537,13 +537,13 @@ int pf_cmd_sim(int argc, char **argv)
     cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f",
             "tokens");
     /* a number either way (a CSV column keeps one type): auto starts at
-     * vLLM's 0.01 (tui/simflags.c) and says so in its own key */
+     * vLLM's 0.01 (tui/simflags.c) and admission_control says which */
     if (isnan(a.f.p.watermark))
         pf_report_num(r, "watermark", "watermark", 0.01, "%.3g", "(start)");
     else
         cfg_num(r, sw, "watermark", "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
-    pf_report_str(r, "watermark_control", "watermark control",
-                  isnan(a.f.p.watermark) ? "auto (load controller)" : "fixed");
+    pf_report_str(r, "admission_control", "admission control",
+                  isnan(a.f.p.watermark) ? "load controller (--watermark auto)" : "fixed watermark");
     pf_report_str(r, "naive_reserve", "naive reservation", pf_naive_reserve_names[a.f.reserve]);
     pf_report_str(r, "enable_prefix_caching", "prefix caching", a.f.p.prefix_caching ? "on" : "off");
     pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
