@@ -72,3 +72,6 @@ add_test(NAME test_net_kvpub_attach
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_kvpub_attach.sh $<TARGET_FILE:pagefault>
                  $<TARGET_FILE:kvpub_feed>)
 set_tests_properties(test_net_kvpub_attach PROPERTIES TIMEOUT 90)
+# tui/simmetrics' histograms updated on one thread while another renders the
+# page, as under --metrics-port (TSan).
+pf_race_test(race_tui_simmetrics SOURCES race_tui_simmetrics.c LIBS pf_simmetrics)
