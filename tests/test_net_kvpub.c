@@ -76,6 +76,7 @@ typedef struct {
     const emitted *em;
     uint32_t max_hashes, max_tokens; /* most hashes, token ids in one batch */
     uint64_t last_seq;
+    int array_like; /* 1 when every non-empty batch came as arrays */
     int batches, nonempty, stored_events, merged_events, blocks_stored, blocks_removed, cleared;
     int bad_fields, bad_tokens, bad_parent, unknown_hash;
     uint64_t first_cleared_at; /* event index of the first AllBlocksCleared, 0: none */
@@ -98,6 +99,8 @@ static void on_note(void *ctx, const pf_zsub_note *n)
     const pf_kvev_batch *b = n->batch;
     v->batches++;
     v->last_seq = n->seq;
+    if (b->n_events > 0)
+        v->array_like = (v->nonempty ? v->array_like : 1) && b->array_like;
     v->nonempty += b->n_events > 0;
     uint32_t nh = 0, nt = 0;
     for (uint32_t i = 0; i < b->n_events; i++) {
@@ -167,9 +170,10 @@ static pf_zsub *connect_to(pf_kvpub *pub, seen *v)
     return sub;
 }
 
-static pf_kvpub *open_pub(uint32_t max_blocks, uint32_t max_tokens)
+static pf_kvpub *open_pub_enc(uint32_t max_blocks, uint32_t max_tokens, int array_like)
 {
     pf_kvpub_config c = pf_kvpub_config_default();
+    c.zpub.array_like = array_like;
     c.zpub.endpoint = "tcp://127.0.0.1:*";
     c.max_blocks = max_blocks;
     c.max_tokens = max_tokens;
@@ -177,6 +181,11 @@ static pf_kvpub *open_pub(uint32_t max_blocks, uint32_t max_tokens)
     const char *why;
     cr_assert_eq(pf_kvpub_open(&c, &pub, &why), 0, "%s", why);
     return pub;
+}
+
+static pf_kvpub *open_pub(uint32_t max_blocks, uint32_t max_tokens)
+{
+    return open_pub_enc(max_blocks, max_tokens, 0);
 }
 
 /* Run s to the end, one flush per step, draining the subscriber as it goes
@@ -228,6 +237,7 @@ Test(net_kvpub, fields_tokens_and_merging_as_vllm)
     cr_expect_eq((uint64_t)v.blocks_stored, st.blocks_stored);
     cr_expect_eq((uint64_t)v.stored_events, st.events_stored);
     cr_expect_gt(v.merged_events, 0, "a prefill chunk's blocks travel in one BlockStored");
+    cr_expect_eq(v.array_like, 0, "maps, as current vLLM");
     cr_expect_lt(v.stored_events, v.blocks_stored);
     cr_expect_eq(v.bad_fields, 0);
     cr_expect_eq(v.bad_tokens, 0);
@@ -236,6 +246,34 @@ Test(net_kvpub, fields_tokens_and_merging_as_vllm)
     cr_expect_eq(v.cleared, 0);
     cr_expect_eq(st.early_flushes, 0);
     cr_expect_eq(st.errors, 0);
+    pf_zsub_close(sub);
+    pf_kvpub_close(pub);
+    pf_sched_destroy(s);
+}
+
+/* Older vLLM's array_like encoding: the same events arrive. */
+Test(net_kvpub, array_like_encoding_reads_the_same)
+{
+    static emitted em;
+    memset(&em, 0, sizeof em);
+    seen v = {.em = &em};
+    pf_kvpub *pub = open_pub_enc(4096, 65536, 1);
+    pf_zsub *sub = connect_to(pub, &v);
+    pf_sched *s = mk_sched();
+    em.pub = pub;
+    em.s = s;
+    pf_kvpub_attach(pub, s);
+    pf_sched_on_block(s, record, &em);
+    run_and_drain(s, pub, sub, &v);
+    cr_expect_eq(v.last_seq + 1, pf_kvpub_next_seq(pub));
+    cr_expect_eq(v.array_like, 1, "the batches came as arrays");
+    cr_expect_eq(v.blocks_stored, em.stored);
+    cr_expect_eq(v.blocks_removed, em.removed);
+    cr_expect_gt(v.merged_events, 0);
+    cr_expect_eq(v.bad_fields, 0);
+    cr_expect_eq(v.bad_tokens, 0);
+    cr_expect_eq(v.bad_parent, 0);
+    cr_expect_eq(v.unknown_hash, 0);
     pf_zsub_close(sub);
     pf_kvpub_close(pub);
     pf_sched_destroy(s);
