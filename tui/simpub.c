@@ -14,6 +14,7 @@
 struct pf_simpub {
     pf_kvpub *kv;
     int kv_err;           /* first publisher error since pf_simpub_error */
+    double t_end;         /* the last step's end (simulated seconds)      */
     pf_simmetrics *metrics;
     pf_msrv *msrv;
     pf_metrics *met;      /* scratch for pf_sim_get_metrics (220 KB) */
@@ -73,6 +74,7 @@ static void kv_attach(void *ctx, struct pf_sched *sc)
 static void kv_step_end(void *ctx, double t_end)
 {
     pf_simpub *p = ctx;
+    p->t_end = t_end;
     int rc = pf_kvpub_flush(p->kv, t_end);
     if (rc == PF_OK)
         rc = pf_kvpub_service(p->kv, 0) < 0 ? PF_ERR_IO : PF_OK;
@@ -124,12 +126,20 @@ void pf_simpub_linger(pf_simpub *p, double seconds)
         return;
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double next_beat = 0.0;
     for (;;) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
         if (el >= seconds)
             break;
         if (p->kv) {
+            /* a heartbeat now and then: a subscriber that lost the run's
+             * last batches learns of the gap from the next seq and asks
+             * for them; without one after the end it never would */
+            if (el >= next_beat) {
+                (void)pf_kvpub_heartbeat(p->kv, p->t_end);
+                next_beat = el + 0.5;
+            }
             (void)pf_kvpub_service(p->kv, 50); /* waits up to 50 ms for a request */
         } else {
             struct timespec ts = {0, 50 * 1000 * 1000};
