@@ -563,6 +563,29 @@ int pf_prom_inc(pf_prom_registry *r, int id, double v) { return update(r, id, PF
 int pf_prom_set(pf_prom_registry *r, int id, double v) { return update(r, id, PF_PROM_GAUGE, 1, v); }
 int pf_prom_observe(pf_prom_registry *r, int id, double x) { return update(r, id, PF_PROM_HISTOGRAM, 2, x); }
 
+int pf_prom_hist_add(pf_prom_registry *r, int id, const uint64_t *counts, int n, double sum, uint64_t count)
+{
+    if (!r || !counts || !(sum >= 0))
+        return PF_ERR_ARG;
+    uint64_t total = 0;
+    for (int k = 0; k < n; k++)
+        total += counts[k];
+    if (total != count)
+        return PF_ERR_ARG;
+    int rc = PF_ERR_ARG;
+    pthread_mutex_lock(&r->mu);
+    if (id >= 0 && id < r->n && r->m[id].type == PF_PROM_HISTOGRAM && n == r->m[id].n_bounds + 1) {
+        metric *m = &r->m[id];
+        for (int k = 0; k < n; k++)
+            m->counts[k] += counts[k];
+        m->sum += sum;
+        m->count += count;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
 typedef struct {
     char *p;
     size_t n, cap;

@@ -126,6 +126,15 @@ int pf_prom_inc(pf_prom_registry *r, int id, double v);
 int pf_prom_set(pf_prom_registry *r, int id, double v);
 int pf_prom_observe(pf_prom_registry *r, int id, double x);
 
+/* Histograms fed from elsewhere (a latency sketch that keeps its own
+ * per-bucket counts, as sim/metrics.h does): add counts[0..n) to the
+ * buckets (n = the bounds + 1, the last for +Inf; not cumulative), sum to
+ * the sum and count to the count. A histogram's series are counters, so
+ * they only grow: the caller adds what its source grew by. Returns 0 or
+ * PF_ERR_ARG (wrong id or type, n not the bucket count, NaN or negative sum,
+ * count not the sum of counts). */
+int pf_prom_hist_add(pf_prom_registry *r, int id, const uint64_t *counts, int n, double sum, uint64_t count);
+
 /* Render every family (# HELP, # TYPE, samples) into a malloc'd string.
  * Returns 0 or PF_ERR_NOMEM. */
 int pf_prom_render(pf_prom_registry *r, char **out, size_t *len);

@@ -63,7 +63,7 @@ int pf_sim_set_threads(pf_sim *sim, int threads)
     if (!sim || threads < 0 || threads > PF_CREW_MAX)
         return PF_ERR_ARG;
     pf_sim__lock(sim);
-    sim->threads_target = threads;
+    sim->threads_target = pf_sim__threads_of(threads);
     sim->p.threads = threads;
     int rc = PF_OK;
     /* without a driver, the caller steps: apply at once */

@@ -23,8 +23,9 @@
  *
  * Pure and thread-compatible: a pf_cost is read-only after setup. Callers:
  * the scheduler core (sim/sched.c sums its batches with pf_cost_batch_add_*;
- * the step's seconds come from its caller's cost function) and tests. The
- * front end's flags (--model, --gpu, --gpu-profile) are not wired yet.
+ * the step's seconds come from its caller's cost function: the simulator,
+ * sim/sim.c), the front end's flags (--model, --gpu, --gpu-profile, in
+ * tui/simflags.c) and tests.
  */
 #ifndef PF_SIM_COST_H
 #define PF_SIM_COST_H

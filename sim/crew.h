@@ -16,8 +16,8 @@
  * between runs (joins or starts threads). Timed waits, if any, use
  * CLOCK_MONOTONIC. Errors are returned: create/resize fail cleanly when a
  * thread cannot be started (the crew keeps the threads it has).
- * Callers: bench/bench_sched.c and tests today; the simulator's threaded
- * engine once the scheduler core is wired in (issue 10).
+ * Callers: the simulator's threaded engine (sim/sim.c: the shards of a
+ * step's landing), bench/bench_sched.c, tests.
  */
 #ifndef PF_SIM_CREW_H
 #define PF_SIM_CREW_H

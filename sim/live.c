@@ -28,7 +28,7 @@ static void add_us(struct timespec *t, long us)
     }
 }
 
-/* Wait on ctl_cv until `until` (CLOCK_REALTIME, pthread's default clock) or
+/* Wait on ctl_cv until `until` (CLOCK_MONOTONIC, the clock ctl_cv uses) or
  * a control call wakes the driver; mu held. */
 static void wait_until(pf_sim *s, const struct timespec *until)
 {
@@ -55,7 +55,7 @@ static void *driver_main(void *arg)
         }
         s->single_req = 0;
         struct timespec t0;
-        clock_gettime(CLOCK_REALTIME, &t0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         int rc = pf_sim__step_locked(s);
         if (rc != 0) {
             /* the end (or a livelock): hold the figures, then again */
@@ -63,7 +63,7 @@ static void *driver_main(void *arg)
             add_us(&until, PF_LIVE_HOLD_US);
             while (!s->quit && !s->reset_req) {
                 struct timespec now;
-                clock_gettime(CLOCK_REALTIME, &now);
+                clock_gettime(CLOCK_MONOTONIC, &now);
                 if (now.tv_sec > until.tv_sec ||
                     (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
                     break;

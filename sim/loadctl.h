@@ -24,8 +24,9 @@
  * Contract: a plain value type, no allocation, no threads; the caller feeds
  * it each step's figures and applies the watermark it returns. Every
  * decision (raise, lower) is returned as such so the caller can log it.
- * Callers: tests/test_sim_loadctl.c; the simulator (`--watermark auto`)
- * once it is wired in (issue 9; not yet).
+ * Callers: the simulator (sim/sim.c, `--watermark auto`: one step per
+ * scheduler step, its decisions logged as PF_EV_WATERMARK events),
+ * tests/test_sim_loadctl.c.
  */
 #ifndef PF_SIM_LOADCTL_H
 #define PF_SIM_LOADCTL_H

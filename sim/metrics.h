@@ -32,10 +32,11 @@
  * `benchmark_serving --goodput` reports the same per-run figure).
  *
  * Not thread-safe: one pf_metrics per engine or thread, merged with
- * pf_metrics_merge. Called by the scheduler core (sim/sched.c: one per
- * landing shard for the inter-token gaps, merged when read) and tests; the
- * reports, the dashboard and a Prometheus writer will read it once the core
- * is wired in (issues 9 and 13).
+ * pf_metrics_merge. Filled by the scheduler core (sim/sched.c: requests at
+ * commit, inter-token gaps folded in at commit from the landing shards'
+ * runs), read by the simulator's statistics (sim/snapshot.c), `sim`'s
+ * latency table, the dashboard and its /metrics histograms
+ * (tui/simmetrics.c), and tests.
  */
 #ifndef PF_SIM_METRICS_H
 #define PF_SIM_METRICS_H

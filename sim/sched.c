@@ -82,6 +82,12 @@
 /* Request flags set by land for commit. */
 enum { F_FIRST = 1, F_DONE = 2, F_TO_DECODE = 4, F_BLOCKS = 8 };
 
+/* A run of n equal inter-token gaps. */
+typedef struct {
+    double gap;
+    uint64_t n;
+} itl_run;
+
 /* What one shard's landing leaves for commit. */
 typedef struct {
     int ndec;          /* running requests now decoding               */
@@ -91,10 +97,13 @@ typedef struct {
     int nstalled;      /* running requests stalled in this step       */
     int64_t held, resv, waste; /* Figure 2 split of the running
                                   requests' frames (pf_sched_kv_split)  */
+    int64_t own;       /* tokens held, a shared block counted once    */
     int err;           /* a table could not grow (host memory)        */
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
-    pf_metrics *itl;   /* inter-token gaps landed here (lazily made)  */
+    itl_run *runs;     /* inter-token gaps landed here, in slot order,
+                          as runs of equal gaps (itl_note)            */
+    int nruns, runcap;
     pf_pool_cache *cache; /* the landing thread's frames (core/pool.h) */
 } shard_out;
 
@@ -134,7 +143,7 @@ struct pf_sched {
     int64_t dec_ctx;
     int64_t tokens;
     int nstalled;
-    int64_t kv_held, kv_resv, kv_waste;
+    int64_t kv_held, kv_resv, kv_waste, kv_own;
 
     /* the planned step */
     int implicit;     /* decoding requests scheduled without a walk      */
@@ -320,7 +329,7 @@ void pf_sched_destroy(pf_sched *s)
             free(s->r[i].table);
     for (int k = 0; k < s->nshards; k++) {
         free(s->shard[k].note);
-        free(s->shard[k].itl);
+        free(s->shard[k].runs);
         pf_pool_cache_free(s->shard[k].cache);
     }
     free(s->shard);
@@ -375,17 +384,9 @@ int pf_sched_set_shards(pf_sched *s, int nshards)
             }
         }
     } else {
-        /* the gaps landed by the shards going away stay counted: fold
-         * them into shard 0 */
+        /* (commit folded every shard's gaps in already) */
         for (int k = nshards; k < s->nshards; k++) {
-            if (s->shard[k].itl) {
-                if (!s->shard[0].itl)
-                    s->shard[0].itl = s->shard[k].itl;
-                else {
-                    (void)pf_metrics_merge(s->shard[0].itl, s->shard[k].itl);
-                    free(s->shard[k].itl);
-                }
-            }
+            free(s->shard[k].runs);
             free(s->shard[k].note);
             pf_pool_cache_free(s->shard[k].cache); /* its frames to the depot */
             memset(&s->shard[k], 0, sizeof s->shard[k]);
@@ -547,7 +548,10 @@ static int want_tokens(const pf_req *q)
  * cover the whole request at admission, so they never add any). */
 static int frames_needed(const pf_sched *s, const pf_req *q, int n)
 {
-    int need = blocks_for(s, (int64_t)q->computed + n) - q->nframes;
+    int64_t tokens = (int64_t)q->computed + n;
+    if (tokens <= (int64_t)q->nframes * s->p.block_size)
+        return 0; /* the common case, a decode inside its last frame: no division */
+    int need = blocks_for(s, tokens) - q->nframes;
     return need > 0 ? need : 0;
 }
 
@@ -591,6 +595,7 @@ static int drop_frames(pf_sched *s, int id, pf_pool_cache *cache)
     free(q->table);
     q->table = NULL;
     q->nframes = q->cap = 0;
+    q->hit_blocks = 0;
     return n;
 }
 
@@ -822,6 +827,48 @@ static int prefix_lookup(pf_sched *s, int id, int *idle)
     return k;
 }
 
+/* Evict `shortfall` idle cached blocks (least recently released first) so
+ * that their frames are back in the pool. */
+static void evict_for(pf_sched *s, int shortfall)
+{
+    for (; shortfall > 0; shortfall--) {
+        uint64_t h = 0;
+        int32_t f = pf_prefix_evict_hash(s->pc, &h);
+        if (f < 0)
+            break;
+        (void)pf_pool_unref_c(s->shard[0].cache, f);
+        if (s->bev) {
+            pf_sched_block_event e = {PF_SCHED_BLOCK_REMOVED, h, 0, f, -1, -1};
+            s->bev(s->bev_ctx, &e);
+        }
+    }
+}
+
+static int take_frames(pf_sched *s, int id, int k, pf_pool_cache *cache);
+static void offer_blocks(pf_sched *s, int id, int64_t tokens);
+
+/* An admitted request's frames, taken at once (in plan, not land) and the
+ * full blocks this step fills offered to the prefix cache now: vLLM V1
+ * caches a request's full blocks when it allocates them
+ * (KVCacheManager.allocate_slots -> cache_blocks), so a request admitted
+ * later in the same step - a sample of --n, a request of the same system
+ * prompt - finds them and shares them. Only with prefix caching: without
+ * it nothing can hit, and land takes the frames on the shards' threads. */
+static void admit_now(pf_sched *s, int id, int n)
+{
+    pf_req *q = &s->r[id];
+    int k = q->hold - q->nframes;
+    if (k > 0) {
+        int short_by = k - pf_pool_free_count(s->pool);
+        if (short_by > 0)
+            evict_for(s, short_by);
+        if (take_frames(s, id, k, s->shard[0].cache) != PF_OK)
+            return; /* land takes them (and offers the blocks at commit) */
+        s->pending -= k;
+    }
+    offer_blocks(s, id, (int64_t)q->computed + n);
+}
+
 /* Step 3 for the head of the queue. Returns 1 if it was admitted (or
  * aborted), 0 if it must wait (and blocks the queue). */
 static int admit_head(pf_sched *s, int *budget)
@@ -878,6 +925,7 @@ static int admit_head(pf_sched *s, int *budget)
         q->nframes = hits;
         q->computed = (int32_t)base;
         q->hashed = hits;
+        q->hit_blocks = hits;
         q->last_hash = s->hbuf[hits - 1];
     } else if (s->pc && !swapped && q->computed == 0) {
         (void)pf_prefix_acquire(s->pc, NULL, 0, req_tokens(q)); /* a query that missed */
@@ -904,6 +952,8 @@ static int admit_head(pf_sched *s, int *budget)
     s->pending += need - hits;
     q->hold = need;
     q->sched_tokens = n;
+    if (s->pc && !swapped)
+        admit_now(s, id, n);
     *budget -= n;
     s->sched[s->nsched++] = id;
     if (q->t_first_sched < 0)
@@ -1032,20 +1082,8 @@ int pf_sched_plan(pf_sched *s)
     /* frames promised beyond the pool's free ones come from idle cached
      * blocks, least recently released first: evict them now, so that
      * landing (on any thread) finds the frames in the pool */
-    if (s->pc) {
-        int shortfall = s->pending - pf_pool_free_count(s->pool);
-        for (; shortfall > 0; shortfall--) {
-            uint64_t h = 0;
-            int32_t f = pf_prefix_evict_hash(s->pc, &h);
-            if (f < 0)
-                break;
-            (void)pf_pool_unref_c(s->shard[0].cache, f);
-            if (s->bev) {
-                pf_sched_block_event e = {PF_SCHED_BLOCK_REMOVED, h, 0, f, -1, -1};
-                s->bev(s->bev_ctx, &e);
-            }
-        }
-    }
+    if (s->pc)
+        evict_for(s, s->pending - pf_pool_free_count(s->pool));
 
     /* 4. time */
     measure(s);
@@ -1092,20 +1130,52 @@ static int take_frames(pf_sched *s, int id, int k, pf_pool_cache *cache)
     return PF_OK;
 }
 
-/* The shard's inter-token sketch, made on first use (44 KB a metric: only
- * shards that land tokens pay for one). 0 if it could not be made. */
-static int shard_itl(const pf_sched *s, shard_out *o)
+/* Inter-token gaps, by runs. The requests that decoded in the previous
+ * step too all see the same gap (the step's duration), so a shard keeps
+ * runs of equal gaps in slot order, and commit folds every shard's runs
+ * into the metrics in shard order, joining a run that crosses a shard
+ * boundary: the metrics get the same (gap, count) additions, in the same
+ * order, whatever the number of shards, so even the floating-point sum of
+ * the gaps is the same to the bit; and a step of a thousand decodes costs
+ * one histogram update, not a thousand. */
+static void itl_note(shard_out *o, double gap)
 {
-    if (o->itl)
-        return 1;
-    pf_metrics *m = malloc(sizeof *m);
-    if (!m || pf_metrics_init(m, s->p.slo_ttft_s, s->p.slo_tpot_s) != PF_OK) {
-        free(m);
-        o->err = PF_ERR_NOMEM;
-        return 0;
+    if (o->nruns > 0 && o->runs[o->nruns - 1].gap == gap) {
+        o->runs[o->nruns - 1].n++;
+        return;
     }
-    o->itl = m;
-    return 1;
+    if (o->nruns == o->runcap) {
+        int c = o->runcap ? o->runcap * 2 : 16;
+        itl_run *r = realloc(o->runs, (size_t)c * sizeof *r);
+        if (!r) {
+            o->err = PF_ERR_NOMEM;
+            return;
+        }
+        o->runs = r;
+        o->runcap = c;
+    }
+    o->runs[o->nruns++] = (itl_run){gap, 1};
+}
+
+/* Commit: every shard's runs into the metrics (see itl_note). */
+static void itl_fold(pf_sched *s)
+{
+    itl_run cur = {0.0, 0};
+    for (int k = 0; k < s->nshards; k++) {
+        shard_out *o = &s->shard[k];
+        for (int i = 0; i < o->nruns; i++) {
+            if (cur.n > 0 && o->runs[i].gap == cur.gap) {
+                cur.n += o->runs[i].n;
+                continue;
+            }
+            if (cur.n > 0)
+                (void)pf_metrics_add_itl(&s->metrics, cur.gap, cur.n);
+            cur = o->runs[i];
+        }
+        o->nruns = 0;
+    }
+    if (cur.n > 0)
+        (void)pf_metrics_add_itl(&s->metrics, cur.gap, cur.n);
 }
 
 /* One running request's tokens land at t; o gets its totals. */
@@ -1137,8 +1207,8 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
             if (q->t_first_token < 0) {
                 q->t_first_token = t;
                 q->flags |= F_FIRST;
-            } else if (shard_itl(s, o)) {
-                (void)pf_metrics_add_itl(o->itl, t - q->t_last_token, 1);
+            } else {
+                itl_note(o, t - q->t_last_token);
             }
             q->t_last_token = t;
             if (q->generated >= q->output) {
@@ -1182,6 +1252,13 @@ static void split_add(const pf_sched *s, const pf_req *q, shard_out *o)
     o->held += c;
     o->resv += m - c;
     o->waste += r - m;
+    /* blocks it found in the prefix cache are counted by their filler */
+    o->own += c - (int64_t)q->hit_blocks * s->p.block_size;
+}
+
+int64_t pf_sched_tokens_held(const pf_sched *s)
+{
+    return s->kv_own;
 }
 
 void pf_sched_kv_split(const pf_sched *s, int64_t *held, int64_t *reserved, int64_t *internal)
@@ -1203,6 +1280,14 @@ void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out)
         pf_prefix_get_stats(s->pc, out);
 }
 
+int pf_sched_token_src(const pf_sched *s, int i, pf_token_src *out)
+{
+    if (!s || !out || i < 0 || i >= s->n)
+        return PF_ERR_ARG;
+    *out = token_src(s, i);
+    return PF_OK;
+}
+
 void pf_sched_land(pf_sched *s, int shard)
 {
     if (!s || shard < 0 || shard >= s->nshards)
@@ -1213,8 +1298,9 @@ void pf_sched_land(pf_sched *s, int shard)
     shard_out *dst = &s->shard[shard];
     shard_out o = *dst;
     o.ndec = o.nbound = o.nstalled = 0;
-    o.ctx = o.tokens = o.held = o.resv = o.waste = 0;
+    o.ctx = o.tokens = o.held = o.resv = o.waste = o.own = 0;
     o.nnote = 0;
+    o.nruns = 0;
     o.err = PF_OK;
     int64_t lo = (int64_t)s->nslots * shard / s->nshards;
     int64_t hi = (int64_t)s->nslots * (shard + 1) / s->nshards;
@@ -1234,10 +1320,11 @@ void pf_sched_land(pf_sched *s, int shard)
 /* Offer request id's newly filled blocks to the prefix cache, in order.
  * A hash already cached under another frame leaves this one the request's
  * own (vLLM keeps the first copy). */
-static void offer_blocks(pf_sched *s, int id)
+static void offer_blocks(pf_sched *s, int id, int64_t tokens)
 {
     pf_req *q = &s->r[id];
-    int full = q->computed / s->p.block_size;
+    int64_t f64 = tokens / s->p.block_size;
+    int full = f64 > INT_MAX ? INT_MAX : (int)f64;
     if (full > q->nframes)
         full = q->nframes;
     pf_token_src src = token_src(s, id);
@@ -1258,13 +1345,15 @@ int pf_sched_commit(pf_sched *s)
         return PF_ERR_ARG;
     int err = PF_OK;
     s->ndec = s->nbound = s->nstalled = 0;
-    s->dec_ctx = s->kv_held = s->kv_resv = s->kv_waste = 0;
+    s->dec_ctx = s->kv_held = s->kv_resv = s->kv_waste = s->kv_own = 0;
+    itl_fold(s);
     for (int k = 0; k < s->nshards; k++) {
         shard_out *o = &s->shard[k];
         s->nstalled += o->nstalled;
         s->kv_held += o->held;
         s->kv_resv += o->resv;
         s->kv_waste += o->waste;
+        s->kv_own += o->own;
         s->ndec += o->ndec;
         s->nbound += o->nbound;
         s->dec_ctx += o->ctx;
@@ -1275,7 +1364,7 @@ int pf_sched_commit(pf_sched *s)
             int id = o->note[i];
             pf_req *q = &s->r[id];
             if (q->flags & F_BLOCKS)
-                offer_blocks(s, id);
+                offer_blocks(s, id, q->computed);
             if (q->flags & F_TO_DECODE)
                 list_remove(s, id, 1);
             if (q->flags & F_FIRST)
@@ -1421,12 +1510,6 @@ int pf_sched_metrics(const pf_sched *s, pf_metrics *out)
     if (!s || !out)
         return PF_ERR_ARG;
     *out = s->metrics;
-    for (int k = 0; k < s->nshards; k++)
-        if (s->shard[k].itl) {
-            int rc = pf_metrics_merge(out, s->shard[k].itl);
-            if (rc != PF_OK)
-                return rc;
-        }
     return PF_OK;
 }
 

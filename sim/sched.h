@@ -52,8 +52,8 @@
  * are the only thing that may differ under a threaded caller). Memory is
  * proportional to the live requests: a block table exists only while its
  * request holds frames. Errors are returned, never aborted on.
- * Callers: tests/test_sim_sched.c, tests/race_sched.c, bench/bench_sched.c;
- * sim/sim.c (the simulator's two engines).
+ * Callers: sim/sim.c (the simulator's two engines), net/kvpub.c (block
+ * events), tests/test_sim_sched.c, tests/race_sched.c, bench/bench_sched.c.
  */
 #ifndef PF_SIM_SCHED_H
 #define PF_SIM_SCHED_H
@@ -142,6 +142,7 @@ typedef struct {
     int32_t sample;       /* --n: sample number, 0 for the first            */
     int32_t hashed;       /* leading full blocks already offered to the cache */
     uint64_t last_hash;   /* chained hash of block hashed - 1                 */
+    int32_t hit_blocks;   /* leading blocks taken from the prefix cache       */
 } pf_req;
 
 /* One step's work, for the cost model. */
@@ -257,12 +258,22 @@ int64_t pf_sched_tokens(const pf_sched *s);  /* output tokens sampled, total */
  * requests counts k times. */
 int pf_sched_stalled(const pf_sched *s);
 void pf_sched_kv_split(const pf_sched *s, int64_t *held, int64_t *reserved, int64_t *internal);
+/* Tokens the running requests' frames hold, a block shared through the
+ * prefix cache counted once (by the request that filled it; one whose
+ * filler has finished is not counted: a lower bound). */
+int64_t pf_sched_tokens_held(const pf_sched *s);
 
 /* The prefix cache's counters (zeros when caching is off). */
 void pf_sched_prefix_stats(const pf_sched *s, pf_prefix_stats *out);
 
-/* Latency metrics so far (finished requests, every inter-token gap), merged
- * from the landing shards into *out. */
+/* Where request i's tokens come from (what its block hashes are computed
+ * from, and what pf_token_at turns into token ids): a KV-event publisher
+ * names a stored block's token ids with it (net/kvpub). PF_ERR_ARG for a bad
+ * id. (Added for issue 13.) */
+int pf_sched_token_src(const pf_sched *s, int i, pf_token_src *out);
+
+/* Latency metrics so far (finished requests, every inter-token gap folded
+ * in by the last commit) into *out. */
 int pf_sched_metrics(const pf_sched *s, pf_metrics *out);
 pf_pool *pf_sched_pool(pf_sched *s);
 const pf_sched_params *pf_sched_get_params(const pf_sched *s);

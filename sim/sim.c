@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/err.h"
@@ -56,31 +57,51 @@ void pf_sim_params_default(pf_sim_params *p)
 
 static int params_check(const pf_sim_params *p, char *err, size_t errlen)
 {
+    const pf_config *c = &p->cfg;
 #define BAD(...)                                                                                   \
     do {                                                                                           \
         snprintf(err, errlen, __VA_ARGS__);                                                        \
         return PF_ERR_ARG;                                                                         \
     } while (0)
-    if (p->cfg.block_size < 1 || p->cfg.block_size > 65536)
-        BAD("block size must be in [1, 65536], got %d", p->cfg.block_size);
-    if (p->cfg.pool_blocks < 1)
-        BAD("pool must have at least one block, got %d", p->cfg.pool_blocks);
-    if (p->cfg.max_seq_len < 2)
-        BAD("max-len must be >= 2, got %d", p->cfg.max_seq_len);
-    if ((unsigned)p->mode > PF_SIM_PAGED || (unsigned)p->engine > PF_ENGINE_THREADED)
-        BAD("unknown mode or engine");
+    if (c->block_size < 1 || c->block_size > 65536)
+        BAD("block size must be in [1, 65536], got %d", c->block_size);
+    if (c->max_seq_len < 2 || c->max_seq_len > (1 << 24))
+        BAD("max sequence length must be in [2, 16777216], got %d", c->max_seq_len);
+    if (c->pool_blocks < 1 || c->pool_blocks > (1 << 22))
+        BAD("pool blocks must be in [1, 4194304], got %d", c->pool_blocks);
+    if ((unsigned)p->mode > PF_SIM_PAGED)
+        BAD("unknown mode %d", (int)p->mode);
+    if ((unsigned)p->engine > PF_ENGINE_THREADED)
+        BAD("unknown engine %d", (int)p->engine);
     if ((unsigned)p->scheduler >= PF_SCHED_COUNT)
         BAD("unknown scheduler %d", (int)p->scheduler);
     if ((unsigned)p->naive_reserve > PF_RESERVE_ORACLE)
         BAD("unknown naive reservation %d", (int)p->naive_reserve);
+    if (!(p->watermark >= 0.0 && p->watermark <= 1.0))
+        BAD("watermark must be in [0, 1], got %g", p->watermark);
     if (p->workers < 1 || p->workers > PF_SIM_MAX_SEQS)
         BAD("max-num-seqs must be in [1, %d], got %d", PF_SIM_MAX_SEQS, p->workers);
+    if (p->max_num_batched_tokens < 1)
+        BAD("max-num-batched-tokens must be >= 1, got %d", p->max_num_batched_tokens);
+    if ((unsigned)p->policy >= PF_VICTIM_COUNT)
+        BAD("unknown victim policy %d", (int)p->policy);
+    if ((unsigned)p->preempt >= PF_PREEMPT_COUNT)
+        BAD("unknown preemption mode %d", (int)p->preempt);
+    if (p->swap_host_blocks < 0)
+        BAD("swap host blocks must be >= 0, got %d", p->swap_host_blocks);
     if (p->threads < 0 || p->threads > PF_CREW_MAX)
         BAD("threads must be in [0, %d], got %d", PF_CREW_MAX, p->threads);
-    if (p->tick_us < 0)
-        BAD("tick must be >= 0 us, got %d", p->tick_us);
+    if (p->tick_us < 0 || p->tick_us > 10000000)
+        BAD("tick must be in [0, 10000000] us, got %d", p->tick_us);
+    if (p->pingpong_window < 0)
+        BAD("ping-pong window must be >= 0, got %d", p->pingpong_window);
+    if (p->stall_limit < 0)
+        BAD("stall limit must be >= 0, got %d", p->stall_limit);
+    if (!(p->slo_ttft_s >= 0.0) || !(p->slo_tpot_s >= 0.0) || isinf(p->slo_ttft_s) ||
+        isinf(p->slo_tpot_s))
+        BAD("SLO targets must be finite and >= 0 seconds");
     if (!(p->naive_throughput >= 0.0) || isinf(p->naive_throughput))
-        BAD("naive throughput must be finite and >= 0");
+        BAD("naive throughput must be finite and >= 0, got %g", p->naive_throughput);
     if (p->cost.model.num_layers < 1 || !(p->cost.mem_bps > 0.0) || !(p->cost.flops > 0.0))
         BAD("the cost model is not set up (pf_cost_init)");
 #undef BAD
@@ -134,6 +155,8 @@ void pf_sim__event(pf_sim *s, pf_event_kind k, int seq, int frames)
         s->ev_n++;
     s->ev[i] = (pf_event){s->sc ? pf_sched_steps(s->sc) : 0, (uint8_t)k, seq, frames,
                           s->sc ? pf_sched_now(s->sc) : 0.0};
+    if (s->event_fn)
+        s->event_fn(s->event_ctx, &s->ev[i]);
 }
 
 /* The scheduler's events, on the stepping thread, under mu. */
@@ -188,13 +211,6 @@ static void on_sched_event(void *ctx, pf_sched_ev ev, int req, int a)
     }
 }
 
-static void on_block(void *ctx, const pf_sched_block_event *e)
-{
-    pf_sim *s = ctx;
-    if (s->block_fn)
-        s->block_fn(s->block_ctx, e);
-}
-
 /* ---- create / reset / destroy ------------------------------------------------------- */
 
 /* Run totals back to zero (the scheduler is made anew by the caller). */
@@ -214,23 +230,33 @@ static void zero_totals(pf_sim *s)
     s->h_head = s->h_n = 0;
 }
 
-int pf_sim__reset_locked(pf_sim *s)
+/* A new scheduler over the same requests. On failure the old run stays,
+ * and err (when given) says why: a parameter only the scheduler checks, or
+ * memory. */
+static int reset_err(pf_sim *s, char *err, size_t errlen)
 {
     pf_sched_params sp;
     sched_params(&s->p, &sp);
-    char err[160];
+    char buf[160];
+    if (!err || errlen == 0) {
+        err = buf;
+        errlen = sizeof buf;
+    }
     pf_sched *sc = pf_sched_create(&sp, s->jobs, s->njobs, s->p.cfg.pool_blocks, step_cost,
-                                   &s->p0, err, sizeof err);
+                                   &s->p0, err, errlen);
     if (!sc)
-        return PF_ERR_NOMEM; /* parameters were checked: memory */
+        return strstr(err, "out of memory") ? PF_ERR_NOMEM : PF_ERR_ARG;
     if (pf_sched_set_shards(sc, s->nshards) != PF_OK) {
         pf_sched_destroy(sc);
         return PF_ERR_NOMEM;
     }
+    pthread_rwlock_wrlock(&s->life);
     pf_sched_destroy(s->sc);
     s->sc = sc;
+    pthread_rwlock_unlock(&s->life);
     pf_sched_on_event(sc, on_sched_event, s);
-    pf_sched_on_block(sc, on_block, s);
+    if (s->attach_fn)
+        s->attach_fn(s->pub_ctx, sc);
     zero_totals(s);
     pf_loadctl_params lp;
     pf_loadctl_params_default(&lp);
@@ -238,6 +264,11 @@ int pf_sim__reset_locked(pf_sim *s)
     if (s->p.watermark_auto)
         (void)pf_sched_set_watermark(sc, s->lc.w);
     return PF_OK;
+}
+
+int pf_sim__reset_locked(pf_sim *s)
+{
+    return reset_err(s, NULL, 0);
 }
 
 static int by_arrival(const void *a, const void *b)
@@ -279,11 +310,19 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     s->njobs = jobs->njobs;
     s->nshards = 1;
     s->workers_target = p->workers;
-    s->threads_target = p->threads;
+    s->threads_target = pf_sim__threads_of(p->threads);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->ctl_cv, NULL);
+    pthread_rwlock_init(&s->life, NULL);
+    /* the tick's waits are on the monotonic clock: a wall-clock change
+     * must not stall or hurry a live run */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->ctl_cv, &ca);
+    pthread_condattr_destroy(&ca);
     s->jobs = calloc((size_t)s->njobs, sizeof *s->jobs);
-    if (!s->jobs)
+    s->met = malloc(sizeof *s->met);
+    if (!s->jobs || !s->met)
         goto oom;
     for (int i = 0; i < s->njobs; i++) {
         const pf_job *j = &jobs->jobs[i];
@@ -314,8 +353,10 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     }
     if (p->engine == PF_ENGINE_THREADED && pf_sim__apply_threads_locked(s, p->threads) != PF_OK)
         goto oom;
-    if (pf_sim__reset_locked(s) != PF_OK)
-        goto oom;
+    if (reset_err(s, err, errlen) != PF_OK) {
+        pf_sim_destroy(s);
+        return NULL; /* err says why */
+    }
     return s;
 oom:
     pf_sim_destroy(s);
@@ -332,19 +373,26 @@ void pf_sim_destroy(pf_sim *sim)
     pf_crew_destroy(sim->crew);
     free(sim->jobs);
     free(sim->naive_memo);
+    free(sim->met);
     pthread_mutex_destroy(&sim->mu);
+    pthread_rwlock_destroy(&sim->life);
     pthread_cond_destroy(&sim->ctl_cv);
     free(sim);
 }
 
 /* The crew for `threads` (0 = the machine's cores), and as many landing
  * shards. One thread means no crew: land on the caller. */
+int pf_sim__threads_of(int threads)
+{
+    if (threads > 0)
+        return threads;
+    long n = sysconf(_SC_NPROCESSORS_ONLN); /* a file read: not per step */
+    return n < 1 ? 1 : n > PF_CREW_MAX ? PF_CREW_MAX : (int)n;
+}
+
 int pf_sim__apply_threads_locked(pf_sim *s, int threads)
 {
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n < 1 ? 1 : n > PF_CREW_MAX ? PF_CREW_MAX : (int)n;
-    }
+    threads = pf_sim__threads_of(threads);
     if (threads <= 1) {
         pf_crew_destroy(s->crew);
         s->crew = NULL;
@@ -361,18 +409,40 @@ int pf_sim__apply_threads_locked(pf_sim *s, int threads)
     return s->sc ? pf_sched_set_shards(s->sc, s->nshards) : PF_OK;
 }
 
-void pf_sim_on_block(pf_sim *sim, pf_sim_block_fn fn, pf_sim_step_fn step_end, void *ctx)
+void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_end, void *ctx)
 {
     if (!sim)
         return;
     pf_sim__lock(sim);
-    sim->block_fn = fn;
-    sim->step_fn = step_end;
-    sim->block_ctx = ctx;
+    if (!attach && sim->attach_fn)
+        pf_sched_on_block(sim->sc, NULL, NULL); /* the publisher's callback goes */
+    sim->attach_fn = attach;
+    sim->step_fn = attach ? step_end : NULL;
+    sim->pub_ctx = ctx;
+    if (attach)
+        attach(ctx, sim->sc);
+    pthread_mutex_unlock(&sim->mu);
+}
+
+void pf_sim_on_event(pf_sim *sim, pf_sim_event_fn fn, void *ctx)
+{
+    if (!sim)
+        return;
+    pf_sim__lock(sim);
+    sim->event_fn = fn;
+    sim->event_ctx = ctx;
     pthread_mutex_unlock(&sim->mu);
 }
 
 /* ---- one step ---------------------------------------------------------------------- */
+
+/* A step lands in parallel only when it has enough requests to split:
+ * landing one costs some 15 ns, waking the crew and waiting for its last
+ * thread a few microseconds on an idle machine (tens when the cores are
+ * shared), so below about a thousand running requests the driver lands
+ * every shard itself, in the same order. The figures are the same either
+ * way (sim/sched.h: results do not depend on who lands a shard). */
+#define PF_SIM_PARALLEL_MIN 1024
 
 static void land_shard(void *ctx, int shard, int nshards)
 {
@@ -449,12 +519,13 @@ static void account(pf_sim *s, int64_t tokens)
                 s->lc_raises++;
             else
                 s->lc_lowers++;
-            pf_sim__event(s, PF_EV_WATERMARK, -1, (int)lround(s->lc.w * 1000.0));
+            pf_sim__event(s, PF_EV_WATERMARK, (int)lround(s->lc.last_waste * 1000.0),
+                          (int)lround(s->lc.w * 1000.0));
         }
     }
     s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;
     if (s->step_fn)
-        s->step_fn(s->block_ctx, pf_sched_now(sc));
+        s->step_fn(s->pub_ctx, pf_sched_now(sc));
 }
 
 int pf_sim__step_locked(pf_sim *s)
@@ -471,7 +542,7 @@ int pf_sim__step_locked(pf_sim *s)
         s->done = 1;
         return 1;
     }
-    if (s->crew)
+    if (s->crew && pf_sched_running(s->sc) >= PF_SIM_PARALLEL_MIN)
         pf_crew_run(s->crew, land_shard, s->sc);
     else
         for (int k = 0; k < s->nshards; k++)

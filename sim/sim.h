@@ -272,15 +272,25 @@ int pf_sim_stop(pf_sim *sim);
  * counters against it). PF_OK or PF_ERR_ARG. Exact between steps. */
 int pf_sim_check(pf_sim *sim);
 
-/* Every prefix-cache block event (stored, removed), in vLLM's vocabulary
- * (sim/sched.h, pf_sched_block_event), and a call at the end of every step
- * with its end time (flush, for a publisher that batches per step). Set
- * before the run; called on the engine's thread, with the simulator's lock
- * held: the callbacks must not call back into the simulator. NULL removes. */
-struct pf_sched_block_event;
-typedef void (*pf_sim_block_fn)(void *ctx, const struct pf_sched_block_event *e);
+/* A publisher of the prefix cache's block events (net/kvpub): attach(ctx,
+ * sc) is called at once with the scheduler of the current run and again
+ * with each new one (a reset, a mode change, the next loop of a live run),
+ * so it can register its own pf_sched_on_block callback there and read the
+ * requests' token ids; step_end(ctx, t_end) is called after every step with
+ * its end time (a publisher batches per step). Both run on the engine's
+ * thread with the simulator's lock held and must not call back into the
+ * simulator. attach NULL detaches (step_end is then not called either). */
+struct pf_sched;
+typedef void (*pf_sim_attach_fn)(void *ctx, struct pf_sched *sc);
 typedef void (*pf_sim_step_fn)(void *ctx, double t_end);
-void pf_sim_on_block(pf_sim *sim, pf_sim_block_fn fn, pf_sim_step_fn step_end, void *ctx);
+void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_end, void *ctx);
+
+/* Every event (the ones snapshots keep the last PF_SIM_EVENTS of), as it
+ * happens: on the engine's thread, with the simulator's lock held (the
+ * callback must not call back into the simulator). NULL removes. */
+struct pf_event;
+typedef void (*pf_sim_event_fn)(void *ctx, const struct pf_event *e);
+void pf_sim_on_event(pf_sim *sim, pf_sim_event_fn fn, void *ctx);
 
 /* ---- control (live) ------------------------------------------------------ *
  * Each returns PF_OK or PF_ERR_ARG for a bad value. set_workers (the
@@ -355,14 +365,16 @@ typedef enum {
     PF_EV_RESET,
     PF_EV_ABORT,    /* a request that can never be admitted was dropped */
     PF_EV_WATERMARK,/* the load controller moved the watermark: frames =
-                       the new value in thousandths                    */
+                       the new value, seq = the waste of the window that
+                       decided it (recomputed / computed tokens), both
+                       in thousandths                                  */
     PF_EV_COUNT
 } pf_event_kind;
 
 extern const char *const pf_event_names[]; /* [PF_EV_COUNT + 1], NULL-terminated */
 const char *pf_event_name(pf_event_kind k); /* "admit", "stall", ..., "?" if out of range */
 
-typedef struct {
+typedef struct pf_event {
     int64_t step;
     uint8_t kind; /* pf_event_kind */
     int32_t seq;
@@ -402,10 +414,23 @@ typedef struct {
     double hist_time[PF_SIM_HISTORY];
     float hist_tokens[PF_SIM_HISTORY];
     float hist_waiting[PF_SIM_HISTORY];
+    /* scratch of pf_sim_take_snapshot (the block tables copied under the
+     * lock), owned; and the seconds the lock was held for the last one */
+    int32_t *tab_buf;
+    int64_t tab_cap;
+    pf_metrics *met;
+    int met_ok;
+    double locked_s;
 } pf_sim_snapshot;
 
 /* Fill snap (allocating or growing its arrays as needed). The first call
- * takes a zeroed snapshot. */
+ * takes a zeroed snapshot. The engine is stopped only while the figures,
+ * the running sequences and their block tables are copied (O(running
+ * sequences + frames they hold), a memcpy per table); the frame grid is
+ * built from that copy after the lock is released, so the world does not
+ * stop for O(pool) work. Frames no sequence holds are told free or cached
+ * from the pool's lock-free reference counts, read just after the lock:
+ * such a frame can be a step newer than the rest. */
 int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap);
 void pf_sim_snapshot_free(pf_sim_snapshot *snap);
 

@@ -34,6 +34,11 @@ struct pf_sim {
 
     pthread_mutex_t mu;
     atomic_int callers; /* API calls waiting for mu (pf_sim__lock)        */
+    /* The life of sc (and its pool): a snapshot reads the pool's atomic
+     * reference counts after releasing mu, under a read lock of this; a
+     * reset, which destroys the old scheduler, takes it for writing (while
+     * holding mu: the order is always mu, then life). */
+    pthread_rwlock_t life;
 
     pf_sim_params p;   /* live parameters                                 */
     pf_sched *sc;      /* the scheduler of the current run                */
@@ -60,10 +65,16 @@ struct pf_sim {
     pf_loadctl lc;
     int64_t lc_raises, lc_lowers;
 
-    /* block events for a publisher */
-    pf_sim_block_fn block_fn;
+    /* every event, to a caller (pf_sim_on_event) */
+    pf_sim_event_fn event_fn;
+    void *event_ctx;
+
+    /* a publisher of the block events (pf_sim_on_sched) */
+    pf_sim_attach_fn attach_fn;
     pf_sim_step_fn step_fn;
-    void *block_ctx;
+    void *pub_ctx;
+
+    pf_metrics *met;   /* scratch for the statistics (about 220 KB)       */
 
     /* naive baseline by sequence cap: output tokens/s, 0 not computed, -1
      * cannot run; [PF_SIM_MAX_SEQS + 1], allocated on first use */
@@ -110,6 +121,7 @@ void pf_sim__let_callers_in(pf_sim *s);
 int pf_sim__step_locked(pf_sim *s);      /* 1 done, 0 more, <0 error      */
 int pf_sim__reset_locked(pf_sim *s);     /* a new scheduler, totals zeroed */
 int pf_sim__apply_threads_locked(pf_sim *s, int threads); /* crew and shards */
+int pf_sim__threads_of(int threads); /* 0 -> the machine's cores */
 void pf_sim__event(pf_sim *s, pf_event_kind k, int seq, int frames);
 /* The naive baseline for the current cap: computed when missing (a private
  * naive run). Takes mu itself; call without it. */

@@ -7,12 +7,38 @@
  * and reused by the next call, so a viewer's steady state allocates nothing.
  */
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "core/err.h"
 #include "sim/sim_internal.h"
 
+static void stats_scalars_locked(pf_sim *s, pf_sim_stats *o);
+
+/* The latency figures of o from a copy of the scheduler's metrics (no lock
+ * needed: m is the caller's). */
+static void stats_latency(pf_sim_stats *o, const pf_metrics *m)
+{
+    pf_metrics_summary sum;
+    pf_metrics_summarize(m, o->time_s, &sum);
+    memcpy(o->lat, sum.lat, sizeof o->lat);
+    o->request_throughput = sum.request_throughput;
+    o->slo_attainment = sum.slo_attainment;
+    o->slo_goodput = sum.slo_goodput;
+    o->wait_mean = sum.lat[PF_MET_QUEUE].mean;
+    o->wait_p50 = sum.lat[PF_MET_QUEUE].p50;
+    o->wait_p99 = sum.lat[PF_MET_QUEUE].p99;
+}
+
 void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
+{
+    stats_scalars_locked(s, o);
+    if (s->met && pf_sched_metrics(s->sc, s->met) == PF_OK)
+        stats_latency(o, s->met);
+}
+
+/* Everything but the latency figures, under mu. */
+static void stats_scalars_locked(pf_sim *s, pf_sim_stats *o)
 {
     memset(o, 0, sizeof *o);
     pf_sched *sc = s->sc;
@@ -56,10 +82,10 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->pool_free = N - o->pool_used;
     o->pool_peak = pf_pool_peak(pool);
     o->kv_usage = (double)o->pool_used / N;
-    int64_t held, resv, waste;
-    pf_sched_kv_split(sc, &held, &resv, &waste);
-    o->tokens_held = held;
-    o->kv_util = o->pool_used > 0 ? (double)held / ((double)o->pool_used * s->p.cfg.block_size) : 0.0;
+    o->tokens_held = pf_sched_tokens_held(sc);
+    o->kv_util = o->pool_used > 0
+                     ? (double)o->tokens_held / ((double)o->pool_used * s->p.cfg.block_size)
+                     : 0.0;
     o->throughput = t > 0.0 ? (double)o->tokens_generated / t : 0.0;
     double base = pf_sim__baseline_locked(s);
     o->throughput_vs_naive = base > 0.0 && s->p.mode == PF_SIM_PAGED ? o->throughput / base
@@ -67,20 +93,6 @@ void pf_sim__stats_locked(pf_sim *s, pf_sim_stats *o)
     o->done = s->done;
     o->livelock = s->livelock;
 
-    /* latency: the scheduler's metrics (about 220 KB: on the heap) */
-    pf_metrics *m = malloc(sizeof *m);
-    if (m && pf_sched_metrics(sc, m) == PF_OK) {
-        pf_metrics_summary sum;
-        pf_metrics_summarize(m, t, &sum);
-        memcpy(o->lat, sum.lat, sizeof o->lat);
-        o->request_throughput = sum.request_throughput;
-        o->slo_attainment = sum.slo_attainment;
-        o->slo_goodput = sum.slo_goodput;
-        o->wait_mean = sum.lat[PF_MET_QUEUE].mean;
-        o->wait_p50 = sum.lat[PF_MET_QUEUE].p50;
-        o->wait_p99 = sum.lat[PF_MET_QUEUE].p99;
-    }
-    free(m);
     o->prefix_queries = ps.queries;
     o->prefix_hits = ps.hits;
     o->prefix_hit_rate = ps.queries > 0 ? (double)ps.hits / (double)ps.queries : 0.0;
@@ -146,10 +158,90 @@ static int grow(void **arr, int *cap, int want, size_t elt)
     return PF_OK;
 }
 
-/* Sequences a snapshot lists: the running ones and the swapped-out ones. */
+/* Sequences a snapshot lists: the running ones and the swapped-out ones;
+ * frames the running ones hold. */
 static int listed(const pf_sim *s)
 {
     return pf_sched_running(s->sc) + s->swapped_out;
+}
+
+static int64_t held_frames(const pf_sim *s)
+{
+    int64_t n = 0;
+    int nslots = pf_sched_nslots(s->sc);
+    for (int w = 0; w < nslots; w++) {
+        int id = pf_sched_slot_req(s->sc, w);
+        if (id >= 0)
+            n += pf_sched_req(s->sc, id)->nframes;
+    }
+    return n;
+}
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Under the lock: everything but the frame grid, and each running
+ * sequence's block table appended to snap->tab_buf (seqs[i].frames
+ * entries each, in seqs order). Returns 0, or 1 when the buffers turned
+ * out too small (the caller grows them and tries again). */
+static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
+{
+    pf_sched *sc = sim->sc;
+    if (listed(sim) > snap->seqs_cap)
+        return 1;
+    /* the figures; the latency summary is computed after the lock, from
+     * a copy of the metrics (the summary's quantile walks are the slow part) */
+    stats_scalars_locked(sim, &snap->stats);
+    snap->met_ok = pf_sched_metrics(sc, snap->met) == PF_OK;
+    snap->params = sim->p;
+    snap->paused = sim->paused;
+    int ns = 0;
+    int64_t at = 0;
+    int nslots = pf_sched_nslots(sc);
+    for (int w = 0; w < nslots; w++) {
+        int id = pf_sched_slot_req(sc, w);
+        if (id < 0)
+            continue;
+        const pf_req *q = pf_sched_req(sc, id);
+        if (at + q->nframes > snap->tab_cap)
+            return 1; /* the tables outgrew the buffer: grow, again */
+        seq_view(sc, id, &snap->seqs[ns++], 0);
+        memcpy(snap->tab_buf + at, q->table, (size_t)q->nframes * sizeof *q->table);
+        at += q->nframes;
+    }
+    int running = ns;
+    for (int k = 0, found = 0; found < sim->swapped_out && ns < snap->seqs_cap; k++) {
+        int id = pf_sched_waiting_at(sc, k);
+        if (id < 0)
+            break;
+        if (pf_sched_req(sc, id)->state == PF_REQ_SWAPPED) {
+            seq_view(sc, id, &snap->seqs[ns++], 0); /* frames: on the host */
+            found++;
+        }
+    }
+    (void)running;
+    snap->nseqs = ns;
+
+    snap->nevents = sim->ev_n;
+    for (int i = 0; i < sim->ev_n; i++)
+        snap->events[i] = sim->ev[(sim->ev_head + i) % PF_SIM_EVENTS];
+    snap->nhistory = sim->h_n;
+    for (int i = 0; i < sim->h_n; i++) {
+        int h = (sim->h_head + i) % PF_SIM_HISTORY;
+        snap->hist_decoding[i] = sim->h_dec[h];
+        snap->hist_stalled[i] = sim->h_stall[h];
+        snap->hist_preempt[i] = sim->h_pre[h];
+        snap->hist_usage[i] = sim->h_use[h];
+        snap->hist_time[i] = sim->h_time[h];
+        snap->hist_tokens[i] = sim->h_tok[h];
+        snap->hist_waiting[i] = sim->h_wait[h];
+    }
+    snap->hist_step0 = sim->h_n ? sim->h_step[sim->h_head] : pf_sched_steps(sc);
+    return 0;
 }
 
 int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
@@ -166,87 +258,87 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     if (grow((void **)&snap->frame_block, &aux_cap, N, sizeof *snap->frame_block) != PF_OK)
         return PF_ERR_NOMEM;
     snap->frame_aux_cap = aux_cap;
-    /* grow outside the lock, then check under it (the count may have moved) */
+    if (!snap->met && !(snap->met = malloc(sizeof *snap->met)))
+        return PF_ERR_NOMEM;
+    /* Grow outside the lock, then copy under it; the counts may have moved
+     * in between: then grow again. A frame is held at most by every running
+     * request, but in practice once: start from the pool's size. */
     pf_sim__lock(sim);
-    int want = listed(sim);
+    int want = listed(sim); /* O(1) */
     pthread_mutex_unlock(&sim->mu);
+    int64_t want_tab = N;
     for (;;) {
-        if (grow((void **)&snap->seqs, &snap->seqs_cap, want > 16 ? want : 16,
+        if (grow((void **)&snap->seqs, &snap->seqs_cap, want > 16 ? want + want / 4 : 16,
                  sizeof *snap->seqs) != PF_OK)
             return PF_ERR_NOMEM;
+        if (!snap->tab_buf || snap->tab_cap < want_tab) {
+            int64_t c = want_tab > N ? want_tab + want_tab / 4 : N;
+            int32_t *t = realloc(snap->tab_buf, (size_t)c * sizeof *t);
+            if (!t)
+                return PF_ERR_NOMEM;
+            snap->tab_buf = t;
+            snap->tab_cap = c;
+        }
         pf_sim__lock(sim);
+        double t0 = mono_s();
+        int again = copy_locked(sim, snap);
+        if (!again) {
+            snap->locked_s = mono_s() - t0;
+            /* the pool may be read after mu is released: a reset (which
+             * destroys it) waits for this read lock */
+            pthread_rwlock_rdlock(&sim->life);
+            break;
+        }
         want = listed(sim);
-        if (want <= snap->seqs_cap)
-            break; /* keep the lock */
+        want_tab = held_frames(sim);
         pthread_mutex_unlock(&sim->mu);
     }
-    pf_sched *sc = sim->sc;
-    pf_pool *pool = pf_sched_pool(sc);
-    pf_sim__stats_locked(sim, &snap->stats);
-    snap->params = sim->p;
-    snap->paused = sim->paused;
+    pthread_mutex_unlock(&sim->mu);
+    if (snap->met_ok)
+        stats_latency(&snap->stats, snap->met);
+
+    /* The frame grid, outside the lock, from the copied tables. */
     snap->nframes = N;
     for (int i = 0; i < N; i++) {
-        /* a frame with a reference and no request is the prefix cache's */
-        int cached = pf_pool_refcount(pool, i) > 0;
         snap->frames[i].owner = -1;
-        snap->frames[i].state = cached ? PF_FRAME_CACHED : PF_FRAME_FREE;
+        snap->frames[i].state = PF_FRAME_FREE;
         snap->frame_seq[i] = -1;
         snap->frame_block[i] = -1;
     }
-    int B = sim->p.cfg.block_size;
-    int ns = 0;
-    int nslots = pf_sched_nslots(sc);
-    for (int w = 0; w < nslots; w++) {
-        int id = pf_sched_slot_req(sc, w);
-        if (id < 0)
+    int B = sim->p0.cfg.block_size;
+    int64_t at = 0;
+    for (int i = 0; i < snap->nseqs; i++) {
+        pf_seq_view *v = &snap->seqs[i];
+        if (v->state == PF_SEQ_SWAPPED)
             continue;
-        const pf_req *q = pf_sched_req(sc, id);
-        int used = (q->computed + B - 1) / B;
-        int shared = 0;
-        for (int k = 0; k < q->nframes; k++) {
-            int f = q->table[k];
-            uint8_t st = k < used ? PF_FRAME_USED : PF_FRAME_RESERVED;
-            if (pf_pool_refcount(pool, f) > 1) {
-                st = PF_FRAME_SHARED;
-                shared++;
+        int used = (v->computed + B - 1) / B;
+        for (int k = 0; k < v->frames; k++) {
+            int f = snap->tab_buf[at + k];
+            if (f < 0 || f >= N)
+                continue;
+            if (snap->frame_seq[f] >= 0) {
+                /* a second holder: shared; the first (in slot order) shows */
+                if (snap->frames[f].state != PF_FRAME_SHARED) {
+                    snap->frames[f].state = PF_FRAME_SHARED;
+                    snap->seqs[snap->frame_seq[f]].shared_frames++;
+                }
+                v->shared_frames++;
+                continue;
             }
-            /* a shared frame shows its first holder in slot order */
-            if (snap->frame_seq[f] < 0 || st != PF_FRAME_SHARED) {
-                snap->frames[f].owner = id;
-                snap->frame_seq[f] = ns;
-                snap->frame_block[f] = k;
-            }
-            snap->frames[f].state = st;
+            snap->frames[f].owner = v->id;
+            snap->frames[f].state = k < used ? PF_FRAME_USED : PF_FRAME_RESERVED;
+            snap->frame_seq[f] = i;
+            snap->frame_block[f] = k;
         }
-        seq_view(sc, id, &snap->seqs[ns++], shared);
+        at += v->frames;
     }
-    for (int k = 0, found = 0; found < sim->swapped_out && ns < snap->seqs_cap; k++) {
-        int id = pf_sched_waiting_at(sc, k);
-        if (id < 0)
-            break;
-        if (pf_sched_req(sc, id)->state == PF_REQ_SWAPPED) {
-            seq_view(sc, id, &snap->seqs[ns++], 0);
-            found++;
-        }
-    }
-    snap->nseqs = ns;
-    snap->nevents = sim->ev_n;
-    for (int i = 0; i < sim->ev_n; i++)
-        snap->events[i] = sim->ev[(sim->ev_head + i) % PF_SIM_EVENTS];
-    snap->nhistory = sim->h_n;
-    for (int i = 0; i < sim->h_n; i++) {
-        int h = (sim->h_head + i) % PF_SIM_HISTORY;
-        snap->hist_decoding[i] = sim->h_dec[h];
-        snap->hist_stalled[i] = sim->h_stall[h];
-        snap->hist_preempt[i] = sim->h_pre[h];
-        snap->hist_usage[i] = sim->h_use[h];
-        snap->hist_time[i] = sim->h_time[h];
-        snap->hist_tokens[i] = sim->h_tok[h];
-        snap->hist_waiting[i] = sim->h_wait[h];
-    }
-    snap->hist_step0 = sim->h_n ? sim->h_step[sim->h_head] : pf_sched_steps(sc);
-    pthread_mutex_unlock(&sim->mu);
+    /* a frame with a reference and no holder is the prefix cache's; the
+     * pool's counts are atomics, read while the engine runs on */
+    const pf_pool *pool = pf_sched_pool(sim->sc);
+    for (int f = 0; sim->p0.prefix_caching && f < N; f++)
+        if (snap->frame_seq[f] < 0 && pf_pool_refcount(pool, f) > 0)
+            snap->frames[f].state = PF_FRAME_CACHED;
+    pthread_rwlock_unlock(&sim->life);
     return PF_OK;
 }
 
@@ -258,6 +350,11 @@ void pf_sim_snapshot_free(pf_sim_snapshot *snap)
     free(snap->seqs);
     free(snap->frame_seq);
     free(snap->frame_block);
+    free(snap->tab_buf);
+    free(snap->met);
+    snap->met = NULL;
+    snap->tab_buf = NULL;
+    snap->tab_cap = 0;
     snap->frames = NULL;
     snap->seqs = NULL;
     snap->frame_seq = snap->frame_block = NULL;

@@ -51,3 +51,27 @@ pf_race_test(race_net_metrics SOURCES race_net_metrics.c LIBS pf_net_http)
 add_test(NAME test_net_attach_tmux
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_attach_tmux.sh $<TARGET_FILE:pagefault>)
 set_tests_properties(test_net_attach_tmux PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS e2e)
+
+# The simulator's block events published in vLLM's format (net/kvpub), read
+# back over 127.0.0.1.
+pf_criterion_test(test_net_kvpub SOURCES test_net_kvpub.c LIBS pf_net_kvpub)
+# The round trip on real sockets, publisher and subscriber on two threads: a
+# prefix-caching scheduler run read back by the attach model, a lost batch
+# repaired by replay, the counts and the cached hash set equal (also TSan).
+pf_race_test(race_net_kvpub SOURCES race_net_kvpub.c LIBS pf_net_kvpub pf_net_codec)
+# libzmq passes message buffers between its threads and ours through atomics
+# TSan cannot see (an uninstrumented library): tsan_libzmq.supp hides the
+# reports that have a libzmq frame, and keeps CI's own TSAN_OPTIONS.
+set_tests_properties(race_net_kvpub PROPERTIES
+  ENVIRONMENT "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${CMAKE_CURRENT_SOURCE_DIR}/tsan_libzmq.supp")
+# The same through the command: `pagefault attach --history` reading a
+# scheduler run published by net/kvpub (tests/kvpub_feed).
+add_executable(kvpub_feed kvpub_feed.c)
+target_link_libraries(kvpub_feed PRIVATE pf_net_kvpub)
+add_test(NAME test_net_kvpub_attach
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_net_kvpub_attach.sh $<TARGET_FILE:pagefault>
+                 $<TARGET_FILE:kvpub_feed>)
+set_tests_properties(test_net_kvpub_attach PROPERTIES TIMEOUT 90)
+# tui/simmetrics' histograms updated on one thread while another renders the
+# page, as under --metrics-port (TSan).
+pf_race_test(race_tui_simmetrics SOURCES race_tui_simmetrics.c LIBS pf_simmetrics)

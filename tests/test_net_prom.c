@@ -176,3 +176,37 @@ Test(net_prom, registry_renders_what_the_parser_reads_back)
     free(txt);
     pf_prom_registry_free(r);
 }
+
+/* pf_prom_hist_add: bucket counts from elsewhere land in the right buckets,
+ * add up over calls, and bad shapes are refused without a change. */
+Test(net_prom, histogram_counts_added_from_a_sketch)
+{
+    static const double b[] = {0.5, 1.0, 2.0};
+    pf_prom_registry *r = pf_prom_registry_new(NULL);
+    cr_assert(r);
+    int h = pf_prom_add(r, "vllm:e2e_request_latency_seconds", "e2e.", PF_PROM_HISTOGRAM, b, 3);
+    int g = pf_prom_add(r, "vllm:num_requests_running", "running.", PF_PROM_GAUGE, NULL, 0);
+    cr_assert(h >= 0 && g >= 0);
+    const uint64_t c1[4] = {1, 2, 0, 1}, c2[4] = {0, 1, 3, 0};
+    cr_expect_eq(pf_prom_hist_add(r, h, c1, 4, 5.5, 4), 0);
+    cr_expect_eq(pf_prom_hist_add(r, h, c2, 4, 4.5, 4), 0);
+    cr_expect_eq(pf_prom_hist_add(r, h, c2, 3, 1, 4), PF_ERR_ARG);  /* +Inf missing */
+    cr_expect_eq(pf_prom_hist_add(r, h, c2, 4, 1, 3), PF_ERR_ARG);  /* count != sum of counts */
+    cr_expect_eq(pf_prom_hist_add(r, h, c2, 4, -1, 4), PF_ERR_ARG); /* negative sum */
+    cr_expect_eq(pf_prom_hist_add(r, g, c2, 4, 1, 4), PF_ERR_ARG);  /* not a histogram */
+    char *txt;
+    size_t n;
+    cr_assert_eq(pf_prom_render(r, &txt, &n), 0);
+    pf_prom_page pg;
+    cr_assert_eq(pf_prom_parse(txt, n, NULL, &pg), 0);
+    pf_prom_hist hh;
+    cr_assert_eq(pf_prom_histogram(&pg, "vllm:e2e_request_latency_seconds", &hh), 4);
+    const double cum[4] = {1, 4, 7, 8};
+    for (int k = 0; k < 4; k++)
+        cr_expect_float_eq(hh.count[k], cum[k], 1e-12, "bucket %d", k);
+    cr_expect_float_eq(hh.total, 8, 1e-12);
+    cr_expect_float_eq(hh.sum, 10.0, 1e-12);
+    pf_prom_page_free(&pg);
+    free(txt);
+    pf_prom_registry_free(r);
+}

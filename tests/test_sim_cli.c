@@ -522,22 +522,29 @@ Test(sim_cli, seed_scheduler_and_auto_watermark_run)
     expect_usage(bad2, 4, "--watermark");
 }
 
-/* FAILS: lead to fix. --shared-prefix-tokens applies to generated jobs only
- * (tui/simflags.c pf_simflags_jobs), yet with --trace it is accepted and
- * silently ignored: a sweep of it over a trace prints identical rows, the
- * audit's "swept flag that the other flags make meaningless" again.
- * Expected: exit 2 naming both flags, as --arrival-rate with --trace does. */
-Test(sim_cli, shared_prefix_with_trace_is_refused)
+/* --shared-prefix-tokens heads a trace's prompts too (the trace gives each
+ * prompt's length, the flag its shared head): with prefix caching the
+ * trace's requests hit one another's system prompt; without the flag they
+ * share nothing. */
+Test(sim_cli, shared_prefix_applies_to_a_trace)
 {
     char trace[64];
-    write_trace(trace, sizeof trace, "prefix", "arrival,prompt,output\n0,100,20\n1,60,10\n");
-    const char *a[] = {"--trace", trace, "--shared-prefix-tokens", "32"};
-    int rc = run(a, 4);
+    write_trace(trace, sizeof trace, "prefix",
+                "arrival,prompt,output\n0,100,20\n1,60,10\n2,80,10\n3,90,10\n");
+    const char *a[] = {"--trace", trace, "--shared-prefix-tokens", "48", "--enable-prefix-caching",
+                       "--format", "csv"};
+    cr_assert_eq(run(a, 7), 0);
+    char *with = slurp(out_path);
+    const char *b[] = {"--trace", trace, "--enable-prefix-caching", "--format", "csv"};
+    cr_assert_eq(run(b, 5), 0);
+    char *without = slurp(out_path);
     unlink(trace);
-    char *e = slurp(err_path);
-    cr_assert_eq(rc, 2, "accepted and ignored: %s", e);
-    cr_assert(strstr(e, "--shared-prefix-tokens") != NULL, "%s", e);
-    free(e);
+    double hits_with = csv_value(with, "prefix_cache_hits", "paged", "kv_memory");
+    double hits_without = csv_value(without, "prefix_cache_hits", "paged", "kv_memory");
+    cr_assert_gt(hits_with, 0, "the trace's requests share the 48-token head:\n%s", with);
+    cr_assert_eq(hits_without, 0, "without the flag they share nothing:\n%s", without);
+    free(with);
+    free(without);
 }
 
 /* FAILS: lead to fix. With --watermark auto, `sim` writes config.watermark

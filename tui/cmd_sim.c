@@ -20,13 +20,13 @@
  * each row ran with. A trace is read once (a pipe works) and parsed again
  * for each point of a sweep.
  *
- * Sweeps run in two parallel phases on --jobs-parallel threads (default:
- * the machine's cores; 1 under the threaded engine, which has threads of
- * its own): first one naive run per distinct baseline (points that differ
- * only in what naive ignores, such as the watermark or the victim policy,
- * share one), then every point's paged run. Each run is a deterministic
- * simulator of its own, so the rows, printed in order once all are done,
- * are the bytes a serial run prints.
+ * Runs go in parallel on --jobs-parallel threads (default: the machine's
+ * cores; 1 under the threaded engine, which has threads of its own): one
+ * naive run per distinct baseline (points that differ only in what naive
+ * ignores, such as the watermark or the victim policy, share one) and every
+ * point's paged run, all at once (a single point's naive and paged runs
+ * too). Each run is a deterministic simulator of its own, so the rows,
+ * printed in order once all are done, are the bytes a serial run prints.
  *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
  * line on stderr, nothing on stdout); 1 a run stopped in a livelock
@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/err.h"
@@ -49,6 +50,7 @@
 #include "tui/commands.h"
 #include "tui/report.h"
 #include "tui/simflags.h"
+#include "tui/simpub.h"
 
 #define PROG "pagefault sim"
 #define SIM_MAX_SWEEP 64
@@ -58,6 +60,10 @@ typedef struct {
     int format;
     const char *sweep;
     int jobs_parallel; /* 0: the machine's cores */
+    int metrics_port;  /* --metrics-port P: /metrics while the paged run runs */
+    const char *metrics_bind;
+    double linger;     /* --linger S: keep publishing S seconds after the run */
+    pf_simpub *pub;    /* open when publishing (events or /metrics)      */
 } sim_args;
 
 static void args_default(sim_args *a)
@@ -69,7 +75,7 @@ static void args_default(sim_args *a)
 }
 
 /* The flag table points into *a; built per call so sweeps can re-point. */
-#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 3)
+#define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 6)
 #define SIM_MAX_PARALLEL 256
 static void make_opts(pf_opt *o, sim_args *a)
 {
@@ -80,12 +86,83 @@ static void make_opts(pf_opt *o, sim_args *a)
     /* 0 = one thread per core: sweep points are independent runs */
     o[n++] = (pf_opt){"jobs-parallel", PF_OPT_INT, &a->jobs_parallel, 0, SIM_MAX_PARALLEL, NULL, "N",
                       "sweep points run at once (0: one per core; 1 under --engine threaded)", 0};
+    o[n++] = (pf_opt){"metrics-port", PF_OPT_INT, &a->metrics_port, 0, 65535, NULL, "P",
+                      "serve the paged run's figures at /metrics with vLLM's names (0: off)", 0};
+    o[n++] = (pf_opt){"metrics-bind", PF_OPT_STRING, &a->metrics_bind, 0, 0, NULL, "ADDR",
+                      "address for --metrics-port (default 127.0.0.1)", 0};
+    /* an hour: far past any scrape interval or replay a subscriber needs */
+    o[n++] = (pf_opt){"linger", PF_OPT_DOUBLE, &a->linger, 0, 3600, NULL, "S",
+                      "publishing: keep answering replays and /metrics S seconds after the run", 0};
     o[n] = (pf_opt){0};
 }
 
 /* One run. Returns 0, 2 (bad parameters) or 1 (could not finish). */
+/* The load controller's decisions of one run (--watermark auto). */
+typedef struct {
+    pf_event *ev;
+    int n, cap, lost;
+} decisions;
+
+static void keep_decision(void *ctx, const pf_event *e)
+{
+    decisions *d = ctx;
+    if (e->kind != PF_EV_WATERMARK)
+        return;
+    if (d->n == d->cap) {
+        int c = d->cap ? d->cap * 2 : 64;
+        pf_event *v = c <= 1 << 20 ? realloc(d->ev, (size_t)c * sizeof *v) : NULL;
+        if (!v) {
+            d->lost++;
+            return;
+        }
+        d->ev = v;
+        d->cap = c;
+    }
+    d->ev[d->n++] = *e;
+}
+
+/* The paged run when publishing: stepped here, one step per --tick-us of
+ * wall time (0: as fast as it goes), the block events flushed by the
+ * engine at every step's end, /metrics refreshed every 50 ms of wall time
+ * and at the end; then --linger. Returns what pf_sim_run would. */
+static double wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int run_published(const sim_args *a, pf_sim *s, pf_sim_stats *st)
+{
+    pf_simpub_attach(a->pub, s);
+    int rc;
+    double last = 0.0;
+    for (;;) {
+        rc = pf_sim_step(s);
+        double now = wall_s();
+        if (rc != 0 || now - last >= 0.05) {
+            if (pf_simpub_update(a->pub, s) != PF_OK)
+                fprintf(stderr, "%s: /metrics not updated: out of memory\n", PROG);
+            last = now;
+        }
+        if (rc != 0)
+            break;
+        if (a->f.p.tick_us > 0) {
+            struct timespec ts = {a->f.p.tick_us / 1000000, (long)(a->f.p.tick_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    int perr = pf_simpub_error(a->pub);
+    if (perr)
+        fprintf(stderr, "%s: --kv-events-publish: %s (events may be missing)\n", PROG,
+                pf_strerror(perr));
+    pf_simpub_linger(a->pub, a->linger);
+    pf_sim_get_stats(s, st);
+    return rc == 1 ? PF_OK : rc;
+}
+
 static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, double naive_tput,
-                   pf_sim_stats *st)
+                   pf_sim_stats *st, decisions *dec)
 {
     pf_sim_params p;
     if (pf_simflags_params(PROG, &a->f, &p) != 0)
@@ -98,7 +175,13 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
         fprintf(stderr, "%s: %s\n", PROG, err);
         return 2;
     }
-    int rc = pf_sim_run(s, st);
+    if (dec && p.watermark_auto)
+        pf_sim_on_event(s, keep_decision, dec);
+    int rc;
+    if (mode == PF_SIM_PAGED && a->pub)
+        rc = run_published(a, s, st);
+    else
+        rc = pf_sim_run(s, st);
     pf_sim_destroy(s);
     if (rc == PF_ERR_RANGE) {
         fprintf(stderr,
@@ -233,9 +316,9 @@ typedef struct {
     sim_args cur;        /* the point's flags                                */
     const char *val;     /* swept value as typed, NULL without a sweep       */
     int naive_of;        /* the point whose naive run is this one's baseline */
-    pf_jobs jobs;
     pf_sim_stats naive, paged;
-    int status;          /* 0, or run_one's / pf_simflags_jobs' status       */
+    decisions dec;       /* the paged run's load-controller decisions       */
+    int status, status_naive; /* 0, or run_one's / pf_simflags_jobs' status  */
 } sweep_point;
 
 /* Do two points have the same naive baseline? A naive reservation never
@@ -259,60 +342,67 @@ static int same_baseline(const pf_simflags *x, const pf_simflags *y)
 
 typedef struct {
     sweep_point *pt;
-    int n, phase;        /* 0: jobs and the naive baselines; 1: paged runs */
+    int n;
     _Atomic int next;
     const char *sweep_name;
 } sweep_work;
 
-static void point_run(sweep_work *w, int k)
+/* Task 2k runs point k's naive baseline (if it is its own), task 2k + 1
+ * its paged run. The paged run does not wait for the baseline: the ratio
+ * between them is taken when the rows are printed. */
+static void task_run(sweep_work *w, int task)
 {
+    int k = task / 2;
     sweep_point *p = &w->pt[k];
-    if (w->phase == 0) {
-        if (w->sweep_name)
-            fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
-        p->status = pf_simflags_jobs(PROG, &p->cur.f, &p->jobs, 0);
-        if (!p->status && p->naive_of == k)
-            p->status = run_one(&p->cur, &p->jobs, PF_SIM_NAIVE, 0.0, &p->naive);
+    int naive = task % 2 == 0;
+    if (naive && p->naive_of != k)
         return;
-    }
-    const sweep_point *base = &w->pt[p->naive_of];
-    if (!p->status && !base->status)
-        p->status = run_one(&p->cur, &p->jobs, PF_SIM_PAGED, base->naive.throughput, &p->paged);
-    pf_jobs_free(&p->jobs);
+    if (!naive && w->sweep_name)
+        fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
+    pf_jobs jobs = {0};
+    int st = pf_simflags_jobs(PROG, &p->cur.f, &jobs, 0);
+    /* the baseline passed in only stops pf_sim_run from running its own */
+    if (!st)
+        st = run_one(&p->cur, &jobs, naive ? PF_SIM_NAIVE : PF_SIM_PAGED, 1.0,
+                     naive ? &p->naive : &p->paged, naive ? NULL : &p->dec);
+    pf_jobs_free(&jobs);
+    if (naive)
+        p->status_naive = st;
+    else
+        p->status = st;
 }
 
 static void *sweep_worker(void *arg)
 {
     sweep_work *w = arg;
-    int k;
-    while ((k = atomic_fetch_add(&w->next, 1)) < w->n)
-        point_run(w, k);
+    int t;
+    while ((t = atomic_fetch_add(&w->next, 1)) < 2 * w->n)
+        task_run(w, t);
     return NULL;
 }
 
-/* Both phases on `threads` threads (the caller is one of them). Returns
- * the status of the first failing point in point order, else 0. */
+/* Every run on `threads` threads (the caller is one of them). Returns the
+ * status of the first failing point in point order, else 0. */
 static int run_sweep(sweep_point *pt, int n, int threads, const char *sweep_name)
 {
     if (threads < 1)
         threads = 1;
-    if (threads > n)
-        threads = n;
-    for (int phase = 0; phase < 2; phase++) {
-        sweep_work w = {pt, n, phase, 0, sweep_name};
-        pthread_t th[SIM_MAX_PARALLEL];
-        int started = 0;
-        for (int t = 1; t < threads; t++) {
-            if (pthread_create(&th[t], NULL, sweep_worker, &w) != 0)
-                break; /* fewer threads: the rest runs here */
-            started++;
-        }
-        sweep_worker(&w);
-        for (int t = 1; t <= started; t++)
-            pthread_join(th[t], NULL);
+    if (threads > 2 * n)
+        threads = 2 * n;
+    sweep_work w = {pt, n, 0, sweep_name};
+    pthread_t th[SIM_MAX_PARALLEL];
+    int started = 0;
+    for (int t = 1; t < threads; t++) {
+        if (pthread_create(&th[t], NULL, sweep_worker, &w) != 0)
+            break; /* fewer threads: the rest runs here */
+        started++;
     }
+    sweep_worker(&w);
+    for (int t = 1; t <= started; t++)
+        pthread_join(th[t], NULL);
     for (int k = 0; k < n; k++) {
-        pf_jobs_free(&pt[k].jobs);
+        if (pt[k].status_naive)
+            return pt[k].status_naive;
         if (pt[k].status)
             return pt[k].status;
     }
@@ -394,9 +484,19 @@ int pf_cmd_sim(int argc, char **argv)
         }
     }
 
+    int publishing = a.f.kv_publish || a.metrics_port;
+    if (publishing && nvals)
+        return pf_cli_error(PROG, "--sweep runs many simulations at once: it cannot be combined with "
+                                  "--kv-events-publish or --metrics-port");
+    if (!publishing && (a.linger > 0 || a.metrics_bind))
+        return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
     int status = 0;
+    int npoints = nvals ? nvals : 1;
+    sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
     pf_report *r = pf_report_new();
-    if (!r) {
+    if (!r || !pts) {
+        free(pts);
+        pf_report_free(r);
         free(sweep_buf);
         return pf_cli_error(PROG, "out of memory");
     }
@@ -436,10 +536,14 @@ int pf_cmd_sim(int argc, char **argv)
     cfg_num(r, sw, "block-size", "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
     cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f",
             "tokens");
+    /* a number either way (a CSV column keeps one type): auto starts at
+     * vLLM's 0.01 (tui/simflags.c) and admission_control says which */
     if (isnan(a.f.p.watermark))
-        pf_report_str(r, "watermark", "watermark", "auto (load controller)");
+        pf_report_num(r, "watermark", "watermark", 0.01, "%.3g", "(start)");
     else
         cfg_num(r, sw, "watermark", "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
+    pf_report_str(r, "admission_control", "admission control",
+                  isnan(a.f.p.watermark) ? "load controller (--watermark auto)" : "fixed watermark");
     pf_report_str(r, "naive_reserve", "naive reservation", pf_naive_reserve_names[a.f.reserve]);
     pf_report_str(r, "enable_prefix_caching", "prefix caching", a.f.p.prefix_caching ? "on" : "off");
     pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
@@ -468,9 +572,6 @@ int pf_cmd_sim(int argc, char **argv)
     }
     pf_jobs_free(&jobs);
 
-    int npoints = nvals ? nvals : 1;
-    sweep_point pts[SIM_MAX_SWEEP];
-    memset(pts, 0, sizeof pts);
     for (int k = 0; k < npoints; k++) {
         pts[k].cur = a;
         pts[k].val = nvals ? vals[k] : NULL;
@@ -489,6 +590,16 @@ int pf_cmd_sim(int argc, char **argv)
                 pts[k].naive_of = i;
                 break;
             }
+    }
+    if (publishing) {
+        char err[256];
+        if (pf_simpub_open(a.f.kv_publish, a.f.kv_replay, a.metrics_bind, a.metrics_port, &a.pub, err,
+                           sizeof err) != PF_OK) {
+            fprintf(stderr, "%s: %s\n", PROG, err);
+            status = 2;
+            goto out;
+        }
+        pts[0].cur.pub = a.pub;
     }
     int threads = a.jobs_parallel;
     if (threads == 0)
@@ -533,11 +644,55 @@ int pf_cmd_sim(int argc, char **argv)
             pf_report_note(r, "shares of the frames running sequences hold; external "
                               "fragmentation is 0 in a pool of equal frames");
     }
+    if (isnan(a.f.p.watermark)) {
+        /* --watermark auto: what the controller did, decision by decision */
+        const char *keys[8], *labels[8];
+        int nc = 0;
+        if (nvals) {
+            keys[nc] = sweep_name;
+            labels[nc] = sweep_name;
+            nc++;
+        }
+        static const char *const dk[] = {"time", "watermark", "waste", "decision"};
+        static const char *const dl[] = {"time (s)", "watermark", "waste (window)", "decision"};
+        for (int i = 0; i < 4; i++, nc++) {
+            keys[nc] = dk[i];
+            labels[nc] = dl[i];
+        }
+        pf_report_table(r, "load_controller", "Load controller (--watermark auto), paged run",
+                        nc, keys, labels);
+        for (int k = 0; k < npoints; k++) {
+            double w = 0.01; /* the controller's start (tui/simflags.c) */
+            for (int i = 0; i < pts[k].dec.n; i++) {
+                const pf_event *e = &pts[k].dec.ev[i];
+                double nw = e->frames / 1000.0;
+                if (nvals)
+                    pf_report_cell_num_text(r, strtod(pts[k].val, NULL), pts[k].val);
+                pf_report_cell_num(r, e->time, "%.2f");
+                pf_report_cell_num(r, nw, "%.3f");
+                pf_report_cell_num(r, e->seq / 1000.0, "%.3f");
+                pf_report_cell_str(r, nw > w ? "raise" : "lower");
+                w = nw;
+            }
+            pf_report_note(r, "%s%s%s%d decisions: %lld raises, %lld lowers; final watermark %.3f%s",
+                           nvals ? sweep_name : "", nvals ? "=" : "", nvals ? pts[k].val : "",
+                           pts[k].dec.n, (long long)pts[k].paged.loadctl_raises,
+                           (long long)pts[k].paged.loadctl_lowers, pts[k].paged.watermark,
+                           pts[k].dec.lost ? " (some decisions not kept: out of memory)" : "");
+        }
+        pf_report_note(r, "every 0.5 s of simulated time: raise when more than 5%% of the computed "
+                          "tokens were recomputes, lower by 0.005 below 1%% while requests wait "
+                          "(sim/loadctl.c)");
+    }
     if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
         fprintf(stderr, "%s: out of memory while printing\n", PROG);
         status = 1;
     }
 out:
+    pf_simpub_close(a.pub, NULL); /* its simulator is gone */
+    for (int k = 0; k < npoints; k++)
+        free(pts[k].dec.ev);
+    free(pts);
     pf_jobs_free(&jobs);
     pf_simflags_release(&a.f);
     pf_report_free(r);

@@ -96,9 +96,9 @@ int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
         {"enable-prefix-caching", PF_OPT_FLAG, &p->prefix_caching, 0, 0, NULL, NULL,
          "reuse cached full blocks by hash (vLLM's flag)", 0},
         {"shared-prefix-tokens", PF_OPT_INT, &f->shared_prefix, 0, 1 << 24, NULL, "N",
-         "generated jobs: a system prompt of N tokens shared within each prefix group", 0},
+         "a system prompt of N tokens heads every prompt of its prefix group (generated or trace jobs)", 0},
         {"prefix-groups", PF_OPT_INT, &f->prefix_groups, 1, 1000000, NULL, "G",
-         "generated jobs: number of distinct system prompts", 0},
+         "number of distinct system prompts (jobs take them in turn)", 0},
         {"n", PF_OPT_INT, &f->n, 1, 64, NULL, "K", "parallel samples per request (fork)", 0},
         {"policy", PF_OPT_CHOICE, &f->policy, 0, 0, pf_victim_names, NULL, "victim of a page fault", 0},
         {"preempt", PF_OPT_CHOICE, &f->preempt, 0, 0, pf_preempt_names, NULL, "preemption mode", 0},
@@ -122,6 +122,10 @@ int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
         {"seed", PF_OPT_I64, &f->seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
         {"tick-us", PF_OPT_INT, &p->tick_us, 0, 10000000, NULL, "US",
          "live: wall time per step (0: as fast as possible)", 0},
+        {"kv-events-publish", PF_OPT_STRING, &f->kv_publish, 0, 0, NULL, "ENDPOINT",
+         "publish the prefix cache's block events as vLLM does (ZeroMQ PUB, e.g. tcp://*:5557)", 0},
+        {"kv-events-replay", PF_OPT_STRING, &f->kv_replay, 0, 0, NULL, "ENDPOINT",
+         "with --kv-events-publish: answer replay requests here (ROUTER, e.g. tcp://*:5558)", 0},
         {"mode", PF_OPT_CHOICE, &f->mode, 0, 0, pf_sim_mode_names, NULL, "allocation mode", 0},
     };
     _Static_assert(sizeof rows / sizeof rows[0] <= PF_SIMFLAGS_NOPTS, "PF_SIMFLAGS_NOPTS");
@@ -139,6 +143,11 @@ int pf_simflags_check(const char *prog, const pf_simflags *f, pf_opt *opts)
     /* a trace carries its own arrival times; the rate would be ignored */
     if (f->trace && pf_cli_find(opts, "arrival-rate")->seen)
         return pf_cli_error(prog, "--arrival-rate and --trace exclude each other (a trace has its own arrivals)");
+    if (f->kv_replay && !f->kv_publish)
+        return pf_cli_error(prog, "--kv-events-replay needs --kv-events-publish");
+    if (f->kv_publish && !f->p.prefix_caching)
+        return pf_cli_error(prog, "--kv-events-publish: the block events are the prefix cache's: "
+                                  "add --enable-prefix-caching");
     if (pf_cli_find(opts, "prefix-groups")->seen && !f->shared_prefix)
         return pf_cli_error(prog, "--prefix-groups needs --shared-prefix-tokens");
     if (f->shared_prefix && f->shared_prefix + 2 > f->p.cfg.max_seq_len)
@@ -231,7 +240,12 @@ int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int 
     int rc = f->trace_data ? pf_jobs_parse_trace(jobs, f->trace, f->trace_data, f->trace_len,
                                                  max_len, err, sizeof err)
                            : pf_jobs_load_trace(jobs, f->trace, max_len, err, sizeof err);
-    if (rc == PF_OK && pf_jobs_fork(jobs, f->n) != PF_OK) {
+    /* a trace's requests get the shared system prompts too: the trace says
+     * how long each prompt is, the flags what its head is */
+    if (rc == PF_OK &&
+        (pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups ? f->prefix_groups : 1,
+                            max_len) != PF_OK ||
+         pf_jobs_fork(jobs, f->n) != PF_OK)) {
         pf_jobs_free(jobs);
         rc = PF_ERR_NOMEM;
     }

@@ -35,6 +35,7 @@ typedef struct {
     const char *gpu_profile; /* --gpu-profile FILE                        */
     int shared_prefix, prefix_groups; /* --shared-prefix-tokens, --prefix-groups */
     int n;            /* --n: parallel samples per request                */
+    const char *kv_publish, *kv_replay; /* --kv-events-publish, --kv-events-replay */
     /* The --trace file's bytes, read once by pf_simflags_load (owned by
      * the struct it was loaded into; a copy of the struct may read them but
      * only the original is released). NULL: not loaded. */
@@ -43,7 +44,7 @@ typedef struct {
 } pf_simflags;
 
 /* Rows written by pf_simflags_opts (with and without --mode). */
-#define PF_SIMFLAGS_NOPTS 32
+#define PF_SIMFLAGS_NOPTS 34
 
 /* Defaults: pf_sim_params_default, 512 jobs, the given engine. */
 void pf_simflags_default(pf_simflags *f, pf_engine engine);
