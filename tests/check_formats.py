@@ -8,7 +8,8 @@ must have the header's number of fields, there must be at least one row,
 no column may be unnamed or duplicated, and the columns named in
 NUMERIC must come out as numbers; sim's CSV holds its three tables (results,
 latency, kv_memory) with a row per run in each, and each kv_memory row's
-Figure 2 shares sum to 1. JSON: parsed strictly (NaN and Infinity
+Figure 2 shares sum to 1 (--watermark auto adds load_controller rows: a
+decision each, in time order). JSON: parsed strictly (NaN and Infinity
 refused), every value under "results" / "sweep" that the CSV calls numeric
 is a JSON number, never a string. Exit 0 on success, 1 with a message.
 """
@@ -40,9 +41,20 @@ def check_sim_tables(path, header, rows):
         return
     t = header.index("table")
     counts = {}
+    last_time = None
     for i, r in enumerate(rows, 2):
+        if r[t] == "load_controller":
+            # --watermark auto: one row per decision, in time order, each
+            # a raise or a lower to a watermark in [0, 1]
+            w, when = float(r[header.index("watermark")]), float(r[header.index("time")])
+            if r[header.index("decision")] not in ("raise", "lower") or not 0.0 <= w <= 1.0:
+                fail(f"{path}:{i}: load controller row {r}")
+            if last_time is not None and when < last_time:
+                fail(f"{path}:{i}: load controller decisions out of time order")
+            last_time = when
+            continue
         if r[t] not in SIM_TABLES:
-            fail(f"{path}:{i}: table {r[t]!r} is none of {sorted(SIM_TABLES)}")
+            fail(f"{path}:{i}: table {r[t]!r} is none of {sorted(SIM_TABLES)} or load_controller")
         counts[r[t]] = counts.get(r[t], 0) + 1
         if r[t] == "kv_memory":
             total = sum(float(r[header.index(k)]) for k in SPLIT)

@@ -388,13 +388,6 @@ static int cli_only_bound(const char *name, int upper)
     return 0;
 }
 
-/* Upper bounds the simulator checked before issue 9 (sim/sim.c
- * params_check) and no longer does: see simulator_refuses_beyond_the_flags. */
-static int sim_lost_bound(const char *name)
-{
-    return !strcmp(name, "pool-blocks") || !strcmp(name, "max-len") || !strcmp(name, "tick-us");
-}
-
 /* Issue 8 point 15: help and validation agree. For every numeric flag of
  * `sim` and the dashboard: each bound is accepted by the parser AND by the
  * simulator; one step beyond each bound is refused at parse time with a
@@ -450,8 +443,6 @@ Test(simflags, every_bound_accepted_one_step_beyond_refused)
                     *(double *)opts[i].target = beyond;
                 else
                     *(int *)opts[i].target = (int)beyond;
-                if (upper && sim_lost_bound(name))
-                    continue; /* simulator_refuses_beyond_the_flags, below */
                 cr_assert_not(sim_accepts(&f, err, sizeof err),
                               "the simulator accepts --%s %s: the flag's range is narrower than "
                               "the simulator's", name, text);
@@ -495,30 +486,4 @@ Test(simflags, help_states_each_range)
                   "--%s help ends with '%s': %.*s", opts[i].name, range, (int)(eol - line), line);
     }
     free(buf);
-}
-
-/* FAILS: lead to fix. tui/simflags.h promises that a flag's bound is the
- * simulator's own wherever the simulator has one, and the simulator had
- * these (sim/sim.c params_check before issue 9: pool blocks in [1, 2^22],
- * max sequence length in [2, 2^24], tick in [0, 10^7] us); the rewrite
- * dropped the upper bounds, so pf_sim_create accepts a pool of 2^22 + 1
- * frames, a max-len of 2^24 + 1 and a tick of 10^7 + 1 us that the command
- * line refuses (an API caller gets no check at all). Expected: refused
- * with a reason naming the parameter. */
-Test(simflags, simulator_refuses_beyond_the_flags)
-{
-    const char *names[] = {"pool-blocks", "max-len", "tick-us"};
-    for (int k = 0; k < 3; k++) {
-        pf_simflags f;
-        pf_simflags_default(&f, PF_ENGINE_DETERMINISTIC);
-        pf_opt opts[PF_SIMFLAGS_NOPTS + 1];
-        int n = pf_simflags_opts(&f, opts, 1);
-        opts[n] = (pf_opt){0};
-        pf_opt *o = pf_cli_find(opts, names[k]);
-        cr_assert_not_null(o);
-        *(int *)o->target = (int)o->hi + 1;
-        char err[256] = "";
-        cr_expect_not(sim_accepts(&f, err, sizeof err), "pf_sim_create accepts --%s %d", names[k],
-                      (int)o->hi + 1);
-    }
 }

@@ -29,10 +29,8 @@ SIM="--jobs 48 --workers 16 --pool-blocks 256"
 "$BIN" sim $SIM --format csv >"$TMP/sim1.csv" || fail "sim csv without a sweep"
 # issue 9's flags in both formats: rates and shares with nothing to divide
 # (no prefix queries, no SLO) must still be numbers, never NaN
-# (--watermark auto writes config.watermark as a word: CSV only here; see
-# tests/test_sim_cli.c auto_watermark_config_is_a_number)
-ISSUE9="--enable-prefix-caching --shared-prefix-tokens 64 --prefix-groups 2 --n 2 --slo-ttft 0.05 --slo-tpot 0.01"
-"$BIN" sim $SIM $ISSUE9 --watermark auto --format csv >"$TMP/sim9.csv" || fail "sim csv, issue 9 flags"
+ISSUE9="--watermark auto --enable-prefix-caching --shared-prefix-tokens 64 --prefix-groups 2 --n 2 --slo-ttft 0.05 --slo-tpot 0.01"
+"$BIN" sim $SIM $ISSUE9 --format csv >"$TMP/sim9.csv" || fail "sim csv, issue 9 flags"
 "$BIN" sim $SIM $ISSUE9 --format json >"$TMP/sim9.json" || fail "sim json, issue 9 flags"
 "$BIN" sim $SIM --naive-reserve oracle --scheduler seed --format json >"$TMP/sim9b.json" || fail "sim json, seed rules"
 # the swept flag is a column of its own, not also a (base) config column
