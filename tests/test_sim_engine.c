@@ -324,6 +324,39 @@ Test(sim_engine, threaded_itl_mean_is_exact)
     pf_jobs_free(&j);
 }
 
+/* The thread count changes between runs of one simulator (applied at once
+ * when no engine runs), and the figures stay the deterministic engine's. */
+Test(sim_engine, thread_count_changes_between_runs_keep_the_figures)
+{
+    pf_jobs j;
+    small_jobs(&j, 19);
+    pf_sim_params p;
+    small_params(&p);
+    pf_sim_stats d;
+    run_checked(&p, &j, &d);
+    p.engine = PF_ENGINE_THREADED;
+    p.threads = 1;
+    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
+    cr_assert_not_null(s);
+    const int counts[] = {1, 5, 2, 0, 3};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        cr_assert_eq(pf_sim_set_threads(s, counts[k]), PF_OK);
+        cr_assert_eq(pf_sim_reset(s), PF_OK);
+        pf_sim_stats t;
+        cr_assert_eq(pf_sim_run(s, &t), PF_OK);
+        cr_assert_eq(t.step, d.step, "threads %d", counts[k]);
+        cr_assert(t.time_s == d.time_s, "threads %d", counts[k]);
+        cr_assert_eq(t.tokens_generated, d.tokens_generated);
+        cr_assert_eq(t.preemptions, d.preemptions);
+        cr_assert_eq(pf_sim_check(s), PF_OK);
+        pf_sim_params got;
+        pf_sim_get_params(s, &got);
+        cr_assert_eq(got.threads, counts[k]);
+    }
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}
+
 /* ---- time in seconds ------------------------------------------------------ */
 
 /* Step a run to the end, checking after every step that no sequence was
@@ -925,6 +958,7 @@ Test(sim_engine, live_control_threaded_and_deterministic)
         pf_sim_params got;
         pf_sim_get_params(s, &got);
         cr_assert_eq(got.workers, 24);
+        cr_assert_eq(got.threads, 3);
         cr_assert_eq(got.policy, PF_VICTIM_MOST_FRAMES);
         cr_assert_eq(got.preempt, PF_PREEMPT_SWAP);
         cr_assert_eq(got.mode, PF_SIM_PAGED);
