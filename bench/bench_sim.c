@@ -181,42 +181,6 @@ static int seq_cap(int reps)
     return 0;
 }
 
-/* An Azure-shaped trace in the Azure format (the same generator as
- * tests/test_sim_engine.c's): n requests over an hour, exponential gaps,
- * prompts skewed short with a tail to max_prompt (the last has exactly
- * that), outputs 1..500. Returns malloc'd text, NULL on no memory. */
-static char *azure_shaped(int n, int max_prompt, uint64_t seed, size_t *len)
-{
-    size_t cap = (size_t)n * 48 + 64;
-    char *t = malloc(cap);
-    if (!t)
-        return NULL;
-    size_t k = (size_t)snprintf(t, cap, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
-    uint64_t x = seed | 1;
-    double at = 0.0, mean_gap = 3600.0 / n;
-    for (int i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        at += -mean_gap * log(u);
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        /* prompts 100 + exponential (mean 1,000), outputs exponential
-         * (mean 210), both capped: about the means of Azure's
-         * conversation trace (1,155 and 211 tokens) */
-        double v = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        double pr = 100.0 - 1000.0 * log(v);
-        int prompt = i == n - 1 || pr > max_prompt ? max_prompt : (int)pr;
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        double w = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        double out = 1.0 - 210.0 * log(w);
-        int output = out > 2000.0 ? 2000 : (int)out;
-        long long us = (long long)(at * 1e6);
-        long long s = us / 1000000;
-        k += (size_t)snprintf(t + k, cap - k, "2023-11-16 %02lld:%02lld:%02lld.%06lld0,%d,%d\n", 10 + s / 3600,
-                              s / 60 % 60, s % 60, us % 1000000, prompt, output);
-    }
-    *len = k;
-    return t;
-}
 
 /* Parse `text` and run it once (paged, defaults but max-len), printing both
  * times. */
@@ -251,7 +215,7 @@ static int parse_and_run(const char *label, const char *text, size_t len, int ma
 static int azure(int reps)
 {
     size_t len;
-    char *text = azure_shaped(19366, 14050, 2023, &len);
+    char *text = pf_jobs_azure_like(19366, 14050, 2023, &len);
     if (!text)
         return 1;
     printf("4. Azure-shaped trace: 19,366 requests over an hour, prompts up to 14,050 tokens, max-len 16384 "

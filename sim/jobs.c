@@ -691,3 +691,41 @@ int pf_jobs_fork(pf_jobs *jobs, int n)
     jobs->njobs = m;
     return PF_OK;
 }
+
+/* ---- a synthetic trace of Azure's shape ---------------------------------- */
+
+/* A uniform draw in (0, 1) from the top 53 bits. */
+static double unit(pf_rng *r)
+{
+    return ((double)(pf_rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+char *pf_jobs_azure_like(int n, int max_prompt, uint64_t seed, size_t *len)
+{
+    if (n < 1 || n > PF_JOBS_MAX || max_prompt < 101 || !len)
+        return NULL;
+    size_t cap = (size_t)n * 48 + 64;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    size_t k = (size_t)snprintf(t, cap, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+    pf_rng r;
+    pf_rng_seed(&r, seed);
+    double at = 0.0, mean_gap = 3600.0 / n;
+    for (int i = 0; i < n; i++) {
+        at += -mean_gap * log(unit(&r)); /* Poisson arrivals over an hour */
+        /* prompts 100 + exponential (mean 1,000), outputs 1 + exponential
+         * (mean 210), both capped: about the means of Azure's conversation
+         * trace (1,155 and 211 tokens) */
+        double pr = 100.0 - 1000.0 * log(unit(&r));
+        int prompt = i == n - 1 || pr > max_prompt ? max_prompt : (int)pr;
+        double out = 1.0 - 210.0 * log(unit(&r));
+        int output = out > 2000.0 ? 2000 : (int)out;
+        long long us = (long long)(at * 1e6);
+        long long s = us / 1000000;
+        k += (size_t)snprintf(t + k, cap - k, "2023-11-16 %02lld:%02lld:%02lld.%06lld0,%d,%d\n",
+                              10 + s / 3600, s / 60 % 60, s % 60, us % 1000000, prompt, output);
+    }
+    *len = k;
+    return t;
+}

@@ -107,6 +107,16 @@ int pf_jobs_read_file(const char *path, char **data, size_t *len, char *err, siz
 
 void pf_jobs_free(pf_jobs *jobs);
 
+/* A synthetic trace in the Azure format, of the shape of Azure's public
+ * conversation trace: n requests over one hour (Poisson arrivals), prompts
+ * of 100 + an exponential of mean 1,000 tokens capped at max_prompt (the
+ * last request has exactly max_prompt), outputs of 1 + an exponential of
+ * mean 210 capped at 2,000 (the trace's means are 1,155 and 211). The same
+ * bytes for the same arguments on any machine. Returns malloc'd text (its
+ * length in *len) for pf_jobs_parse_trace, or NULL (bad arguments: n in
+ * [1, 10^7], max_prompt > 100; or no memory). For tests and benchmarks. */
+char *pf_jobs_azure_like(int n, int max_prompt, uint64_t seed, size_t *len);
+
 /* ---- parameters -------------------------------------------------------- */
 
 typedef enum { PF_SIM_NAIVE = 0, PF_SIM_PAGED = 1 } pf_sim_mode;

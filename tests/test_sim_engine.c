@@ -528,42 +528,6 @@ Test(sim_engine, memory_is_proportional_to_live_sequences_not_max_len)
     pf_jobs_free(&j);
 }
 
-/* An Azure-shaped trace in the Azure format: n requests over an hour
- * (exponential gaps), prompts and outputs of about the means of Azure's
- * conversation trace, prompts capped at max_prompt tokens (the last
- * request has exactly that), outputs at 2,000.
- * Fixed seed: the same bytes every time. Returns malloc'd text. */
-static char *azure_shaped(int n, int max_prompt, uint64_t seed, size_t *len)
-{
-    size_t cap = (size_t)n * 48 + 64;
-    char *t = malloc(cap);
-    cr_assert_not_null(t);
-    size_t k = (size_t)snprintf(t, cap, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
-    uint64_t x = seed | 1;
-    double at = 0.0, mean_gap = 3600.0 / n;
-    for (int i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        double u = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        at += -mean_gap * log(u);
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        /* prompts 100 + exponential (mean 1,000), outputs exponential
-         * (mean 210), both capped: about the means of Azure's
-         * conversation trace (1,155 and 211 tokens) */
-        double v = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        double pr = 100.0 - 1000.0 * log(v);
-        int prompt = i == n - 1 || pr > max_prompt ? max_prompt : (int)pr;
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        double w = ((double)(x >> 11) + 0.5) / 9007199254740992.0;
-        double out = 1.0 - 210.0 * log(w);
-        int output = out > 2000.0 ? 2000 : (int)out;
-        long long us = (long long)(at * 1e6);
-        long long s = us / 1000000;
-        k += (size_t)snprintf(t + k, cap - k, "2023-11-16 %02lld:%02lld:%02lld.%06lld0,%d,%d\n", 10 + s / 3600,
-                              s / 60 % 60, s % 60, us % 1000000, prompt, output);
-    }
-    *len = k;
-    return t;
-}
 
 /* Issue 9's scale: a trace the size of Azure's conversation trace (19,366
  * requests, prompts up to 14,050 tokens) runs to the end, every request
@@ -571,7 +535,8 @@ static char *azure_shaped(int n, int max_prompt, uint64_t seed, size_t *len)
 Test(sim_engine, azure_sized_trace_runs_to_the_end, .timeout = 300)
 {
     size_t len;
-    char *text = azure_shaped(19366, 14050, 2023, &len);
+    char *text = pf_jobs_azure_like(19366, 14050, 2023, &len);
+    cr_assert_not_null(text);
     pf_jobs j;
     char err[256];
     cr_assert_eq(pf_jobs_parse_trace(&j, "azure-shaped", text, len, 16384, err, sizeof err), PF_OK, "%s", err);

@@ -375,3 +375,36 @@ Test(sim_jobs, fork_into_samples)
     pf_jobs_free(&j);
     pf_jobs_free(&orig);
 }
+
+/* The synthetic Azure-shaped trace: parses, has the asked size and prompt
+ * cap (the last request exactly at it), the same bytes for the same seed,
+ * other bytes for another, and refuses bad arguments. */
+Test(sim_jobs, azure_like_trace)
+{
+    size_t n1, n2, n3;
+    char *a = pf_jobs_azure_like(500, 3000, 7, &n1), *b = pf_jobs_azure_like(500, 3000, 7, &n2);
+    char *c = pf_jobs_azure_like(500, 3000, 8, &n3);
+    cr_assert(a && b && c);
+    cr_assert(n1 == n2 && memcmp(a, b, n1) == 0, "same seed, same bytes");
+    cr_assert(n1 != n3 || memcmp(a, c, n1) != 0, "another seed, other bytes");
+    pf_jobs j;
+    char err[256];
+    cr_assert_eq(pf_jobs_parse_trace(&j, "azure-like", a, n1, 8192, err, sizeof err), PF_OK, "%s", err);
+    cr_assert_eq(j.njobs, 500);
+    int maxp = 0;
+    for (int i = 0; i < j.njobs; i++) {
+        cr_assert(j.jobs[i].prompt >= 100 && j.jobs[i].prompt <= 3000);
+        cr_assert(j.jobs[i].output >= 1 && j.jobs[i].output <= 2000);
+        cr_assert(j.jobs[i].arrival >= 0.0 && j.jobs[i].arrival < 3600.0 * 2);
+        if (j.jobs[i].prompt > maxp)
+            maxp = j.jobs[i].prompt;
+    }
+    cr_assert_eq(maxp, 3000, "the cap is reached");
+    pf_jobs_free(&j);
+    free(a);
+    free(b);
+    free(c);
+    size_t len;
+    cr_assert_null(pf_jobs_azure_like(0, 3000, 1, &len));
+    cr_assert_null(pf_jobs_azure_like(10, 100, 1, &len));
+}
