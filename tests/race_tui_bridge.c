@@ -82,6 +82,7 @@ static int is_running(const pf_sim_snapshot *s, double unused)
     return !s->paused;
 }
 static int workers_are(const pf_sim_snapshot *s, double n) { return s->params.workers == (int)n; }
+static int auto_is(const pf_sim_snapshot *s, double on) { return s->params.watermark_auto == (int)on; }
 
 static int well_formed(const pf_sim_snapshot *s, int pool)
 {
@@ -247,6 +248,7 @@ int main(void)
         PF_DASH_CMD_STEP,         PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_FASTER,
         PF_DASH_CMD_SLOWER,       PF_DASH_CMD_WORKERS_DOWN, PF_DASH_CMD_WATERMARK_DOWN,
         PF_DASH_CMD_RESET,        PF_DASH_CMD_MODE_TOGGLE,  PF_DASH_CMD_MODE_TOGGLE,
+        PF_DASH_CMD_WATERMARK_AUTO, PF_DASH_CMD_STEP,       PF_DASH_CMD_WATERMARK_AUTO,
     };
     const int ncycle = (int)(sizeof cycle / sizeof cycle[0]);
     double end = now_s() + 1.0;
@@ -289,6 +291,20 @@ int main(void)
     s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
     CHECK(s && watermark_is(s, 0.05), "five W from 0 gave %g, want 0.05",
           s ? s->params.watermark : -1.0);
+    /* a: the load controller on, and a watermark set by hand ends it
+     * (pf_sim_set_watermark), whatever the controller moved it to */
+    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_AUTO);
+    s = wait_snap(b, 10, auto_is, 1, &slowest);
+    CHECK(s && s->params.watermark_auto == 1, "a did not turn the load controller on");
+    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(b, 10, auto_is, 0, &slowest);
+    CHECK(s && s->params.watermark_auto == 0, "W did not end the load controller");
+    for (int i = 0; i < 40; i++) /* back to 5% from wherever it went */
+        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
+    for (int i = 0; i < 5; i++)
+        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
+    CHECK(s && watermark_is(s, 0.05), "W after the controller: %g, want 0.05", s ? s->params.watermark : -1.0);
     int w0 = s ? s->params.workers : 0;
     int w2 = pf_dash_workers_step(pf_dash_workers_step(w0, 1), 1);
     pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);

@@ -294,12 +294,27 @@ static void ctl_exec(control *c, int cmd)
     switch (cmd) {
     case PF_DASH_CMD_WATERMARK_DOWN:
     case PF_DASH_CMD_WATERMARK_UP: {
-        double w = pf_dash_watermark_step(p.watermark, cmd == PF_DASH_CMD_WATERMARK_UP);
+        /* under the load controller, step from the value in force (the
+         * controller's), not the one it started from; setting a value by
+         * hand ends the controller (pf_sim_set_watermark) */
+        double from = p.watermark;
+        if (p.watermark_auto) {
+            pf_sim_stats st;
+            pf_sim_get_stats(c->sim, &st);
+            from = st.watermark;
+        }
+        double w = pf_dash_watermark_step(from, cmd == PF_DASH_CMD_WATERMARK_UP);
         rc = pf_sim_set_watermark(c->sim, w);
         if (!rc)
-            ctl_status(c, "watermark %.1f%%", 100.0 * w);
+            ctl_status(c, "watermark %.1f%%%s", 100.0 * w, p.watermark_auto ? " (load controller off)" : "");
         break;
     }
+    case PF_DASH_CMD_WATERMARK_AUTO: /* a: the load controller on / off */
+        rc = pf_sim_set_watermark_auto(c->sim, !p.watermark_auto);
+        if (!rc)
+            ctl_status(c, "%s", !p.watermark_auto ? "load controller on: it moves the watermark (events, curve)"
+                                                  : "load controller off: the watermark stays where it is");
+        break;
     case PF_DASH_CMD_WORKERS_DOWN:
     case PF_DASH_CMD_WORKERS_UP: {
         /* The simulator applies a worker count at its next step boundary,
@@ -310,7 +325,7 @@ static void ctl_exec(control *c, int cmd)
         rc = pf_sim_set_workers(c->sim, n);
         if (!rc) {
             c->workers_req = n;
-            ctl_status(c, "workers %d%s", n, c->paused ? " (at the next step)" : "");
+            ctl_status(c, "max seqs %d%s", n, c->paused ? " (at the next step)" : "");
         }
         break;
     }
