@@ -944,6 +944,29 @@ Test(panels, inspector_shows_sequence_and_page_table)
     cr_assert_eq(pf_render_cell_owner(s, &gi, c), 7);
     cr_assert_eq(pf_render_grid_hit(&gi, gi.x + gi.w, gi.y), -1);
     cr_assert_eq(pf_render_cell_owner(s, &gi, 200), -1, "a free cell has no owner");
+    /* a prefilling sequence: its progress; two of its blocks are shared
+     * with sequence 7, which holds them in the snapshot (the first holder):
+     * they show as shared without a frame number */
+    seqs_add(s, 9, PF_SEQ_PREFILLING, 490, 150, 152);
+    s->seqs[s->nseqs - 1].computed = 40;
+    s->seqs[s->nseqs - 1].frames = 4;
+    s->seqs[s->nseqs - 1].shared_frames = 2;
+    for (int f = 150; f < 152; f++)
+        s->frame_block[f] += 2; /* its own frames are blocks 2 and 3 */
+    v.inspect = 9 + 1;
+    v.cursor = 0;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "prefilling  prompt 100  generated 7/50  frames 4 (2 shared)", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "prefill 40/100 tokens (40%)", NULL, NULL), "prefill progress");
+    cr_assert(pf_cells_find(&b, "0->sh*", NULL, NULL) && pf_cells_find(&b, "1->sh*", NULL, NULL),
+              "shared blocks held under another sequence are marked shared");
+    cr_assert(pf_cells_find(&b, "2->151", NULL, NULL) || pf_cells_find(&b, "2->150", NULL, NULL));
+    /* once it has its first token, the TTFT itself */
+    s->seqs[s->nseqs - 1].state = PF_SEQ_DECODING;
+    s->seqs[s->nseqs - 1].ttft = 0.125;
+    s->seqs[s->nseqs - 1].computed = 107;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "TTFT 0.125 s; prefill 100/100 tokens (done)", NULL, NULL));
     /* a sequence gone from the pool says so */
     v.inspect = 99 + 1;
     pf_render_screen(&b, &v, &gi);

@@ -241,8 +241,14 @@ static void ctl_split_toggle(control *c)
     ctl_status(c, "split view: naive | paged, the same jobs in lockstep (2 leaves)");
 }
 
-/* The split view's steps: both sides the same number, at the tick's pace
- * (period_us of wall time since the last call), until each is done. */
+/* The split view's steps, at the tick's pace (period_us of wall time since
+ * the last call), until each side is done. Lockstep is in simulated time:
+ * the cost model gives naive's steps (small batches) and paged's (large
+ * ones) different lengths, so equal step counts would show the two sides
+ * at different moments; instead each step goes to the side that is behind
+ * (the naive side on a tie), and both sides' clocks stay within one step of
+ * each other. A side that is done, or whose step fails, stops holding the
+ * other back. */
 static void split_advance(control *c, long period_us)
 {
     pf_sim_params p;
@@ -255,13 +261,16 @@ static void split_advance(control *c, long period_us)
     if (c->split_paused)
         k = c->split_step ? 1 : 0;
     c->split_step = 0;
-    for (long i = 0; i < k; i++)
-        for (int s = 0; s < 2; s++) {
-            pf_sim_stats st;
-            pf_sim_get_stats(c->split[s], &st);
-            if (!st.done)
-                pf_sim_step(c->split[s]); /* stuck: the step is still taken */
-        }
+    for (long i = 0; i < 2 * k; i++) { /* k steps a side, about */
+        pf_sim_stats a, b;
+        pf_sim_get_stats(c->split[0], &a);
+        pf_sim_get_stats(c->split[1], &b);
+        if (a.done && b.done)
+            break;
+        int s = a.done ? 1 : b.done ? 0 : a.time_s <= b.time_s ? 0 : 1;
+        if (pf_sim_step(c->split[s]) < 0 && !(s ? a.done : b.done))
+            pf_sim_step(c->split[!s]); /* stuck: the other goes on */
+    }
 }
 
 /* Run one command against the simulator; called on the control thread. */
@@ -282,7 +291,7 @@ static void ctl_exec(control *c, int cmd)
         } else if (cmd == PF_DASH_CMD_RESET) {
             pf_sim_reset(c->split[0]);
             pf_sim_reset(c->split[1]);
-            ctl_status(c, "split view: both from step 0");
+            ctl_status(c, "split view: both from the start");
         } else {
             ctl_status(c, "refused: parameters are fixed in the split view (2 leaves it)");
         }
