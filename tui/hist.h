@@ -20,8 +20,8 @@
  * backwards (reset, mode change) clears the history; steps that fell out of
  * the simulator's ring between two snapshots (more than 256 steps apart)
  * are missing, and the time axis shows the gap as time no step covers.
- * Memory: 6 float series and one double per step, PF_HIST_CAP steps
- * (2 MB), allocated on the first update.
+ * Memory: per step 6 float samples, their 6 running integrals (double)
+ * and the time, PF_HIST_CAP steps (5.2 MB), allocated on the first update.
  * Callers: tui/dash.c, tui/replay.c, tui/render.c (reads), tests, bench.
  */
 #ifndef PF_TUI_HIST_H
@@ -47,6 +47,16 @@ enum {
 typedef struct {
     float *v[PF_HIST_SERIES]; /* rings of PF_HIST_CAP, owned            */
     double *t;                /* ring: each step's end time, seconds    */
+    /* ring: each series' integral over time up to the step's end, from
+     * the start of the history: a count's sum, a level's value x seconds.
+     * A window's mean is then a difference of two integrals, found by
+     * binary search: a chart costs O(columns x log steps), whatever the
+     * window (pf_hist_resample). */
+    double *cum[PF_HIST_SERIES];
+    double t0;                /* start of the oldest kept step's interval */
+    double cum0[PF_HIST_SERIES]; /* the integrals up to t0              */
+    int t0_guessed;           /* t0 waits for the second step: the first
+                                 is taken as long as the second          */
     int head, n;              /* oldest sample at head, n samples       */
     int64_t next_step;        /* step of the next sample to append; -1: empty */
 } pf_hist;
@@ -79,10 +89,11 @@ int pf_hist_is_rate(int series);
 
 /* Series k resampled onto ncols equal bins of time covering
  * (t_end - span, t_end]. Each step spreads over its interval (t[i-1],
- * t[i]] (the oldest sample's interval is taken as long as the next one's),
+ * t[i]] (the first step's interval is taken as long as the second's),
  * and a bin gets the time-weighted mean over the part of it the steps
  * cover: for a count, per second (the tokens of the steps in it over the
  * time they cover); for a level, its mean. A bin no step covers gets -1.
+ * ncols is at most 1024.
  * Returns the seconds of (t_end - span, t_end] that steps cover (0: none);
  * *mean (may be NULL) gets the same time-weighted mean over the whole span
  * (what pf_hist_window gives; 0 when nothing is covered), from the same
