@@ -1203,6 +1203,11 @@ Test(split, naive_beside_paged_with_honest_util_and_ratio)
     cr_assert(pf_cells_find(&b, "utilisation 98.1% vs 17.5%", NULL, NULL));
     int xn, yn, xp, yp;
     cr_assert(pf_cells_find(&b, "NAIVE (reserve max-len)", &xn, &yn));
+    nv->params.naive_reserve = PF_RESERVE_ORACLE;
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "NAIVE (reserve oracle)", NULL, NULL), "the naive side names its policy");
+    nv->params.naive_reserve = PF_RESERVE_MAX;
+    pf_render_screen(&b, &v, NULL);
     cr_assert(pf_cells_find(&b, "PAGED (on demand)", &xp, &yp));
     cr_assert_eq(yn, yp, "side by side");
     cr_assert_lt(xn, xp);

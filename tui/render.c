@@ -936,7 +936,7 @@ static const struct {
     int key;
 } keybar[] = {
     {"F1", "help", '?'},   {"F10", "quit", 'q'},   {"spc", "pause", ' '}, {"s", "step", 's'},
-    {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "workers", '+'}, {"arrows", "inspect", 'i'},
+    {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "seqs", '+'}, {"arrows", "inspect", 'i'},
     {"a", "auto", 'a'}, {"2", "split", '2'},   {"x", "sweep", 'x'},    {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
     {"f/F", "speed", 'F'}, {"r", "reset", 'r'},
 };
@@ -1393,7 +1393,13 @@ static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_v
                    tp / tn, 100.0 * pg->stats.kv_util, 100.0 * nv->stats.kv_util);
     else
         pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "paged / naive: waiting for tokens...");
-    split_half(b, x, y + 1, hw, h - 1, v, nv, hw < 30 ? "NAIVE" : "NAIVE (reserve max-len)");
+    /* the naive side's reservation policy (the PagedAttention paper's
+     * three: max-len, power of two, oracle) */
+    static const char *const reserve_words[] = {"max-len", "pow2", "oracle"}; /* PF_RESERVE_MAX.. */
+    int rp = nv->params.naive_reserve;
+    char nname[48];
+    snprintf(nname, sizeof nname, "NAIVE (reserve %s)", rp >= 0 && rp < 3 ? reserve_words[rp] : "?");
+    split_half(b, x, y + 1, hw, h - 1, v, nv, hw < 30 ? "NAIVE" : nname);
     for (int r = y + 1; r < y + h; r++)
         pf_cells_put(b, x + hw, r, v->ascii ? '|' : 0x2502, PF_COL_DIM, 0);
     split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, hw < 30 ? "PAGED" : "PAGED (on demand)");
