@@ -982,17 +982,32 @@ Test(panels, help_pages_explain_glyphs_and_counters)
     pf_render_screen(&b, &v, NULL);
     cr_assert(pf_cells_find(&b, "F10 q", NULL, NULL));
     cr_assert(pf_cells_find(&b, "Esc", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "load controller on / off", NULL, NULL), "the a key");
     v.help = 2;
     pf_render_screen(&b, &v, NULL);
     cr_assert(pf_cells_find(&b, "reserved: naive's reservation", NULL, NULL));
     cr_assert(pf_cells_find(&b, "stalled orange", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "prefilling", NULL, NULL) && pf_cells_find(&b, "cached:", NULL, NULL),
+              "the new states");
+    cr_assert(pf_cells_find(&b, "No colour (NO_COLOR", NULL, NULL), "what tells classes apart without colour");
     cr_assert(pf_cells_find(&b, "flash", NULL, NULL));
     v.help = 3;
     pf_render_screen(&b, &v, NULL);
     static const char *const counters[] = {"waiting", "decoding", "preempts", "util", "goodput",
-                                           "vs naive", "tok/s", "ping-pong", "KV["};
+                                           "vs naive", "tok/s", "ping-pong", "KV[", "TTFT p99",
+                                           "simulated seconds"};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         cr_assert(pf_cells_find(&b, counters[i], NULL, NULL), "help lacks %s", counters[i]);
+    /* each page fits the smallest screen: its first and last lines show */
+    static const char *const first[PF_HELP_PAGES] = {"Keys (1/3", "The grid (2/3", "Counters (3/3"};
+    static const char *const last[PF_HELP_PAGES] = {"click a key on the bottom line",
+                                                    "bold: frames a newly admitted", "frame rate and render time"};
+    for (int page = 1; page <= PF_HELP_PAGES; page++) {
+        v.help = page;
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(pf_cells_find(&b, first[page - 1], NULL, NULL), "page %d: no title", page);
+        cr_assert(pf_cells_find(&b, last[page - 1], NULL, NULL), "page %d: cut at 80x24", page);
+    }
     pf_cells_free(&b);
 }
 
