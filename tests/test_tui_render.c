@@ -1182,6 +1182,22 @@ Test(charts, view_shows_window_rates_beside_run_totals)
     pf_render_screen(&b, &v, &gi);
     cr_assert(pf_cells_find(&b, "-4 s", NULL, NULL));
     cr_assert(pf_cells_find(&b, "last 4 s: 5920 tok/s 1.18x naive", NULL, NULL));
+    /* the main screen too (tall enough): the window beside the run */
+    v.charts = 0;
+    v.window_s = 2;
+    s->stats.time_s = 6.0;
+    s->stats.preemptions = 344;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "Last 2 s vs the run", NULL, NULL));
+    cr_assert(row_has_both(&b, "vs naive", "0.50x") && row_has_both(&b, "0.50x", "2.00x"),
+              "the window's ratio beside the run's");
+    cr_assert(row_has_both(&b, "preempt/s", "57.33"), "the run's: 344 preemptions in 6 s");
+    pf_cells_free(&b);
+    b = buf_new(80, 24);
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_not(pf_cells_find(&b, "vs the run", NULL, NULL), "no room at 80x24: left out, not cut");
+    v.charts = 1;
+    v.window_s = 4;
     /* a taller screen has room for the fifth chart, TTFT p99 */
     pf_cells_free(&b);
     b = buf_new(120, 60);

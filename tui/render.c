@@ -773,6 +773,58 @@ static double wm_in_force(const pf_sim_snapshot *s)
     return s->params.watermark_auto && s->stats.watermark > 0 ? s->stats.watermark : s->params.watermark;
 }
 
+/* The recent window beside the run (right column, under the parameters,
+ * when the screen is tall enough): output tokens/s, vs naive and
+ * preemptions/s over the chart window and over the whole run, so a
+ * recovery shows on the main screen too, while the run's figures still
+ * carry the thrash; then the run's TTFT p99. */
+static void panel_window(pf_cells *b, int x, int y, int w, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const pf_hist *hs = v->hist && v->hist->v[0] && v->hist->n > 0 ? v->hist : NULL;
+    double win = v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S;
+    char ws[24], t[64];
+    fmt_secs(ws, sizeof ws, win);
+    snprintf(t, sizeof t, "Last %s vs the run", ws);
+    title(b, x, y, w, t);
+    if (!s)
+        return;
+    const pf_sim_stats *st = &s->stats;
+    const int cw = 9, c2 = x + w - cw, c1 = c2 - cw - 1;
+    pf_cells_printf(b, c1, y + 1, cw, PF_COL_DIM, 0, "%*s", cw, "window");
+    pf_cells_printf(b, c2, y + 1, cw, PF_COL_DIM, 0, "%*s", cw, "run");
+    double naive = naive_rate(st);
+    double tok_w = hs ? pf_hist_window(hs, PF_HIST_TOKENS, win) : 0;
+    double pre_w = hs ? pf_hist_window(hs, PF_HIST_PREEMPT, win) : 0;
+    double pre_r = st->time_s > 0 ? (double)st->preemptions / st->time_s : 0;
+    char a[16], r[16];
+    pf_cells_text(b, x, y + 2, c1 - x, PF_COL_DIM, 0, "tok/s");
+    pf_render_fmt_count(a, sizeof a, rint(tok_w));
+    pf_render_fmt_count(r, sizeof r, rint(st->throughput));
+    pf_cells_printf(b, c1, y + 2, cw, PF_COL_GOOD, PF_ATTR_BOLD, "%*s", cw, hs ? a : "-");
+    pf_cells_printf(b, c2, y + 2, cw, PF_COL_GOOD, PF_ATTR_BOLD, "%*s", cw, r);
+    pf_cells_text(b, x, y + 3, c1 - x, PF_COL_DIM, 0, "vs naive");
+    if (naive > 0 && hs)
+        snprintf(a, sizeof a, "%.2fx", tok_w / naive);
+    else
+        snprintf(a, sizeof a, "n/a");
+    if (st->throughput_vs_naive > 0)
+        snprintf(r, sizeof r, "%.2fx", st->throughput_vs_naive);
+    else
+        snprintf(r, sizeof r, "n/a");
+    pf_cells_printf(b, c1, y + 3, cw, naive > 0 && hs && tok_w < naive ? PF_COL_BAD : PF_COL_GOOD, PF_ATTR_BOLD,
+                    "%*s", cw, a);
+    pf_cells_printf(b, c2, y + 3, cw, PF_COL_GOOD, PF_ATTR_BOLD, "%*s", cw, r);
+    pf_cells_text(b, x, y + 4, c1 - x, PF_COL_DIM, 0, "preempt/s");
+    snprintf(a, sizeof a, "%.2f", pre_w);
+    snprintf(r, sizeof r, "%.2f", pre_r);
+    pf_cells_printf(b, c1, y + 4, cw, PF_COL_BAD, PF_ATTR_BOLD, "%*s", cw, hs ? a : "-");
+    pf_cells_printf(b, c2, y + 4, cw, PF_COL_BAD, PF_ATTR_BOLD, "%*s", cw, r);
+    pf_cells_text(b, x, y + 5, c1 - x, PF_COL_DIM, 0, "TTFT p99, s");
+    snprintf(r, sizeof r, "%.3f", st->lat[PF_MET_TTFT].p99);
+    pf_cells_printf(b, c2, y + 5, cw, PF_COL_STALLED, PF_ATTR_BOLD, "%*s", cw, st->lat[PF_MET_TTFT].count ? r : "-");
+}
+
 static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s)
 {
     title(b, x, y, w, "Parameters");
@@ -1547,6 +1599,8 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
             pf_cells_text(b, rx + R - n, mid_top + 7, n, PF_COL_TITLE, PF_ATTR_UNDERLINE, t);
     }
     panel_params(b, rx, mid_top + 11, R, s);
+    if (mid_h >= 17 + 6) /* room below the parameters (not at 80x24) */
+        panel_window(b, rx, mid_top + 18, R, v);
 
     /* left column: meter, title, grid, legend, events (or the inspector) */
     int ev_h = (mid_h - 4) / 3;
