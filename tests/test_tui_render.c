@@ -328,6 +328,7 @@ Test(panels, counters_params_events)
         cr_assert(row_has_both(&b, "7.760s", "seq 42"), "event times in simulated seconds");
         cr_assert(row_has_both(&b, "watermark", "load controller: watermark -> 3.5%"),
                   "the load controller's decision in the log");
+        cr_assert_not(pf_cells_find(&b, "waste", NULL, NULL), "no waste figure when the event has none");
         /* sparkline under the History title: "tok/s" then one level glyph
          * per step, the last (11700 tok/s, the largest) at the top level */
         uint32_t top = ascii ? (uint32_t)'#' : 0x2588u;
@@ -346,6 +347,15 @@ Test(panels, counters_params_events)
         if (ascii)
             for (int i = 0; i < b.w * b.h; i++)
                 cr_assert_lt(b.cells[i].ch, 128u, "non-ASCII at %d in --ascii", i);
+        pf_cells_free(&b);
+    }
+    /* the waste of the window that decided a move, when the simulator gives it */
+    s->events[3].seq = 125;
+    {
+        pf_cells b = buf_new(120, 40);
+        pf_dash_view v = {.snap = s};
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(pf_cells_find(&b, "load controller: watermark -> 3.5% (recompute waste 12.5%)", NULL, NULL));
         pf_cells_free(&b);
     }
     /* paused shows in the header */

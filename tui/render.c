@@ -860,7 +860,9 @@ static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot
 }
 
 /* The event log: simulated time in seconds, what happened, to whom. A
- * watermark event is the load controller's decision: its new value. */
+ * watermark event is the load controller's decision: its new value, and
+ * the waste (recomputed / computed tokens) of the window that decided it
+ * when the simulator gives it (seq >= 0, in thousandths). */
 static void panel_events(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *s)
 {
     title(b, x, y, w, "Events (newest last; time in simulated seconds)");
@@ -876,7 +878,11 @@ static void panel_events(pf_cells *b, int x, int y, int w, int h, const pf_sim_s
         pf_cells_text(b, x + 11, row, 10, event_color(e->kind), PF_ATTR_BOLD, event_label(e->kind));
         if (e->kind == PF_EV_RESET)
             continue;
-        if (e->kind == PF_EV_WATERMARK)
+        if (e->kind == PF_EV_WATERMARK && e->seq >= 0) /* seq: the deciding window's waste */
+            printf_fit(b, x + 21, row, w - 21, PF_COL_RESERVE, 0,
+                       "load controller: watermark -> %.1f%% (recompute waste %.1f%%)", e->frames / 10.0,
+                       e->seq / 10.0);
+        else if (e->kind == PF_EV_WATERMARK)
             pf_cells_printf(b, x + 21, row, w - 21, PF_COL_RESERVE, 0, "load controller: watermark -> %.1f%%",
                             e->frames / 10.0);
         else
