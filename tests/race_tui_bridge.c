@@ -11,6 +11,7 @@
  * the next), and everything stops and frees cleanly (ASan/LSan builds
  * check the frees). Prints the slowest UI-side call, for information only.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -82,6 +83,7 @@ static int is_running(const pf_sim_snapshot *s, double unused)
     return !s->paused;
 }
 static int workers_are(const pf_sim_snapshot *s, double n) { return s->params.workers == (int)n; }
+static int auto_is(const pf_sim_snapshot *s, double on) { return s->params.watermark_auto == (int)on; }
 
 static int well_formed(const pf_sim_snapshot *s, int pool)
 {
@@ -247,6 +249,7 @@ int main(void)
         PF_DASH_CMD_STEP,         PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_FASTER,
         PF_DASH_CMD_SLOWER,       PF_DASH_CMD_WORKERS_DOWN, PF_DASH_CMD_WATERMARK_DOWN,
         PF_DASH_CMD_RESET,        PF_DASH_CMD_MODE_TOGGLE,  PF_DASH_CMD_MODE_TOGGLE,
+        PF_DASH_CMD_WATERMARK_AUTO, PF_DASH_CMD_STEP,       PF_DASH_CMD_WATERMARK_AUTO,
     };
     const int ncycle = (int)(sizeof cycle / sizeof cycle[0]);
     double end = now_s() + 1.0;
@@ -289,6 +292,20 @@ int main(void)
     s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
     CHECK(s && watermark_is(s, 0.05), "five W from 0 gave %g, want 0.05",
           s ? s->params.watermark : -1.0);
+    /* a: the load controller on, and a watermark set by hand ends it
+     * (pf_sim_set_watermark), whatever the controller moved it to */
+    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_AUTO);
+    s = wait_snap(b, 10, auto_is, 1, &slowest);
+    CHECK(s && s->params.watermark_auto == 1, "a did not turn the load controller on");
+    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(b, 10, auto_is, 0, &slowest);
+    CHECK(s && s->params.watermark_auto == 0, "W did not end the load controller");
+    for (int i = 0; i < 40; i++) /* back to 5% from wherever it went */
+        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
+    for (int i = 0; i < 5; i++)
+        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
+    CHECK(s && watermark_is(s, 0.05), "W after the controller: %g, want 0.05", s ? s->params.watermark : -1.0);
     int w0 = s ? s->params.workers : 0;
     int w2 = pf_dash_workers_step(pf_dash_workers_step(w0, 1), 1);
     pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
@@ -326,9 +343,18 @@ int main(void)
             looks++;
             CHECK(nv->params.mode == PF_SIM_NAIVE && pg->params.mode == PF_SIM_PAGED,
                   "split: wrong modes %d %d", nv->params.mode, pg->params.mode);
-            CHECK(nv->stats.step == pg->stats.step, "split: not in lockstep: %lld vs %lld",
-                  (long long)nv->stats.step, (long long)pg->stats.step);
-            lockstep += nv->stats.step > 0;
+            /* lockstep in simulated time: the side behind takes the next
+             * step, so the side ahead got there with its last step, and
+             * the clocks differ by at most that step's length */
+            const pf_sim_snapshot *lead = nv->stats.time_s > pg->stats.time_s ? nv : pg;
+            int nh = lead->nhistory;
+            double last = nh >= 2 ? lead->hist_time[nh - 1] - lead->hist_time[nh - 2]
+                        : nh == 1 ? lead->hist_time[0] : 0;
+            double gap = fabs(nv->stats.time_s - pg->stats.time_s);
+            if (!nv->stats.done && !pg->stats.done)
+                CHECK(gap <= last + 1e-9, "split: not in lockstep: %.6f s vs %.6f s (last step %.6f s)",
+                      nv->stats.time_s, pg->stats.time_s, last);
+            lockstep += nv->stats.step > 0 && pg->stats.step > 0;
         }
         sleep_ms(5);
     }

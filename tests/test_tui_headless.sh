@@ -14,7 +14,7 @@ for t in 20 40 60; do
     grep -qx -- "--- tick $t ---" "$TMP/a" || fail "no frame at tick $t"
 done
 [ "$(grep -c -- '^--- tick' "$TMP/a")" -eq 3 ] || fail "expected exactly 3 frames"
-grep -q '^summary after 60 ticks (step 60)' "$TMP/a" || fail "no summary"
+grep -q '^summary after 60 ticks (step 60, ' "$TMP/a" || fail "no summary"
 grep -q 'step 40 | ' "$TMP/a" || fail "the tick-40 frame does not show step 40"
 # each frame is the screen: 40 rows of at most 120 columns
 awk '/^--- tick/ { n = 0; next } /^summary/ { exit } { n++; if (n > 40) bad = 1 } END { exit bad }' "$TMP/a" ||
@@ -61,7 +61,7 @@ fi
 grep -vq '^{.*}$' "$TMP/j" && fail "jsonl: a line is not one object"
 tail -n 1 "$TMP/j" | grep -q '"step":300,.*"final":true' || fail "jsonl: last line not the final step 300"
 head -n 1 "$TMP/j" | grep -q '"step":100,.*"final":false' || fail "jsonl: first line not step 100"
-grep -q '"frames":{"free":[0-9]*,"used":[0-9]*,"reserved":0,"shared":0,"swapped":0}' "$TMP/j" ||
+grep -q '"frames":{"free":[0-9]*,"used":[0-9]*,"reserved":0,"shared":0,"swapped":0,"cached":0}' "$TMP/j" ||
     fail "jsonl: no per-state frame counts"
 if command -v python3 >/dev/null 2>&1; then
     python3 -c '
@@ -73,6 +73,11 @@ for r in rows:
     assert f["used"] + f["reserved"] + f["shared"] + f["swapped"] == r["pool_used"], r
     assert isinstance(r["kv_util"], float) and 0 < r["kv_util"] <= 1, r["kv_util"]
 assert [r["step"] for r in rows] == [100, 200, 300]
+# time in simulated seconds, rising, and the owner states include prefilling
+assert all(r["time_unit"] == "s" and r["v"] == 2 for r in rows)
+assert 0 < rows[0]["time"] < rows[1]["time"] < rows[2]["time"], [r["time"] for r in rows]
+assert "prefilling" in rows[0]["frames_by_owner_state"]
+assert rows[-1]["throughput_vs_naive"] > 0, "headless has the naive baseline"
 ' "$TMP/j" || fail "jsonl: the objects do not add up"
 fi
 "$BIN" --headless --ticks 300 --dump-every 100 --format jsonl >"$TMP/j2" 2>/dev/null
@@ -87,16 +92,37 @@ grep -q 'util *100\.0%' "$TMP/n" && fail "naive shows util 100%"
 "$BIN" --headless --ticks 600 --watermark 0 --coloring state --width 100 --height 30 >"$TMP/s" ||
     fail "--coloring state failed"
 grep -q 'Pool by state' "$TMP/s" && grep -q 'stalled' "$TMP/s" || fail "--coloring state: no state legend"
-"$BIN" --headless --ticks 600 --charts --window 512 >"$TMP/c2" || fail "--charts failed"
-grep -q 'Charts over the last 512 steps' "$TMP/c2" || fail "--charts: no charts"
-grep -q -- '-512 steps' "$TMP/c2" || fail "--charts: no time axis"
-for args in "--format jsonl" "--headless --format xml" "--window 8" "--coloring nope"; do
+"$BIN" --headless --ticks 600 --charts --window 16 >"$TMP/c2" || fail "--charts failed"
+grep -q 'Charts over the last 16 s of simulated time' "$TMP/c2" || fail "--charts: no charts"
+grep -q -- '-16 s' "$TMP/c2" || fail "--charts: no time axis in seconds"
+grep -q 'tokens/s' "$TMP/c2" && grep -q 'TTFT p99' "$TMP/c2" || fail "--charts: tokens/s or TTFT p99 missing"
+grep -q 'x naive, .* preempt/s | run: ' "$TMP/c2" || fail "--charts: no window rates beside the run's"
+for args in "--format jsonl" "--headless --format xml" "--window 0.1" "--coloring nope"; do
     # shellcheck disable=SC2086
     "$BIN" $args >"$TMP/out" 2>"$TMP/err"
     rc=$?
     [ "$rc" -eq 2 ] || fail "'$args': exit $rc, want 2"
     [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "'$args': want one line on stderr"
 done
+
+# no colour (NO_COLOR, --no-color): every colouring still reads on the text
+# alone: the owner colouring draws letters, the age colouring digits, the
+# state colouring a glyph per state, and each legend says so
+NO_COLOR=1 "$BIN" --headless --ticks 300 --dump-every 0 --ascii >"$TMP/nc" || fail "NO_COLOR run failed"
+grep -q 'a used (letter: owner)' "$TMP/nc" || fail "NO_COLOR: the legend does not say letters are owners"
+[ "$(sed -n '5,13p' "$TMP/nc" | cut -c1-79 | tr -cd 'a-z' | fold -w1 | sort -u | wc -l)" -ge 10 ] ||
+    fail "NO_COLOR: the grid does not tell owners apart by letter"
+"$BIN" --headless --ticks 300 --dump-every 0 --ascii >"$TMP/col" || fail "colour run failed"
+sed -n '5,13p' "$TMP/col" | cut -c1-79 | grep -q '[a-z]' && fail "with colour the grid is glyphs, not letters"
+"$BIN" --headless --ticks 300 --dump-every 0 --ascii --no-color --coloring age >"$TMP/nc" || fail "--no-color age failed"
+grep -q '0 age<1s 1 <4s 2 <16s 3 <64s 4 older' "$TMP/nc" || fail "--no-color age: no digit legend"
+sed -n '5,13p' "$TMP/nc" | cut -c1-79 | grep -q '[0-4]' || fail "--no-color age: no digits on the grid"
+"$BIN" --headless --ticks 300 --dump-every 0 --ascii --no-color --coloring state --prefix-groups 4 \
+    --shared-prefix-tokens 256 --enable-prefix-caching >"$TMP/nc" 2>"$TMP/err" ||
+    fail "--no-color state failed: $(cat "$TMP/err")"
+grep -q '# running ! stalled > prefilling % recomputing S swapped' "$TMP/nc" ||
+    fail "--no-color state: the legend does not name a glyph per state"
+grep -q '= shared' "$TMP/nc" && grep -q '~ cached' "$TMP/nc" || fail "--no-color state: shared and cached not in the legend"
 
 # --record / replay: a headless recording replays as the very same frames,
 # byte for byte, in every colouring; damaged files are one line, status 2
@@ -124,15 +150,15 @@ grep -q "cannot write" "$TMP/err" || fail "--record to an unwritable path: $(cat
 
 # --gpu with no usable GPU: the frame says why, stderr says so in bench's
 # words and the status is bench's (3); with a GPU the pass runs (status 0)
-"$BIN" --headless --ticks 50 --gpu >"$TMP/g" 2>"$TMP/err"
+"$BIN" --headless --ticks 50 --gpu-pass >"$TMP/g" 2>"$TMP/err"
 rc=$?
 if [ "$rc" -eq 3 ]; then
-    grep -q '^pagefault: no GPU: ' "$TMP/err" || fail "--gpu without GPU: stderr: $(cat "$TMP/err")"
-    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "--gpu without GPU: want one line on stderr"
-    grep -q 'GPU unavailable: ' "$TMP/g" || fail "--gpu without GPU: the frame does not say so"
+    grep -q '^pagefault: no GPU: ' "$TMP/err" || fail "--gpu-pass without GPU: stderr: $(cat "$TMP/err")"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "--gpu-pass without GPU: want one line on stderr"
+    grep -q 'GPU unavailable: ' "$TMP/g" || fail "--gpu-pass without GPU: the frame does not say so"
 else
-    [ "$rc" -eq 0 ] || fail "--gpu: exit $rc: $(cat "$TMP/err")"
-    grep -q 'paged (now)' "$TMP/g" || fail "--gpu with a GPU: no results in the frame"
+    [ "$rc" -eq 0 ] || fail "--gpu-pass: exit $rc: $(cat "$TMP/err")"
+    grep -q 'paged (now)' "$TMP/g" || fail "--gpu-pass with a GPU: no results in the frame"
 fi
 
 # a result that cannot be written is an error (it exited 0 before)

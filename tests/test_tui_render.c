@@ -288,16 +288,20 @@ Test(panels, counters_params_events)
     s->stats.throughput_vs_naive = 1.92;
     s->stats.goodput = 0.931;
     s->stats.step = 777;
+    s->stats.time_s = 7.77;
+    s->stats.throughput = 123456;
     s->params.watermark = 0.02;
     s->params.workers = 144;
     s->params.policy = PF_VICTIM_MOST_FRAMES;
     s->params.preempt = PF_PREEMPT_SWAP;
-    s->nevents = 3;
-    s->events[0] = (pf_event){770, PF_EV_ADMIT, 42, 7};
-    s->events[1] = (pf_event){775, PF_EV_PREEMPT, 13, 20};
-    s->events[2] = (pf_event){776, PF_EV_FINISH, 42, 9};
-    s->nhistory = 3;
-    s->hist_decoding[0] = 10, s->hist_decoding[1] = 50, s->hist_decoding[2] = 117;
+    s->nevents = 4;
+    s->events[0] = (pf_event){770, PF_EV_ADMIT, 42, 7, 770 * 0.01};
+    s->events[1] = (pf_event){775, PF_EV_PREEMPT, 13, 20, 775 * 0.01};
+    s->events[2] = (pf_event){776, PF_EV_FINISH, 42, 9, 776 * 0.01};
+    s->events[3] = (pf_event){776, PF_EV_WATERMARK, -1, 35, 776 * 0.01};
+    s->nhistory = 3; /* 10 ms steps: 0 (no length known), 5000, 11700 tok/s */
+    s->hist_tokens[0] = 10, s->hist_tokens[1] = 50, s->hist_tokens[2] = 117;
+    s->hist_time[0] = 7.75, s->hist_time[1] = 7.76, s->hist_time[2] = 7.77;
     for (int ascii = 0; ascii <= 1; ascii++) {
         pf_cells b = buf_new(120, 40);
         pf_dash_view v = {.snap = s, .gpu = NULL, .ascii = ascii, .help = 0, .status = "watermark 2.0%"};
@@ -311,37 +315,47 @@ Test(panels, counters_params_events)
         cr_assert(row_has_both(&b, "util", "87.3%"));
         cr_assert(row_has_both(&b, "vs naive", "1.92x"));
         cr_assert(row_has_both(&b, "goodput", "93.1%"));
-        cr_assert(pf_cells_find(&b, "step 777", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "step 777 | 7.77 s", NULL, NULL), "steps and simulated seconds");
+        cr_assert(row_has_both(&b, "tok/s", "123k"), "output tokens per second, whole");
         cr_assert(pf_cells_find(&b, "RUNNING", NULL, NULL));
         cr_assert(pf_cells_find(&b, "watermark 2.0% = 82 frames", NULL, NULL));
-        cr_assert(pf_cells_find(&b, "workers 144", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "max seqs 144", NULL, NULL));
         cr_assert(pf_cells_find(&b, "victim most-frames", NULL, NULL));
         cr_assert(pf_cells_find(&b, "preempt swap", NULL, NULL));
         cr_assert(row_has_both(&b, "admit", "seq 42"));
         cr_assert(row_has_both(&b, "preempt", "seq 13"));
         cr_assert(row_has_both(&b, "finish", "seq 42"));
-        /* sparkline: "decoding" then one level glyph per sample, the last
-         * (117, the largest) at the top level */
+        cr_assert(row_has_both(&b, "7.760s", "seq 42"), "event times in simulated seconds");
+        cr_assert(row_has_both(&b, "watermark", "load controller: watermark -> 3.5%"),
+                  "the load controller's decision in the log");
+        cr_assert_not(pf_cells_find(&b, "waste", NULL, NULL), "no waste figure when the event has none");
+        /* sparkline under the History title: "tok/s" then one level glyph
+         * per step, the last (11700 tok/s, the largest) at the top level */
         uint32_t top = ascii ? (uint32_t)'#' : 0x2588u;
-        int found = 0;
-        for (int y = 0; y < b.h && !found; y++)
-            for (int x = 0; x + 12 < b.w && !found; x++) {
-                if (pf_cells_at(&b, x, y)->ch != 'd' || pf_cells_at(&b, x + 7, y)->ch != 'g' ||
-                    pf_cells_at(&b, x + 9, y)->ch == ' ')
-                    continue;
-                int n = 0;
-                while (pf_cells_at(&b, x + 9 + n, y)->ch != ' ')
-                    n++;
-                cr_assert_eq(n, 3, "one glyph per sample");
-                cr_assert_eq(pf_cells_at(&b, x + 9 + 2, y)->ch, top);
-                cr_assert_neq(pf_cells_at(&b, x + 9, y)->ch, top);
-                found = 1;
-            }
-        cr_assert(found, "no decoding sparkline");
+        int hx, hy;
+        cr_assert(pf_cells_find(&b, "History (per step)", &hx, &hy));
+        char row[512];
+        pf_cells_row_text(&b, hy + 1, row, sizeof row);
+        cr_assert(strstr(row, "tok/s"), "%s", row);
+        int n = 0;
+        while (pf_cells_at(&b, hx + 10 + n, hy + 1)->ch != ' ')
+            n++;
+        cr_assert_eq(n, 3, "one glyph per sample");
+        cr_assert_eq(pf_cells_at(&b, hx + 10 + 2, hy + 1)->ch, top);
+        cr_assert_neq(pf_cells_at(&b, hx + 10, hy + 1)->ch, top);
         cr_assert(pf_cells_find(&b, "quit", NULL, NULL), "key help line");
         if (ascii)
             for (int i = 0; i < b.w * b.h; i++)
                 cr_assert_lt(b.cells[i].ch, 128u, "non-ASCII at %d in --ascii", i);
+        pf_cells_free(&b);
+    }
+    /* the waste of the window that decided a move, when the simulator gives it */
+    s->events[3].seq = 125;
+    {
+        pf_cells b = buf_new(120, 40);
+        pf_dash_view v = {.snap = s};
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(pf_cells_find(&b, "load controller: watermark -> 3.5% (recompute waste 12.5%)", NULL, NULL));
         pf_cells_free(&b);
     }
     /* paused shows in the header */
@@ -474,7 +488,9 @@ Test(keys, watermark_and_worker_steps)
     cr_assert_eq(pf_dash_workers_step(128, 1), 144);
     cr_assert_eq(pf_dash_workers_step(144, 0), 128);
     cr_assert_eq(pf_dash_workers_step(1, 0), 1);
-    cr_assert_eq(pf_dash_workers_step(4096, 1), 4096);
+    cr_assert_eq(pf_dash_workers_step(PF_SIM_MAX_SEQS, 1), PF_SIM_MAX_SEQS);
+    cr_assert_eq(pf_dash_workers_step(1024, 1), 1088, "vLLM's default is a few presses from its neighbours");
+    cr_assert_eq(pf_dash_workers_step(1088, 0), 1024);
     int n = 5;
     for (int i = 0; i < 40; i++)
         n = pf_dash_workers_step(n, 1);
@@ -711,8 +727,11 @@ static void seqs_add(pf_sim_snapshot *s, int32_t id, int state, int64_t admit, i
     q.generated = 7;
     q.frames = hi - lo;
     q.preemptions = 2;
-    q.arrival = 3;
+    q.arrival = 0.03; /* seconds; the tests' steps are 10 ms */
     q.admit_step = admit;
+    q.admit_time = admit >= 0 ? admit * 0.01 : -1;
+    q.ttft = -1;
+    q.computed = 100;
     s->seqs[s->nseqs] = q;
     for (int f = lo; f < hi; f++) {
         s->frames[f] = (pf_frame_view){id, PF_FRAME_USED};
@@ -750,22 +769,101 @@ Test(grid, colourings_by_state_and_age)
     cr_assert(pf_cells_find(&b, "Pool by state", NULL, NULL));
 
     v.coloring = PF_COLORING_AGE;
+    s->stats.time_s = 30.0; /* step 3000 at 10 ms */
     pf_render_screen(&b, &v, &gi);
-    cr_assert_eq(gcell(&b, &gi, 0)->color, PF_COL_AGE0 + pf_render_age_bucket(10));
-    cr_assert_eq(gcell(&b, &gi, 15)->color, PF_COL_AGE0 + PF_AGE_COLORS - 1, "2900 steps: oldest");
+    cr_assert_eq(gcell(&b, &gi, 0)->color, PF_COL_AGE0 + 0, "scheduled 0.1 s ago: youngest");
+    cr_assert_eq(gcell(&b, &gi, 15)->color, PF_COL_AGE0 + 3, "29 s: 16..64 s");
     cr_assert_neq(gcell(&b, &gi, 0)->color, gcell(&b, &gi, 15)->color);
-    cr_assert(pf_cells_find(&b, "age<32", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "age<1s", NULL, NULL));
     cr_assert_eq(pf_render_age_bucket(0), 0);
-    cr_assert_eq(pf_render_age_bucket(31), 0);
-    cr_assert_eq(pf_render_age_bucket(32), 1);
-    cr_assert_eq(pf_render_age_bucket(2047), 3);
-    cr_assert_eq(pf_render_age_bucket(2048), 4);
+    cr_assert_eq(pf_render_age_bucket(0.999), 0);
+    cr_assert_eq(pf_render_age_bucket(1.0), 1);
+    cr_assert_eq(pf_render_age_bucket(63.9), 3);
+    cr_assert_eq(pf_render_age_bucket(64.0), 4);
 
     v.coloring = PF_COLORING_OWNER;
     pf_render_screen(&b, &v, &gi);
     cr_assert_eq(gcell(&b, &gi, 15)->color, pf_render_owner_color(2));
     cr_assert(pf_cells_find(&b, "colour: owner", NULL, NULL));
     pf_cells_free(&b);
+    snap_del2(s);
+}
+
+/* Without colour every colouring must still tell its classes apart on the
+ * text alone: the state colouring by a glyph per state (running, stalled,
+ * prefilling, recomputing, swapped, shared, cached, reserved, free,
+ * reserve), the owner colouring by a letter per owner, the age colouring by
+ * a digit per bucket; and each legend names the glyphs it uses. */
+Test(grid, no_color_every_colouring_reads_as_text)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    s->stats.step = 3000;
+    s->stats.time_s = 30.0;
+    s->params.watermark = 0.05; /* 13 frames of reserve at the end */
+    s->params.prefix_caching = 1;
+    seqs_add(s, 1, PF_SEQ_DECODING, 2990, 0, 10);
+    seqs_add(s, 2, PF_SEQ_STALLED, 100, 10, 20);
+    seqs_add(s, 3, PF_SEQ_RECOMPUTING, 2900, 20, 30);
+    seqs_add(s, 4, PF_SEQ_PREFILLING, 2999, 30, 40);
+    own(s, 40, 50, 1, PF_FRAME_SHARED);
+    own(s, 50, 60, -1, PF_FRAME_CACHED);
+    own(s, 60, 70, 5, PF_FRAME_RESERVED);
+    own(s, 70, 80, 6, PF_FRAME_SWAPPED);
+    /* one cell per class: running, stalled, recomputing, prefilling,
+     * shared, cached, reserved, swapped, free, reserve */
+    static const int cell[10] = {5, 15, 25, 35, 45, 55, 65, 75, 100, 255};
+    static const char *const words[10] = {"running", "stalled", "recomputing", "prefilling", "shared",
+                                          "cached", "reserved", "swapped", "free", "reserve"};
+    for (int ascii = 0; ascii <= 1; ascii++) {
+        pf_cells b = buf_new(120, 40);
+        pf_dash_view v = {.snap = s, .coloring = PF_COLORING_STATE, .no_color = 1, .ascii = ascii};
+        pf_grid_info gi;
+        pf_render_screen(&b, &v, &gi);
+        cr_assert_eq(gi.frames_per_cell, 1);
+        uint32_t g[10];
+        for (int k = 0; k < 10; k++) {
+            g[k] = gcell(&b, &gi, cell[k])->ch;
+            for (int j = 0; j < k; j++)
+                cr_assert_neq(g[k], g[j], "%s and %s look alike (ascii %d)", words[k], words[j], ascii);
+            /* the legend pairs the glyph with its word: "<glyph> word" */
+            char want[32], enc[8];
+            enc[pf_utf8_encode(g[k], enc)] = 0;
+            snprintf(want, sizeof want, "%s %s", enc, words[k]);
+            cr_assert(pf_cells_find(&b, want, NULL, NULL), "legend lacks '%s' (ascii %d)", want, ascii);
+        }
+        /* the same with colour: the shapes do not depend on no_color */
+        v.no_color = 0;
+        pf_render_screen(&b, &v, &gi);
+        for (int k = 0; k < 10; k++)
+            cr_assert_eq(gcell(&b, &gi, cell[k])->ch, g[k]);
+        /* owner: a letter per sequence without colour, the same block with it */
+        v.coloring = PF_COLORING_OWNER;
+        v.no_color = 1;
+        pf_render_screen(&b, &v, &gi);
+        cr_assert_eq(gcell(&b, &gi, 5)->ch, pf_render_owner_letter(1));
+        cr_assert_eq(gcell(&b, &gi, 15)->ch, pf_render_owner_letter(2));
+        cr_assert_neq(pf_render_owner_letter(1), pf_render_owner_letter(2));
+        cr_assert(pf_render_owner_letter(7) >= 'a' && pf_render_owner_letter(7) <= 'z');
+        cr_assert(pf_cells_find(&b, "letter: owner", NULL, NULL));
+        cr_assert_eq(gcell(&b, &gi, 45)->ch, g[4], "shared keeps its glyph");
+        v.no_color = 0;
+        pf_render_screen(&b, &v, &gi);
+        cr_assert_eq(gcell(&b, &gi, 5)->ch, gcell(&b, &gi, 15)->ch, "with colour, colour tells owners apart");
+        /* age: the bucket's digit; 0.1 s old is 0, 29 s old is 3 */
+        v.coloring = PF_COLORING_AGE;
+        v.no_color = 1;
+        pf_render_screen(&b, &v, &gi);
+        cr_assert_eq(gcell(&b, &gi, 5)->ch, (uint32_t)'0');
+        cr_assert_eq(gcell(&b, &gi, 15)->ch, (uint32_t)'3');
+        cr_assert(pf_cells_find(&b, "0 age<1s", NULL, NULL));
+        cr_assert(pf_cells_find(&b, "4 older", NULL, NULL));
+        /* the flashes are attributes, which survive NO_COLOR; the legend says so */
+        cr_assert(pf_cells_find(&b, "reverse: preempted", NULL, NULL));
+        if (ascii)
+            for (int i = 0; i < b.w * b.h; i++)
+                cr_assert_lt(b.cells[i].ch, 128u, "non-ASCII at %d in --ascii", i);
+        pf_cells_free(&b);
+    }
     snap_del2(s);
 }
 
@@ -786,9 +884,9 @@ Test(grid, preemption_flashes_and_admission_marks_then_fade)
     own(s, 15, 20, 3, PF_FRAME_USED);
     own(s, 30, 33, 4, PF_FRAME_USED);
     s->nevents = 3;
-    s->events[0] = (pf_event){101, PF_EV_PREEMPT, 2, 10};
-    s->events[1] = (pf_event){101, PF_EV_ADMIT, 3, 5};
-    s->events[2] = (pf_event){101, PF_EV_ADMIT, 4, 3};
+    s->events[0] = (pf_event){101, PF_EV_PREEMPT, 2, 10, 101 * 0.01};
+    s->events[1] = (pf_event){101, PF_EV_ADMIT, 3, 5, 101 * 0.01};
+    s->events[2] = (pf_event){101, PF_EV_ADMIT, 4, 3, 101 * 0.01};
     cr_assert_eq(pf_marks_update(&m, s, 10.1), 0);
     cr_assert_eq(m.preempted, 10, "every frame taken from the victim flashes");
     cr_assert_eq(m.admitted, 3);
@@ -827,6 +925,7 @@ Test(panels, inspector_shows_sequence_and_page_table)
 {
     pf_sim_snapshot *s = snap_new(256);
     s->stats.step = 500;
+    s->stats.time_s = 5.0;
     seqs_add(s, 7, PF_SEQ_STALLED, 40, 100, 104);
     s->frames[101].state = PF_FRAME_SHARED;
     seqs_add(s, 8, PF_SEQ_DECODING, 45, 0, 3);
@@ -835,8 +934,10 @@ Test(panels, inspector_shows_sequence_and_page_table)
     pf_grid_info gi;
     pf_render_screen(&b, &v, &gi);
     cr_assert(pf_cells_find(&b, "Sequence 7", NULL, NULL));
-    cr_assert(pf_cells_find(&b, "stalled  prompt 100  generated 7/50  frames 4  preempted 2", NULL, NULL));
-    cr_assert(pf_cells_find(&b, "queue wait 37 steps", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "stalled  prompt 100  generated 7/50  frames 4 (0 shared)  preempted 2", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "arrived 0.030 s, scheduled 0.400 s: queue wait 0.370 s", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "no token yet: TTFT so far 4.970 s", NULL, NULL), "5 s now, arrived at 0.03");
+    cr_assert(pf_cells_find(&b, "prefill 100/100 tokens (done)", NULL, NULL));
     /* logical block k -> frame 103 - k (reversed above); frame 101 shared */
     cr_assert(pf_cells_find(&b, "0->103", NULL, NULL));
     cr_assert(pf_cells_find(&b, "2->101*", NULL, NULL), "shared frames are marked");
@@ -853,6 +954,29 @@ Test(panels, inspector_shows_sequence_and_page_table)
     cr_assert_eq(pf_render_cell_owner(s, &gi, c), 7);
     cr_assert_eq(pf_render_grid_hit(&gi, gi.x + gi.w, gi.y), -1);
     cr_assert_eq(pf_render_cell_owner(s, &gi, 200), -1, "a free cell has no owner");
+    /* a prefilling sequence: its progress; two of its blocks are shared
+     * with sequence 7, which holds them in the snapshot (the first holder):
+     * they show as shared without a frame number */
+    seqs_add(s, 9, PF_SEQ_PREFILLING, 490, 150, 152);
+    s->seqs[s->nseqs - 1].computed = 40;
+    s->seqs[s->nseqs - 1].frames = 4;
+    s->seqs[s->nseqs - 1].shared_frames = 2;
+    for (int f = 150; f < 152; f++)
+        s->frame_block[f] += 2; /* its own frames are blocks 2 and 3 */
+    v.inspect = 9 + 1;
+    v.cursor = 0;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "prefilling  prompt 100  generated 7/50  frames 4 (2 shared)", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "prefill 40/100 tokens (40%)", NULL, NULL), "prefill progress");
+    cr_assert(pf_cells_find(&b, "0->sh*", NULL, NULL) && pf_cells_find(&b, "1->sh*", NULL, NULL),
+              "shared blocks held under another sequence are marked shared");
+    cr_assert(pf_cells_find(&b, "2->151", NULL, NULL) || pf_cells_find(&b, "2->150", NULL, NULL));
+    /* once it has its first token, the TTFT itself */
+    s->seqs[s->nseqs - 1].state = PF_SEQ_DECODING;
+    s->seqs[s->nseqs - 1].ttft = 0.125;
+    s->seqs[s->nseqs - 1].computed = 107;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "TTFT 0.125 s; prefill 100/100 tokens (done)", NULL, NULL));
     /* a sequence gone from the pool says so */
     v.inspect = 99 + 1;
     pf_render_screen(&b, &v, &gi);
@@ -868,29 +992,45 @@ Test(panels, help_pages_explain_glyphs_and_counters)
     pf_render_screen(&b, &v, NULL);
     cr_assert(pf_cells_find(&b, "F10 q", NULL, NULL));
     cr_assert(pf_cells_find(&b, "Esc", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "load controller on / off", NULL, NULL), "the a key");
     v.help = 2;
     pf_render_screen(&b, &v, NULL);
     cr_assert(pf_cells_find(&b, "reserved: naive's reservation", NULL, NULL));
     cr_assert(pf_cells_find(&b, "stalled orange", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "prefilling", NULL, NULL) && pf_cells_find(&b, "cached:", NULL, NULL),
+              "the new states");
+    cr_assert(pf_cells_find(&b, "No colour (NO_COLOR", NULL, NULL), "what tells classes apart without colour");
     cr_assert(pf_cells_find(&b, "flash", NULL, NULL));
     v.help = 3;
     pf_render_screen(&b, &v, NULL);
     static const char *const counters[] = {"waiting", "decoding", "preempts", "util", "goodput",
-                                           "vs naive", "tok/step", "ping-pong", "KV["};
+                                           "vs naive", "tok/s", "ping-pong", "KV[", "TTFT p99",
+                                           "simulated seconds"};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         cr_assert(pf_cells_find(&b, counters[i], NULL, NULL), "help lacks %s", counters[i]);
+    /* each page fits the smallest screen: its first and last lines show */
+    static const char *const first[PF_HELP_PAGES] = {"Keys (1/3", "The grid (2/3", "Counters (3/3"};
+    static const char *const last[PF_HELP_PAGES] = {"click a key on the bottom line",
+                                                    "bold: frames a newly admitted", "frame rate and render time"};
+    for (int page = 1; page <= PF_HELP_PAGES; page++) {
+        v.help = page;
+        pf_render_screen(&b, &v, NULL);
+        cr_assert(pf_cells_find(&b, first[page - 1], NULL, NULL), "page %d: no title", page);
+        cr_assert(pf_cells_find(&b, last[page - 1], NULL, NULL), "page %d: cut at 80x24", page);
+    }
     pf_cells_free(&b);
 }
 
 /* ---- charts ------------------------------------------------------------------- */
 
+/* n steps of 10 ms: tokens i % 100, one preemption in the last step */
 static pf_hist hist_ramp(int n)
 {
     pf_hist h;
     memset(&h, 0, sizeof h);
     for (int i = 0; i < n; i++) {
-        float smp[PF_HIST_SERIES] = {(float)(i % 100), 0, i == n - 1 ? 1.0f : 0.0f, 0.5f, 7};
-        cr_assert_eq(pf_hist_push(&h, smp), 0);
+        float smp[PF_HIST_SERIES] = {(float)(i % 100), 0, i == n - 1 ? 1.0f : 0.0f, 0.5f, 7, 0.25f};
+        cr_assert_eq(pf_hist_push(&h, smp, (i + 1) * 0.01), 0);
     }
     return h;
 }
@@ -902,19 +1042,32 @@ Test(charts, history_folds_in_snapshots_and_resets)
     memset(&h, 0, sizeof h);
     s->nhistory = 200;
     s->hist_step0 = 0;
-    for (int i = 0; i < 200; i++)
-        s->hist_decoding[i] = (float)i;
-    pf_hist_update(&h, s);
+    s->stats.lat[PF_MET_TTFT].p99 = 0.75;
+    for (int i = 0; i < 200; i++) {
+        s->hist_tokens[i] = (float)i;
+        s->hist_time[i] = (i + 1) * 0.01;
+        s->hist_waiting[i] = 3;
+    }
+    cr_assert_eq(pf_hist_update(&h, s), 0);
     cr_assert_eq(h.n, 200);
     /* the next snapshot overlaps the last one: only the new steps count */
     s->hist_step0 = 100;
-    for (int i = 0; i < 200; i++)
-        s->hist_decoding[i] = (float)(100 + i);
+    s->stats.lat[PF_MET_TTFT].p99 = 1.5;
+    for (int i = 0; i < 200; i++) {
+        s->hist_tokens[i] = (float)(100 + i);
+        s->hist_time[i] = (100 + i + 1) * 0.01;
+    }
     pf_hist_update(&h, s);
     cr_assert_eq(h.n, 300);
-    for (int i = 0; i < 300; i++)
+    for (int i = 0; i < 300; i++) {
         cr_assert_eq(pf_hist_at(&h, PF_HIST_TOKENS, i), (float)i, "sample %d", i);
-    cr_assert_float_eq(pf_hist_mean(&h, PF_HIST_TOKENS, 10), 294.5, 1e-9);
+        cr_assert_float_eq(pf_hist_time(&h, i), (i + 1) * 0.01, 1e-12);
+        /* TTFT p99 is the value of the snapshot that brought the step in */
+        cr_assert_float_eq(pf_hist_at(&h, PF_HIST_TTFT_P99, i), i < 200 ? 0.75f : 1.5f, 1e-6);
+    }
+    /* the last 0.1 s: steps 290..299, 2945 tokens -> 29450 tokens/s */
+    cr_assert_float_eq(pf_hist_window(&h, PF_HIST_TOKENS, 0.1), 29450.0, 1e-3);
+    cr_assert_float_eq(pf_hist_window(&h, PF_HIST_WAITING, 0.5), 3.0, 1e-9, "a level is its mean");
     /* a reset: the history starts again */
     s->hist_step0 = 0;
     s->nhistory = 5;
@@ -924,36 +1077,86 @@ Test(charts, history_folds_in_snapshots_and_resets)
     snap_del(s);
 }
 
+/* Steps of different lengths: a chart's columns are slices of time, not
+ * samples, and a window's rate divides by the time steps cover. */
+Test(charts, resampling_is_in_time_not_in_steps)
+{
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    /* steps end at 1, 2 and 4 s (the first one taken as long as the next):
+     * 10, 10 and 40 tokens = 10, 10 and 20 tokens/s; waiting 1, 2, 3 */
+    const double t[3] = {1, 2, 4};
+    const float tok[3] = {10, 10, 40}, wait[3] = {1, 2, 3};
+    for (int i = 0; i < 3; i++) {
+        float smp[PF_HIST_SERIES] = {tok[i], 0, 0, 0, wait[i], 0};
+        cr_assert_eq(pf_hist_push(&h, smp, t[i]), 0);
+    }
+    double out[6], m = -1;
+    cr_assert_float_eq(pf_hist_resample(&h, PF_HIST_TOKENS, 4, 4, 4, out, NULL), 4.0, 1e-9);
+    const double want_tok[4] = {10, 10, 20, 20}, want_wait[4] = {1, 2, 3, 3};
+    for (int c = 0; c < 4; c++)
+        cr_assert_float_eq(out[c], want_tok[c], 1e-9, "tokens/s, column %d", c);
+    pf_hist_resample(&h, PF_HIST_WAITING, 4, 4, 4, out, &m);
+    for (int c = 0; c < 4; c++)
+        cr_assert_float_eq(out[c], want_wait[c], 1e-9, "waiting, column %d", c);
+    cr_assert_float_eq(m, 9.0 / 4, 1e-9, "the span's time-weighted mean: (1 + 2 + 3 x 2) / 4");
+    /* columns before the history have no value (-1), not a zero */
+    cr_assert_float_eq(pf_hist_resample(&h, PF_HIST_TOKENS, 4, 6, 6, out, &m), 4.0, 1e-9);
+    cr_assert_float_eq(out[0], -1.0, 1e-12);
+    cr_assert_float_eq(out[1], -1.0, 1e-12);
+    cr_assert_float_eq(out[2], 10.0, 1e-9);
+    cr_assert_float_eq(m, 15.0, 1e-9, "60 tokens over the 4 s covered, not the 6 s asked");
+    /* half a step in a column: its rate, not half its tokens */
+    pf_hist_resample(&h, PF_HIST_TOKENS, 4, 1, 1, out, NULL);
+    cr_assert_float_eq(out[0], 20.0, 1e-9);
+    cr_assert_float_eq(pf_hist_window(&h, PF_HIST_TOKENS, 2.0), 20.0, 1e-9);
+    cr_assert_float_eq(pf_hist_window(&h, PF_HIST_TOKENS, 100.0), 15.0, 1e-9,
+                       "a window longer than the history: over the time covered");
+    /* time going back is a new run */
+    float smp[PF_HIST_SERIES] = {5, 0, 0, 0, 0, 0};
+    pf_hist_push(&h, smp, 0.5);
+    cr_assert_eq(h.n, 1);
+    pf_hist_free(&h);
+}
+
 Test(charts, scale_axis_and_zoom)
 {
-    pf_hist h = hist_ramp(1000);
+    pf_hist h = hist_ramp(1000); /* 10 s */
     pf_cells b = buf_new(80, 10);
     pf_dash_view v = {.snap = NULL};
-    double top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 256, &v, "tokens/step", PF_COL_GOOD, 1);
-    cr_assert_float_eq(top, 100.0, 1e-9, "largest visible 99 -> scale 100");
-    cr_assert(pf_cells_find(&b, "tokens/step", NULL, NULL));
-    cr_assert(pf_cells_find(&b, "-256 steps", NULL, NULL), "time axis in steps");
+    double top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 8.0, &v, "tokens/s", PF_COL_GOOD, 1);
+    /* columns of 8 s / 73 (about 11 steps) of a 0..99 ramp at 100 steps a
+     * second: the largest column is below 9900 tokens/s -> scale 10000 */
+    cr_assert_float_eq(top, 10000.0, 1e-9);
+    cr_assert(pf_cells_find(&b, "tokens/s", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "-8 s", NULL, NULL), "time axis in seconds");
+    cr_assert(pf_cells_find(&b, "-4", NULL, NULL), "half-way mark");
     cr_assert(pf_cells_find(&b, "now", NULL, NULL));
-    cr_assert(pf_cells_find(&b, "100", NULL, NULL), "scale label");
+    cr_assert(pf_cells_find(&b, "10000", NULL, NULL), "scale label");
     /* the plot is as wide as the panel: bars reach the last column */
     cr_assert_neq(pf_cells_at(&b, 79, 4)->ch, (uint32_t)' ', "last column empty");
-    /* one preemption among zeros scales to 1, not to a tall meaningless bar
-     * whose top is unlabeled */
+    /* one preemption among zeros: per second over its column (8 s / 73),
+     * about 9.1/s, on a scale of 10, not a tall unlabeled bar */
     pf_cells_clear(&b);
-    top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_PREEMPT, 64, &v, "preemptions/step", PF_COL_BAD, 1);
-    cr_assert_float_eq(top, 1.0, 1e-9);
-    cr_assert(pf_cells_find(&b, "-64 steps", NULL, NULL));
-    /* the unit is a parameter: seconds when the simulator has them */
+    top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_PREEMPT, 8.0, &v, "preemptions/s", PF_COL_BAD, 1);
+    cr_assert_float_eq(top, 10.0, 1e-9);
+    /* a level is drawn as itself: TTFT p99 0.25 s on a scale of 0.5 */
     pf_cells_clear(&b);
-    v.time_unit = "s";
-    v.unit_per_step = 0.01;
-    pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TOKENS, 1000, &v, "tokens/s", PF_COL_GOOD, 100);
-    cr_assert(pf_cells_find(&b, "-10 s", NULL, NULL));
-    /* zoom: 2x steps, clamped */
-    cr_assert_eq(pf_render_window_zoom(256, 1), 512);
-    cr_assert_eq(pf_render_window_zoom(256, 0), 128);
-    cr_assert_eq(pf_render_window_zoom(PF_CHART_MIN_WINDOW, 0), PF_CHART_MIN_WINDOW);
-    cr_assert_eq(pf_render_window_zoom(PF_HIST_CAP, 1), PF_HIST_CAP);
+    top = pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_TTFT_P99, 0.25, &v, "TTFT p99", PF_COL_BAD, 1);
+    cr_assert_float_eq(top, 0.5, 1e-9);
+    cr_assert(pf_cells_find(&b, "-0.25 s", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "0.5", NULL, NULL), "a fractional scale is written as one");
+    /* a window longer than the history leaves its left part empty */
+    pf_cells_clear(&b);
+    pf_render_chart(&b, 0, 0, 80, 6, &h, PF_HIST_USAGE, 20.0, &v, "KV", PF_COL_GOOD, 100);
+    cr_assert_eq(pf_cells_at(&b, 8, 4)->ch, (uint32_t)' ', "before the history: no bar");
+    cr_assert_neq(pf_cells_at(&b, 79, 4)->ch, (uint32_t)' ');
+    /* zoom: 2x, clamped */
+    cr_assert_float_eq(pf_render_window_zoom(8, 1), 16, 1e-12);
+    cr_assert_float_eq(pf_render_window_zoom(8, 0), 4, 1e-12);
+    cr_assert_float_eq(pf_render_window_zoom(0, 1), 2 * PF_CHART_DEFAULT_WINDOW_S, 1e-12);
+    cr_assert_float_eq(pf_render_window_zoom(PF_CHART_MIN_WINDOW_S, 0), PF_CHART_MIN_WINDOW_S, 1e-12);
+    cr_assert_float_eq(pf_render_window_zoom(PF_CHART_MAX_WINDOW_S, 1), PF_CHART_MAX_WINDOW_S, 1e-12);
     cr_assert_eq(pf_dash_key('<'), PF_DASH_CMD_ZOOM_IN);
     cr_assert_eq(pf_dash_key('>'), PF_DASH_CMD_ZOOM_OUT);
     cr_assert_eq(pf_dash_key('t'), PF_DASH_CMD_CHARTS);
@@ -964,28 +1167,52 @@ Test(charts, scale_axis_and_zoom)
 Test(charts, view_shows_window_rates_beside_run_totals)
 {
     pf_sim_snapshot *s = snap_new(4096);
-    s->stats.throughput = 100;
-    s->stats.throughput_vs_naive = 2.0; /* naive: 50 tok/step */
+    s->stats.throughput = 10000;
+    s->stats.throughput_vs_naive = 2.0; /* naive: 5000 tok/s */
     pf_hist h;
     memset(&h, 0, sizeof h);
-    for (int i = 0; i < 600; i++) { /* 120 tok/step early, 25 in the last 256 */
-        float smp[PF_HIST_SERIES] = {i < 344 ? 120.0f : 25.0f, 0, 0, 0.9f, 3};
-        pf_hist_push(&h, smp);
+    for (int i = 0; i < 600; i++) { /* 10 ms steps: 12000 tok/s, then 2500 in the last 2.56 s */
+        float smp[PF_HIST_SERIES] = {i < 344 ? 120.0f : 25.0f, 0, i < 344 ? 1.0f : 0.0f, 0.9f, 3, 0.5f};
+        pf_hist_push(&h, smp, (i + 1) * 0.01);
     }
     pf_cells b = buf_new(120, 40);
-    pf_dash_view v = {.snap = s, .hist = &h, .window = 256, .charts = 1};
+    pf_dash_view v = {.snap = s, .hist = &h, .window_s = 2, .charts = 1};
     pf_grid_info gi;
     pf_render_screen(&b, &v, &gi);
     cr_assert_eq(gi.frames_per_cell, 0, "no grid under the charts");
-    cr_assert(pf_cells_find(&b, "last 256: 25.0 tok/step 0.50x naive", NULL, NULL),
-              "the recent window shows the fall");
-    cr_assert(pf_cells_find(&b, "run: 100.0, 2.00x", NULL, NULL), "beside the run totals");
-    cr_assert(pf_cells_find(&b, "preemptions/step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "last 2 s: 2500 tok/s 0.50x naive, 0.00 preempt/s", NULL, NULL),
+              "the recent window shows the recovery from the fall");
+    cr_assert(pf_cells_find(&b, "run: 10000 tok/s 2.00x", NULL, NULL), "beside the run totals");
+    cr_assert(pf_cells_find(&b, "preemptions/s", NULL, NULL));
     cr_assert(pf_cells_find(&b, "KV use %", NULL, NULL));
-    cr_assert(pf_cells_find(&b, "History, 256 steps", NULL, NULL));
-    v.window = 512;
+    cr_assert(pf_cells_find(&b, "waiting requests", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "History, last 2 s", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "of simulated time", NULL, NULL));
+    v.window_s = 4;
     pf_render_screen(&b, &v, &gi);
-    cr_assert(pf_cells_find(&b, "-512 steps", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "-4 s", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "last 4 s: 5920 tok/s 1.18x naive", NULL, NULL));
+    /* the main screen too (tall enough): the window beside the run */
+    v.charts = 0;
+    v.window_s = 2;
+    s->stats.time_s = 6.0;
+    s->stats.preemptions = 344;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "Last 2 s vs the run", NULL, NULL));
+    cr_assert(row_has_both(&b, "vs naive", "0.50x") && row_has_both(&b, "0.50x", "2.00x"),
+              "the window's ratio beside the run's");
+    cr_assert(row_has_both(&b, "preempt/s", "57.33"), "the run's: 344 preemptions in 6 s");
+    pf_cells_free(&b);
+    b = buf_new(80, 24);
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_not(pf_cells_find(&b, "vs the run", NULL, NULL), "no room at 80x24: left out, not cut");
+    v.charts = 1;
+    v.window_s = 4;
+    /* a taller screen has room for the fifth chart, TTFT p99 */
+    pf_cells_free(&b);
+    b = buf_new(120, 60);
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "TTFT p99", NULL, NULL));
     pf_cells_free(&b);
     pf_hist_free(&h);
     snap_del(s);
@@ -1013,10 +1240,15 @@ Test(split, naive_beside_paged_with_honest_util_and_ratio)
     pf_cells b = buf_new(120, 40);
     pf_dash_view v = {.snap = pg, .split_naive = nv};
     pf_render_screen(&b, &v, NULL);
-    cr_assert(pf_cells_find(&b, "paged / naive: 4.00x tokens per step", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "paged / naive: 4.00x tokens per second", NULL, NULL));
     cr_assert(pf_cells_find(&b, "utilisation 98.1% vs 17.5%", NULL, NULL));
     int xn, yn, xp, yp;
     cr_assert(pf_cells_find(&b, "NAIVE (reserve max-len)", &xn, &yn));
+    nv->params.naive_reserve = PF_RESERVE_ORACLE;
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "NAIVE (reserve oracle)", NULL, NULL), "the naive side names its policy");
+    nv->params.naive_reserve = PF_RESERVE_MAX;
+    pf_render_screen(&b, &v, NULL);
     cr_assert(pf_cells_find(&b, "PAGED (on demand)", &xp, &yp));
     cr_assert_eq(yn, yp, "side by side");
     cr_assert_lt(xn, xp);
@@ -1051,6 +1283,7 @@ Test(sweep, curve_rows_bars_and_the_current_setting)
     sv.naive_tput = 27.2;
     sv.current = 0.04; /* nearest swept point: 5% */
     pf_sim_snapshot *s = snap_new(4096);
+    s->params.watermark = 0.04; /* the live setting, which the row follows */
     for (int W = 80; W <= 200; W += 120) {
         pf_cells b = buf_new(W, 40);
         pf_dash_view v = {.snap = s, .sweep = &sv};
@@ -1074,7 +1307,25 @@ Test(sweep, curve_rows_bars_and_the_current_setting)
         cr_assert_gt(len5, len0, "throughput bars: %d at 5%%, %d at 0%%", len5, len0);
         pf_cells_free(&b);
     }
+    /* the load controller: the row follows the watermark in force, and
+     * its recent decisions are marked '*' on the rows nearest them */
+    s->params.watermark_auto = 1;
+    s->stats.watermark = 0.021;
+    s->nevents = 2;
+    s->events[0] = (pf_event){10, PF_EV_WATERMARK, -1, 48, 0.1};
+    s->events[1] = (pf_event){20, PF_EV_WATERMARK, -1, 21, 0.2};
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s, .sweep = &sv};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "load controller on, * = its last 2 moves", NULL, NULL));
+    cr_assert(row_has_both(&b, "2.0%", "<-"), "the row of the watermark in force");
+    cr_assert_not(row_has_both(&b, "5.0%", "<-"));
+    cr_assert(pf_cells_find(&b, "2.0%*", NULL, NULL), "a decision near 2%");
+    cr_assert(pf_cells_find(&b, "5.0%*", NULL, NULL), "a decision near 5%");
+    cr_assert_not(pf_cells_find(&b, "0.0%*", NULL, NULL));
+    pf_cells_free(&b);
     cr_assert_eq(pf_dash_key('x'), PF_DASH_CMD_SWEEP);
+    cr_assert_eq(pf_dash_key('a'), PF_DASH_CMD_WATERMARK_AUTO);
     snap_del(s);
 }
 

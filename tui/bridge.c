@@ -241,8 +241,14 @@ static void ctl_split_toggle(control *c)
     ctl_status(c, "split view: naive | paged, the same jobs in lockstep (2 leaves)");
 }
 
-/* The split view's steps: both sides the same number, at the tick's pace
- * (period_us of wall time since the last call), until each is done. */
+/* The split view's steps, at the tick's pace (period_us of wall time since
+ * the last call), until each side is done. Lockstep is in simulated time:
+ * the cost model gives naive's steps (small batches) and paged's (large
+ * ones) different lengths, so equal step counts would show the two sides
+ * at different moments; instead each step goes to the side that is behind
+ * (the naive side on a tie), and both sides' clocks stay within one step of
+ * each other. A side that is done, or whose step fails, stops holding the
+ * other back. */
 static void split_advance(control *c, long period_us)
 {
     pf_sim_params p;
@@ -255,13 +261,16 @@ static void split_advance(control *c, long period_us)
     if (c->split_paused)
         k = c->split_step ? 1 : 0;
     c->split_step = 0;
-    for (long i = 0; i < k; i++)
-        for (int s = 0; s < 2; s++) {
-            pf_sim_stats st;
-            pf_sim_get_stats(c->split[s], &st);
-            if (!st.done)
-                pf_sim_step(c->split[s]); /* stuck: the step is still taken */
-        }
+    for (long i = 0; i < 2 * k; i++) { /* k steps a side, about */
+        pf_sim_stats a, b;
+        pf_sim_get_stats(c->split[0], &a);
+        pf_sim_get_stats(c->split[1], &b);
+        if (a.done && b.done)
+            break;
+        int s = a.done ? 1 : b.done ? 0 : a.time_s <= b.time_s ? 0 : 1;
+        if (pf_sim_step(c->split[s]) < 0 && !(s ? a.done : b.done))
+            pf_sim_step(c->split[!s]); /* stuck: the other goes on */
+    }
 }
 
 /* Run one command against the simulator; called on the control thread. */
@@ -282,7 +291,7 @@ static void ctl_exec(control *c, int cmd)
         } else if (cmd == PF_DASH_CMD_RESET) {
             pf_sim_reset(c->split[0]);
             pf_sim_reset(c->split[1]);
-            ctl_status(c, "split view: both from step 0");
+            ctl_status(c, "split view: both from the start");
         } else {
             ctl_status(c, "refused: parameters are fixed in the split view (2 leaves it)");
         }
@@ -294,12 +303,27 @@ static void ctl_exec(control *c, int cmd)
     switch (cmd) {
     case PF_DASH_CMD_WATERMARK_DOWN:
     case PF_DASH_CMD_WATERMARK_UP: {
-        double w = pf_dash_watermark_step(p.watermark, cmd == PF_DASH_CMD_WATERMARK_UP);
+        /* under the load controller, step from the value in force (the
+         * controller's), not the one it started from; setting a value by
+         * hand ends the controller (pf_sim_set_watermark) */
+        double from = p.watermark;
+        if (p.watermark_auto) {
+            pf_sim_stats st;
+            pf_sim_get_stats(c->sim, &st);
+            from = st.watermark;
+        }
+        double w = pf_dash_watermark_step(from, cmd == PF_DASH_CMD_WATERMARK_UP);
         rc = pf_sim_set_watermark(c->sim, w);
         if (!rc)
-            ctl_status(c, "watermark %.1f%%", 100.0 * w);
+            ctl_status(c, "watermark %.1f%%%s", 100.0 * w, p.watermark_auto ? " (load controller off)" : "");
         break;
     }
+    case PF_DASH_CMD_WATERMARK_AUTO: /* a: the load controller on / off */
+        rc = pf_sim_set_watermark_auto(c->sim, !p.watermark_auto);
+        if (!rc)
+            ctl_status(c, "%s", !p.watermark_auto ? "load controller on: it moves the watermark (events, curve)"
+                                                  : "load controller off: the watermark stays where it is");
+        break;
     case PF_DASH_CMD_WORKERS_DOWN:
     case PF_DASH_CMD_WORKERS_UP: {
         /* The simulator applies a worker count at its next step boundary,
@@ -310,7 +334,7 @@ static void ctl_exec(control *c, int cmd)
         rc = pf_sim_set_workers(c->sim, n);
         if (!rc) {
             c->workers_req = n;
-            ctl_status(c, "workers %d%s", n, c->paused ? " (at the next step)" : "");
+            ctl_status(c, "max seqs %d%s", n, c->paused ? " (at the next step)" : "");
         }
         break;
     }

@@ -44,7 +44,11 @@ enum {
 /* the grid coloured by age (key c): PF_AGE_COLORS buckets, young to old */
 #define PF_COL_AGE0 (PF_COL_OWNER0 + PF_OWNER_COLORS)
 #define PF_AGE_COLORS 5
-#define PF_COL_COUNT (PF_COL_AGE0 + PF_AGE_COLORS)
+/* added with the rebuilt simulator (issue 9's states), after the age
+ * colours so that the indices above stay put */
+#define PF_COL_PREFILL (PF_COL_AGE0 + PF_AGE_COLORS)  /* owner computing its prompt   */
+#define PF_COL_CACHED (PF_COL_PREFILL + 1) /* kept by the prefix cache, no holder */
+#define PF_COL_COUNT (PF_COL_CACHED + 1)
 
 /* Attribute bits. */
 enum {

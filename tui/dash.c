@@ -56,7 +56,8 @@ typedef struct {
     pf_simflags sf;  /* the simulator's flags, shared with `pagefault sim` */
     pf_sim_params p; /* what they say, after parsing                      */
     int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
-    int coloring, charts, window, format; /* format: 0 text, 1 jsonl (headless) */
+    int coloring, charts, format; /* format: 0 text, 1 jsonl (headless) */
+    double window;        /* chart window, simulated seconds              */
     int loop;
     const char *record;   /* --record FILE, or NULL                      */
     int metrics_port;     /* --metrics-port P, 0: none                   */
@@ -67,7 +68,8 @@ typedef struct {
 
 static const char dash_summary[] =
     "The live dashboard of the KV block pool: the pool as a grid coloured by owning sequence,\n"
-    "counters, sparklines, events and GPU passes on the live layout. Keys: ? in the dashboard.\n"
+    "state or age, counters, charts in simulated seconds, events and GPU passes on the live\n"
+    "layout. Keys: ? in the dashboard.\n"
     "--headless prints the same screen as text every --dump-every ticks and a final summary.";
 
 /* ---- the GPU thread ------------------------------------------------------------ */
@@ -201,7 +203,7 @@ static void print_summary(FILE *f, pf_sim *sim, int ticks)
 {
     pf_sim_stats st;
     pf_sim_get_stats(sim, &st);
-    fprintf(f, "summary after %d ticks (step %lld)%s\n", ticks, (long long)st.step,
+    fprintf(f, "summary after %d ticks (step %lld, %.3f s simulated)%s\n", ticks, (long long)st.step, st.time_s,
             !st.done ? "" : st.aborted > 0 ? ", every job finished or aborted" : ", every job finished");
     if (st.aborted > 0)
         fprintf(f, "  aborted %lld (they can never be admitted under these parameters)\n",
@@ -211,9 +213,11 @@ static void print_summary(FILE *f, pf_sim *sim, int ticks)
     fprintf(f, "  preemptions %lld, recomputed tokens %lld, swapped pages %lld, ping-pongs %lld\n",
             (long long)st.preemptions, (long long)st.recomputed_tokens,
             (long long)st.swapped_pages, (long long)st.pingpongs);
-    fprintf(f, "  decoding mean %.2f, stalled mean %.2f, admission wait mean %.1f p50 %.0f p99 %.0f steps\n",
+    fprintf(f, "  decoding mean %.2f, stalled mean %.2f, queue time mean %.3f p50 %.3f p99 %.3f s\n",
             st.decoding_mean, st.stalled_mean, st.wait_mean, st.wait_p50, st.wait_p99);
-    fprintf(f, "  kv usage mean %.1f%%, peak %d frames, throughput %.2f tok/step", 100.0 * st.kv_usage_mean,
+    fprintf(f, "  TTFT p50 %.3f p99 %.3f s, e2e p99 %.3f s\n", st.lat[PF_MET_TTFT].p50,
+            st.lat[PF_MET_TTFT].p99, st.lat[PF_MET_E2E].p99);
+    fprintf(f, "  kv usage mean %.1f%%, peak %d frames, throughput %.1f tok/s", 100.0 * st.kv_usage_mean,
             st.pool_peak, st.throughput);
     if (st.throughput_vs_naive > 0)
         fprintf(f, " (%.2fx naive)", st.throughput_vs_naive);
@@ -221,6 +225,26 @@ static void print_summary(FILE *f, pf_sim *sim, int ticks)
 }
 
 /* ---- headless --------------------------------------------------------------- */
+
+/* Naive's output tokens per second on the same jobs: a deterministic naive
+ * run to the end (milliseconds for the default 512 jobs). 0 when it cannot
+ * be had (no memory, or a naive run that cannot finish). */
+static double naive_baseline(const pf_sim_params *p, const pf_jobs *jobs)
+{
+    pf_sim_params np = *p;
+    np.mode = PF_SIM_NAIVE;
+    np.engine = PF_ENGINE_DETERMINISTIC;
+    np.watermark_auto = 0;
+    np.naive_throughput = 0;
+    pf_sim *n = pf_sim_create(&np, jobs, NULL, 0);
+    if (!n)
+        return 0;
+    pf_sim_stats st;
+    memset(&st, 0, sizeof st);
+    int rc = pf_sim_run(n, &st);
+    pf_sim_destroy(n);
+    return rc == PF_OK && st.throughput > 0 ? st.throughput : 0;
+}
 
 /* A double as JSON: non-finite values are null, the rest at full precision. */
 static void json_num(FILE *f, const char *key, double x)
@@ -232,22 +256,23 @@ static void json_num(FILE *f, const char *key, double x)
 }
 
 /* One line of --format jsonl: the frame's step and time, the counters, the
- * frames per state and per owner state. "time" is in steps until the
- * simulator has seconds ("time_unit" says which). */
+ * frames per state and per owner state. "time" is in simulated seconds
+ * ("time_unit": "s"; version 1 had steps there, so "v" is 2). */
 static void dump_jsonl(FILE *f, const pf_sim_snapshot *s, int tick, int final)
 {
     const pf_sim_stats *st = &s->stats;
-    long fr[5] = {0, 0, 0, 0, 0};
-    long by_state[6] = {0, 0, 0, 0, 0, 0}; /* pf_seq_state of the owner */
+    long fr[6] = {0, 0, 0, 0, 0, 0};       /* pf_frame_state           */
+    long by_state[7] = {0, 0, 0, 0, 0, 0, 0}; /* pf_seq_state of the owner */
     for (int i = 0; i < s->nframes; i++) {
         unsigned k = s->frames[i].state;
-        fr[k < 5 ? k : PF_FRAME_USED]++;
+        fr[k < 6 ? k : PF_FRAME_USED]++;
         int q = s->frame_seq ? s->frame_seq[i] : -1;
-        if (q >= 0 && q < s->nseqs && s->seqs[q].state < 6)
+        if (q >= 0 && q < s->nseqs && s->seqs[q].state < 7)
             by_state[s->seqs[q].state]++;
     }
-    fprintf(f, "{\"v\":1,\"tick\":%d,\"step\":%lld,\"time\":%lld,\"time_unit\":\"steps\",\"final\":%s",
-            tick, (long long)st->step, (long long)st->step, final ? "true" : "false");
+    fprintf(f, "{\"v\":2,\"tick\":%d,\"step\":%lld", tick, (long long)st->step);
+    json_num(f, "time", st->time_s);
+    fprintf(f, ",\"time_unit\":\"s\",\"final\":%s", final ? "true" : "false");
     fprintf(f, ",\"mode\":\"%s\",\"done\":%s", s->params.mode == PF_SIM_NAIVE ? "naive" : "paged",
             st->done ? "true" : "false");
     fprintf(f, ",\"waiting\":%d,\"running\":%d,\"decoding\":%d,\"stalled\":%d,\"swapped_out\":%d",
@@ -267,13 +292,17 @@ static void dump_jsonl(FILE *f, const pf_sim_snapshot *s, int tick, int final)
     else
         fprintf(f, ",\"throughput_vs_naive\":null");
     json_num(f, "goodput", st->goodput);
-    fprintf(f, ",\"frames\":{\"free\":%ld,\"used\":%ld,\"reserved\":%ld,\"shared\":%ld,\"swapped\":%ld}",
+    json_num(f, "ttft_p99", st->lat[PF_MET_TTFT].p99);
+    json_num(f, "queue_time_mean", st->wait_mean);
+    json_num(f, "watermark", st->watermark);
+    fprintf(f, ",\"frames\":{\"free\":%ld,\"used\":%ld,\"reserved\":%ld,\"shared\":%ld,\"swapped\":%ld"
+               ",\"cached\":%ld}",
             fr[PF_FRAME_FREE], fr[PF_FRAME_USED], fr[PF_FRAME_RESERVED], fr[PF_FRAME_SHARED],
-            fr[PF_FRAME_SWAPPED]);
-    fprintf(f, ",\"frames_by_owner_state\":{\"running\":%ld,\"stalled\":%ld,\"recomputing\":%ld"
-               ",\"swapping\":%ld,\"waiting\":%ld}}\n",
-            by_state[PF_SEQ_DECODING], by_state[PF_SEQ_STALLED], by_state[PF_SEQ_RECOMPUTING],
-            by_state[PF_SEQ_SWAPPED], by_state[PF_SEQ_WAITING]);
+            fr[PF_FRAME_SWAPPED], fr[PF_FRAME_CACHED]);
+    fprintf(f, ",\"frames_by_owner_state\":{\"running\":%ld,\"stalled\":%ld,\"prefilling\":%ld"
+               ",\"recomputing\":%ld,\"swapping\":%ld,\"waiting\":%ld}}\n",
+            by_state[PF_SEQ_DECODING], by_state[PF_SEQ_STALLED], by_state[PF_SEQ_PREFILLING],
+            by_state[PF_SEQ_RECOMPUTING], by_state[PF_SEQ_SWAPPED], by_state[PF_SEQ_WAITING]);
 }
 
 static int run_headless(dash_opts *o, pf_sim *sim)
@@ -295,7 +324,8 @@ static int run_headless(dash_opts *o, pf_sim *sim)
     v.ascii = o->ascii;
     v.coloring = o->coloring;
     v.charts = o->charts;
-    v.window = o->window;
+    v.window_s = o->window;
+    v.no_color = o->no_color;
     v.hist = &hist;
     for (;;) {
         if (o->ticks && t >= o->ticks)
@@ -393,16 +423,32 @@ static double now_s(void)
  * runs that baseline itself, step by step on a thread of its own, while the
  * UI shows how far it got and answers q at once (the thread stops at its
  * next step); the live simulator is then made with the figure
- * (params.naive_throughput) and starts at once. */
+ * (params.naive_throughput) and starts at once.
+ *
+ * The one thing a step-by-step run cannot cancel is pf_sim_create itself,
+ * which for a million jobs takes seconds. So the thread works on its own
+ * copy of the jobs in a control block it shares with the UI, and when the
+ * user quits before it is done the UI leaves it behind (detached) rather
+ * than wait: whichever of the two lets go of the block last frees it (the
+ * `orphan` handshake), and a thread still inside pf_sim_create when the
+ * process exits simply ends with it. */
 
 typedef struct {
     pf_sim_params p;
-    const pf_jobs *jobs;
-    atomic_int cancel;     /* UI -> thread                             */
+    pf_jobs jobs;          /* the thread's own copy                     */
+    atomic_int cancel;     /* UI -> thread                              */
     atomic_int done;       /* thread -> UI: 1 finished, -1 failed       */
+    atomic_int orphan;     /* 1: the UI left (the thread frees all);
+                              2: the thread is through with the block   */
     atomic_llong finished; /* naive jobs finished so far (progress)     */
     double tput;           /* the result; read after the join           */
 } base_ctl;
+
+static void base_free(base_ctl *b)
+{
+    pf_jobs_free(&b->jobs);
+    free(b);
+}
 
 static void *base_main(void *arg)
 {
@@ -410,8 +456,9 @@ static void *base_main(void *arg)
     pf_sim_params np = b->p;
     np.mode = PF_SIM_NAIVE;
     np.engine = PF_ENGINE_DETERMINISTIC;
+    np.watermark_auto = 0;
     np.naive_throughput = 0;
-    pf_sim *n = pf_sim_create(&np, b->jobs, NULL, 0);
+    pf_sim *n = pf_sim_create(&np, &b->jobs, NULL, 0);
     int ok = n != NULL;
     for (long i = 0; ok && !atomic_load(&b->cancel); i++) {
         int rc = pf_sim_step(n);
@@ -429,6 +476,8 @@ static void *base_main(void *arg)
     }
     pf_sim_destroy(n);
     atomic_store(&b->done, ok ? 1 : -1);
+    if (atomic_exchange(&b->orphan, 2) == 1) /* the UI has gone: ours to free */
+        base_free(b);
     return NULL;
 }
 
@@ -439,23 +488,34 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
 {
     if (o->p.mode != PF_SIM_PAGED || o->p.naive_throughput > 0)
         return 0;
-    base_ctl b;
-    memset(&b, 0, sizeof b);
-    b.p = o->p;
-    b.jobs = jobs;
-    atomic_init(&b.cancel, 0);
-    atomic_init(&b.done, 0);
-    atomic_init(&b.finished, 0);
+    base_ctl *bp = calloc(1, sizeof *bp);
+    if (!bp)
+        return -1;
+    bp->p = o->p;
+    bp->jobs.njobs = jobs->njobs;
+    bp->jobs.jobs = malloc((size_t)(jobs->njobs > 0 ? jobs->njobs : 1) * sizeof *jobs->jobs);
+    if (!bp->jobs.jobs) {
+        free(bp);
+        return -1;
+    }
+    memcpy(bp->jobs.jobs, jobs->jobs, (size_t)jobs->njobs * sizeof *jobs->jobs);
+    atomic_init(&bp->cancel, 0);
+    atomic_init(&bp->done, 0);
+    atomic_init(&bp->orphan, 0);
+    atomic_init(&bp->finished, 0);
     pthread_t th;
     sigset_t old;
     pf_dash_block_ui_signals(&old);
-    int rc = pthread_create(&th, NULL, base_main, &b);
+    int rc = pthread_create(&th, NULL, base_main, bp);
     pf_dash_restore_signals(&old);
-    if (rc != 0)
+    if (rc != 0) {
+        base_free(bp);
         return -1;
+    }
+    base_ctl *const bb = bp;
     int quit = 0;
     double t0 = now_s();
-    while (!atomic_load(&b.done)) {
+    while (!atomic_load(&bb->done)) {
         int sig = pf_term_quit_requested();
         if (sig) {
             *quit_status = 128 + sig;
@@ -464,7 +524,7 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
         }
         if (now_s() - t0 > 0.15) { /* only a start that takes a while shows it */
             char msg[160];
-            long long f = atomic_load(&b.finished);
+            long long f = atomic_load(&bb->finished);
             snprintf(msg, sizeof msg, "starting: naive baseline for 'vs naive', %lld of %d jobs (%.0f%%); q quits",
                      f, jobs->njobs, 100.0 * (double)f / (jobs->njobs > 0 ? jobs->njobs : 1));
             pf_dash_view v;
@@ -486,13 +546,25 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
             break;
         }
     }
-    atomic_store(&b.cancel, 1); /* at most one more step */
-    pthread_join(th, NULL);
-    if (quit)
+    atomic_store(&bb->cancel, 1); /* at most one more step, once created */
+    if (quit) {
+        /* q at once: a thread still building its simulator is left to
+         * finish (or to end with the process) on its own copy */
+        for (int i = 0; i < 20 && !atomic_load(&bb->done); i++)
+            pf_term_getkey(10);
+        if (atomic_exchange(&bb->orphan, 1) == 0) {
+            pthread_detach(th);
+            return 1;
+        }
+        pthread_join(th, NULL); /* it was through: ours to free */
+        base_free(bb);
         return 1;
+    }
+    pthread_join(th, NULL);
     /* no baseline (the naive run cannot finish, a rare setting): 0 leaves
      * it to the simulator's own start, as before */
-    o->p.naive_throughput = b.tput > 0 ? b.tput : 0;
+    o->p.naive_throughput = bb->tput > 0 ? bb->tput : 0;
+    base_free(bb);
     return 0;
 }
 
@@ -584,7 +656,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     pf_grid_info gi;
     memset(&gi, 0, sizeof gi);
     double marks_live_until = 0, rec_last = 0;
-    int charts = o->charts, window = o->window;
+    int charts = o->charts;
+    double window = o->window;
     pf_dash_run run;
     memset(&run, 0, sizeof run);
     run.run = 1;
@@ -666,7 +739,8 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
                               .status = status_msg, .fps = fps, .render_ms = render_ms,
                               .coloring = coloring, .marks = &marks, .now = now,
                               .cursor = cursor + 1, .inspect = inspect + 1, .hist = &hist,
-                              .window = window, .charts = charts, .run_no = run.run,
+                              .window_s = window, .charts = charts, .run_no = run.run,
+                              .no_color = o->no_color,
                               .run_ended = run.ended, .run_exact = run.exact, .final = &run.final,
                               .loop = o->loop, .finishing = run.finishing,
                               .split_naive = split_naive,
@@ -772,7 +846,7 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
         case PF_DASH_CMD_ZOOM_IN:
         case PF_DASH_CMD_ZOOM_OUT:
             window = pf_render_window_zoom(window, cmd == PF_DASH_CMD_ZOOM_OUT);
-            snprintf(status_msg, sizeof status_msg, "chart window %d steps", window);
+            snprintf(status_msg, sizeof status_msg, "chart window %g s of simulated time", window);
             break;
         case PF_DASH_CMD_INSPECT:
         case PF_DASH_CMD_CURSOR_UP:
@@ -841,7 +915,7 @@ int pf_cmd_dash(int argc, char **argv)
 
     static const char *const formats[] = {"text", "jsonl", NULL};
     static const char *const colorings[] = {"owner", "state", "age", NULL};
-    o.window = PF_CHART_DEFAULT_WINDOW;
+    o.window = PF_CHART_DEFAULT_WINDOW_S;
     const pf_opt own[] = {
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
          "no terminal: print the screen as text, then a summary", 0},
@@ -851,7 +925,7 @@ int pf_cmd_dash(int argc, char **argv)
          "headless: print the screen every K steps (0: only the final one)", 0},
         {"width", PF_OPT_INT, &o.width, PF_DASH_MIN_W, 1000, NULL, "COLS", "headless: screen width", 0},
         {"height", PF_OPT_INT, &o.height, PF_DASH_MIN_H, 1000, NULL, "ROWS", "headless: screen height", 0},
-        {"gpu", PF_OPT_FLAG, &o.gpu, 0, 0, NULL, NULL,
+        {"gpu-pass", PF_OPT_FLAG, &o.gpu, 0, 0, NULL, NULL,
          "headless: run the GPU passes on the final layout and show them (as g does)", 0},
         {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
         {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL,
@@ -863,8 +937,8 @@ int pf_cmd_dash(int argc, char **argv)
          "write the session (the snapshots shown) to FILE for `pagefault replay FILE`", 0},
         {"loop", PF_OPT_FLAG, &o.loop, 0, 0, NULL, NULL,
          "when the jobs are done, show the figures, then start the next run by itself", 0},
-        {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS",
-         "chart window (keys < >)", 0},
+        {"window", PF_OPT_DOUBLE, &o.window, PF_CHART_MIN_WINDOW_S, PF_CHART_MAX_WINDOW_S, NULL, "SECONDS",
+         "chart window in simulated seconds (keys < >)", 0},
         {"format", PF_OPT_CHOICE, &o.format, 0, 0, formats, "F",
          "headless: text (the screen) or jsonl (one JSON object per dumped frame)", 0},
         {"metrics-port", PF_OPT_INT, &o.metrics_port, 1, 65535, NULL, "P",
@@ -882,7 +956,7 @@ int pf_cmd_dash(int argc, char **argv)
         return rc;
     if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
-    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu", "format"};
+    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu-pass", "format"};
     if (o.headless && pf_cli_find(opts, "loop")->seen)
         return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
     if (o.headless && o.metrics_port)
@@ -921,6 +995,23 @@ int pf_cmd_dash(int argc, char **argv)
             pf_sim_destroy(sim);
             sim = NULL;
             status = 2;
+        }
+    }
+    if (sim && o.headless && o.p.mode == PF_SIM_PAGED && o.p.naive_throughput <= 0) {
+        /* `vs naive` headless, as live (start_phase): naive's throughput on
+         * the same jobs from a deterministic naive run (pf_sim_step, unlike
+         * pf_sim_run, does not make one), then the paged simulator anew
+         * with it. No baseline (a naive run that cannot finish): n/a. */
+        double nt = naive_baseline(&o.p, &jobs);
+        if (nt > 0) {
+            char err[256] = "";
+            pf_sim_destroy(sim);
+            o.p.naive_throughput = nt;
+            sim = pf_sim_create(&o.p, &jobs, err, sizeof err);
+            if (!sim) {
+                fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
+                status = 2;
+            }
         }
     }
     if (sim && o.headless) {

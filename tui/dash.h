@@ -48,7 +48,8 @@ typedef enum {
     PF_DASH_CMD_ZOOM_IN,    /* <: a shorter chart window                */
     PF_DASH_CMD_ZOOM_OUT,   /* >: a longer chart window                 */
     PF_DASH_CMD_SPLIT,      /* 2: naive beside paged, in lockstep (bridge) */
-    PF_DASH_CMD_SWEEP       /* x: the watermark curve (background sweep) */
+    PF_DASH_CMD_SWEEP,      /* x: the watermark curve (background sweep) */
+    PF_DASH_CMD_WATERMARK_AUTO /* a: the load controller on / off (bridge) */
 } pf_dash_cmd;
 
 /* key: a character or a PF_TERM_KEY_* code (tui/term.h). */
@@ -63,7 +64,9 @@ int pf_dash_cursor_move(int cursor, pf_dash_cmd cmd, int cells, int w);
  * round values. */
 double pf_dash_watermark_step(double w, int up);
 
-/* The next worker count: steps of 1 below 16, 4 below 64, then 16; [1, 4096]. */
+/* The next sequence cap (max_num_seqs; "workers" in the API): steps of 1
+ * below 16, 4 below 64, 16 below 256, then 64; [1, PF_SIM_MAX_SEQS]. vLLM's
+ * default is 1024, so the keys must reach it and beyond in few presses. */
 int pf_dash_workers_step(int workers, int up);
 
 /* Write the cell buffer as text, one line per row, trailing blanks trimmed. */

@@ -85,6 +85,9 @@ pf_dash_cmd pf_dash_key(int key)
     case 'x':
     case 'X':
         return PF_DASH_CMD_SWEEP;
+    case 'a':
+    case 'A':
+        return PF_DASH_CMD_WATERMARK_AUTO;
     default:
         return PF_DASH_CMD_NONE;
     }
@@ -105,13 +108,11 @@ double pf_dash_watermark_step(double w, int up)
 
 int pf_dash_workers_step(int workers, int up)
 {
-    int step = workers < 16 ? 1 : workers < 64 ? 4 : 16;
-    if (!up && workers <= 64 && workers > 16)
-        step = 4;
-    if (!up && workers <= 16)
-        step = 1;
+    /* going down, the step of the range below: 256 - 16 = 240, not 192 */
+    int w = up ? workers : workers - 1;
+    int step = w < 16 ? 1 : w < 64 ? 4 : w < 256 ? 16 : 64;
     int next = up ? workers + step : workers - step;
-    return next < 1 ? 1 : next > 4096 ? 4096 : next;
+    return next < 1 ? 1 : next > PF_SIM_MAX_SEQS ? PF_SIM_MAX_SEQS : next;
 }
 
 void pf_dash_dump(FILE *f, const pf_cells *b)

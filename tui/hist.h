@@ -1,21 +1,28 @@
-/* tui/hist.h - the dashboard's long history: per-step series for charts.
+/* tui/hist.h - the dashboard's long history: per-step series in simulated
+ * time, for the charts.
  *
  * What it is: the simulator keeps only its last PF_SIM_HISTORY (256) steps;
- * the dashboard's charts zoom out to PF_HIST_CAP steps, so the UI keeps its
- * own ring and folds in each snapshot's history (the steps it has not seen
- * yet). Series: tokens per step (= decoding sequences: one token each),
- * stalled sequences, preemptions per step, KV use (held frames / pool) and
- * the waiting queue. The simulator has no per-step waiting history, so the
- * waiting series holds the queue length of the snapshot that brought the
- * step in (sampled about 30 times a second, exact in headless mode where
- * every dumped step is a snapshot).
+ * the dashboard's charts zoom out to minutes of simulated time, so the UI
+ * keeps its own ring of PF_HIST_CAP steps and folds in each snapshot's
+ * history (the steps it has not seen yet). Every sample is one simulator
+ * step and carries the step's end time in simulated seconds (hist_time);
+ * step i covers the interval (t[i-1], t[i]], and steps have different
+ * lengths (the cost model times each one), so charts are drawn against
+ * time, never against the sample index.
+ * Series: output tokens in the step and preemptions in the step (counts:
+ * charts show them per second), stalled sequences, KV use (held frames /
+ * pool), requests waiting after the step, and TTFT p99 (seconds, the run's
+ * p99 so far, stats.lat[PF_MET_TTFT].p99, sampled from the snapshot that
+ * brought the step in: about 30 times a second live, at every dump
+ * headless).
  *
- * Contract: one thread (the UI); a snapshot whose step went backwards (reset,
- * mode change) clears the history; steps that fell out of the simulator's
- * ring between two snapshots (more than 256 steps apart) are missing, and
- * the series then runs on without them. Memory: 5 float series of
- * PF_HIST_CAP, 1.3 MB, allocated on the first update.
- * Callers: tui/dash.c, tui/render.c (reads), tests/test_tui_render.c.
+ * Contract: one thread (the UI); a snapshot whose step or time went
+ * backwards (reset, mode change) clears the history; steps that fell out of
+ * the simulator's ring between two snapshots (more than 256 steps apart)
+ * are missing, and the time axis shows the gap as time no step covers.
+ * Memory: per step 6 float samples, their 6 running integrals (double)
+ * and the time, PF_HIST_CAP steps (5.2 MB), allocated on the first update.
+ * Callers: tui/dash.c, tui/replay.c, tui/render.c (reads), tests, bench.
  */
 #ifndef PF_TUI_HIST_H
 #define PF_TUI_HIST_H
@@ -24,12 +31,32 @@
 
 #include "sim/sim.h"
 
-#define PF_HIST_CAP 65536 /* steps: the widest chart window */
+#define PF_HIST_CAP 65536 /* steps: at the default cost model's 5-10 ms a
+                             step, 5 to 10 minutes of simulated time      */
 
-enum { PF_HIST_TOKENS = 0, PF_HIST_STALLED, PF_HIST_PREEMPT, PF_HIST_USAGE, PF_HIST_WAITING, PF_HIST_SERIES };
+enum {
+    PF_HIST_TOKENS = 0, /* output tokens in the step (count)             */
+    PF_HIST_STALLED,    /* stalled sequences after it (level)            */
+    PF_HIST_PREEMPT,    /* preemptions in the step (count)               */
+    PF_HIST_USAGE,      /* KV use, held frames / pool, 0..1 (level)      */
+    PF_HIST_WAITING,    /* requests waiting after it (level)             */
+    PF_HIST_TTFT_P99,   /* the run's TTFT p99 so far, seconds (level)    */
+    PF_HIST_SERIES
+};
 
 typedef struct {
     float *v[PF_HIST_SERIES]; /* rings of PF_HIST_CAP, owned            */
+    double *t;                /* ring: each step's end time, seconds    */
+    /* ring: each series' integral over time up to the step's end, from
+     * the start of the history: a count's sum, a level's value x seconds.
+     * A window's mean is then a difference of two integrals, found by
+     * binary search: a chart costs O(columns x log steps), whatever the
+     * window (pf_hist_resample). */
+    double *cum[PF_HIST_SERIES];
+    double t0;                /* start of the oldest kept step's interval */
+    double cum0[PF_HIST_SERIES]; /* the integrals up to t0              */
+    int t0_guessed;           /* t0 waits for the second step: the first
+                                 is taken as long as the second          */
     int head, n;              /* oldest sample at head, n samples       */
     int64_t next_step;        /* step of the next sample to append; -1: empty */
 } pf_hist;
@@ -37,18 +64,46 @@ typedef struct {
 /* Fold in a snapshot's history. 0, or -1 when memory ran out. */
 int pf_hist_update(pf_hist *h, const pf_sim_snapshot *s);
 
-/* Append one step's sample by hand (tests, the split view). */
-int pf_hist_push(pf_hist *h, const float sample[PF_HIST_SERIES]);
+/* Append one step's sample, ending at time t seconds, by hand (tests). A
+ * time before the last sample's clears the history first (a new run). */
+int pf_hist_push(pf_hist *h, const float sample[PF_HIST_SERIES], double t);
 
-/* Sample i (0 = oldest of the n) of a series. */
+/* Sample i (0 = oldest of the n) of a series, and its end time. The ring
+ * is a power of two long, so the index wraps with a mask (a charts frame
+ * reads every step of the window several times). */
+_Static_assert((PF_HIST_CAP & (PF_HIST_CAP - 1)) == 0, "PF_HIST_CAP must be a power of two");
 static inline float pf_hist_at(const pf_hist *h, int series, int i)
 {
-    return h->v[series][(h->head + i) % PF_HIST_CAP];
+    return h->v[series][(unsigned)(h->head + i) & (PF_HIST_CAP - 1)];
+}
+static inline double pf_hist_time(const pf_hist *h, int i)
+{
+    return h->t[(unsigned)(h->head + i) & (PF_HIST_CAP - 1)];
 }
 
-/* Mean of a series over the last `window` samples (fewer if fewer exist);
- * 0 when empty. */
-double pf_hist_mean(const pf_hist *h, int series, int window);
+/* The newest sample's time (0 when empty). */
+double pf_hist_now(const pf_hist *h);
+
+/* Is a series a count per step (shown per second) rather than a level? */
+int pf_hist_is_rate(int series);
+
+/* Series k resampled onto ncols equal bins of time covering
+ * (t_end - span, t_end]. Each step spreads over its interval (t[i-1],
+ * t[i]] (the first step's interval is taken as long as the second's),
+ * and a bin gets the time-weighted mean over the part of it the steps
+ * cover: for a count, per second (the tokens of the steps in it over the
+ * time they cover); for a level, its mean. A bin no step covers gets -1.
+ * ncols is at most 1024.
+ * Returns the seconds of (t_end - span, t_end] that steps cover (0: none);
+ * *mean (may be NULL) gets the same time-weighted mean over the whole span
+ * (what pf_hist_window gives; 0 when nothing is covered), from the same
+ * pass. */
+double pf_hist_resample(const pf_hist *h, int series, double t_end, double span, int ncols,
+                        double *out, double *mean);
+
+/* The same over one bin: the last `span` seconds up to the newest sample;
+ * 0 when no step covers it. */
+double pf_hist_window(const pf_hist *h, int series, double span);
 
 void pf_hist_clear(pf_hist *h);
 void pf_hist_free(pf_hist *h);

@@ -7,7 +7,7 @@
 
 #include "core/err.h"
 
-#define REC_VERSION 1
+#define REC_VERSION 2 /* 2: time in seconds, the step's time, tokens and queue */
 #define REC_SNAP 0x50414E53u /* "SNAP" */
 #define REC_MAX_FRAMES (1 << 24)
 #define REC_MAX_SEQS (1 << 20)
@@ -89,6 +89,9 @@ int pf_record_put(FILE *f, const pf_sim_snapshot *s, int tick, int final)
     put(&b, s->hist_stalled, hn);
     put(&b, s->hist_preempt, hn);
     put(&b, s->hist_usage, hn);
+    put(&b, s->hist_time, (size_t)s->nhistory * sizeof(double));
+    put(&b, s->hist_tokens, hn);
+    put(&b, s->hist_waiting, hn);
     int rc = PF_ERR_IO;
     if (!b.oom && b.n < UINT32_MAX) {
         uint32_t hdr[2] = {REC_SNAP, (uint32_t)b.n};
@@ -218,7 +221,7 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
         uint8_t st;
         get(&r, &st, 1);
         int32_t cnt = get_i32(&r);
-        if (cnt < 1 || cnt > nframes - at || st > PF_FRAME_SWAPPED || owner < -1) {
+        if (cnt < 1 || cnt > nframes - at || st > PF_FRAME_CACHED || owner < -1) {
             r.bad = 1;
             break;
         }
@@ -256,6 +259,9 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
     get(&r, s->hist_stalled, hn);
     get(&r, s->hist_preempt, hn);
     get(&r, s->hist_usage, hn);
+    get(&r, s->hist_time, (size_t)nh * sizeof(double));
+    get(&r, s->hist_tokens, hn);
+    get(&r, s->hist_waiting, hn);
     s->nhistory = nh;
     if (r.bad || r.at != r.n) {
         snprintf(err, errlen, "%s: a damaged record (length)", name);

@@ -5,14 +5,17 @@
  * back through the same renderer (headless: the same frames as the run
  * that recorded them, byte for byte).
  *
- * Format (version 1): a 16-byte header, "PFREC\0", a u16 version, a u16
+ * Format (version 2): a 16-byte header, "PFREC\0", a u16 version, a u16
  * word size check (sizeof(pf_sim_params)), a u32 sizeof(pf_sim_stats); then
  * one record per snapshot: u32 magic 'SNAP', u32 payload bytes, and the
  * payload: i32 tick, u8 final, the parameters and statistics as the
  * structs of this build (the header's sizes guard against another build),
  * i32 paused, the frames run-length encoded (i32 runs; per run i32 owner,
  * u8 state, i32 count), i32 nseqs and the sequence views, i32 nevents and
- * the events, i32 nhistory, i64 hist_step0 and the four history series.
+ * the events, i32 nhistory, i64 hist_step0 and the history series
+ * (decoding, stalled, preempt, usage as float; the steps' end times in
+ * seconds as double; tokens and waiting as float). Version 1 (time in
+ * steps) is refused with its number.
  * Numbers are in the machine's byte order: a recording is read back on the
  * kind of machine that made it. The owner's index in seqs[] is rebuilt on
  * reading (a sequence's id is its key); a sequence's logical block of each

@@ -20,22 +20,34 @@ const pf_gpu_panel_shape pf_gpu_panel_shapes[PF_GPU_PANEL_SHAPES] = {
 };
 
 /* UTF-8 glyphs and their ASCII fallbacks; they differ in shape, not only in
- * colour, so a no-colour terminal still tells the states apart. */
+ * colour, so a no-colour terminal (NO_COLOR, --no-color, a monochrome
+ * screen, the headless text) still tells the states apart. */
 static const uint32_t glyph_utf8[PF_GLYPH_COUNT] = {
-    0x2588, /* █ used     */
-    0x2591, /* ░ reserved */
-    0x2593, /* ▓ shared   */
-    0x259A, /* ▚ swapped  */
-    0x00B7, /* · free     */
-    0x250A, /* ┊ reserve  */
+    0x2588, /* █ used (running)  */
+    0x2591, /* ░ reserved        */
+    0x2593, /* ▓ shared          */
+    0x259A, /* ▚ swapped         */
+    0x00B7, /* · free            */
+    0x250A, /* ┊ reserve         */
+    0x2218, /* ∘ cached          */
+    0x2592, /* ▒ stalled         */
+    0x258C, /* ▌ prefilling      */
+    0x2599, /* ▙ recomputing     */
 };
-static const char glyph_ascii[PF_GLYPH_COUNT] = {'#', '+', '=', 'S', '.', ':'};
+static const char glyph_ascii[PF_GLYPH_COUNT] = {'#', '+', '=', 'S', '.', ':', '~', '!', '>', '%'};
 
 uint32_t pf_render_glyph(pf_glyph_kind k, int ascii)
 {
     if ((int)k < 0 || k >= PF_GLYPH_COUNT)
         return '?';
     return ascii ? (uint32_t)glyph_ascii[k] : glyph_utf8[k];
+}
+
+uint32_t pf_render_owner_letter(int32_t owner)
+{
+    if (owner < 0)
+        return '?';
+    return (uint32_t)('a' + ((uint32_t)owner % 26u) * 7u % 26u);
 }
 
 uint8_t pf_render_owner_color(int32_t owner)
@@ -63,7 +75,10 @@ static uint8_t event_color(int kind)
         return PF_COL_WARN;
     case PF_EV_PREEMPT:
     case PF_EV_PINGPONG:
+    case PF_EV_ABORT:
         return PF_COL_BAD;
+    case PF_EV_WATERMARK:
+        return PF_COL_RESERVE;
     default:
         return PF_COL_DEFAULT;
     }
@@ -98,9 +113,14 @@ static const char *preempt_label(int m)
  * mean that a sequence dipped into the reserve.
  *
  * Colourings (pf_coloring): by owner, each sequence its stable colour; by
- * state, the owner's state (running, stalled, recomputing, swapped) or the
- * frame's own (shared, free, reserve); by age, the owner's steps since its
- * last admission in PF_AGE_COLORS buckets. In every colouring a live mark
+ * state, the owner's state (running, stalled, prefilling, recomputing,
+ * swapped) or the frame's own (shared, cached, reserved, free, reserve),
+ * each with a glyph of its own as well as a colour; by age, the owner's
+ * seconds since it was first scheduled, in PF_AGE_COLORS buckets. Without
+ * colour (v->no_color) the owner colouring draws the owner's letter and the
+ * age colouring the bucket's digit, so no colouring depends on colour
+ * alone (the flashes and the highlight are attributes: reverse and bold
+ * survive NO_COLOR). In every colouring a live mark
  * (tui/marks.h) overrides the colour: a frame taken from a preemption
  * victim flashes (reverse, red), a frame a newly admitted sequence took is
  * marked (bold, bright green); the frames of the inspected sequence are
@@ -108,39 +128,50 @@ static const char *preempt_label(int m)
 
 const char *const pf_coloring_names[PF_COLORING_COUNT] = {"owner", "state", "age"};
 
-int pf_render_age_bucket(int64_t age)
+int pf_render_age_bucket(double age)
 {
     int k = 0;
-    for (int64_t lim = 32; k < PF_AGE_COLORS - 1 && age >= lim; lim *= 4)
+    for (double lim = 1; k < PF_AGE_COLORS - 1 && age >= lim; lim *= 4)
         k++;
     return k;
 }
 
-static uint8_t state_color(const pf_sim_snapshot *s, int fstate, int32_t seqi)
+/* The state colouring of a used frame: the owner's state as a glyph and a
+ * colour. */
+static void owner_state_look(const pf_sim_snapshot *s, int32_t seqi, int ascii, uint32_t *ch,
+                             uint8_t *col)
 {
-    if (fstate == PF_FRAME_SWAPPED)
-        return PF_COL_SWAPPED;
-    if (fstate == PF_FRAME_SHARED)
-        return PF_COL_SHARED;
-    if (!s->frame_seq || seqi < 0 || seqi >= s->nseqs)
-        return PF_COL_RUNNING;
-    switch (s->seqs[seqi].state) {
+    int st = s->frame_seq && seqi >= 0 && seqi < s->nseqs ? s->seqs[seqi].state : PF_SEQ_DECODING;
+    pf_glyph_kind g = PF_GLYPH_USED;
+    *col = PF_COL_RUNNING;
+    switch (st) {
     case PF_SEQ_STALLED:
-        return PF_COL_STALLED;
+        g = PF_GLYPH_STALLED;
+        *col = PF_COL_STALLED;
+        break;
+    case PF_SEQ_PREFILLING:
+        g = PF_GLYPH_PREFILL;
+        *col = PF_COL_PREFILL;
+        break;
     case PF_SEQ_RECOMPUTING:
-        return PF_COL_RECOMPUTE;
+        g = PF_GLYPH_RECOMPUTE;
+        *col = PF_COL_RECOMPUTE;
+        break;
     case PF_SEQ_SWAPPED:
-        return PF_COL_SWAPPED;
+        g = PF_GLYPH_SWAPPED;
+        *col = PF_COL_SWAPPED;
+        break;
     default:
-        return PF_COL_RUNNING;
+        break;
     }
+    *ch = pf_render_glyph(g, ascii);
 }
 
-static uint8_t age_color(const pf_sim_snapshot *s, int32_t seqi)
+static int age_bucket_of(const pf_sim_snapshot *s, int32_t seqi)
 {
-    if (!s->frame_seq || seqi < 0 || seqi >= s->nseqs || s->seqs[seqi].admit_step < 0)
-        return PF_COL_AGE0;
-    return (uint8_t)(PF_COL_AGE0 + pf_render_age_bucket(s->stats.step - s->seqs[seqi].admit_step));
+    if (!s->frame_seq || seqi < 0 || seqi >= s->nseqs || s->seqs[seqi].admit_time < 0)
+        return 0;
+    return pf_render_age_bucket(s->stats.time_s - s->seqs[seqi].admit_time);
 }
 
 static int grid_scale(int F, int w, int h)
@@ -188,8 +219,9 @@ void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_
     const int ascii = v->ascii;
 
     /* state order for tie-breaking: index into this list, lower wins ties */
-    static const uint8_t order[5] = {PF_FRAME_SWAPPED, PF_FRAME_SHARED, PF_FRAME_USED,
-                                     PF_FRAME_RESERVED, PF_FRAME_FREE};
+    enum { NST = 6 }; /* frame states: PF_FRAME_FREE .. PF_FRAME_CACHED */
+    static const uint8_t order[NST] = {PF_FRAME_SWAPPED, PF_FRAME_SHARED, PF_FRAME_USED,
+                                       PF_FRAME_RESERVED, PF_FRAME_CACHED, PF_FRAME_FREE};
     /* Large cells are sampled: with N > PF_GRID_SAMPLE (16) frames a cell,
      * its state, owner, marks and highlight come from PF_GRID_SEGS runs of
      * PF_GRID_SEG consecutive frames at the start and the middle of the cell
@@ -222,19 +254,20 @@ void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_
                 long nlo = (long)(c + 1) * N, nhi = nlo + N < F ? nlo + N : F;
                 __builtin_prefetch(&snap->frames[nlo + j * (nhi - nlo) / PF_GRID_SEGS]);
             }
-        int count[5] = {0, 0, 0, 0, 0};
+        int count[NST] = {0, 0, 0, 0, 0, 0};
         int mark = PF_MARK_NONE, mine = 0;
         for (int j = 0; j < nseg; j++)
             for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
                 unsigned st = snap->frames[f].state;
-                count[st < 5 ? st : PF_FRAME_USED]++;
+                count[st < NST ? st : PF_FRAME_USED]++;
                 if (mk && mk->kind[f] > mark && pf_marks_at(mk, f, v->now) > mark)
                     mark = mk->kind[f];
                 mine |= insp >= 0 && snap->frames[f].owner == insp;
             }
         gi.shared_frames += sampled ? count[PF_FRAME_SHARED] * N / PF_GRID_SAMPLE : count[PF_FRAME_SHARED];
+        gi.cached_frames += sampled ? count[PF_FRAME_CACHED] * N / PF_GRID_SAMPLE : count[PF_FRAME_CACHED];
         uint8_t st = order[0];
-        for (int i = 1; i < 5; i++)
+        for (int i = 1; i < NST; i++)
             if (count[order[i]] > count[st])
                 st = order[i];
         int32_t cand = -1, candseq = -1;
@@ -242,7 +275,7 @@ void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_
         for (int j = 0; j < nseg; j++)
             for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
                 unsigned fs = snap->frames[f].state;
-                if ((fs < 5 ? fs : PF_FRAME_USED) != st)
+                if ((fs < NST ? fs : PF_FRAME_USED) != st)
                     continue;
                 if (votes == 0) {
                     cand = snap->frames[f].owner;
@@ -279,18 +312,31 @@ void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_
             col = PF_COL_WARN;
             attr = PF_ATTR_BOLD;
             break;
+        case PF_FRAME_CACHED: /* free to take, but still findable by hash */
+            ch = pf_render_glyph(PF_GLYPH_CACHED, ascii);
+            col = PF_COL_CACHED;
+            break;
         default:
             ch = pf_render_glyph(in_reserve ? PF_GLYPH_RESERVE : PF_GLYPH_FREE, ascii);
             col = in_reserve ? PF_COL_RESERVE : PF_COL_DIM;
             attr = in_reserve ? 0 : PF_ATTR_DIM;
             break;
         }
-        if (st != PF_FRAME_FREE) {
-            if (v->coloring == PF_COLORING_STATE)
-                col = state_color(snap, st, candseq);
-            else if (v->coloring == PF_COLORING_AGE)
-                col = st == PF_FRAME_SWAPPED ? PF_COL_SWAPPED : age_color(snap, candseq);
-        }
+        if (st == PF_FRAME_USED || st == PF_FRAME_RESERVED || st == PF_FRAME_SHARED) {
+            if (v->coloring == PF_COLORING_STATE) {
+                if (st == PF_FRAME_USED)
+                    owner_state_look(snap, candseq, ascii, &ch, &col);
+                else
+                    col = st == PF_FRAME_SHARED ? PF_COL_SHARED : PF_COL_DIM;
+            } else if (v->coloring == PF_COLORING_AGE) {
+                int k = age_bucket_of(snap, candseq);
+                col = (uint8_t)(PF_COL_AGE0 + k);
+                if (v->no_color && st == PF_FRAME_USED)
+                    ch = (uint32_t)('0' + k);
+            } else if (v->no_color && st == PF_FRAME_USED)
+                ch = pf_render_owner_letter(cand);
+        } else if (st == PF_FRAME_SWAPPED && v->coloring != PF_COLORING_OWNER)
+            col = PF_COL_SWAPPED;
         if (in_reserve)
             attr |= PF_ATTR_UNDERLINE;
         if (mark == PF_MARK_PREEMPTED) {
@@ -455,12 +501,12 @@ static void panel_counters(pf_cells *b, int x, int y, int w, const pf_sim_snapsh
         snprintf(v[8], sizeof v[8], "%.2fx", st->throughput_vs_naive);
     else
         snprintf(v[8], sizeof v[8], "n/a");
-    snprintf(v[9], sizeof v[9], "%.1f", st->throughput);
+    fmt_count(v[9], sizeof v[9], (int64_t)llround(st->throughput));
     fmt_count(v[10], sizeof v[10], st->finished);
     fmt_count(v[11], sizeof v[11], st->pingpongs);
     static const char *const labels[12] = {"waiting",  "running",    "decoding", "stalled",
                                            "preempts", "recomputed", "util",     "goodput",
-                                           "vs naive", "tok/step",   "finished", "ping-pong"};
+                                           "vs naive", "tok/s",      "finished", "ping-pong"};
     uint8_t cols[12] = {PF_COL_DEFAULT, PF_COL_DEFAULT, PF_COL_GOOD, PF_COL_WARN,
                         PF_COL_BAD,     PF_COL_BAD,     PF_COL_DEFAULT, PF_COL_GOOD,
                         PF_COL_GOOD,    PF_COL_DEFAULT, PF_COL_DEFAULT, PF_COL_BAD};
@@ -498,22 +544,21 @@ static void sparkline(pf_cells *b, int x, int y, int w, const float *hist, int n
 
 /* ---- charts ------------------------------------------------------------------
  *
- * A chart maps the last `window` samples onto its w - 7 plot columns:
- * column c shows the mean of samples [c*window/pw, (c+1)*window/pw) (at
- * least one; with fewer samples than columns each sample spans several).
- * Bars are drawn in eighths of a row (U+2581..U+2588; ASCII '.', ':', '#')
- * against a scale whose top is the largest column rounded up to 1, 2 or
- * 5 x 10^k, so one preemption does not draw full height next to fifty. The
- * title line gives the last sample, the largest sample and the mean over
- * the window.
- * The time axis is in v->time_unit (steps until the simulator has seconds),
- * from -window to now. */
+ * A chart shows the last window_s simulated seconds on its w - 7 plot
+ * columns, each column an equal slice of time (pf_hist_resample: counts per
+ * second, levels as their time-weighted mean; steps have different lengths,
+ * so a column may hold many steps or part of one). Bars are drawn in eighths
+ * of a row (U+2581..U+2588; ASCII '.', ':', '#') against a scale whose top
+ * is the largest column rounded up to 1, 2 or 5 x 10^k, so one preemption
+ * does not draw full height next to fifty; the scale's top and 0 are in the
+ * gutter. The title line gives the newest column, the largest and the mean
+ * over the window. The time axis runs from -window to now, in seconds. */
 
-int pf_render_window_zoom(int window, int out)
+double pf_render_window_zoom(double window_s, int out)
 {
-    int w = window > 0 ? window : PF_CHART_DEFAULT_WINDOW;
+    double w = window_s > 0 ? window_s : PF_CHART_DEFAULT_WINDOW_S;
     w = out ? w * 2 : w / 2;
-    return w < PF_CHART_MIN_WINDOW ? PF_CHART_MIN_WINDOW : w > PF_HIST_CAP ? PF_HIST_CAP : w;
+    return w < PF_CHART_MIN_WINDOW_S ? PF_CHART_MIN_WINDOW_S : w > PF_CHART_MAX_WINDOW_S ? PF_CHART_MAX_WINDOW_S : w;
 }
 
 static double nice_max(double m)
@@ -529,48 +574,51 @@ static double nice_max(double m)
 static void fmt_axis(char *out, size_t len, double v)
 {
     if (v != 0 && fabs(v) < 10 && fabs(v - rint(v)) > 1e-9)
-        snprintf(out, len, "%.1f", v);
+        snprintf(out, len, "%.3g", v);
     else
         pf_render_fmt_count(out, len, rint(v));
 }
 
+/* A window or a time in seconds, short: 0.25 s, 8 s, 1.5 ks is not used:
+ * minutes are spelt out (4096 s = 68.3 min). */
+static void fmt_secs(char *out, size_t len, double s)
+{
+    if (s >= 600)
+        snprintf(out, len, "%.4g min", s / 60);
+    else
+        snprintf(out, len, "%.4g s", s);
+}
+
 double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist *h, int k,
-                       int window, const pf_dash_view *v, const char *name, uint8_t col, double mul)
+                       double window_s, const pf_dash_view *v, const char *name, uint8_t col, double mul)
 {
     const int gut = 7, pw = w - gut, bars = rows - 2;
     if (pw < 4 || bars < 1 || !h || !h->v[0])
         return 1;
-    if (window < 1)
-        window = PF_CHART_DEFAULT_WINDOW;
-    const int n = h->n;
-    /* the columns' values first, for the scale */
+    if (!(window_s > 0))
+        window_s = PF_CHART_DEFAULT_WINDOW_S;
     double vals[1024];
     int cols = pw < 1024 ? pw : 1024;
-    double mx = 0;
+    const double t_end = pf_hist_now(h);
+    double mean;
+    pf_hist_resample(h, k, t_end, window_s, cols, vals, &mean);
+    double mx = 0, now = 0;
     for (int c = 0; c < cols; c++) {
-        long lo = (long)n - window + (long)c * window / cols;
-        long hi = (long)n - window + (long)(c + 1) * window / cols;
-        if (hi <= lo)
-            hi = lo + 1;
-        double sum = 0;
-        int cnt = 0;
-        for (long i = lo < 0 ? 0 : lo; i < hi && i < n; i++, cnt++)
-            sum += pf_hist_at(h, k, (int)i);
-        vals[c] = cnt ? sum / cnt * mul : -1; /* -1: before the history starts */
+        if (vals[c] < 0) /* -1: no step covers this column */
+            continue;
+        vals[c] *= mul;
+        now = vals[c];
         if (vals[c] > mx)
             mx = vals[c];
     }
     double top = nice_max(mx);
-    double now = n ? pf_hist_at(h, k, n - 1) * mul : 0, raw_max = 0;
-    for (int i = n - window > 0 ? n - window : 0; i < n; i++) /* of the samples, not the columns */
-        if (pf_hist_at(h, k, i) * mul > raw_max)
-            raw_max = pf_hist_at(h, k, i) * mul;
-    char t1[24], t2[24];
+    char t1[24], t2[24], t3[24];
     fmt_axis(t1, sizeof t1, now);
-    fmt_axis(t2, sizeof t2, raw_max);
+    fmt_axis(t2, sizeof t2, mx);
+    fmt_axis(t3, sizeof t3, mean * mul);
     pf_cells_printf(b, x, y, w, col, PF_ATTR_BOLD, "%s", name);
     pf_cells_printf(b, x + (int)strlen(name) + 2, y, w - (int)strlen(name) - 2, PF_COL_DIM, 0,
-                    "now %s  max %s  mean %.3g", t1, t2, pf_hist_mean(h, k, window) * mul);
+                    "now %s  max %s  mean %s", t1, t2, t3);
     for (int r = 0; r < bars; r++) { /* r = 0: the top row */
         int yy = y + 1 + r;
         char lab[24] = "";
@@ -596,12 +644,11 @@ double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist
     }
     /* the time axis: -window at the left, half-way, now at the right */
     int ay = y + rows - 1;
-    const char *unit = v->time_unit ? v->time_unit : "steps";
-    double ups = v->unit_per_step > 0 ? v->unit_per_step : 1;
     pf_cells_fill(b, x + gut, ay, cols, 1, v->ascii ? '-' : 0x2500, PF_COL_DIM, 0);
-    char a0[32], a1[32];
-    snprintf(a0, sizeof a0, "-%.4g %s", window * ups, unit);
-    snprintf(a1, sizeof a1, "-%.4g", window * ups / 2);
+    char a0[32], a1[32], tmp[24];
+    fmt_secs(tmp, sizeof tmp, window_s);
+    snprintf(a0, sizeof a0, "-%s", tmp);
+    snprintf(a1, sizeof a1, "-%.4g", window_s >= 600 ? window_s / 120 : window_s / 2);
     pf_cells_text(b, x + gut, ay, cols, PF_COL_DIM, 0, a0);
     int mid = x + gut + cols / 2 - (int)strlen(a1) / 2;
     if (mid > x + gut + (int)strlen(a0) + 1)
@@ -610,27 +657,36 @@ double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist
     return top;
 }
 
+/* The naive baseline in output tokens per second (0: unknown). */
+static double naive_rate(const pf_sim_stats *st)
+{
+    return st->throughput_vs_naive > 0 ? st->throughput / st->throughput_vs_naive : 0;
+}
+
 /* The charts view (key t), in the grid's place: the window's rates beside
- * the run's totals, then as many charts as fit. */
+ * the run's totals (so a recovery shows: the run's totals keep the thrash
+ * in them for ever, the window's do not), then as many charts as fit. */
 static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v)
 {
     const pf_sim_snapshot *s = v->snap;
     const pf_hist *hs = v->hist;
-    int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
-    if (!s || !hs || !hs->v[0]) {
+    double win = v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S;
+    if (!s || !hs || !hs->v[0] || hs->n == 0) {
         pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "charts: waiting for history...");
         return;
     }
     const pf_sim_stats *st = &s->stats;
-    double tok = pf_hist_mean(hs, PF_HIST_TOKENS, win), pre = pf_hist_mean(hs, PF_HIST_PREEMPT, win);
-    double naive = st->throughput_vs_naive > 0 ? st->throughput / st->throughput_vs_naive : 0;
-    char r[160];
+    double tok = pf_hist_window(hs, PF_HIST_TOKENS, win), pre = pf_hist_window(hs, PF_HIST_PREEMPT, win);
+    double naive = naive_rate(st);
+    char r[200], ws[24], a[16], c[16];
+    fmt_secs(ws, sizeof ws, win);
+    pf_render_fmt_count(a, sizeof a, rint(tok));
+    pf_render_fmt_count(c, sizeof c, rint(st->throughput));
     if (naive > 0)
-        snprintf(r, sizeof r, "last %d: %.1f tok/step %.2fx naive, %.2f preempt/step | run: %.1f, %.2fx",
-                 win, tok, tok / naive, pre, st->throughput, st->throughput_vs_naive);
+        snprintf(r, sizeof r, "last %s: %s tok/s %.2fx naive, %.2f preempt/s | run: %s tok/s %.2fx", ws, a,
+                 tok / naive, pre, c, st->throughput_vs_naive);
     else
-        snprintf(r, sizeof r, "last %d: %.1f tok/step, %.2f preempt/step | run: %.1f tok/step", win,
-                 tok, pre, st->throughput);
+        snprintf(r, sizeof r, "last %s: %s tok/s, %.2f preempt/s | run: %s tok/s", ws, a, pre, c);
     text_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD, r);
     static const struct {
         int k;
@@ -638,11 +694,11 @@ static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_
         uint8_t col;
         double mul;
     } ch[] = {
-        {PF_HIST_TOKENS, "tokens/step", PF_COL_GOOD, 1},
-        {PF_HIST_PREEMPT, "preemptions/step", PF_COL_BAD, 1},
+        {PF_HIST_TOKENS, "tokens/s", PF_COL_GOOD, 1},
+        {PF_HIST_PREEMPT, "preemptions/s", PF_COL_BAD, 1},
         {PF_HIST_USAGE, "KV use %", PF_COL_RESERVE, 100},
-        {PF_HIST_WAITING, "waiting", PF_COL_WARN, 1},
-        {PF_HIST_STALLED, "stalled", PF_COL_WARN, 1},
+        {PF_HIST_WAITING, "waiting requests", PF_COL_WARN, 1},
+        {PF_HIST_TTFT_P99, "TTFT p99 (s, run so far)", PF_COL_STALLED, 1},
     };
     int avail = h - 1, nch = 5;
     while (nch > 1 && avail / nch < 4)
@@ -653,56 +709,120 @@ static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_
                         ch[i].mul);
 }
 
+/* The right column's three sparklines: tokens/s, preemptions/s and the
+ * waiting queue over the chart window (as wide as the panel), with the
+ * window's mean at the right; before the dashboard has a history of its
+ * own, the snapshot's last steps, one column a step. */
 static void panel_history(pf_cells *b, int x, int y, int w, const pf_dash_view *v)
 {
     const pf_sim_snapshot *s = v->snap;
-    const pf_hist *hs = v->hist && v->hist->v[0] ? v->hist : NULL;
-    int win = v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW;
-    char t[64];
+    const pf_hist *hs = v->hist && v->hist->v[0] && v->hist->n > 0 ? v->hist : NULL;
+    double win = v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S;
+    char t[64], ws[24];
+    fmt_secs(ws, sizeof ws, win);
     if (hs)
-        snprintf(t, sizeof t, "History, %d steps", win);
+        snprintf(t, sizeof t, "History, last %s", ws);
     else
         snprintf(t, sizeof t, "History (per step)");
     title(b, x, y, w, t);
     if (!s)
         return;
-    static const char *const labels[3] = {"decoding", "stalled", "preempts"};
-    static const uint8_t cols[3] = {PF_COL_GOOD, PF_COL_WARN, PF_COL_BAD};
-    if (hs) {
-        /* as wide as the panel, over the chart window, with the window's mean */
-        static const int ks[3] = {PF_HIST_TOKENS, PF_HIST_STALLED, PF_HIST_PREEMPT};
-        int pw = w - 9 - 7;
-        for (int i = 0; i < 3; i++) {
-            float tmp[256];
-            int cols_n = pw < 256 ? pw : 256, n = hs->n;
-            for (int c = 0; c < cols_n; c++) {
-                long lo = (long)n - win + (long)c * win / cols_n, hi = (long)n - win + (long)(c + 1) * win / cols_n;
-                if (hi <= lo)
-                    hi = lo + 1;
-                double sum = 0;
-                int cnt = 0;
-                for (long j = lo < 0 ? 0 : lo; j < hi && j < n; j++, cnt++)
-                    sum += pf_hist_at(hs, ks[i], (int)j);
-                tmp[c] = cnt ? (float)(sum / cnt) : 0;
-            }
-            pf_cells_text(b, x, y + 1 + i, 9, PF_COL_DIM, 0, labels[i]);
-            sparkline(b, x + 9, y + 1 + i, cols_n, tmp, cols_n, v->ascii, cols[i]);
-            char val[16];
-            double m = pf_hist_mean(hs, ks[i], win);
-            snprintf(val, sizeof val, m < 10 ? "%6.2f" : "%6.1f", m);
-            pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, val);
-        }
-        return;
-    }
-    int n = s->nhistory < 0 ? 0 : s->nhistory > PF_SIM_HISTORY ? PF_SIM_HISTORY : s->nhistory;
-    const float *h[3] = {s->hist_decoding, s->hist_stalled, s->hist_preempt};
+    static const char *const labels[3] = {"tok/s", "preempt/s", "waiting"};
+    static const uint8_t cols[3] = {PF_COL_GOOD, PF_COL_BAD, PF_COL_WARN};
+    static const int ks[3] = {PF_HIST_TOKENS, PF_HIST_PREEMPT, PF_HIST_WAITING};
+    const int lw = 10, pw = w - lw - 7;
     for (int i = 0; i < 3; i++) {
-        pf_cells_text(b, x, y + 1 + i, 9, PF_COL_DIM, 0, labels[i]);
-        sparkline(b, x + 9, y + 1 + i, w - 9 - 7, h[i], n, v->ascii, cols[i]);
+        float tmp[256];
+        int cols_n = pw < 256 ? pw : 256, n = 0;
+        double m = 0;
+        if (hs) {
+            double d[256];
+            pf_hist_resample(hs, ks[i], pf_hist_now(hs), win, cols_n, d, &m);
+            for (int c = 0; c < cols_n; c++)
+                tmp[c] = d[c] > 0 ? (float)d[c] : 0;
+            n = cols_n;
+        } else {
+            const float *src[3] = {s->hist_tokens, s->hist_preempt, s->hist_waiting};
+            int nh = s->nhistory < 0 ? 0 : s->nhistory > PF_SIM_HISTORY ? PF_SIM_HISTORY : s->nhistory;
+            int first = nh > cols_n ? nh - cols_n : 0;
+            for (int j = first; j < nh; j++) {
+                double val = src[i][j];
+                if (pf_hist_is_rate(ks[i])) { /* per second, over the step's length */
+                    double dt = j > 0 ? s->hist_time[j] - s->hist_time[j - 1] : 0;
+                    val = dt > 0 ? val / dt : 0;
+                }
+                tmp[n++] = (float)val;
+            }
+            m = n ? tmp[n - 1] : 0;
+        }
+        pf_cells_text(b, x, y + 1 + i, lw, PF_COL_DIM, 0, labels[i]);
+        sparkline(b, x + lw, y + 1 + i, cols_n, tmp, n, v->ascii, cols[i]);
         char val[16];
-        snprintf(val, sizeof val, "%6.0f", n ? h[i][n - 1] : 0.0f);
-        pf_cells_text(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, val);
+        if (m >= 100)
+            pf_render_fmt_count(val, sizeof val, rint(m));
+        else
+            snprintf(val, sizeof val, m < 10 ? "%.2f" : "%.1f", m);
+        pf_cells_printf(b, x + w - 6, y + 1 + i, 6, cols[i], PF_ATTR_BOLD, "%6s", val);
     }
+}
+
+/* The watermark in force: the load controller's current value under
+ * --watermark auto (stats.watermark), else the one set. */
+static double wm_in_force(const pf_sim_snapshot *s)
+{
+    return s->params.watermark_auto && s->stats.watermark > 0 ? s->stats.watermark : s->params.watermark;
+}
+
+/* The recent window beside the run (right column, under the parameters,
+ * when the screen is tall enough): output tokens/s, vs naive and
+ * preemptions/s over the chart window and over the whole run, so a
+ * recovery shows on the main screen too, while the run's figures still
+ * carry the thrash; then the run's TTFT p99. */
+static void panel_window(pf_cells *b, int x, int y, int w, const pf_dash_view *v)
+{
+    const pf_sim_snapshot *s = v->snap;
+    const pf_hist *hs = v->hist && v->hist->v[0] && v->hist->n > 0 ? v->hist : NULL;
+    double win = v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S;
+    char ws[24], t[64];
+    fmt_secs(ws, sizeof ws, win);
+    snprintf(t, sizeof t, "Last %s vs the run", ws);
+    title(b, x, y, w, t);
+    if (!s)
+        return;
+    const pf_sim_stats *st = &s->stats;
+    const int cw = 9, c2 = x + w - cw, c1 = c2 - cw - 1;
+    pf_cells_printf(b, c1, y + 1, cw, PF_COL_DIM, 0, "%*s", cw, "window");
+    pf_cells_printf(b, c2, y + 1, cw, PF_COL_DIM, 0, "%*s", cw, "run");
+    double naive = naive_rate(st);
+    double tok_w = hs ? pf_hist_window(hs, PF_HIST_TOKENS, win) : 0;
+    double pre_w = hs ? pf_hist_window(hs, PF_HIST_PREEMPT, win) : 0;
+    double pre_r = st->time_s > 0 ? (double)st->preemptions / st->time_s : 0;
+    char a[16], r[16];
+    pf_cells_text(b, x, y + 2, c1 - x, PF_COL_DIM, 0, "tok/s");
+    pf_render_fmt_count(a, sizeof a, rint(tok_w));
+    pf_render_fmt_count(r, sizeof r, rint(st->throughput));
+    pf_cells_printf(b, c1, y + 2, cw, PF_COL_GOOD, PF_ATTR_BOLD, "%*s", cw, hs ? a : "-");
+    pf_cells_printf(b, c2, y + 2, cw, PF_COL_GOOD, PF_ATTR_BOLD, "%*s", cw, r);
+    pf_cells_text(b, x, y + 3, c1 - x, PF_COL_DIM, 0, "vs naive");
+    if (naive > 0 && hs)
+        snprintf(a, sizeof a, "%.2fx", tok_w / naive);
+    else
+        snprintf(a, sizeof a, "n/a");
+    if (st->throughput_vs_naive > 0)
+        snprintf(r, sizeof r, "%.2fx", st->throughput_vs_naive);
+    else
+        snprintf(r, sizeof r, "n/a");
+    pf_cells_printf(b, c1, y + 3, cw, naive > 0 && hs && tok_w < naive ? PF_COL_BAD : PF_COL_GOOD, PF_ATTR_BOLD,
+                    "%*s", cw, a);
+    pf_cells_printf(b, c2, y + 3, cw, PF_COL_GOOD, PF_ATTR_BOLD, "%*s", cw, r);
+    pf_cells_text(b, x, y + 4, c1 - x, PF_COL_DIM, 0, "preempt/s");
+    snprintf(a, sizeof a, "%.2f", pre_w);
+    snprintf(r, sizeof r, "%.2f", pre_r);
+    pf_cells_printf(b, c1, y + 4, cw, PF_COL_BAD, PF_ATTR_BOLD, "%*s", cw, hs ? a : "-");
+    pf_cells_printf(b, c2, y + 4, cw, PF_COL_BAD, PF_ATTR_BOLD, "%*s", cw, r);
+    pf_cells_text(b, x, y + 5, c1 - x, PF_COL_DIM, 0, "TTFT p99, s");
+    snprintf(r, sizeof r, "%.3f", st->lat[PF_MET_TTFT].p99);
+    pf_cells_printf(b, c2, y + 5, cw, PF_COL_STALLED, PF_ATTR_BOLD, "%*s", cw, st->lat[PF_MET_TTFT].count ? r : "-");
 }
 
 static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s)
@@ -711,19 +831,25 @@ static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot
     if (!s)
         return;
     const pf_sim_params *p = &s->params;
-    int reserve = pf_pool_reserve_for(s->nframes, p->watermark);
-    pf_cells_printf(b, x, y + 1, w, PF_COL_DEFAULT, 0, "mode %s  engine %s",
+    double wm = wm_in_force(s);
+    int reserve = pf_pool_reserve_for(s->nframes, wm);
+    pf_cells_printf(b, x, y + 1, w, PF_COL_DEFAULT, 0, "%s, %s rules, %s",
                     p->mode == PF_SIM_NAIVE ? "naive" : "paged",
+                    p->scheduler == PF_SCHED_SEED ? "seed" : "vllm",
                     p->engine == PF_ENGINE_THREADED ? "threaded" : "deterministic");
     if (p->mode == PF_SIM_NAIVE) /* the watermark gates paged admission only */
         pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "watermark %.1f%% (naive: unused)",
                         100.0 * p->watermark);
+    else if (p->watermark_auto)
+        pf_cells_printf(b, x, y + 2, w, PF_COL_RESERVE, PF_ATTR_BOLD, "watermark auto %.1f%% = %d fr",
+                        100.0 * wm, reserve);
     else
-        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "watermark %.1f%% = %d frames",
-                        100.0 * p->watermark, reserve);
-    pf_cells_printf(b, x, y + 3, w, PF_COL_DEFAULT, 0, "workers %d  preempt %s", p->workers,
+        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "watermark %.1f%% = %d frames", 100.0 * wm,
+                        reserve);
+    pf_cells_printf(b, x, y + 3, w, PF_COL_DEFAULT, 0, "max seqs %d  preempt %s", p->workers,
                     preempt_label(p->preempt));
-    pf_cells_printf(b, x, y + 4, w, PF_COL_DEFAULT, 0, "victim %s", victim_label(p->policy));
+    pf_cells_printf(b, x, y + 4, w, PF_COL_DEFAULT, 0, "victim %s  prefix cache %s", victim_label(p->policy),
+                    p->prefix_caching ? "on" : "off");
     if (p->tick_us >= 1000)
         pf_cells_printf(b, x, y + 5, w, PF_COL_DEFAULT, 0, "pool %dx%d max %d tick %.1fms",
                         p->cfg.pool_blocks, p->cfg.block_size, p->cfg.max_seq_len,
@@ -733,9 +859,13 @@ static void panel_params(pf_cells *b, int x, int y, int w, const pf_sim_snapshot
                         p->cfg.pool_blocks, p->cfg.block_size, p->cfg.max_seq_len, p->tick_us);
 }
 
+/* The event log: simulated time in seconds, what happened, to whom. A
+ * watermark event is the load controller's decision: its new value, and
+ * the waste (recomputed / computed tokens) of the window that decided it
+ * when the simulator gives it (seq >= 0, in thousandths). */
 static void panel_events(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *s)
 {
-    title(b, x, y, w, "Events (newest last)");
+    title(b, x, y, w, "Events (newest last; time in simulated seconds)");
     if (!s || h < 2)
         return;
     int lines = h - 1;
@@ -744,12 +874,20 @@ static void panel_events(pf_cells *b, int x, int y, int w, int h, const pf_sim_s
     for (int i = first; i < n; i++) {
         const pf_event *e = &s->events[i];
         int row = y + 1 + (i - first);
-        pf_cells_printf(b, x, row, 8, PF_COL_DIM, 0, "%7lld", (long long)e->step);
-        pf_cells_text(b, x + 8, row, 10, event_color(e->kind), PF_ATTR_BOLD, event_label(e->kind));
+        pf_cells_printf(b, x, row, 10, PF_COL_DIM, 0, "%9.3fs", e->time);
+        pf_cells_text(b, x + 11, row, 10, event_color(e->kind), PF_ATTR_BOLD, event_label(e->kind));
         if (e->kind == PF_EV_RESET)
             continue;
-        pf_cells_printf(b, x + 18, row, w - 18, PF_COL_DEFAULT, 0, "seq %-6d %d frames",
-                        (int)e->seq, (int)e->frames);
+        if (e->kind == PF_EV_WATERMARK && e->seq >= 0) /* seq: the deciding window's waste */
+            printf_fit(b, x + 21, row, w - 21, PF_COL_RESERVE, 0,
+                       "load controller: watermark -> %.1f%% (recompute waste %.1f%%)", e->frames / 10.0,
+                       e->seq / 10.0);
+        else if (e->kind == PF_EV_WATERMARK)
+            pf_cells_printf(b, x + 21, row, w - 21, PF_COL_RESERVE, 0, "load controller: watermark -> %.1f%%",
+                            e->frames / 10.0);
+        else
+            pf_cells_printf(b, x + 21, row, w - 21, PF_COL_DEFAULT, 0, "seq %-6d %d frames", (int)e->seq,
+                            (int)e->frames);
     }
     if (n == 0)
         pf_cells_text(b, x, y + 1, w, PF_COL_DIM, 0, "(none yet)");
@@ -824,10 +962,10 @@ static void header(pf_cells *b, const pf_dash_view *v)
     int x = pf_cells_text(b, 0, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE | PF_ATTR_BOLD,
                           " PageFault - paged KV pool ");
     if (s) {
-        x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| %s | step %lld | ",
+        x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| %s | step %lld | %.2f s | ",
                              v->split_naive ? "NAIVE + PAGED"
                              : s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
-                             (long long)s->stats.step);
+                             (long long)s->stats.step, s->stats.time_s);
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE | PF_ATTR_BOLD,
                            v->run_ended ? "DONE" : s->paused && !v->finishing ? "PAUSED" : "RUNNING");
         if (v->run_no > 0)
@@ -856,8 +994,8 @@ static const struct {
     int key;
 } keybar[] = {
     {"F1", "help", '?'},   {"F10", "quit", 'q'},   {"spc", "pause", ' '}, {"s", "step", 's'},
-    {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "workers", '+'}, {"arrows", "inspect", 'i'},
-    {"2", "split", '2'},   {"x", "sweep", 'x'},    {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
+    {"c", "colour", 'c'},  {"t", "charts", 't'},   {"</>", "zoom", '>'},  {"w/W", "wmark", 'W'},  {"-/+", "seqs", '+'}, {"arrows", "inspect", 'i'},
+    {"a", "auto", 'a'}, {"2", "split", '2'},   {"x", "sweep", 'x'},    {"g", "GPU", 'g'},     {"m", "mode", 'm'},     {"v", "victim", 'v'},  {"p", "preempt", 'p'},
     {"f/F", "speed", 'F'}, {"r", "reset", 'r'},
 };
 
@@ -891,12 +1029,15 @@ static const char *const help_keys[] = {
     "",
     "  F1 ?       this help          F10 q       quit (Ctrl-C too)",
     "  c          colouring: owner / state / age (the legend follows)",
-    "  t   < >    charts in the grid's place / chart window shorter, longer",
+    "  t   < >    charts in the grid's place / chart window half, double",
     "  2   x      naive beside paged in lockstep / the watermark curve",
+    "  a          load controller on / off (--watermark auto); its moves",
+    "             show in the events and on the watermark curve",
     "  arrows     move the cursor on the grid: inspect the owning sequence",
     "             (or click a cell); Esc closes the inspector",
-    "  w / W      watermark down / up (1% steps below 10%, then 5%)",
-    "  - / + [ ]  workers down / up",
+    "  w / W      watermark down / up (1% steps below 10%, then 5%);",
+    "             setting it by hand turns the load controller off",
+    "  - / + [ ]  max sequences (max_num_seqs) down / up",
     "  v  p  m    victim policy / recompute or swap / naive or paged",
     "  space  s . pause / single step (pauses first)",
     "  f / F      slower / faster       r   reset: the same jobs again",
@@ -906,32 +1047,40 @@ static const char *const help_keys[] = {
 static const char *const help_grid[] = {
     "The grid (2/3): one cell is N frames of the pool (N in the legend)",
     "",
-    "  # or full block  used: the frame holds tokens",
-    "  + or light shade reserved: naive's reservation, no token yet (waste)",
-    "  = or dark shade  shared (prefix caching, coming: none are made yet)",
-    "  S or quadrants   copying to/from host swap",
-    "  . or dot         free     : or dashed bar  free, in the reserve",
-    "  underlined       the watermark's reserve, a count of frames kept free",
-    "Colours: owner = one stable colour per sequence; state = running green,",
-    "  stalled orange, recomputing cyan, swapped blue, shared white;",
-    "  age = steps since admission, blue <32 <128 <512 <2048 red.",
-    "  Red reverse flash: frames a preemption just took from its victim;",
-    "  bright green: frames a newly admitted sequence just took.",
+    "  # or full block     used: holds tokens (state colouring: running)",
+    "  ! or medium shade   stalled      > or left half   prefilling",
+    "  % or 3 quadrants    recomputing  S or quadrants   swapped out",
+    "  = or dark shade     shared: held by several sequences (prefix)",
+    "  ~ or ring           cached: no holder, kept by the prefix cache",
+    "  + or light shade    reserved: naive's reservation, no token (waste)",
+    "  . or dot  : or bar  free / free, in the watermark's reserve",
+    "  underlined          the reserve: a count of frames kept free",
+    "Colours: owner = one stable colour per sequence; state = running",
+    "  green, stalled orange, prefilling pale, recomputing cyan, swapped",
+    "  blue, shared white, cached grey; age = simulated seconds since first",
+    "  scheduled: blue <1 <4 <16 <64 red.",
+    "No colour (NO_COLOR, --no-color): owner draws a letter a-z per",
+    "  sequence, age the bucket's digit 0-4, state the glyphs above.",
+    "  Reverse flash: frames a preemption just took from its victim;",
+    "  bold: frames a newly admitted sequence just took.",
 };
 static const char *const help_counters[] = {
     "Counters (3/3)",
     "",
     "  KV[...]     header meter: held frames / pool, the reserve (:), swap",
-    "  waiting     jobs arrived, not admitted   running  admitted sequences",
+    "  waiting     requests arrived, not admitted  running  admitted",
     "  decoding    made a token this step       stalled  waiting for a frame",
     "  preempts    preemptions so far           recomputed  tokens redone",
     "  util        tokens held / capacity of the frames held (every mode)",
     "  goodput     useful tokens / computed tokens (recompute is waste)",
-    "  vs naive    tokens per step so far / naive's for the whole run",
-    "  tok/step    tokens generated per step    finished  jobs done",
+    "  vs naive    output tokens/s so far / naive's, the same jobs",
+    "  tok/s       output tokens per simulated second; finished: requests",
     "  ping-pong   preempted again soon after readmission",
-    "  History     decoding, stalled, preemptions per step over the chart",
-    "              window (< >), with the window's mean at the right",
+    "  History     tokens/s, preemptions/s, waiting over the chart window",
+    "              (< >), the window's mean at the right",
+    "  Charts (t)  the same against time, KV use and the run's TTFT p99;",
+    "              top line: the window's rates and vs naive, then the run's",
+    "  time        simulated seconds (the cost model's), header and events",
     "  ui fps ms   the dashboard's frame rate and render time",
 };
 
@@ -960,22 +1109,24 @@ static void run_end_box(pf_cells *b, const pf_dash_view *v)
     const pf_sim_stats *st = v->final;
     if (!st)
         return;
-    char l[8][112];
+    char l[9][112];
     int n = 0;
-    snprintf(l[n++], sizeof l[0], "Run %d complete: %s at step %lld", v->run_no,
-             st->done ? "every job finished" : "the run ended", (long long)st->step);
+    snprintf(l[n++], sizeof l[0], "Run %d complete: %s at step %lld, %.2f s", v->run_no,
+             st->done ? "every job finished" : "the run ended", (long long)st->step, st->time_s);
     if (!v->run_exact)
         snprintf(l[n++], sizeof l[0], "(figures of the last view, a few steps before the end)");
     snprintf(l[n++], sizeof l[0], "jobs %lld finished, %lld preemptions, %lld tokens recomputed",
              (long long)st->finished, (long long)st->preemptions, (long long)st->recomputed_tokens);
     if (st->throughput_vs_naive > 0)
-        snprintf(l[n++], sizeof l[0], "throughput %.2f tok/step = %.2fx naive, goodput %.1f%%",
+        snprintf(l[n++], sizeof l[0], "throughput %.0f tok/s = %.2fx naive, goodput %.1f%%",
                  st->throughput, st->throughput_vs_naive, 100.0 * st->goodput);
     else
-        snprintf(l[n++], sizeof l[0], "throughput %.2f tok/step, goodput %.1f%%", st->throughput,
+        snprintf(l[n++], sizeof l[0], "throughput %.0f tok/s, goodput %.1f%%", st->throughput,
                  100.0 * st->goodput);
-    snprintf(l[n++], sizeof l[0], "admission wait mean %.1f, p99 %.0f steps; KV use mean %.1f%%",
-             st->wait_mean, st->wait_p99, 100.0 * st->kv_usage_mean);
+    snprintf(l[n++], sizeof l[0], "TTFT p50 %.3f s, p99 %.3f s; queue time mean %.3f s, p99 %.3f s",
+             st->lat[PF_MET_TTFT].p50, st->lat[PF_MET_TTFT].p99, st->wait_mean, st->wait_p99);
+    snprintf(l[n++], sizeof l[0], "KV use mean %.1f%%; requests %.2f/s", 100.0 * st->kv_usage_mean,
+             st->request_throughput);
     snprintf(l[n++], sizeof l[0], "%s", v->loop ? "--loop: the next run starts in a few seconds"
                                                 : "r: run again    q: quit");
     int bw = 0;
@@ -1070,80 +1221,94 @@ static int legend_put(pf_cells *b, int x, int y, int maxx, const legend_item *it
     return need;
 }
 
-/* Two rows: what the glyphs and colours mean in the current colouring; the
- * shared state only once something shares a frame (prefix caching is not
- * there yet, so a legend entry for it would promise what never shows). */
+/* Two rows: what the glyphs and colours mean in the current colouring,
+ * left to right and on into the second row, with N (frames per cell)
+ * always whole at the end of the second row. Shared and cached appear once
+ * prefix caching is on or something shows in those states (a legend entry
+ * for a state that cannot happen would promise what never shows). Without
+ * colour the entries say what tells the classes apart instead: letters,
+ * digits, glyphs. */
 static void legend(pf_cells *b, int y, int L, const pf_dash_view *v, const pf_grid_info *gi)
 {
     const pf_sim_snapshot *s = v->snap;
-    const int ascii = v->ascii;
-    legend_item items[16];
+    const int ascii = v->ascii, nc = v->no_color;
+    legend_item items[20];
     int n = 0;
     const int naive = s && s->params.mode == PF_SIM_NAIVE;
+    const int prefix = (s && s->params.prefix_caching) || gi->shared_frames > 0 || gi->cached_frames > 0;
     if (v->coloring == PF_COLORING_STATE) {
-        uint32_t u = pf_render_glyph(PF_GLYPH_USED, ascii);
-        items[n++] = (legend_item){u, PF_COL_RUNNING, 0, "running"};
-        items[n++] = (legend_item){u, PF_COL_STALLED, 0, "stalled"};
-        items[n++] = (legend_item){u, PF_COL_RECOMPUTE, 0, "recomputing"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_RUNNING, 0, "running"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_STALLED, ascii), PF_COL_STALLED, 0, "stalled"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_PREFILL, ascii), PF_COL_PREFILL, 0, "prefilling"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_RECOMPUTE, ascii), PF_COL_RECOMPUTE, 0, "recomputing"};
         items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_SWAPPED, ascii), PF_COL_SWAPPED, 0, "swapped"};
     } else if (v->coloring == PF_COLORING_AGE) {
-        static const char *const ages[PF_AGE_COLORS] = {"age<32", "<128", "<512", "<2048", "older"};
+        static const char *const ages[PF_AGE_COLORS] = {"age<1s", "<4s", "<16s", "<64s", "older"};
         for (int k = 0; k < PF_AGE_COLORS; k++)
-            items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii),
+            items[n++] = (legend_item){nc ? (uint32_t)('0' + k) : pf_render_glyph(PF_GLYPH_USED, ascii),
                                        (uint8_t)(PF_COL_AGE0 + k), 0, ages[k]};
     } else {
-        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_OWNER0 + 3, 0,
-                                   "used (colour: owner)"};
+        items[n++] = (legend_item){nc ? 'a' : pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_OWNER0 + 3, 0,
+                                   nc ? "used (letter: owner)" : "used (colour: owner)"};
         items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_SWAPPED, ascii), PF_COL_WARN, 0, "swapped"};
     }
     if (naive || (s && gi->frames_per_cell > 0 && v->coloring != PF_COLORING_AGE))
         items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_RESERVED, ascii), PF_COL_DIM, 0, "reserved"};
-    if (gi->shared_frames > 0)
+    if (prefix) {
         items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_SHARED, ascii),
                                    v->coloring == PF_COLORING_STATE ? PF_COL_SHARED : PF_COL_OWNER0 + 3,
                                    0, "shared"};
+        items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_CACHED, ascii), PF_COL_CACHED, 0, "cached"};
+    }
     items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_FREE, ascii), PF_COL_DIM, 0, "free"};
-    int lx = 0;
-    for (int i = 0; i < n; i++) {
-        int k = legend_put(b, lx, y, L, &items[i]);
+    char rs[32];
+    if (naive)
+        snprintf(rs, sizeof rs, "no reserve (naive)");
+    else
+        snprintf(rs, sizeof rs, "reserve %d fr", gi->reserve_frames);
+    items[n++] = (legend_item){naive ? ' ' : pf_render_glyph(PF_GLYPH_RESERVE, ascii), PF_COL_RESERVE,
+                               PF_ATTR_UNDERLINE, rs};
+    items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_FLASH, PF_ATTR_REVERSE,
+                               nc ? "reverse: preempted" : "preempted"};
+    items[n++] = (legend_item){pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_ADMIT, PF_ATTR_BOLD,
+                               nc ? "bold: admitted" : "admitted"};
+    char t[48];
+    int tn = snprintf(t, sizeof t, " N=%d frames/cell", gi->frames_per_cell);
+    if (tn > L / 3) /* narrow: keep N whole */
+        tn = snprintf(t, sizeof t, " N=%d/cell", gi->frames_per_cell);
+    int row = 0, lx = 0;
+    for (int i = 0; i < n && row < 2; i++) {
+        int maxx = row == 0 ? L : L - tn;
+        int k = legend_put(b, lx, y + row, maxx, &items[i]);
+        if (k < 0 && row == 0) { /* on to the second row */
+            row = 1;
+            lx = 0;
+            k = legend_put(b, lx, y + row, L - tn, &items[i]);
+        }
         if (k < 0)
             break;
         lx += k;
     }
-    /* second row: the reserve, the flashes, N */
-    int ly = y + 1;
-    if (naive)
-        lx = pf_cells_text(b, 0, ly, L, PF_COL_RESERVE, 0, "no reserve (naive)");
-    else {
-        pf_cells_put(b, 0, ly, pf_render_glyph(PF_GLYPH_RESERVE, ascii), PF_COL_RESERVE,
-                     PF_ATTR_UNDERLINE);
-        lx = 2 + pf_cells_printf(b, 2, ly, L - 2, PF_COL_RESERVE, 0, "reserve %d fr", gi->reserve_frames);
-    }
-    lx += 1;
-    legend_item fl = {pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_FLASH, PF_ATTR_REVERSE, "preempted"};
-    legend_item ad = {pf_render_glyph(PF_GLYPH_USED, ascii), PF_COL_ADMIT, PF_ATTR_BOLD, "admitted"};
-    int k;
-    if (L - lx > 40 && (k = legend_put(b, lx, ly, L, &fl)) > 0) {
-        lx += k;
-        if ((k = legend_put(b, lx, ly, L, &ad)) > 0)
-            lx += k;
-    }
-    char t[48];
-    int tn = snprintf(t, sizeof t, " N=%d frames/cell", gi->frames_per_cell);
-    if (tn > L - lx) /* narrow: keep N whole */
-        snprintf(t, sizeof t, " N=%d/cell", gi->frames_per_cell);
-    pf_cells_text(b, lx, ly, L - lx, PF_COL_DIM, 0, t);
+    if (row == 0)
+        lx = 0;
+    pf_cells_text(b, row == 1 ? lx : 0, y + 1, L - (row == 1 ? lx : 0), PF_COL_DIM, 0, row == 1 ? t : t + 1);
 }
 
 static const char *seq_state_label(int st)
 {
     static const char *const names[] = {"waiting", "running", "stalled", "swapped out",
-                                        "recomputing", "done"};
+                                        "recomputing", "done", "prefilling"};
     return st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "?";
 }
 
 /* The inspector, in the event log's place: the selected sequence's figures
- * and its page table, logical block -> frame, shared frames marked '*'. */
+ * (times in simulated seconds), its prefill progress and its page table,
+ * logical block -> frame, shared frames marked '*'.
+ * A snapshot lists each frame under one holder (the first in slot order),
+ * so a prefix block this sequence shares with an earlier one is not found
+ * under its id: such blocks, the first shared_frames of its table (a shared
+ * prefix is the start of the prompt), show as "k->sh*" without a frame
+ * number. Blocks missing from a swapped-out sequence are on the host. */
 static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *s,
                           int32_t id)
 {
@@ -1161,27 +1326,44 @@ static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_
                       "no longer in the pool (finished, or back in the queue)");
         return;
     }
-    pf_cells_printf(b, x, y + 1, w, PF_COL_DEFAULT, 0,
-                    "%s  prompt %d  generated %d/%d  frames %d  preempted %d",
-                    seq_state_label(q->state), q->prompt, q->generated, q->output, q->frames,
-                    q->preemptions);
+    printf_fit(b, x, y + 1, w, PF_COL_DEFAULT, 0,
+               "%s  prompt %d  generated %d/%d  frames %d (%d shared)  preempted %d",
+               seq_state_label(q->state), q->prompt, q->generated, q->output, q->frames,
+               q->shared_frames, q->preemptions);
     if (h < 3)
         return;
-    if (q->admit_step >= 0)
-        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0,
-                        "arrived step %lld, admitted step %lld: queue wait %lld steps",
-                        (long long)q->arrival, (long long)q->admit_step,
-                        (long long)(q->admit_step - q->arrival));
+    const double now = s->stats.time_s;
+    if (q->admit_time >= 0)
+        printf_fit(b, x, y + 2, w, PF_COL_DEFAULT, 0, "arrived %.3f s, scheduled %.3f s: queue wait %.3f s",
+                   q->arrival, q->admit_time, q->admit_time - q->arrival);
     else
-        pf_cells_printf(b, x, y + 2, w, PF_COL_DEFAULT, 0, "arrived step %lld, waiting %lld steps",
-                        (long long)q->arrival, (long long)(s->stats.step - q->arrival));
-    if (h < 4 || !s->frame_block)
+        printf_fit(b, x, y + 2, w, PF_COL_DEFAULT, 0, "arrived %.3f s, waiting %.3f s", q->arrival,
+                   now - q->arrival);
+    if (h < 4)
+        return;
+    /* TTFT, or how long the first token has been awaited; then the prefill
+     * progress: the prompt (and, after a recompute preemption, the tokens
+     * generated before it) whose KV is computed */
+    char ttft[64];
+    if (q->ttft >= 0)
+        snprintf(ttft, sizeof ttft, "TTFT %.3f s", q->ttft);
+    else
+        snprintf(ttft, sizeof ttft, "no token yet: TTFT so far %.3f s", now - q->arrival);
+    int target = q->state == PF_SEQ_RECOMPUTING ? q->prompt + q->generated : q->prompt;
+    int done = q->computed < target ? q->computed : target;
+    if (q->state == PF_SEQ_PREFILLING || q->state == PF_SEQ_RECOMPUTING)
+        printf_fit(b, x, y + 3, w, PF_COL_PREFILL, PF_ATTR_BOLD, "%s; %s %d/%d tokens (%.0f%%)", ttft,
+                   q->state == PF_SEQ_RECOMPUTING ? "recompute" : "prefill", done, target,
+                   target > 0 ? 100.0 * done / target : 0.0);
+    else
+        printf_fit(b, x, y + 3, w, PF_COL_DEFAULT, 0, "%s; prefill %d/%d tokens (done)", ttft, done, target);
+    if (h < 5 || !s->frame_block)
         return;
     /* page table: logical block k -> frame, gathered in one pass */
-    int nb = q->frames > 0 ? q->frames : 0, shown = 0, px = x, py = y + 3;
+    int nb = q->frames > 0 ? q->frames : 0, shown = 0, px = x, py = y + 4;
     pf_cells_text(b, x, py, w, PF_COL_TITLE, 0, "page table (block->frame, * shared):");
     py++;
-    int per_line = w / 11 > 0 ? w / 11 : 1, lines = h - 4;
+    int per_line = w / 11 > 0 ? w / 11 : 1, lines = h - 5;
     int cap = per_line * lines;
     if (cap < 1 || nb < 1)
         return;
@@ -1204,8 +1386,10 @@ static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_
             pf_cells_printf(b, px, py, w - (px - x), PF_COL_DIM, 0, "+%d more", tmp_n - k);
             break;
         }
-        if (table[k] < 0)
+        if (table[k] < 0 && q->state == PF_SEQ_SWAPPED)
             pf_cells_printf(b, px, py, 11, PF_COL_DIM, 0, "%d->host", k);
+        else if (table[k] < 0) /* held under an earlier sharer's id */
+            pf_cells_printf(b, px, py, 11, PF_COL_SHARED, PF_ATTR_BOLD, "%d->sh*", k);
         else
             pf_cells_printf(b, px, py, 11, shared[k] ? PF_COL_SHARED : PF_COL_DEFAULT,
                             shared[k] ? PF_ATTR_BOLD : 0, "%d->%d%s", k, (int)table[k],
@@ -1232,8 +1416,8 @@ static void split_half(pf_cells *b, int x, int y, int w, int h, const pf_dash_vi
 {
     const pf_sim_stats *st = &s->stats;
     pf_cells_fill(b, x, y, w, 1, ' ', PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE);
-    printf_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, "%s  step %lld%s", name,
-               (long long)st->step, st->done ? "  done" : "");
+    printf_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, "%s  %.2f s%s", name,
+               st->time_s, st->done ? "  done" : "");
     pf_dash_view g = *v;
     g.snap = s;
     g.marks = NULL; /* the flashes belong to the live pool */
@@ -1246,7 +1430,7 @@ static void split_half(pf_cells *b, int x, int y, int w, int h, const pf_dash_vi
     /* narrow halves (an 80-column screen) get the short labels */
     const int nw = w < 38;
     printf_fit(b, x, y + h - 3, w, PF_COL_DEFAULT, 0,
-               nw ? "util %.1f%% pool %.0f%% %.1f t/s" : "util %.1f%%  pool %.1f%%  tok/step %.1f",
+               nw ? "util %.1f%% pool %.0f%% %.0f t/s" : "util %.1f%%  pool %.1f%%  tok/s %.0f",
                100.0 * st->kv_util, 100.0 * st->kv_usage, st->throughput);
     printf_fit(b, x, y + h - 2, w, PF_COL_DEFAULT, 0,
                nw ? "wait %s run %s pre %s" : "waiting %s  running %s  preempts %s", a, c2, d);
@@ -1263,11 +1447,17 @@ static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_v
     if (tn > 0)
         printf_fit(b, x, y, w, PF_COL_GOOD, PF_ATTR_BOLD,
                    w < 60 ? "paged/naive %.2fx, util %.1f%% vs %.1f%%"
-                          : "paged / naive: %.2fx tokens per step, utilisation %.1f%% vs %.1f%%",
+                          : "paged / naive: %.2fx tokens per second, utilisation %.1f%% vs %.1f%%",
                    tp / tn, 100.0 * pg->stats.kv_util, 100.0 * nv->stats.kv_util);
     else
         pf_cells_text(b, x, y, w, PF_COL_DIM, 0, "paged / naive: waiting for tokens...");
-    split_half(b, x, y + 1, hw, h - 1, v, nv, hw < 30 ? "NAIVE" : "NAIVE (reserve max-len)");
+    /* the naive side's reservation policy (the PagedAttention paper's
+     * three: max-len, power of two, oracle) */
+    static const char *const reserve_words[] = {"max-len", "pow2", "oracle"}; /* PF_RESERVE_MAX.. */
+    int rp = nv->params.naive_reserve;
+    char nname[48];
+    snprintf(nname, sizeof nname, "NAIVE (reserve %s)", rp >= 0 && rp < 3 ? reserve_words[rp] : "?");
+    split_half(b, x, y + 1, hw, h - 1, v, nv, hw < 30 ? "NAIVE" : nname);
     for (int r = y + 1; r < y + h; r++)
         pf_cells_put(b, x + hw, r, v->ascii ? '|' : 0x2502, PF_COL_DIM, 0);
     split_half(b, x + hw + 1, y + 1, w - hw - 1, h - 1, v, pg, hw < 30 ? "PAGED" : "PAGED (on demand)");
@@ -1281,8 +1471,11 @@ static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_v
  * the rows, the bars are the two curves against the watermark, turned a
  * quarter: the thrash at 0, the knee at a few percent, the slow fall as a
  * large reserve starves admission. */
-static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_view *sv, int ascii)
+static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_view *sv,
+                        const pf_dash_view *v)
 {
+    const int ascii = v->ascii;
+    const pf_sim_snapshot *snap = v->snap;
     int done = 0;
     double tmax = 0;
     long long pmax = 0;
@@ -1295,12 +1488,33 @@ static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_
         if (sv->preempt[i] > pmax)
             pmax = sv->preempt[i];
     }
-    pf_cells_printf(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD,
-                    "Watermark curve: %d of %d points (x closes)", done, sv->n);
-    int near = 0;
+    /* the row nearest the watermark in force now (it moves under the load
+     * controller), and the rows the controller's recent decisions landed
+     * nearest to (PF_EV_WATERMARK in the snapshot's events), marked '*' */
+    double cur = snap ? wm_in_force(snap) : sv->current;
+    int near = 0, visits[PF_SWEEP_POINTS] = {0}, moves = 0;
     for (int i = 1; i < sv->n; i++)
-        if (fabs(sv->wm[i] - sv->current) < fabs(sv->wm[near] - sv->current))
+        if (fabs(sv->wm[i] - cur) < fabs(sv->wm[near] - cur))
             near = i;
+    for (int e = 0; snap && e < snap->nevents && e < PF_SIM_EVENTS; e++) {
+        if (snap->events[e].kind != PF_EV_WATERMARK || sv->n < 1)
+            continue;
+        double wv = snap->events[e].frames / 1000.0;
+        int k = 0;
+        for (int i = 1; i < sv->n; i++)
+            if (fabs(sv->wm[i] - wv) < fabs(sv->wm[k] - wv))
+                k = i;
+        visits[k]++;
+        moves++;
+    }
+    const int autoc = snap && snap->params.watermark_auto;
+    if (autoc || moves)
+        printf_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD,
+                   "Watermark curve: %d of %d points; load controller %s, * = its last %d moves (a, x)", done,
+                   sv->n, autoc ? "on" : "off", moves);
+    else
+        printf_fit(b, x, y, w, PF_COL_TITLE, PF_ATTR_BOLD,
+                   "Watermark curve: %d of %d points (x closes; a: load controller)", done, sv->n);
     int rows = h - 1 < sv->n ? h - 1 : sv->n;
     /* Wide (>= 70 columns): "%5.1f%%" 8, the throughput 22 + 1, its bar,
      * the preemptions 15 + 1, their bar, "<- now" 6 (55 fixed). Narrow:
@@ -1315,6 +1529,8 @@ static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_
         int mine = i == near;
         pf_cells_printf(b, x, yy, 8, mine ? PF_COL_KEY : PF_COL_DEFAULT, mine ? PF_ATTR_BOLD : 0,
                         "%5.1f%%", 100.0 * sv->wm[i]);
+        if (visits[i])
+            pf_cells_put(b, x + 6, yy, '*', PF_COL_RESERVE, PF_ATTR_BOLD);
         if (sv->state[i] != PF_SWEEP_DONE) {
             pf_cells_text(b, x + 8, yy, w - 8, PF_COL_DIM, 0,
                           sv->state[i] == PF_SWEEP_RUNNING ? "running..."
@@ -1325,11 +1541,11 @@ static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_
         char t[48];
         double ratio = sv->naive_tput > 0 ? sv->tput[i] / sv->naive_tput : 0;
         if (wide)
-            snprintf(t, sizeof t, "%6.1f tok/step %5.2fx", sv->tput[i], ratio);
+            snprintf(t, sizeof t, "%7.0f tok/s %6.2fx", sv->tput[i], ratio);
         else
-            snprintf(t, sizeof t, "%6.1f %5.2fx", sv->tput[i], ratio);
+            snprintf(t, sizeof t, "%6.0f %5.2fx", sv->tput[i], ratio);
         if (!(sv->naive_tput > 0)) /* no baseline: no ratio */
-            t[wide ? 15 : 6] = 0;
+            t[wide ? 13 : 6] = 0;
         int tw = wide ? 22 : 13;
         pf_cells_text(b, x + 8, yy, tw, PF_COL_GOOD, 0, t);
         int cx = x + 8 + tw + 1;
@@ -1389,6 +1605,8 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
             pf_cells_text(b, rx + R - n, mid_top + 7, n, PF_COL_TITLE, PF_ATTR_UNDERLINE, t);
     }
     panel_params(b, rx, mid_top + 11, R, s);
+    if (mid_h >= 17 + 6) /* room below the parameters (not at 80x24) */
+        panel_window(b, rx, mid_top + 18, R, v);
 
     /* left column: meter, title, grid, legend, events (or the inspector) */
     int ev_h = (mid_h - 4) / 3;
@@ -1403,7 +1621,7 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     memset(&gi, 0, sizeof gi);
     const int split = (v->split_naive && s) || v->sweep;
     if (v->sweep) /* the grid, its title and its legend hold the curve */
-        panel_sweep(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v->sweep, v->ascii);
+        panel_sweep(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v->sweep, v);
     else if (split) /* the grid, its title and its legend hold the two sides */
         panel_split(b, 0, grid_y - 1, L, grid_h + legend_rows + 1, v);
     else if (v->charts) /* the grid's rectangle and its legend hold the charts */
@@ -1418,9 +1636,12 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
     if (split)
         ;
     else if (v->charts)
+    {
+        char ws[24];
+        fmt_secs(ws, sizeof ws, v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S);
         printf_fit(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
-                   "Charts over the last %d steps (< > zoom, t: back to the grid)",
-                   v->window > 0 ? v->window : PF_CHART_DEFAULT_WINDOW);
+                   "Charts over the last %s of simulated time (< > zoom, t: back to the grid)", ws);
+    }
     else if (s && gi.frames_per_cell > 0) {
         /* On a narrow column drop the pool's shape rather than clip the
          * counts (an 80-column screen cut "4096 used" to "40"). */

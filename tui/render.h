@@ -74,7 +74,7 @@ enum { PF_SWEEP_PENDING = 0, PF_SWEEP_RUNNING, PF_SWEEP_DONE, PF_SWEEP_FAILED };
 typedef struct {
     int n;                            /* points                          */
     double wm[PF_SWEEP_POINTS];       /* watermarks, ascending           */
-    double tput[PF_SWEEP_POINTS];     /* tokens per step                 */
+    double tput[PF_SWEEP_POINTS];     /* output tokens per second        */
     long long preempt[PF_SWEEP_POINTS];
     int state[PF_SWEEP_POINTS];       /* PF_SWEEP_*                      */
     double naive_tput;                /* the baseline, 0: unknown        */
@@ -91,10 +91,13 @@ typedef enum {
 
 extern const char *const pf_coloring_names[PF_COLORING_COUNT];
 
-/* Age buckets of PF_COLORING_AGE: [0, 32), [32, 128), [128, 512),
- * [512, 2048), 2048+ steps; a factor of 4 apart, spanning the seed's
- * lengths (32 to 2048 tokens, one token per step). */
-int pf_render_age_bucket(int64_t age_steps);
+/* Age buckets of PF_COLORING_AGE, in simulated seconds since the owner was
+ * first scheduled: [0, 1), [1, 4), [4, 16), [16, 64), 64+. A factor of 4
+ * apart: under the default cost model (Llama-3-8B on an H200) a decode step
+ * takes 5-10 ms, so 1 s is a short answer's whole life and 64 s is past the
+ * end-to-end p99 of the default run (about 20 s); the seed's 32..2048-token
+ * lengths fall across the middle buckets. */
+int pf_render_age_bucket(double age_s);
 
 #define PF_HELP_PAGES 3
 
@@ -113,12 +116,9 @@ typedef struct {
     int32_t inspect;             /* sequence id + 1 in the inspector; 0: none */
     const pf_hist *hist;         /* the long history, may be NULL (then the
                                     snapshot's last 256 steps)               */
-    int window;                  /* chart window in steps; 0: 256           */
+    double window_s;             /* chart window, simulated seconds; 0: the
+                                    default (PF_CHART_DEFAULT_WINDOW_S)      */
     int charts;                  /* 1: charts in the grid's place (key t)   */
-    const char *time_unit;       /* the time axis' unit; NULL: "steps"      */
-    double unit_per_step;        /* time units per step; 0: 1 (steps). The
-                                    simulator counts steps today; when it has
-                                    seconds, pass "s" and the step length.  */
     int run_no;                  /* the run on screen (1, 2...); 0: not shown */
     int run_ended, run_exact;    /* it ended; final is exact                */
     const pf_sim_stats *final;   /* its final figures when ended            */
@@ -129,19 +129,30 @@ typedef struct {
     const pf_sim_snapshot *split_naive; /* split view (key 2): the naive side;
                                     snap is then the paged side             */
     const pf_sweep_view *sweep;  /* non-NULL: the watermark curve in the grid's place */
+    int no_color;                /* NO_COLOR / --no-color: every colouring
+                                    also tells its classes apart by glyph
+                                    (owner letters, age digits), since the
+                                    colour is not there to do it            */
 } pf_dash_view;
 
-/* Chart windows: PF_CHART_MIN_WINDOW .. PF_HIST_CAP steps, zoomed by 2x. */
-#define PF_CHART_MIN_WINDOW 16
-#define PF_CHART_DEFAULT_WINDOW 256
-int pf_render_window_zoom(int window, int out);
+/* Chart windows in simulated seconds, zoomed by 2x between the two ends.
+ * The default, 8 s, is about 1000 steps of the default cost model and a
+ * third of the default 512-job run (21 s): the thrash at the start and the
+ * recovery after it both fit. The longest, 4096 s, is past what the
+ * history's 65536 steps hold at 5-10 ms a step. */
+#define PF_CHART_MIN_WINDOW_S 0.25
+#define PF_CHART_DEFAULT_WINDOW_S 8.0
+#define PF_CHART_MAX_WINDOW_S 4096.0
+double pf_render_window_zoom(double window_s, int out);
 
-/* One chart: the last `window` samples of series k of h in the rectangle
- * (x, y, w, rows >= 3): a title row, rows-2 rows of bars with the scale in
- * a 7-column gutter, and a time axis. Returns the scale's top value (the
- * series' largest visible value rounded up to 1, 2 or 5 x 10^k; > 0). */
+/* One chart: series k of h over the last window_s simulated seconds, in
+ * the rectangle (x, y, w, rows >= 3): a title row, rows-2 rows of bars with
+ * the scale in a 7-column gutter, and a time axis in seconds. Counts
+ * (tokens, preemptions) are drawn per second, levels as their time-weighted
+ * mean per column (pf_hist_resample). Returns the scale's top value (the
+ * largest column rounded up to 1, 2 or 5 x 10^k; > 0). */
 double pf_render_chart(pf_cells *b, int x, int y, int w, int rows, const pf_hist *h, int k,
-                       int window, const pf_dash_view *v, const char *name, uint8_t col,
+                       double window_s, const pf_dash_view *v, const char *name, uint8_t col,
                        double mul);
 
 /* Where the grid went and at what scale; for tests and the legend. */
@@ -154,16 +165,25 @@ typedef struct {
     int shared_frames;       /* frames in the shared state (legend shows it) */
     int flashes;             /* cells drawn with a preemption flash          */
     int admits;              /* cells drawn with an admission mark           */
+    int cached_frames;       /* frames only the prefix cache keeps           */
 } pf_grid_info;
 
-/* Glyph kinds of a grid cell. */
+/* Glyph kinds of a grid cell. The first six are the frame's own state; the
+ * next three are the owner's state where it is not plain running (the
+ * state colouring draws them, so that stalled, prefilling and recomputing
+ * differ in shape too, not only in colour). Every glyph differs from every
+ * other in both sets, UTF-8 and ASCII. */
 typedef enum {
-    PF_GLYPH_USED = 0,
+    PF_GLYPH_USED = 0, /* holds tokens (running, in the state colouring) */
     PF_GLYPH_RESERVED, /* naive: reserved, no token yet (the waste)   */
-    PF_GLYPH_SHARED,
+    PF_GLYPH_SHARED,   /* held by more than one sequence (prefix)     */
     PF_GLYPH_SWAPPED,
     PF_GLYPH_FREE,
     PF_GLYPH_RESERVE,  /* free, inside the watermark's reserve        */
+    PF_GLYPH_CACHED,   /* no holder; the prefix cache keeps it (free) */
+    PF_GLYPH_STALLED,  /* owner stalled on a page fault               */
+    PF_GLYPH_PREFILL,  /* owner computing its prompt                  */
+    PF_GLYPH_RECOMPUTE,/* owner recomputing after a preemption        */
     PF_GLYPH_COUNT
 } pf_glyph_kind;
 
@@ -173,6 +193,11 @@ uint32_t pf_render_glyph(pf_glyph_kind k, int ascii);
  * to 24), so any PF_OWNER_COLORS consecutive ids get distinct colours, and
  * any 6 consecutive ids stay distinct on an 8-colour terminal. */
 uint8_t pf_render_owner_color(int32_t owner);
+
+/* Without colour (pf_dash_view.no_color) the owner colouring draws a used
+ * frame as its owner's letter: a-z, the same id * 7 rule over 26, so
+ * neighbouring ids differ. */
+uint32_t pf_render_owner_letter(int32_t owner);
 
 /* Draw the pool grid of snap into the rectangle (x, y, w, h). Every frame
  * lands in exactly one cell; with more frames than cells, N frames share a

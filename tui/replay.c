@@ -21,7 +21,8 @@
 #include "tui/term.h"
 
 typedef struct {
-    int headless, width, height, ascii, no_color, coloring, charts, window;
+    int headless, width, height, ascii, no_color, coloring, charts;
+    double window; /* chart window, simulated seconds */
     const char *file;
 } replay_opts;
 
@@ -104,7 +105,8 @@ static int replay_headless(replay_opts *o, FILE *f)
     v.ascii = o->ascii;
     v.coloring = o->coloring;
     v.charts = o->charts;
-    v.window = o->window;
+    v.window_s = o->window;
+    v.no_color = o->no_color;
     v.hist = &hist;
     for (;;) {
         char err[256];
@@ -153,7 +155,8 @@ static int replay_live(replay_opts *o, FILE *f)
     memset(&s, 0, sizeof s);
     pf_hist hist;
     memset(&hist, 0, sizeof hist);
-    int status = 0, w, h, paused = 0, coloring = o->coloring, charts = o->charts, window = o->window;
+    int status = 0, w, h, paused = 0, coloring = o->coloring, charts = o->charts;
+    double window = o->window;
     double rate = 10; /* records per second: the live recorder keeps about 10 */
     long at = 0, shown = -1;
     int tick = 0, fin = 0;
@@ -194,7 +197,8 @@ static int replay_live(replay_opts *o, FILE *f)
         v.status = st;
         v.coloring = coloring;
         v.charts = charts;
-        v.window = window;
+        v.window_s = window;
+        v.no_color = o->no_color;
         v.hist = &hist;
         pf_render_screen(&buf, &v, NULL);
         pf_term_draw(&buf, 0);
@@ -264,7 +268,7 @@ int pf_cmd_replay(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.width = 120;
     o.height = 40;
-    o.window = PF_CHART_DEFAULT_WINDOW;
+    o.window = PF_CHART_DEFAULT_WINDOW_S;
     static const char *const colorings[] = {"owner", "state", "age", NULL};
     pf_opt opts[] = {
         {"file", PF_OPT_STRING, &o.file, 0, 0, NULL, "FILE", "the recording (also the first argument)", 0},
@@ -275,7 +279,8 @@ int pf_cmd_replay(int argc, char **argv)
         {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL, "no colours", 0},
         {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C", "owner, state or age", 0},
         {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts", 0},
-        {"window", PF_OPT_INT, &o.window, PF_CHART_MIN_WINDOW, PF_HIST_CAP, NULL, "STEPS", "chart window", 0},
+        {"window", PF_OPT_DOUBLE, &o.window, PF_CHART_MIN_WINDOW_S, PF_CHART_MAX_WINDOW_S, NULL, "SECONDS",
+         "chart window in simulated seconds", 0},
         {0},
     };
     /* `pagefault replay FILE [flags]`: the file may come first */

@@ -29,6 +29,7 @@ static void *sweep_main(void *arg)
         p.mode = PF_SIM_PAGED;
         p.engine = PF_ENGINE_DETERMINISTIC;
         p.watermark = sweep_wm[i];
+        p.watermark_auto = 0; /* the curve is of fixed settings, even when the live run is auto */
         pf_sim *s = pf_sim_create(&p, sw->jobs, NULL, 0);
         int rc = s ? 0 : -1;
         while (rc == 0 && !atomic_load(&sw->cancel))

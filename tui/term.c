@@ -78,6 +78,7 @@ static void setup_colors(void)
         {PF_COL_AGE0, rich ? 27 : COLOR_BLUE},        {PF_COL_AGE0 + 1, rich ? 37 : COLOR_CYAN},
         {PF_COL_AGE0 + 2, rich ? 148 : COLOR_GREEN},  {PF_COL_AGE0 + 3, rich ? 214 : COLOR_YELLOW},
         {PF_COL_AGE0 + 4, rich ? 196 : COLOR_RED},
+        {PF_COL_PREFILL, rich ? 159 : COLOR_WHITE},   {PF_COL_CACHED, rich ? 66 : COLOR_BLUE},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
         if (base[i].col < COLOR_PAIRS)
