@@ -44,8 +44,7 @@
 #include "tui/bridge.h"
 #include "tui/render.h"
 #include "tui/record.h"
-#include "tui/simmetrics.h"
-#include "net/metrics_http.h"
+#include "tui/simpub.h"
 #include "tui/simflags.h"
 #include "tui/sweep.h"
 #include "tui/term.h"
@@ -584,17 +583,15 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     memset(&hist, 0, sizeof hist);
     pf_sweep sweep;
     memset(&sweep, 0, sizeof sweep);
-    /* --metrics-port: vLLM's /metrics names over the figures shown, served
-     * before the terminal is taken so that a bind failure is one clear line */
-    pf_simmetrics *metrics = NULL;
-    pf_msrv *msrv = NULL;
-    if (o->metrics_port) {
-        const char *why = "out of memory";
-        metrics = pf_simmetrics_new("model_name=\"pagefault-sim\"");
-        if (!metrics || pf_msrv_start(o->metrics_bind, o->metrics_port, pf_simmetrics_registry(metrics),
-                                      &msrv, &why) != 0) {
-            fprintf(stderr, "pagefault: --metrics-port %d: cannot serve /metrics on %s: %s\n",
-                    o->metrics_port, o->metrics_bind ? o->metrics_bind : "127.0.0.1", why);
+    /* --metrics-port (vLLM's /metrics names over the figures shown) and
+     * --kv-events-publish (the prefix cache's block events): bound before
+     * the terminal is taken so that a bind failure is one clear line */
+    pf_simpub *pub = NULL;
+    if (o->metrics_port || o->sf.kv_publish) {
+        char why[256];
+        if (pf_simpub_open(o->sf.kv_publish, o->sf.kv_replay, o->metrics_bind, o->metrics_port, &pub,
+                           why, sizeof why) != 0) {
+            fprintf(stderr, "pagefault: %s\n", why);
             status = 2;
             goto cleanup;
         }
@@ -626,6 +623,7 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
         goto cleanup;
     }
     gpu.sim = sim;
+    pf_simpub_attach(pub, sim); /* before the engine starts: every step is published */
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     int rc = pf_sim_start(sim);
@@ -705,8 +703,10 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
             }
             if (pf_hist_update(&hist, snap) != 0)
                 snprintf(status_msg, sizeof status_msg, "charts off: out of memory");
-            if (metrics && pf_simmetrics_update(metrics, &snap->stats) != 0)
+            if (pub && pf_simpub_update_snapshot(pub, snap) != 0)
                 snprintf(status_msg, sizeof status_msg, "/metrics not updated: out of memory");
+            if (pub && pf_simpub_error(pub) != 0)
+                snprintf(status_msg, sizeof status_msg, "KV events: a batch could not be sent");
             if (marks.preempted + marks.admitted != before)
                 marks_live_until = now + PF_MARK_SECONDS + 0.05;
         }
@@ -886,8 +886,7 @@ cleanup:
     pf_cells_free(&buf);
     pf_marks_free(&marks);
     pf_hist_free(&hist);
-    pf_msrv_stop(msrv); /* before the registry it serves */
-    pf_simmetrics_free(metrics);
+    pf_simpub_close(pub, NULL); /* after the simulator that published through it */
     pthread_mutex_destroy(&gpu.mu);
     return status;
 }
@@ -961,6 +960,9 @@ int pf_cmd_dash(int argc, char **argv)
         return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
     if (o.headless && o.metrics_port)
         return pf_cli_error(prog, "--metrics-port: the live dashboard serves /metrics, not --headless");
+    if (o.headless && o.sf.kv_publish)
+        return pf_cli_error(prog, "--kv-events-publish: the live dashboard publishes, not --headless "
+                                  "(`pagefault sim --kv-events-publish` publishes a batch run)");
     if (o.metrics_bind && !o.metrics_port)
         return pf_cli_error(prog, "--metrics-bind needs --metrics-port");
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
