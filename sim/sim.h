@@ -362,6 +362,9 @@ typedef struct {
     double ttft;        /* seconds to its first token, -1 before it         */
     int computed;       /* tokens whose KV its frames hold                  */
     int shared_frames;  /* of its frames, those another sequence holds too  */
+    int64_t table_at;   /* its block table is snap->tab_buf[table_at ..
+                           table_at + frames) (running sequences of a live
+                           snapshot); -1 when not there                   */
 } pf_seq_view;
 
 typedef enum {

@@ -142,6 +142,7 @@ static void seq_view(const pf_sched *sc, int id, pf_seq_view *v, int shared)
     v->ttft = q->t_first_token >= 0.0 ? q->t_first_token - q->arrival : -1.0;
     v->computed = q->computed;
     v->shared_frames = shared;
+    v->table_at = -1;
 }
 
 /* Make *arr hold at least want elements (it keeps what it had when large
@@ -209,7 +210,8 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
         const pf_req *q = pf_sched_req(sc, id);
         if (at + q->nframes > snap->tab_cap)
             return 1; /* the tables outgrew the buffer: grow, again */
-        seq_view(sc, id, &snap->seqs[ns++], 0);
+        seq_view(sc, id, &snap->seqs[ns], 0);
+        snap->seqs[ns++].table_at = at;
         memcpy(snap->tab_buf + at, q->table, (size_t)q->nframes * sizeof *q->table);
         at += q->nframes;
     }

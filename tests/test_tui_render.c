@@ -971,6 +971,20 @@ Test(panels, inspector_shows_sequence_and_page_table)
     cr_assert(pf_cells_find(&b, "0->sh*", NULL, NULL) && pf_cells_find(&b, "1->sh*", NULL, NULL),
               "shared blocks held under another sequence are marked shared");
     cr_assert(pf_cells_find(&b, "2->151", NULL, NULL) || pf_cells_find(&b, "2->150", NULL, NULL));
+    /* a live snapshot carries the table itself (tab_buf): the shared
+     * blocks get their frame numbers */
+    int32_t tab[4] = {101, 102, 150, 151};
+    s->frames[102].state = PF_FRAME_SHARED;
+    s->tab_buf = tab;
+    s->tab_cap = 4;
+    s->seqs[s->nseqs - 1].table_at = 0;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "0->101*", NULL, NULL) && pf_cells_find(&b, "1->102*", NULL, NULL),
+              "shared blocks numbered from the sequence's own table");
+    cr_assert_not(pf_cells_find(&b, "->sh*", NULL, NULL));
+    s->tab_buf = NULL; /* the stack's, not the snapshot's to free */
+    s->tab_cap = 0;
+    s->seqs[s->nseqs - 1].table_at = -1;
     /* once it has its first token, the TTFT itself */
     s->seqs[s->nseqs - 1].state = PF_SEQ_DECODING;
     s->seqs[s->nseqs - 1].ttft = 0.125;

@@ -1304,11 +1304,11 @@ static const char *seq_state_label(int st)
 /* The inspector, in the event log's place: the selected sequence's figures
  * (times in simulated seconds), its prefill progress and its page table,
  * logical block -> frame, shared frames marked '*'.
- * A snapshot lists each frame under one holder (the first in slot order),
- * so a prefix block this sequence shares with an earlier one is not found
- * under its id: such blocks, the first shared_frames of its table (a shared
- * prefix is the start of the prompt), show as "k->sh*" without a frame
- * number. Blocks missing from a swapped-out sequence are on the host. */
+ * A live snapshot carries each running sequence's table (tab_buf), so every
+ * block shows its frame. A replayed one lists each frame under one holder
+ * (the first in slot order) only, so there a prefix block this sequence
+ * shares with an earlier one shows as "k->sh*" without a frame number.
+ * Blocks missing from a swapped-out sequence are on the host. */
 static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *s,
                           int32_t id)
 {
@@ -1373,14 +1373,24 @@ static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_
     for (int k = 0; k < tmp_n; k++)
         table[k] = -1;
     memset(shared, 0, (size_t)tmp_n);
-    for (int f = 0; f < s->nframes; f++)
-        if (s->frames[f].owner == id) {
-            int k = s->frame_block[f];
-            if (k >= 0 && k < tmp_n) {
-                table[k] = f;
-                shared[k] = s->frames[f].state == PF_FRAME_SHARED;
-            }
+    if (s->tab_buf && q->table_at >= 0 && q->table_at + nb <= s->tab_cap) {
+        /* a live snapshot carries the sequence's own table: every frame,
+         * shared ones numbered too */
+        for (int k = 0; k < tmp_n; k++) {
+            int32_t f = s->tab_buf[q->table_at + k];
+            table[k] = f;
+            shared[k] = f >= 0 && f < s->nframes && s->frames[f].state == PF_FRAME_SHARED;
         }
+    } else {
+        for (int f = 0; f < s->nframes; f++)
+            if (s->frames[f].owner == id) {
+                int k = s->frame_block[f];
+                if (k >= 0 && k < tmp_n) {
+                    table[k] = f;
+                    shared[k] = s->frames[f].state == PF_FRAME_SHARED;
+                }
+            }
+    }
     for (int k = 0; k < tmp_n && shown < cap; k++) {
         if (shown == cap - 1 && tmp_n - k > 1) {
             pf_cells_printf(b, px, py, w - (px - x), PF_COL_DIM, 0, "+%d more", tmp_n - k);
