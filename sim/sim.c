@@ -192,6 +192,12 @@ static void on_sched_event(void *ctx, pf_sched_ev ev, int req, int a)
         s->cur_stalls++;
         pf_sim__event(s, PF_EV_STALL, req, a);
         break;
+    case PF_SCHED_EV_FIRST_TOKEN: {
+        const pf_req *q = pf_sched_req(s->sc, req);
+        s->cur_firsts++;
+        s->cur_ttft_sum += q->t_first_token - q->arrival;
+        break;
+    }
     case PF_SCHED_EV_FINISH:
         s->finished++;
         s->idle_preempts = 0;
@@ -225,6 +231,8 @@ static void zero_totals(pf_sim *s)
     s->idle_preempts = 0;
     s->livelock = s->done = 0;
     s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;
+    s->cur_firsts = 0;
+    s->cur_ttft_sum = 0.0;
     s->last_decoding = s->last_stalled = 0;
     s->lc_raises = s->lc_lowers = 0;
     s->h_head = s->h_n = 0;
@@ -499,6 +507,8 @@ static void account(pf_sim *s, int64_t tokens)
     s->h_time[i] = pf_sched_now(sc);
     s->h_step[i] = steps - 1;
     s->h_tok[i] = (float)tokens;
+    s->h_first[i] = (float)s->cur_firsts;
+    s->h_ttft[i] = (float)s->cur_ttft_sum;
 
     /* livelock: preemptions keep coming and nothing moves forward (the
      * seed's faulting victim can make two sequences evict each other for
@@ -524,6 +534,8 @@ static void account(pf_sim *s, int64_t tokens)
         }
     }
     s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;
+    s->cur_firsts = 0;
+    s->cur_ttft_sum = 0.0;
     if (s->step_fn)
         s->step_fn(s->pub_ctx, pf_sched_now(sc));
 }

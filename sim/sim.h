@@ -427,6 +427,11 @@ typedef struct {
     double hist_time[PF_SIM_HISTORY];
     float hist_tokens[PF_SIM_HISTORY];
     float hist_waiting[PF_SIM_HISTORY];
+    /* per history entry: requests whose first token came in that step,
+     * and the sum of their times to first token (seconds): a window's
+     * mean TTFT is a ratio of the two sums */
+    float hist_firsts[PF_SIM_HISTORY];
+    float hist_ttft_sum[PF_SIM_HISTORY];
     /* scratch of pf_sim_take_snapshot (the block tables copied under the
      * lock), owned; and the seconds the lock was held for the last one */
     int32_t *tab_buf;

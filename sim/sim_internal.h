@@ -59,6 +59,8 @@ struct pf_sim {
     int done;
     /* the step being accounted (filled by the event callback) */
     int cur_preempted, cur_first_admits, cur_stalls;
+    int cur_firsts;          /* requests whose first token came this step */
+    double cur_ttft_sum;     /* ... and the sum of their TTFTs, seconds   */
     int last_decoding, last_stalled;
 
     /* the load controller (--watermark auto) */
@@ -84,7 +86,8 @@ struct pf_sim {
     pf_event ev[PF_SIM_EVENTS];
     int ev_head, ev_n;
     float h_dec[PF_SIM_HISTORY], h_stall[PF_SIM_HISTORY], h_pre[PF_SIM_HISTORY],
-        h_use[PF_SIM_HISTORY], h_tok[PF_SIM_HISTORY], h_wait[PF_SIM_HISTORY];
+        h_use[PF_SIM_HISTORY], h_tok[PF_SIM_HISTORY], h_wait[PF_SIM_HISTORY],
+        h_first[PF_SIM_HISTORY], h_ttft[PF_SIM_HISTORY];
     double h_time[PF_SIM_HISTORY];
     int64_t h_step[PF_SIM_HISTORY];
     int h_head, h_n;

@@ -241,6 +241,8 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
         snap->hist_time[i] = sim->h_time[h];
         snap->hist_tokens[i] = sim->h_tok[h];
         snap->hist_waiting[i] = sim->h_wait[h];
+        snap->hist_firsts[i] = sim->h_first[h];
+        snap->hist_ttft_sum[i] = sim->h_ttft[h];
     }
     snap->hist_step0 = sim->h_n ? sim->h_step[sim->h_head] : pf_sched_steps(sc);
     return 0;

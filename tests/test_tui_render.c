@@ -1365,3 +1365,35 @@ Test(split, narrow_screen_keeps_numbers_whole)
     snap_del(nv);
     snap_del(pg);
 }
+
+/* The mean TTFT over a chart's slices is the TTFTs summed in each slice over
+ * the first tokens in it (a ratio of two counts, not a mean of per-step
+ * means); a slice with no first token has no value. 100 steps of 0.1 s:
+ * steps 0-39 bring 2 first tokens of 0.5 s each, steps 40-49 none, steps
+ * 50-99 one of 2 s each. */
+Test(charts, ttft_mean_is_a_ratio_per_slice)
+{
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    for (int i = 0; i < 100; i++) {
+        float smp[PF_HIST_SERIES] = {0};
+        if (i < 40) {
+            smp[PF_HIST_FIRSTS] = 2;
+            smp[PF_HIST_TTFT_SUM] = 1.0f;
+        } else if (i >= 50) {
+            smp[PF_HIST_FIRSTS] = 1;
+            smp[PF_HIST_TTFT_SUM] = 2.0f;
+        }
+        cr_assert_eq(pf_hist_push(&h, smp, 0.1 * (i + 1)), 0);
+    }
+    double out[10], mean = 0;
+    pf_hist_resample(&h, PF_HIST_TTFT_MEAN, 10.0, 10.0, 10, out, &mean);
+    for (int c = 0; c < 4; c++)
+        cr_assert_float_eq(out[c], 0.5, 1e-6, "slice %d: %g", c, out[c]);
+    cr_assert_float_eq(out[4], -1.0, 1e-12, "no first token in 4-5 s: no value");
+    for (int c = 5; c < 10; c++)
+        cr_assert_float_eq(out[c], 2.0, 1e-6, "slice %d: %g", c, out[c]);
+    /* 80 tokens of 0.5 s and 50 of 2 s */
+    cr_assert_float_eq(mean, (80 * 0.5 + 50 * 2.0) / 130.0, 1e-6);
+    pf_hist_free(&h);
+}

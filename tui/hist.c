@@ -31,7 +31,11 @@ double pf_hist_now(const pf_hist *h)
     return h->t && h->n > 0 ? pf_hist_time(h, h->n - 1) : 0.0;
 }
 
-int pf_hist_is_rate(int series) { return series == PF_HIST_TOKENS || series == PF_HIST_PREEMPT; }
+int pf_hist_is_rate(int series)
+{
+    return series == PF_HIST_TOKENS || series == PF_HIST_PREEMPT || series == PF_HIST_FIRSTS ||
+           series == PF_HIST_TTFT_SUM;
+}
 
 static inline double cum_at(const pf_hist *h, int k, int i)
 {
@@ -101,7 +105,8 @@ int pf_hist_update(pf_hist *h, const pf_sim_snapshot *s)
         if (h->next_step >= 0 && step < h->next_step)
             continue; /* seen already */
         float smp[PF_HIST_SERIES] = {s->hist_tokens[i], s->hist_stalled[i], s->hist_preempt[i],
-                                     s->hist_usage[i],  s->hist_waiting[i], ttft};
+                                     s->hist_usage[i],  s->hist_waiting[i], ttft,
+                                     s->hist_firsts[i], s->hist_ttft_sum[i]};
         if (pf_hist_push(h, smp, s->hist_time[i]) != 0)
             return -1;
         h->next_step = step + 1;
@@ -148,9 +153,27 @@ static double integral_to(const pf_hist *h, int k, double t)
  * bin edge, each a binary search: O(ncols x log n), however many steps
  * the span holds (a 65536-step window used to cost a pass over every step
  * for every chart). */
+/* The derived mean TTFT: per bin, the TTFTs summed over the bin divided
+ * by the first tokens in it (both counts, so both resample to per-second
+ * rates over the same covered time and the ratio is exact). */
+static double resample_ttft_mean(const pf_hist *h, double t_end, double span, int ncols,
+                                 double *out, double *mean)
+{
+    double num[PF_HIST_MAX_BINS], den[PF_HIST_MAX_BINS], mn = 0, md = 0;
+    double cov = pf_hist_resample(h, PF_HIST_TTFT_SUM, t_end, span, ncols, num, &mn);
+    pf_hist_resample(h, PF_HIST_FIRSTS, t_end, span, ncols, den, &md);
+    for (int c = 0; c < ncols && c < PF_HIST_MAX_BINS; c++)
+        out[c] = num[c] >= 0 && den[c] > 0 ? num[c] / den[c] : -1;
+    if (mean)
+        *mean = md > 0 ? mn / md : 0;
+    return cov;
+}
+
 double pf_hist_resample(const pf_hist *h, int series, double t_end, double span, int ncols,
                         double *out, double *mean)
 {
+    if (series == PF_HIST_TTFT_MEAN)
+        return resample_ttft_mean(h, t_end, span, ncols, out, mean);
     if (mean)
         *mean = 0;
     if (ncols < 1)

@@ -11,10 +11,12 @@
  * time, never against the sample index.
  * Series: output tokens in the step and preemptions in the step (counts:
  * charts show them per second), stalled sequences, KV use (held frames /
- * pool), requests waiting after the step, and TTFT p99 (seconds, the run's
+ * pool), requests waiting after the step, TTFT p99 (seconds, the run's
  * p99 so far, stats.lat[PF_MET_TTFT].p99, sampled from the snapshot that
  * brought the step in: about 30 times a second live, at every dump
- * headless).
+ * headless), and the requests whose first token came in the step with the
+ * sum of their TTFTs (counts: the charts' windowed mean TTFT is their
+ * ratio, PF_HIST_TTFT_MEAN).
  *
  * Contract: one thread (the UI); a snapshot whose step or time went
  * backwards (reset, mode change) clears the history; steps that fell out of
@@ -41,7 +43,13 @@ enum {
     PF_HIST_USAGE,      /* KV use, held frames / pool, 0..1 (level)      */
     PF_HIST_WAITING,    /* requests waiting after it (level)             */
     PF_HIST_TTFT_P99,   /* the run's TTFT p99 so far, seconds (level)    */
-    PF_HIST_SERIES
+    PF_HIST_FIRSTS,     /* requests whose first token came in the step (count) */
+    PF_HIST_TTFT_SUM,   /* the sum of their TTFTs, seconds (count)       */
+    PF_HIST_SERIES,
+    /* derived, for pf_hist_resample only: TTFT_SUM / FIRSTS over each bin,
+     * the mean time to first token of the requests whose first token came
+     * in it (-1 where none did) */
+    PF_HIST_TTFT_MEAN = PF_HIST_SERIES
 };
 
 typedef struct {

@@ -7,7 +7,8 @@
 
 #include "core/err.h"
 
-#define REC_VERSION 2 /* 2: time in seconds, the step's time, tokens and queue */
+#define REC_VERSION 3 /* 2: time in seconds, the step's time, tokens and queue;
+                         3: first tokens and their TTFT sum per step */
 #define REC_SNAP 0x50414E53u /* "SNAP" */
 #define REC_MAX_FRAMES (1 << 24)
 #define REC_MAX_SEQS (1 << 20)
@@ -92,6 +93,8 @@ int pf_record_put(FILE *f, const pf_sim_snapshot *s, int tick, int final)
     put(&b, s->hist_time, (size_t)s->nhistory * sizeof(double));
     put(&b, s->hist_tokens, hn);
     put(&b, s->hist_waiting, hn);
+    put(&b, s->hist_firsts, hn);
+    put(&b, s->hist_ttft_sum, hn);
     int rc = PF_ERR_IO;
     if (!b.oom && b.n < UINT32_MAX) {
         uint32_t hdr[2] = {REC_SNAP, (uint32_t)b.n};
@@ -262,6 +265,8 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
     get(&r, s->hist_time, (size_t)nh * sizeof(double));
     get(&r, s->hist_tokens, hn);
     get(&r, s->hist_waiting, hn);
+    get(&r, s->hist_firsts, hn);
+    get(&r, s->hist_ttft_sum, hn);
     s->nhistory = nh;
     if (r.bad || r.at != r.n) {
         snprintf(err, errlen, "%s: a damaged record (length)", name);

@@ -5,7 +5,7 @@
  * back through the same renderer (headless: the same frames as the run
  * that recorded them, byte for byte).
  *
- * Format (version 2): a 16-byte header, "PFREC\0", a u16 version, a u16
+ * Format (version 3): a 16-byte header, "PFREC\0", a u16 version, a u16
  * word size check (sizeof(pf_sim_params)), a u32 sizeof(pf_sim_stats); then
  * one record per snapshot: u32 magic 'SNAP', u32 payload bytes, and the
  * payload: i32 tick, u8 final, the parameters and statistics as the

@@ -698,7 +698,7 @@ static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_
         {PF_HIST_PREEMPT, "preemptions/s", PF_COL_BAD, 1},
         {PF_HIST_USAGE, "KV use %", PF_COL_RESERVE, 100},
         {PF_HIST_WAITING, "waiting requests", PF_COL_WARN, 1},
-        {PF_HIST_TTFT_P99, "TTFT p99 (s, run so far)", PF_COL_STALLED, 1},
+        {PF_HIST_TTFT_MEAN, "TTFT mean (s, first tokens in each slice)", PF_COL_STALLED, 1},
     };
     int avail = h - 1, nch = 5;
     while (nch > 1 && avail / nch < 4)
@@ -1078,7 +1078,7 @@ static const char *const help_counters[] = {
     "  ping-pong   preempted again soon after readmission",
     "  History     tokens/s, preemptions/s, waiting over the chart window",
     "              (< >), the window's mean at the right",
-    "  Charts (t)  the same against time, KV use and the run's TTFT p99;",
+    "  Charts (t)  the same against time, KV use and the mean TTFT of the first tokens in each slice;",
     "              top line: the window's rates and vs naive, then the run's",
     "  time        simulated seconds (the cost model's), header and events",
     "  ui fps ms   the dashboard's frame rate and render time",
