@@ -6,7 +6,9 @@
 #   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli (= ctest -L gpu)
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
-#   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (default kernel)
+#   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
+#                the planner's split-KV overridden (bench --splits)
+#   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
 #   NCU=1        Nsight Compute on one paged llama launch (NCU_KERNEL, default 0)
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #   PROFILE=1    pagefault bench --profile-out
@@ -15,7 +17,8 @@ OUT=${OUT:-/tmp/pagefault-device}
 ITERS=${ITERS:-30}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.." || exit 1
-[ -x .dev-bin/pagefault ] || { echo "carry .dev-bin (run gpu/device_pack.sh first)"; exit 1; }
+[ -x .dev-bin/pagefault ] || [ ! -f .dev-pack/bin.tgz ] || tar xzf .dev-pack/bin.tgz
+[ -x .dev-bin/pagefault ] || { echo "carry .dev-pack (run gpu/device_pack.sh first)"; exit 1; }
 export LD_LIBRARY_PATH=$PWD/.dev-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=$PWD/.dev-bin/pagefault
 {
@@ -57,6 +60,15 @@ for w in ${WORKLOADS:-}; do
         echo "### pagefault bench --workload $w --kernel $k --iters $ITERS" >>"$OUT/bench.txt"
         $BIN bench --workload $w --kernel $k --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
         echo "exit status $?" >>"$OUT/bench.txt"
+    done
+done
+for w in ${SPLIT_WORKLOADS:-}; do
+    for k in ${SPLIT_KERNELS:-0}; do
+        for sp in ${SPLITS:-1 2 4 8 16}; do
+            echo "### pagefault bench --workload $w --kernel $k --splits $sp --iters $ITERS --no-read-bw" >>"$OUT/bench.txt"
+            $BIN bench --workload $w --kernel $k --splits $sp --iters "$ITERS" --no-read-bw >>"$OUT/bench.txt" 2>&1
+            echo "exit status $?" >>"$OUT/bench.txt"
+        done
     done
 done
 if [ "${BLOCKS:-0}" = 1 ]; then

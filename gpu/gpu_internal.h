@@ -25,6 +25,12 @@ extern "C" {
  * validated (pf_gpu_attn_validate's answer), the kernel version in
  * [0, PF_GPU_KERNEL_VERSIONS]. PF_OK or the error to return. */
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version);
+/* Set a made plan's chunking: the longest sequence (plan->max_len) in about
+ * `splits` chunks of whole pages (at most PF_GPU_MAX_CHUNK tokens each), and
+ * the workspace that needs. PF_ERR_ARG when splits < 1 or the chunk cannot
+ * be made (more than 256 chunks). For measuring the planner (the bench's
+ * --splits); plans otherwise come from pf_gpu_attn_plan_compute. */
+int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits);
 
 /* ---- host element conversion (round to nearest even) ---- */
 uint16_t pf_gpu_f32_to_bf16(float f);

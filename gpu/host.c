@@ -458,6 +458,22 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
     return now;
 }
 
+/* plan->workspace_bytes for its chunking: partial outputs and their
+ * log-sum-exps when split, and the fused versions' counters. */
+static void plan_workspace(pf_gpu_attn_plan *plan)
+{
+    const pf_gpu_attn_shape *s = &plan->shape;
+    const int group = s->num_q_heads / s->num_kv_heads;
+    const int heads = s->num_kv_heads * (group / pf_gpu_group_tile(group));
+    plan->workspace_bytes = 0;
+    if (plan->splits > 1) {
+        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * plan->splits;
+        plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
+        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
+            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
+    }
+}
+
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version)
 {
     if (!plan)
@@ -551,13 +567,23 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     plan->splits = best_splits;
     plan->sm_count = sm_count;
     plan->blocks_per_sm = blocks_per_sm;
-    if (best_splits > 1) {
-        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * best_splits;
-        plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
-        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
-            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
-    }
+    plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
+    return PF_OK;
+}
+
+int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || splits < 1 || splits > 256)
+        return PF_ERR_ARG;
+    const int B = plan->paged ? plan->shape.block_size : 16;
+    int c = (plan->max_len + splits - 1) / splits;
+    c = (c + B - 1) / B * B;
+    if (c > PF_GPU_MAX_CHUNK / B * B)
+        return PF_ERR_ARG;
+    plan->chunk = c;
+    plan->splits = (plan->max_len + c - 1) / c;
+    plan_workspace(plan);
     return PF_OK;
 }
 
