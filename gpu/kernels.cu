@@ -395,6 +395,7 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
  *       and head tile (an atomic count in the workspace), not a second
  *       launch: one launch per run, and no launch gap before the merge. */
 
+
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
 {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -409,6 +410,51 @@ __device__ __forceinline__ void cp_async_commit()
 template <int N> __device__ __forceinline__ void cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+/* The start of version 6 on (and of v6's fp32 kernel). The chunk's slice of
+ * the block table is copied to shared memory (cp.async, 4 bytes an entry)
+ * before the sequence's length is read: only the block's chunk index places
+ * the slice, so the table's memory latency and the length's overlap instead
+ * of following each other (v2-v5 read the length, then the table, then
+ * K/V: three latencies before the first row arrives; this is two). Entries
+ * past the length are copied but never used: the slice stays inside the
+ * caller's row of max_blocks_per_seq entries, chunks being whole pages.
+ * Returns false when the block has no tokens (zeros written if the
+ * sequence is empty); else len, t0, t1 and the table are ready. */
+template <typename T, int D, int GT, bool PAGED, bool FUSED>
+__device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, int seq, int qh0,
+                                            int &len, int &t0, int &t1)
+{
+    t0 = blockIdx.x * a.chunk;
+    if (PAGED) {
+        const int b0 = t0 / a.B;
+        const int nb = min(a.chunk / a.B, a.maxb - b0);
+        const int *row = a.tables + (size_t)seq * a.maxb + b0;
+        for (int i = threadIdx.x; i < nb; i += kThreads)
+            cp_async4(&tbl[i], row + i);
+        cp_async_commit();
+    }
+    len = min(a.lens[seq], a.lim);
+    if (len <= 0 || t0 >= len) {
+        if (PAGED)
+            cp_async_wait<0>(); /* no copy outlives its thread */
+        if (len <= 0)
+            write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+        return false;
+    }
+    t1 = min(len, t0 + a.chunk);
+    if (PAGED) {
+        cp_async_wait<0>();
+        __syncthreads();
+    }
+    return true;
 }
 
 /* The end every version from 2 on shares. The block's NP partial results
@@ -486,7 +532,8 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
     }
 }
 
-template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED>
+template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED,
+          bool EARLY = false>
 __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
 {
     constexpr int EPV = Elt<T>::kPer16;
@@ -503,28 +550,33 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
     __shared__ int sm_last;
 
     const int seq = blockIdx.z;
-    const int len = min(a.lens[seq], a.lim);
     const int group = a.hq / a.hkv;
     const int nsub = group / GT;
     const int kvh = blockIdx.y / nsub;
     const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
-    if (len <= 0) {
-        write_zeros<T, D, GT>(a, seq, qh0, FUSED);
-        return;
-    }
-    const int t0 = blockIdx.x * a.chunk;
-    if (t0 >= len)
-        return;
-    const int t1 = min(len, t0 + a.chunk);
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
     const int B = a.B;
-
-    if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
-        const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
-        const int nb = pf_page_blocks_for(t1 - t0, B);
-        for (int i = tid; i < nb; i += kThreads)
-            tbl[i] = row[i];
-        __syncthreads();
+    int len, t0, t1;
+    if (EARLY) {
+        if (!block_begin<T, D, GT, PAGED, FUSED>(a, tbl, seq, qh0, len, t0, t1))
+            return;
+    } else {
+        len = min(a.lens[seq], a.lim);
+        if (len <= 0) {
+            write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+            return;
+        }
+        t0 = blockIdx.x * a.chunk;
+        if (t0 >= len)
+            return;
+        t1 = min(len, t0 + a.chunk);
+        if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
+            const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
+            const int nb = pf_page_blocks_for(t1 - t0, B);
+            for (int i = tid; i < nb; i += kThreads)
+                tbl[i] = row[i];
+            __syncthreads();
+        }
     }
     const T *kb = a.k, *vb = a.v;
     if (!PAGED) {
@@ -773,11 +825,15 @@ constexpr int v6_smem_bytes(int D, int stages)
     return kV6Warps * stages * 2 * kV6Tile * D * 2;
 }
 /* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
- * the table cache, counted as 4 KB): the register bound asks no more, so
- * the compiler never spills to reach an occupancy the memory forbids. */
+ * the table cache, counted as 4 KB), at most 4: the register bound asks no
+ * more, so the compiler never spills to reach an occupancy the memory
+ * forbids (ptxas: v6 166-208 registers at D = 128, 2 blocks, no spill; v7
+ * 168 at 3 blocks with 52-120 bytes spilled; D = 64: 108-128, none). */
 constexpr int v6_min_blocks(int D, int stages)
 {
-    return 227 * 1024 / (v6_smem_bytes(D, stages) + 4096);
+    return 227 * 1024 / (v6_smem_bytes(D, stages) + 4096) < 4
+               ? 227 * 1024 / (v6_smem_bytes(D, stages) + 4096)
+               : 4;
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES>
@@ -797,29 +853,15 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
     __shared__ int sm_last;
 
     const int seq = blockIdx.z;
-    const int len = min(a.lens[seq], a.lim);
     const int group = a.hq / a.hkv;
     const int nsub = group / GT;
     const int kvh = blockIdx.y / nsub;
     const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
-    if (len <= 0) {
-        write_zeros<T, D, GT>(a, seq, qh0, true);
+    int len, t0, t1;
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, seq, qh0, len, t0, t1))
         return;
-    }
-    const int t0 = blockIdx.x * a.chunk;
-    if (t0 >= len)
-        return;
-    const int t1 = min(len, t0 + a.chunk);
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int B = a.B;
-
-    if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
-        const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
-        const int nb = pf_page_blocks_for(t1 - t0, B);
-        for (int i = tid; i < nb; i += kThreads)
-            tbl[i] = row[i];
-        __syncthreads();
-    }
     const T *kb = a.k, *vb = a.v;
     if (!PAGED) {
         const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
@@ -1081,20 +1123,32 @@ template <typename T> struct Kern {
     int smem;
 };
 
-constexpr int kV6Stages = 3; /* tiles per warp in flight: 2 being copied, 1 in use */
+/* Let fn use `bytes` of dynamic shared memory (past the default 48 KB)
+ * and ask for the largest shared-memory carveout of the L1, so that the
+ * blocks the occupancy API counts can all be resident. */
+template <typename F> cudaError_t allow_smem(F fn, int bytes)
+{
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    return e;
+}
 
-/* Version 6's kernel, its shared memory allowed once (first use, thread-safe
- * C++ static); fp32 has no 16-bit mma and runs version 5's kernel. */
-template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v6()
+/* Versions 6 (STAGES 3: per warp two tiles being copied while one is used)
+ * and 7 (STAGES 2: a third less shared memory, so 3 blocks an SM instead of
+ * 2 at D = 128). The attributes are set once per kernel (first use, a
+ * thread-safe C++ static); a refusal shows as the launch's error. fp32 has
+ * no 16-bit mma: it runs version 5's kernel with v6's early table read. */
+template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
 {
     if constexpr (std::is_same<T, float>::value) {
-        return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
+        return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
     } else {
-        constexpr int bytes = v6_smem_bytes(D, kV6Stages);
-        static const cudaError_t set = cudaFuncSetAttribute(
-            attn_v6<T, D, GT, PAGED, kV6Stages>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-        (void)set; /* a refusal shows as the launch's error */
-        return {attn_v6<T, D, GT, PAGED, kV6Stages>, bytes};
+        constexpr int bytes = v6_smem_bytes(D, STAGES);
+        static const cudaError_t set = allow_smem(attn_v6<T, D, GT, PAGED, STAGES>, bytes);
+        (void)set;
+        return {attn_v6<T, D, GT, PAGED, STAGES>, bytes};
     }
 }
 
@@ -1109,7 +1163,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 3: return {attn_v2<T, D, GT, PAGED, 2, 4, true, false>, 0};
     case 4: return {attn_v2<T, D, GT, PAGED, 4, 2, true, false>, 0};
     case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
-    default: return pick_v6<T, D, GT, PAGED>();
+    case 6: return pick_v6<T, D, GT, PAGED, 3>();
+    default: return pick_v6<T, D, GT, PAGED, 2>();
     }
 }
 
