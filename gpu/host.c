@@ -347,9 +347,15 @@ int pf_gpu_group_tile(int group)
     return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
 }
 
-int pf_gpu_default_version(const pf_gpu_attn_shape *s)
+int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len)
 {
-    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 1 : 5;
+    if (s->dtype == PF_GPU_F32)
+        return 6;
+    if (pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
+        return 1;
+    const double kv_bytes = 2.0 * s->num_seqs * s->num_kv_heads * (double)max_len *
+                            s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
+    return kv_bytes <= 8e6 ? 1 : 5;
 }
 
 /* ---- split-KV planning ---------------------------------------------------
@@ -519,7 +525,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!heap)
         return PF_ERR_NOMEM;
 
-    const int v = version ? version : pf_gpu_default_version(s);
+    const int v = version ? version : pf_gpu_default_version(s, bound);
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;

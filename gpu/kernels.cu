@@ -1,5 +1,5 @@
 /* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
- * versions 1-4 in llm.c's manner, docs/gpu.md has each one's figures), the
+ * versions 1-6 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
@@ -36,7 +36,8 @@
  * The naive kernel is the same code reading contiguous rows; the paged one
  * first copies the chunk's slice of the block table to shared memory (read
  * ahead of use, one coalesced load), then finds each row through it (v1 by
- * a shift and the frame stride; v2-v4 through core/paging.h). Same
+ * a shift and the frame stride; v2-v6 through core/paging.h). Version 6
+ * moves the scores and the V sums to tensor cores (attn_v6). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
  */
@@ -827,8 +828,8 @@ constexpr int v6_smem_bytes(int D, int stages)
 /* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
  * the table cache, counted as 4 KB), at most 4: the register bound asks no
  * more, so the compiler never spills to reach an occupancy the memory
- * forbids (ptxas: v6 166-208 registers at D = 128, 2 blocks, no spill; v7
- * 168 at 3 blocks with 52-120 bytes spilled; D = 64: 108-128, none). */
+ * forbids (ptxas, sm_90: 166-208 registers at D = 128, 2 blocks; 108-128
+ * at D = 64, 4 blocks; no spills). */
 constexpr int v6_min_blocks(int D, int stages)
 {
     return 227 * 1024 / (v6_smem_bytes(D, stages) + 4096) < 4
@@ -1135,11 +1136,12 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes)
     return e;
 }
 
-/* Versions 6 (STAGES 3: per warp two tiles being copied while one is used)
- * and 7 (STAGES 2: a third less shared memory, so 3 blocks an SM instead of
- * 2 at D = 128). The attributes are set once per kernel (first use, a
- * thread-safe C++ static); a refusal shows as the launch's error. fp32 has
- * no 16-bit mma: it runs version 5's kernel with v6's early table read. */
+/* Version 6 (STAGES 3: per warp two tiles being copied while one is used;
+ * STAGES 2, for 3 blocks an SM at D = 128, spilled registers at the bound
+ * that needs and ran at half the speed, docs/gpu.md). The attributes are
+ * set once per kernel (first use, a thread-safe C++ static); a refusal shows
+ * as the launch's error. fp32 has no 16-bit mma: it runs version 5's kernel
+ * with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
 {
     if constexpr (std::is_same<T, float>::value) {
@@ -1163,8 +1165,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 3: return {attn_v2<T, D, GT, PAGED, 2, 4, true, false>, 0};
     case 4: return {attn_v2<T, D, GT, PAGED, 4, 2, true, false>, 0};
     case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
-    case 6: return pick_v6<T, D, GT, PAGED, 3>();
-    default: return pick_v6<T, D, GT, PAGED, 2>();
+    default: return pick_v6<T, D, GT, PAGED, 3>();
     }
 }
 
