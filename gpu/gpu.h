@@ -203,6 +203,10 @@ typedef struct {
     double frac_bw;  /* gbps / the read bandwidth measured in the run */
 } pf_gpu_timing;
 
+/* Most tokens one split-KV chunk (one thread block) holds: a block caches
+ * its chunk's slice of the block table in shared memory. */
+#define PF_GPU_CHUNK_MAX_TOKENS 4096
+
 typedef struct {
     int num_seqs;
     const int *seq_lens;   /* host [num_seqs], each >= 1                     */

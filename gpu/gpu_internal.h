@@ -80,7 +80,7 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * 14.9 vs 14.4 (v5) and 14.4 vs 13.2 (v6); a block's fixed latency (table,
  * first rows, its share of the merge) outweighs the 64 tokens it saves. */
 #define PF_GPU_MIN_CHUNK 128
-#define PF_GPU_MAX_CHUNK 4096    /* most: the block-table cache holds one    */
+#define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most: the table cache holds one */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 /* The kernel version 0 stands for, for a shape and the plan's longest

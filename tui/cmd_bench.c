@@ -368,6 +368,14 @@ int pf_cmd_bench(int argc, char **argv)
         }
         a.max_len = maxlen; /* a longer --len or --lengths raises the naive reservation */
     }
+    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS */
+    const int chunk_max = PF_GPU_CHUNK_MAX_TOKENS / a.block_size * a.block_size;
+    if (a.splits > 0 && (maxlen + a.splits - 1) / a.splits > chunk_max) {
+        pf_cli_error(PROG, "--splits %d: a sequence of %d tokens needs at least %d chunks of at "
+                           "most %d tokens", a.splits, maxlen, (maxlen + chunk_max - 1) / chunk_max,
+                     chunk_max);
+        goto out;
+    }
 
     if (!pf_gpu_available(why, sizeof why)) {
         fprintf(stderr, "%s: no GPU: %s\n", PROG, why);
