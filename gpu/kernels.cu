@@ -725,8 +725,11 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
  * scores and as many for V, plus the shuffles of the dot products. Here the
  * group's query heads are the M dimension of mma.sync m16n8k16 (fp16/bf16
  * operands, fp32 accumulate), padded to 16 rows as FlashInfer does for
- * groups >= 4: S = Q K^T and O += P V are 32 mma instructions per 16 tokens
- * of a warp instead of about 2 x 16 x D / 8 x GT FMAs.
+ * groups >= 4: S = Q K^T and O += P V take D / 4 mma instructions per 16
+ * tokens of a warp (D / 8 more for bf16's P, see Mma), where v5 issues about
+ * D x GT warp-wide FMAs for the same tokens (512 at D = 128, GT = 4).
+ * Measured on the H200 it is slower than v5 all the same (docs/gpu.md,
+ * third session: 8 warps an SM keep too few requests in flight).
  *
  * Work split: a block (4 warps) owns the same (chunk, KV head, GQA tile) as
  * before; warp w takes the chunk's 16-token tiles w, w + 4, w + 8, ... and
