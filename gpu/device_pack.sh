@@ -3,9 +3,10 @@
 # targets (sm_90) in BUILD (default build-gpu) and gather what the device
 # machine needs into .dev-bin/: pagefault, test_gpu, test_gpu_host,
 # libpagefault_gpu.so and the shared libraries the device image lacks
-# (ncursesw, Criterion and its dependencies). Carry the source copy with
-# .dev-bin inside it; gpu/device_run.sh uses it. .dev-bin must be git-ignored
-# (add it to .git/info/exclude once).
+# (ncursesw, Criterion and its dependencies), and packs them into
+# .dev-pack/bin.tgz. Carry the source copy with .dev-pack inside it (not
+# .dev-bin); gpu/device_run.sh unpacks it. Both are git-ignored (.gitignore:
+# /.dev-*/).
 set -eu
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
@@ -17,4 +18,8 @@ for f in .dev-bin/pagefault .dev-bin/test_gpu .dev-bin/test_gpu_host; do
     ldd "$f" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" .dev-bin/lib/; done
-du -sh .dev-bin
+# The binaries hold every kernel (about 13 MB each): compressed, the
+# copy that travels stays under the device tool's 64 MiB; device_run.sh
+# unpacks it.
+mkdir -p .dev-pack && tar czf .dev-pack/bin.tgz .dev-bin
+du -sh .dev-bin .dev-pack/bin.tgz

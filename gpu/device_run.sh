@@ -5,8 +5,12 @@
 # ncu.txt, peers.txt. The end of stdout is a summary.
 #   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli (= ctest -L gpu)
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
+#                (SAN_KERNELS="1 4", SAN_DTYPES="bf16"; SAN_TESTS=0 skips
+#                memcheck over the whole device test suite)
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
-#   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (default kernel)
+#   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
+#                the planner's split-KV overridden (bench --splits)
+#   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
 #   NCU=1        Nsight Compute on one paged llama launch (NCU_KERNEL, default 0)
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #   PROFILE=1    pagefault bench --profile-out
@@ -15,7 +19,8 @@ OUT=${OUT:-/tmp/pagefault-device}
 ITERS=${ITERS:-30}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.." || exit 1
-[ -x .dev-bin/pagefault ] || { echo "carry .dev-bin (run gpu/device_pack.sh first)"; exit 1; }
+[ -x .dev-bin/pagefault ] || [ ! -f .dev-pack/bin.tgz ] || tar xzf .dev-pack/bin.tgz
+[ -x .dev-bin/pagefault ] || { echo "carry .dev-pack (run gpu/device_pack.sh first)"; exit 1; }
 export LD_LIBRARY_PATH=$PWD/.dev-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=$PWD/.dev-bin/pagefault
 {
@@ -38,16 +43,20 @@ if [ "${SAN:-0}" = 1 ]; then
     {
         for tool in memcheck racecheck; do
             for k in ${SAN_KERNELS:-1 4}; do
-                echo "== $tool, kernel $k: GQA bf16 with splits and an empty tail"
-                compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
-                    --lengths 1,17,300,5000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype bf16 \
-                    --iters 1 --no-read-bw 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result" 
-                echo "$tool kernel $k status ${PIPESTATUS[0]}"
+                for dt in ${SAN_DTYPES:-bf16}; do
+                    echo "== $tool, kernel $k: GQA $dt with splits and an empty tail"
+                    compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
+                        --lengths 1,17,300,5000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype $dt \
+                        --iters 1 --no-read-bw 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result"
+                    echo "$tool kernel $k $dt status ${PIPESTATUS[0]}"
+                done
             done
         done
-        echo "== memcheck on the device tests"
-        compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 2>&1 | tail -3
-        echo "memcheck test_gpu status ${PIPESTATUS[0]}"
+        if [ "${SAN_TESTS:-1}" = 1 ]; then
+            echo "== memcheck on the device tests"
+            compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 2>&1 | tail -3
+            echo "memcheck test_gpu status ${PIPESTATUS[0]}"
+        fi
     } >"$OUT/extra.txt" 2>&1
 fi
 
@@ -57,6 +66,15 @@ for w in ${WORKLOADS:-}; do
         echo "### pagefault bench --workload $w --kernel $k --iters $ITERS" >>"$OUT/bench.txt"
         $BIN bench --workload $w --kernel $k --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
         echo "exit status $?" >>"$OUT/bench.txt"
+    done
+done
+for w in ${SPLIT_WORKLOADS:-}; do
+    for k in ${SPLIT_KERNELS:-0}; do
+        for sp in ${SPLITS:-1 2 4 8 16}; do
+            echo "### pagefault bench --workload $w --kernel $k --splits $sp --iters $ITERS --no-read-bw" >>"$OUT/bench.txt"
+            $BIN bench --workload $w --kernel $k --splits $sp --iters "$ITERS" --no-read-bw >>"$OUT/bench.txt" 2>&1
+            echo "exit status $?" >>"$OUT/bench.txt"
+        done
     done
 done
 if [ "${BLOCKS:-0}" = 1 ]; then

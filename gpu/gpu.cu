@@ -93,6 +93,7 @@ struct CaseIn {
     int ref_all_heads;
     int measure_bw;
     int version;   /* kernel version, 0: default      */
+    int splits;    /* 0: the planner's; else forced   */
     int host_time; /* measure the host time of a run */
 };
 
@@ -507,6 +508,8 @@ int case_plan(Case *c)
     const CaseIn &in = *c->in;
     const pf_gpu_attn_shape sh = case_shape(c, in.S);
     CKP(pf_gpu_attn_plan_make(&c->plan[1], &sh, 1, in.lens, 0, in.version), "plan");
+    if (in.splits > 0)
+        CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits), "--splits");
     c->plan[0] = c->plan[1];
     c->plan[0].paged = 0;
     c->res->chunk_tokens = c->plan[1].chunk;
@@ -866,7 +869,13 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess)
         return pf_gpu_cuda_err((int)e);
-    const int v = version ? version : pf_gpu_default_version(s);
+    int bound = max_len; /* the longest sequence, as plan_compute takes it */
+    if (lens_host) {
+        bound = 0;
+        for (int i = 0; i < s->num_seqs; i++)
+            bound = lens_host[i] > bound ? lens_host[i] : bound;
+    }
+    const int v = version ? version : pf_gpu_default_version(s, bound);
     int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
     if (per_sm < 1)
         per_sm = 1;
@@ -974,6 +983,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.ref_all_heads = cfg->ref_all_heads;
     in.measure_bw = cfg->measure_bw;
     in.version = cfg->version;
+    in.splits = cfg->splits;
     in.host_time = 1;
     if (cfg->version < 0 || cfg->version > PF_GPU_KERNEL_VERSIONS) {
         set_err(err, errlen, "kernel version %d: there are versions 1 to %d", cfg->version,

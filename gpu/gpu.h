@@ -93,7 +93,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * synchronizes nothing, so it can be captured in a CUDA graph. Device
  * lengths: a length <= 0 gives an output of zeros; a length above the
  * planned bound (plan->max_len) is read only up to that bound. */
-#define PF_GPU_KERNEL_VERSIONS 5 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 6 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */
@@ -203,6 +203,10 @@ typedef struct {
     double frac_bw;  /* gbps / the read bandwidth measured in the run */
 } pf_gpu_timing;
 
+/* Most tokens one split-KV chunk (one thread block) holds: a block caches
+ * its chunk's slice of the block table in shared memory. */
+#define PF_GPU_CHUNK_MAX_TOKENS 4096
+
 typedef struct {
     int num_seqs;
     const int *seq_lens;   /* host [num_seqs], each >= 1                     */
@@ -218,6 +222,9 @@ typedef struct {
                               large (every sequence is always checked)       */
     int measure_bw;        /* 1: measure the streaming read bandwidth        */
     int version;           /* kernel version, 0: the default                 */
+    int splits;            /* 0: the planner's split-KV; N: the longest
+                              sequence cut into N chunks (for measuring the
+                              planner's choice, `pagefault bench --splits`) */
 } pf_gpu_bench_cfg;
 
 typedef struct {

@@ -25,6 +25,12 @@ extern "C" {
  * validated (pf_gpu_attn_validate's answer), the kernel version in
  * [0, PF_GPU_KERNEL_VERSIONS]. PF_OK or the error to return. */
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version);
+/* Set a made plan's chunking: the longest sequence (plan->max_len) in about
+ * `splits` chunks of whole pages (at most PF_GPU_MAX_CHUNK tokens each), and
+ * the workspace that needs. PF_ERR_ARG when splits < 1 or the chunk cannot
+ * be made (more than 256 chunks). For measuring the planner (the bench's
+ * --splits); plans otherwise come from pf_gpu_attn_plan_compute. */
+int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits);
 
 /* ---- host element conversion (round to nearest even) ---- */
 uint16_t pf_gpu_f32_to_bf16(float f);
@@ -68,17 +74,30 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 
 /* ---- planning constants shared by the planner (host.c) and the kernels */
 #define PF_GPU_THREADS 128       /* threads per attention block              */
-#define PF_GPU_MIN_CHUNK 64      /* fewest tokens a split-KV chunk holds     */
-#define PF_GPU_MAX_CHUNK 4096    /* most: the block-table cache holds one    */
+/* Fewest tokens a split-KV chunk holds. 128: on the H200 (docs/gpu.md,
+ * third session) chunks of 64 tokens lost to 128 on both small launches,
+ * whatever the planner's model said: seed 11.2 vs 10.4 us (v5), single
+ * 14.9 vs 14.4 (v5) and 14.4 vs 13.2 (v6); a block's fixed latency (table,
+ * first rows, its share of the merge) outweighs the 64 tokens it saves. */
+#define PF_GPU_MIN_CHUNK 128
+#define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most: the table cache holds one */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
-/* The kernel version 0 stands for: the fastest measured for the shape
- * (docs/gpu.md, NVIDIA H200, 2026-12-02): version 1 when the GQA tile is 1
- * (MHA: 0.964 of the read bandwidth against 0.867 for version 5), version 5
- * otherwise (llama 0.848 against 0.821 for version 1). */
-int pf_gpu_default_version(const pf_gpu_attn_shape *s);
+/* The kernel version 0 stands for, for a shape and the plan's longest
+ * sequence max_len: the fastest measured (docs/gpu.md, NVIDIA H200,
+ * 2026-12-02, paged on shuffled frames):
+ *   fp32                       6 (v5's kernel, table read early; seed 10.2
+ *                                 us against 10.4 for v5, same chunks);
+ *   GQA tile 1 (MHA)           1 (0.956 of the read bandwidth against 0.850
+ *                                 for v5 and 0.758 for v6);
+ *   K+V at most 8 MB           1 (a launch that is mostly latency: single
+ *                                 12.7 us at 8 chunks against 13.2 for v6
+ *                                 and 14.4 for v5);
+ *   otherwise                  5 (llama 0.849 against 0.821 for v1 and
+ *                                 0.740 for v6). */
+int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len);
 
-/* Version 5 merges split-KV chunks inside the attention kernel: its
+/* Versions 5 and 6 merge split-KV chunks inside the attention kernel: their
  * workspace also holds one counter per (sequence, head tile), zero at rest. */
 static inline int pf_gpu_version_fused(int version)
 {

@@ -347,9 +347,15 @@ int pf_gpu_group_tile(int group)
     return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
 }
 
-int pf_gpu_default_version(const pf_gpu_attn_shape *s)
+int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len)
 {
-    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 1 : 5;
+    if (s->dtype == PF_GPU_F32)
+        return 6;
+    if (pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
+        return 1;
+    const double kv_bytes = 2.0 * s->num_seqs * s->num_kv_heads * (double)max_len *
+                            s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
+    return kv_bytes <= 8e6 ? 1 : 5;
 }
 
 /* ---- split-KV planning ---------------------------------------------------
@@ -458,6 +464,22 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
     return now;
 }
 
+/* plan->workspace_bytes for its chunking: partial outputs and their
+ * log-sum-exps when split, and the fused versions' counters. */
+static void plan_workspace(pf_gpu_attn_plan *plan)
+{
+    const pf_gpu_attn_shape *s = &plan->shape;
+    const int group = s->num_q_heads / s->num_kv_heads;
+    const int heads = s->num_kv_heads * (group / pf_gpu_group_tile(group));
+    plan->workspace_bytes = 0;
+    if (plan->splits > 1) {
+        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * plan->splits;
+        plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
+        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
+            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
+    }
+}
+
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version)
 {
     if (!plan)
@@ -503,7 +525,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!heap)
         return PF_ERR_NOMEM;
 
-    const int v = version ? version : pf_gpu_default_version(s);
+    const int v = version ? version : pf_gpu_default_version(s, bound);
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
@@ -551,13 +573,23 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     plan->splits = best_splits;
     plan->sm_count = sm_count;
     plan->blocks_per_sm = blocks_per_sm;
-    if (best_splits > 1) {
-        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * best_splits;
-        plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
-        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
-            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
-    }
+    plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
+    return PF_OK;
+}
+
+int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || splits < 1 || splits > 256)
+        return PF_ERR_ARG;
+    const int B = plan->paged ? plan->shape.block_size : 16;
+    int c = (plan->max_len + splits - 1) / splits;
+    c = (c + B - 1) / B * B;
+    if (c > PF_GPU_MAX_CHUNK / B * B)
+        return PF_ERR_ARG;
+    plan->chunk = c;
+    plan->splits = (plan->max_len + c - 1) / c;
+    plan_workspace(plan);
     return PF_OK;
 }
 

@@ -1,5 +1,5 @@
 /* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
- * versions 1-4 in llm.c's manner, docs/gpu.md has each one's figures), the
+ * versions 1-6 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
@@ -36,7 +36,8 @@
  * The naive kernel is the same code reading contiguous rows; the paged one
  * first copies the chunk's slice of the block table to shared memory (read
  * ahead of use, one coalesced load), then finds each row through it (v1 by
- * a shift and the frame stride; v2-v4 through core/paging.h). Same
+ * a shift and the frame stride; v2-v6 through core/paging.h). Version 6
+ * moves the scores and the V sums to tensor cores (attn_v6). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
  */
@@ -46,6 +47,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include <type_traits>
 
 extern "C" {
 #include "core/err.h"
@@ -393,6 +396,7 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
  *       and head tile (an atomic count in the workspace), not a second
  *       launch: one launch per run, and no launch gap before the merge. */
 
+
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
 {
     const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
@@ -409,7 +413,128 @@ template <int N> __device__ __forceinline__ void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED>
+__device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+/* The start of version 6 on (and of v6's fp32 kernel). The chunk's slice of
+ * the block table is copied to shared memory (cp.async, 4 bytes an entry)
+ * before the sequence's length is read: only the block's chunk index places
+ * the slice, so the table's memory latency and the length's overlap instead
+ * of following each other (v2-v5 read the length, then the table, then
+ * K/V: three latencies before the first row arrives; this is two). Entries
+ * past the length are copied but never used: the slice stays inside the
+ * caller's row of max_blocks_per_seq entries, chunks being whole pages.
+ * Returns false when the block has no tokens (zeros written if the
+ * sequence is empty); else len, t0, t1 and the table are ready. */
+template <typename T, int D, int GT, bool PAGED, bool FUSED>
+__device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, int seq, int qh0,
+                                            int &len, int &t0, int &t1)
+{
+    t0 = blockIdx.x * a.chunk;
+    if (PAGED) {
+        const int b0 = t0 / a.B;
+        const int nb = min(a.chunk / a.B, a.maxb - b0);
+        const int *row = a.tables + (size_t)seq * a.maxb + b0;
+        for (int i = threadIdx.x; i < nb; i += kThreads)
+            cp_async4(&tbl[i], row + i);
+        cp_async_commit();
+    }
+    len = min(a.lens[seq], a.lim);
+    if (len <= 0 || t0 >= len) {
+        if (PAGED)
+            cp_async_wait<0>(); /* no copy outlives its thread */
+        if (len <= 0)
+            write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+        return false;
+    }
+    t1 = min(len, t0 + a.chunk);
+    if (PAGED) {
+        cp_async_wait<0>();
+        __syncthreads();
+    }
+    return true;
+}
+
+/* The end every version from 2 on shares. The block's NP partial results
+ * (NP row groups or warps, each with its running max sm_m[NP][GT], sum
+ * sm_l[NP][GT] and unnormalised output sm_acc[NP][GT][D], all in shared
+ * memory and visible to every thread) are merged by log-sum-exp into this
+ * chunk's output: the final one when the sequence has one chunk, else a
+ * normalised partial and its log2-sum-exp; with FUSED (v5 on) the block
+ * that finishes its sequence's chunks last also merges them. */
+template <typename T, int D, int GT, int NP, bool FUSED>
+__device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *sm_m,
+                                            const float *sm_l, const float *sm_acc, int *sm_last,
+                                            int seq, int qh0, int len)
+{
+    const int tid = threadIdx.x;
+    for (int idx = tid; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < NP; i++)
+            M = fmaxf(M, sm_m[i * GT + g]);
+        float L = 0.f, O = 0.f;
+#pragma unroll
+        for (int i = 0; i < NP; i++) {
+            const float w = fast_exp2(sm_m[i * GT + g] - M);
+            L = fmaf(sm_l[i * GT + g], w, L);
+            O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
+        }
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        if (a.splits == 1) {
+            a.out[rowo * D + d] = Elt<T>::store(O / L);
+        } else {
+            a.part_o[(rowo * a.splits + blockIdx.x) * D + d] = O / L;
+            if (d == 0)
+                a.part_lse[rowo * a.splits + blockIdx.x] = M + log2f(L);
+        }
+    }
+    if (!FUSED || a.splits == 1)
+        return;
+    /* v5: the split-KV merge without a second launch. Each block publishes
+     * its partials (fence), then counts itself done for its (sequence, head
+     * tile); the block that counts last merges all chunks and resets the
+     * counter to 0 for the next run (no other block of this launch touches
+     * it after that). Partials written by other SMs are read through L2
+     * (__ldcg). The workspace's counters must start at zero (the caller
+     * clears the workspace once). */
+    __threadfence();
+    __syncthreads();
+    const int nch = (len + a.chunk - 1) / a.chunk;
+    if (tid == 0) {
+        unsigned *cnt = a.counters + (size_t)seq * gridDim.y + blockIdx.y;
+        const unsigned prev = atomicAdd(cnt, 1u);
+        *sm_last = prev == (unsigned)(nch - 1);
+        if (*sm_last)
+            *cnt = 0u;
+    }
+    __syncthreads();
+    if (!*sm_last)
+        return;
+    __threadfence();
+    for (int idx = tid; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        const float *lse = a.part_lse + rowo * a.splits;
+        float M = -INFINITY;
+        for (int i = 0; i < nch; i++)
+            M = fmaxf(M, __ldcg(lse + i));
+        float L = 0.f, O = 0.f;
+        for (int i = 0; i < nch; i++) {
+            const float w = fast_exp2(__ldcg(lse + i) - M);
+            L += w;
+            O = fmaf(w, __ldcg(a.part_o + (rowo * a.splits + i) * D + d), O);
+        }
+        a.out[rowo * D + d] = Elt<T>::store(O / L);
+    }
+}
+
+template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED,
+          bool EARLY = false>
 __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
 {
     constexpr int EPV = Elt<T>::kPer16;
@@ -426,28 +551,33 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
     __shared__ int sm_last;
 
     const int seq = blockIdx.z;
-    const int len = min(a.lens[seq], a.lim);
     const int group = a.hq / a.hkv;
     const int nsub = group / GT;
     const int kvh = blockIdx.y / nsub;
     const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
-    if (len <= 0) {
-        write_zeros<T, D, GT>(a, seq, qh0, FUSED);
-        return;
-    }
-    const int t0 = blockIdx.x * a.chunk;
-    if (t0 >= len)
-        return;
-    const int t1 = min(len, t0 + a.chunk);
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
     const int B = a.B;
-
-    if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
-        const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
-        const int nb = pf_page_blocks_for(t1 - t0, B);
-        for (int i = tid; i < nb; i += kThreads)
-            tbl[i] = row[i];
-        __syncthreads();
+    int len, t0, t1;
+    if (EARLY) {
+        if (!block_begin<T, D, GT, PAGED, FUSED>(a, tbl, seq, qh0, len, t0, t1))
+            return;
+    } else {
+        len = min(a.lens[seq], a.lim);
+        if (len <= 0) {
+            write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+            return;
+        }
+        t0 = blockIdx.x * a.chunk;
+        if (t0 >= len)
+            return;
+        t1 = min(len, t0 + a.chunk);
+        if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
+            const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
+            const int nb = pf_page_blocks_for(t1 - t0, B);
+            for (int i = tid; i < nb; i += kThreads)
+                tbl[i] = row[i];
+            __syncthreads();
+        }
     }
     const T *kb = a.k, *vb = a.v;
     if (!PAGED) {
@@ -584,66 +714,313 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
             sm_acc[(grp * GT + g) * D + r * EPV + e] = acc[g][e];
     }
     __syncthreads();
-    for (int idx = tid; idx < GT * D; idx += kThreads) {
-        const int g = idx / D, d = idx % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < NG; i++)
-            M = fmaxf(M, sm_m[i][g]);
-        float L = 0.f, O = 0.f;
-#pragma unroll
-        for (int i = 0; i < NG; i++) {
-            const float w = fast_exp2(sm_m[i][g] - M);
-            L = fmaf(sm_l[i][g], w, L);
-            O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
-        }
-        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
-        if (a.splits == 1) {
-            a.out[rowo * D + d] = Elt<T>::store(O / L);
-        } else {
-            a.part_o[(rowo * a.splits + blockIdx.x) * D + d] = O / L;
-            if (d == 0)
-                a.part_lse[rowo * a.splits + blockIdx.x] = M + log2f(L);
-        }
+    attn_finish<T, D, GT, NG, FUSED>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0,
+                                     len);
+}
+
+/* ---- version 6: the GQA group on tensor cores --------------------------
+ *
+ * Versions 1-5 spend most of their issue slots on fp32 FMAs: per 16 bytes
+ * of K/V a thread unpacks 8 elements and does 8 FMAs per query head for the
+ * scores and as many for V, plus the shuffles of the dot products. Here the
+ * group's query heads are the M dimension of mma.sync m16n8k16 (fp16/bf16
+ * operands, fp32 accumulate), padded to 16 rows as FlashInfer does for
+ * groups >= 4: S = Q K^T and O += P V take D / 4 mma instructions per 16
+ * tokens of a warp (D / 8 more for bf16's P, see Mma), where v5 issues about
+ * D x GT warp-wide FMAs for the same tokens (512 at D = 128, GT = 4).
+ * Measured on the H200 it is slower than v5 all the same (docs/gpu.md,
+ * third session: 8 warps an SM keep too few requests in flight).
+ *
+ * Work split: a block (4 warps) owns the same (chunk, KV head, GQA tile) as
+ * before; warp w takes the chunk's 16-token tiles w, w + 4, w + 8, ... and
+ * keeps its own running max, sum and output, merged at the end through
+ * shared memory like v2's row groups (attn_finish). Each warp has its own
+ * cp.async pipeline of STAGES tiles (K and V, 16 rows each) in shared
+ * memory, so the loop needs no block barrier: a lane waits for its own
+ * copies (cp.async.wait_group) and __syncwarp makes the warp's copies
+ * visible to the warp's ldmatrix. Rows are stored with their 16-byte pieces
+ * XOR-swizzled by (row mod 8), so the eight rows an ldmatrix reads hit
+ * eight different bank groups.
+ *
+ * The page walk is done once per tile when the block size is a multiple of
+ * 16 (a tile then lies in one page: the frame's base is reused for its 16
+ * rows), per row otherwise (block sizes 8 and 24).
+ *
+ * Fragments (PTX ISA, mma.m16n8k16; g = lane / 4, c = lane % 4):
+ *   A (Q, then P)  row g: a0 = cols 2c..2c+1, a2 = cols 2c+8..; rows g + 8
+ *                  (a1, a3) are padding, always zero;
+ *   B (K^T, then V) b0 = rows 2c..2c+1 of col g, b1 = rows 2c+8..;
+ *                  ldmatrix on K rows gives K^T's, ldmatrix.trans on V rows
+ *                  gives V's;
+ *   C              c0, c1 = row g, cols 2c..2c+1 (c2, c3: padding rows).
+ * So a thread holds the scores of query head g for 4 of the tile's 16
+ * tokens; the row's max is reduced over the 4 lanes of a quad, and the
+ * scores' C fragment is, once rounded to 16 bits, the A fragment of P.
+ * P goes to the mma as fp16, or for bf16 as hi + lo (see Mma); the sum l
+ * is taken from the unrounded fp32 P. fp32 data has no 16-bit mma: version 6 runs version 5's
+ * kernel on it. */
+
+__device__ __forceinline__ void ldsm_x4(unsigned *r, const void *smem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
+/* c[0..1] += A B for the rows g of a m16n8k16 product whose rows g + 8 are
+ * zero (a1 = a3 = 0): the padding half of C is neither kept nor passed. */
+template <typename T> struct Mma;
+template <> struct Mma<__nv_bfloat16> {
+    __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1)
+    {
+        float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
+            : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
     }
-    if (!FUSED || a.splits == 1)
+    /* P as two bf16 terms, hi + lo: bf16 keeps 8 bits, and P rounded once
+     * moves an output by up to 2^-9 max |v|, which our check's allowance
+     * (1e-3 + 2^-7 |ref|) does not always cover on short sequences (a
+     * simulation of the test cases failed 10 elements in 192000); hi + lo
+     * keeps about 16 bits for one more mma per n-tile. */
+    static constexpr bool kSplitP = true;
+    __device__ static unsigned pack(float lo, float hi, unsigned *rest)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        __nv_bfloat162 r = __floats2bfloat162_rn(lo - __low2float(h), hi - __high2float(h));
+        *rest = *reinterpret_cast<unsigned *>(&r);
+        return *reinterpret_cast<unsigned *>(&h);
+    }
+};
+template <> struct Mma<__half> {
+    __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1)
+    {
+        float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
+            : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+    }
+    /* fp16 keeps 11 bits of P in [0, 1]: one term is enough (2^-12). */
+    static constexpr bool kSplitP = false;
+    __device__ static unsigned pack(float lo, float hi, unsigned *rest)
+    {
+        __half2 h = __floats2half2_rn(lo, hi);
+        *rest = 0u;
+        return *reinterpret_cast<unsigned *>(&h);
+    }
+};
+
+constexpr int kV6Warps = kThreads / 32;
+constexpr int kV6Tile = 16; /* tokens per warp tile: the n of two m16n8 tiles */
+
+/* Dynamic shared memory of version 6: per warp STAGES tiles of K and V. */
+constexpr int v6_smem_bytes(int D, int stages)
+{
+    return kV6Warps * stages * 2 * kV6Tile * D * 2;
+}
+/* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
+ * the table cache, counted as 4 KB), at most 4: the register bound asks no
+ * more, so the compiler never spills to reach an occupancy the memory
+ * forbids (ptxas, sm_90: 166-208 registers at D = 128, 2 blocks; 108-128
+ * at D = 64, 4 blocks; no spills). */
+constexpr int v6_min_blocks(int D, int stages)
+{
+    return 227 * 1024 / (v6_smem_bytes(D, stages) + 4096) < 4
+               ? 227 * 1024 / (v6_smem_bytes(D, stages) + 4096)
+               : 4;
+}
+
+template <typename T, int D, int GT, bool PAGED, int STAGES>
+__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(const AttnArgs<T> a)
+{
+    constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
+    constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
+    constexpr int NT = D / 8;         /* n-tiles of the output           */
+    constexpr int KS = D / 16;        /* k-steps of the scores           */
+    constexpr int TILE_U4 = kV6Tile * CPR;
+    constexpr int W = kV6Warps;
+    static_assert(GT <= 8, "rows g + 8 of the mma are padding");
+    static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
+    extern __shared__ uint4 v6buf[];
+    __shared__ int tbl[kTableCache];
+    __shared__ float sm_m[W][GT], sm_l[W][GT];
+    __shared__ int sm_last;
+
+    const int seq = blockIdx.z;
+    const int group = a.hq / a.hkv;
+    const int nsub = group / GT;
+    const int kvh = blockIdx.y / nsub;
+    const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    int len, t0, t1;
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, seq, qh0, len, t0, t1))
         return;
-    /* v5: the split-KV merge without a second launch. Each block publishes
-     * its partials (fence), then counts itself done for its (sequence, head
-     * tile); the block that counts last merges all chunks and resets the
-     * counter to 0 for the next run (no other block of this launch touches
-     * it after that). Partials written by other SMs are read through L2
-     * (__ldcg). The workspace's counters must start at zero (the caller
-     * clears the workspace once). */
-    __threadfence();
-    __syncthreads();
-    const int nch = (len + a.chunk - 1) / a.chunk;
-    if (tid == 0) {
-        unsigned *cnt = a.counters + (size_t)seq * gridDim.y + blockIdx.y;
-        const unsigned prev = atomicAdd(cnt, 1u);
-        sm_last = prev == (unsigned)(nch - 1);
-        if (sm_last)
-            *cnt = 0u;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int B = a.B;
+    const T *kb = a.k, *vb = a.v;
+    if (!PAGED) {
+        const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
+        kb += nb;
+        vb += nb;
     }
-    __syncthreads();
-    if (!sm_last)
-        return;
-    __threadfence();
-    for (int idx = tid; idx < GT * D; idx += kThreads) {
-        const int g = idx / D, d = idx % D;
-        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
-        const float *lse = a.part_lse + rowo * a.splits;
-        float M = -INFINITY;
-        for (int i = 0; i < nch; i++)
-            M = fmaxf(M, __ldcg(lse + i));
-        float L = 0.f, O = 0.f;
-        for (int i = 0; i < nch; i++) {
-            const float w = fast_exp2(__ldcg(lse + i) - M);
-            L += w;
-            O = fmaf(w, __ldcg(a.part_o + (rowo * a.splits + i) * D + d), O);
+    uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
+    const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
+    const bool walk_per_tile = B % kV6Tile == 0;
+
+    /* Copy this warp's k-th tile (chunk tile warp + k W) into slot st. */
+    auto issue = [&](int k, int st) {
+        const int u0 = (warp + k * W) * kV6Tile; /* first token, within the chunk */
+        size_t e0 = 0;
+        if (PAGED && walk_per_tile) {
+            const int blk = a.bshift >= 0 ? u0 >> a.bshift : u0 / B;
+            e0 = pf_page_pool_index(tbl[blk], kvh, u0 - blk * B, a.hkv, B, D);
         }
-        a.out[rowo * D + d] = Elt<T>::store(O / L);
+        uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
+        uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
+#pragma unroll
+        for (int it = 0; it < kV6Tile / RPI; it++) {
+            const int rr = it * RPI + crow, u = u0 + rr;
+            const bool ok = t0 + u < t1;
+            size_t e = 0;
+            if (ok) {
+                if (!PAGED) {
+                    e = (size_t)(t0 + u) * D;
+                } else if (walk_per_tile) {
+                    e = e0 + (size_t)rr * D;
+                } else {
+                    const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+                    e = pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+                }
+                e += cpc * 8;
+            }
+            const int slot = rr * CPR + (cpc ^ (rr & 7));
+            cp_async16(dk + slot, kb + e, ok);
+            cp_async16(dv + slot, vb + e, ok);
+        }
+    };
+    const int nt_chunk = (t1 - t0 + kV6Tile - 1) / kV6Tile;
+    const int mine = nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++) {
+        if (i < mine)
+            issue(i, i);
+        cp_async_commit();
     }
+
+    /* Q as A fragments (rows g < GT; the other rows zero), unscaled: the
+     * fp32 scores are scaled instead, so Q is used exactly as stored. */
+    const int g = lane / 4, c = lane % 4;
+    unsigned qa[KS][2];
+    {
+        const T *qrow = a.q + ((size_t)seq * a.hq + qh0 + (g < GT ? g : 0)) * D + 2 * c;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            qa[ks][0] = g < GT ? *reinterpret_cast<const unsigned *>(qrow + ks * 16) : 0u;
+            qa[ks][1] = g < GT ? *reinterpret_cast<const unsigned *>(qrow + ks * 16 + 8) : 0u;
+        }
+    }
+    float o[NT][2];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+        o[n][0] = o[n][1] = 0.f;
+    float m = -INFINITY, l = 0.f;
+
+    /* ldmatrix row addresses: lane -> (matrix lane / 8, row lane % 8) */
+    const int lm = lane / 8, lr = lane % 8;
+    const int ktok = (lm >> 1) * 8 + lr, kpc = lm & 1; /* K: (tok 0-7|8-15) x (d lo|hi) */
+    const int vtok = (lm & 1) * 8 + lr, vpc = lm >> 1; /* V: (tok lo|hi) x (n-tile lo|hi) */
+
+    for (int k = 0; k < mine; k++) {
+        const int st = k % STAGES;
+        __syncwarp(); /* every lane is done reading the slot about to be refilled */
+        if (k + STAGES - 1 < mine)
+            issue(k + STAGES - 1, (k + STAGES - 1) % STAGES);
+        cp_async_commit();
+        cp_async_wait<STAGES - 1>();
+        __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
+        const uint4 *ks_ = wbuf + (st * 2 + 0) * TILE_U4;
+        const uint4 *vs_ = wbuf + (st * 2 + 1) * TILE_U4;
+
+        float s0[2] = {0.f, 0.f}, s1[2] = {0.f, 0.f};
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            unsigned b[4];
+            const int pc = ks * 2 + kpc;
+            ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+            Mma<T>::run(s0, qa[ks][0], qa[ks][1], b[0], b[1]);
+            Mma<T>::run(s1, qa[ks][0], qa[ks][1], b[2], b[3]);
+        }
+        /* this thread's 4 tokens: 2c, 2c + 1, 8 + 2c, 9 + 2c of the tile */
+        const int tb = t0 + (warp + k * W) * kV6Tile + 2 * c;
+        float x[4] = {s0[0] * a.qscale, s0[1] * a.qscale, s1[0] * a.qscale, s1[1] * a.qscale};
+        if (tb >= t1)
+            x[0] = -INFINITY;
+        if (tb + 1 >= t1)
+            x[1] = -INFINITY;
+        if (tb + 8 >= t1)
+            x[2] = -INFINITY;
+        if (tb + 9 >= t1)
+            x[3] = -INFINITY;
+        float mt = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+        const float mn = fmaxf(m, mt);
+        const float ms = mn == -INFINITY ? 0.f : mn; /* no valid token yet */
+        const float alpha = fast_exp2(m - ms);
+        m = mn;
+        float p[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            p[i] = fast_exp2(x[i] - ms);
+        l = fmaf(l, alpha, (p[0] + p[1]) + (p[2] + p[3]));
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            o[n][0] *= alpha;
+            o[n][1] *= alpha;
+        }
+        unsigned pr0, pr2;
+        const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0), pa2 = Mma<T>::pack(p[2], p[3], &pr2);
+#pragma unroll
+        for (int j = 0; j < NT / 2; j++) {
+            unsigned b[4];
+            const int pc = 2 * j + vpc;
+            ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
+            Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
+            Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
+            if (Mma<T>::kSplitP) {
+                Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
+                Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* every warp is done with the pipeline buffer */
+
+    /* the quad's partial sums make the row's l; m is already the quad's */
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    float *sm_acc = reinterpret_cast<float *>(v6buf); /* [W][GT][D] */
+    if (g < GT) {
+        if (c == 0) {
+            sm_m[warp][g] = m;
+            sm_l[warp][g] = l;
+        }
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+            *reinterpret_cast<float2 *>(&sm_acc[(warp * GT + g) * D + n * 8 + 2 * c]) =
+                make_float2(o[n][0], o[n][1]);
+    }
+    __syncthreads();
+    attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0, len);
 }
 
 /* Split-KV merge: one block per (sequence, query head), one thread per d. */
@@ -744,20 +1121,58 @@ int prefetch_on(bool paged)
 
 template <typename T> using AttnFn = void (*)(const AttnArgs<T>);
 
-/* The kernel for (version, element type, D, GQA tile, paged). */
-template <typename T, int D, int GT, bool PAGED> AttnFn<T> pick_v(int version)
+/* A kernel and the dynamic shared memory it is launched with. */
+template <typename T> struct Kern {
+    AttnFn<T> fn;
+    int smem;
+};
+
+/* Let fn use `bytes` of dynamic shared memory (past the default 48 KB)
+ * and ask for the largest shared-memory carveout of the L1, so that the
+ * blocks the occupancy API counts can all be resident. */
+template <typename F> cudaError_t allow_smem(F fn, int bytes)
 {
-    switch (version) {
-    case 1:
-        return prefetch_on(PAGED) ? attn_v1<T, D, GT, PAGED, true> : attn_v1<T, D, GT, PAGED, false>;
-    case 2: return attn_v2<T, D, GT, PAGED, 2, 4, false, false>;
-    case 3: return attn_v2<T, D, GT, PAGED, 2, 4, true, false>;
-    case 4: return attn_v2<T, D, GT, PAGED, 4, 2, true, false>;
-    default: return attn_v2<T, D, GT, PAGED, 4, 2, true, true>;
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    return e;
+}
+
+/* Version 6 (STAGES 3: per warp two tiles being copied while one is used;
+ * STAGES 2, for 3 blocks an SM at D = 128, spilled registers at the bound
+ * that needs and ran at half the speed, docs/gpu.md). The attributes are
+ * set once per kernel (first use, a thread-safe C++ static); a refusal shows
+ * as the launch's error. fp32 has no 16-bit mma: it runs version 5's kernel
+ * with v6's early table read. */
+template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
+{
+    if constexpr (std::is_same<T, float>::value) {
+        return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
+    } else {
+        constexpr int bytes = v6_smem_bytes(D, STAGES);
+        static const cudaError_t set = allow_smem(attn_v6<T, D, GT, PAGED, STAGES>, bytes);
+        (void)set;
+        return {attn_v6<T, D, GT, PAGED, STAGES>, bytes};
     }
 }
 
-template <typename T, int D, bool PAGED> AttnFn<T> pick_g(int gt, int version)
+/* The kernel for (version, element type, D, GQA tile, paged). */
+template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
+{
+    switch (version) {
+    case 1:
+        return {prefetch_on(PAGED) ? attn_v1<T, D, GT, PAGED, true> : attn_v1<T, D, GT, PAGED, false>,
+                0};
+    case 2: return {attn_v2<T, D, GT, PAGED, 2, 4, false, false>, 0};
+    case 3: return {attn_v2<T, D, GT, PAGED, 2, 4, true, false>, 0};
+    case 4: return {attn_v2<T, D, GT, PAGED, 4, 2, true, false>, 0};
+    case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
+    default: return pick_v6<T, D, GT, PAGED, 3>();
+    }
+}
+
+template <typename T, int D, bool PAGED> Kern<T> pick_g(int gt, int version)
 {
     switch (gt) {
     case 8: return pick_v<T, D, 8, PAGED>(version);
@@ -767,12 +1182,12 @@ template <typename T, int D, bool PAGED> AttnFn<T> pick_g(int gt, int version)
     }
 }
 
-template <typename T, bool PAGED> AttnFn<T> pick_d(int D, int gt, int version)
+template <typename T, bool PAGED> Kern<T> pick_d(int D, int gt, int version)
 {
     return D == 64 ? pick_g<T, 64, PAGED>(gt, version) : pick_g<T, 128, PAGED>(gt, version);
 }
 
-template <typename T> AttnFn<T> pick(const pf_gpu_attn_shape *s, int paged, int version)
+template <typename T> Kern<T> pick(const pf_gpu_attn_shape *s, int paged, int version)
 {
     const int gt = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
     return paged ? pick_d<T, true>(s->head_dim, gt, version)
@@ -810,7 +1225,8 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.splits = p->splits;
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
-    pick<T>(s, p->paged, p->version)<<<grid, kThreads, 0, st>>>(a);
+    const Kern<T> kern = pick<T>(s, p->paged, p->version);
+    kern.fn<<<grid, kThreads, (size_t)kern.smem, st>>>(a);
     if (p->splits > 1 && !pf_gpu_version_fused(p->version))
         merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
             a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
@@ -820,8 +1236,9 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
 template <typename T> int occupancy_t(const pf_gpu_attn_shape *s, int paged, int version)
 {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pick<T>(s, paged, version), kThreads,
-                                                      0) != cudaSuccess) {
+    const Kern<T> kern = pick<T>(s, paged, version);
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.fn, kThreads, (size_t)kern.smem) !=
+        cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }

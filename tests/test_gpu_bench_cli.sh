@@ -25,6 +25,8 @@ expect_usage --len 10 --lengths 1,2
 expect_usage --lengths 1,x
 expect_usage --lengths 100,200 --max-len 150
 expect_usage --kernel 99
+expect_usage --splits 300
+expect_usage --len 32768 --splits 2
 expect_usage --profile-out /nonexistent-dir/profile.txt
 
 prof=$(mktemp -u)

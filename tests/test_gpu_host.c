@@ -472,3 +472,57 @@ Test(gpu_host, device_failures_are_not_bad_arguments)
     cr_assert_eq(pf_gpu_profile_measure(&prof, 1, err, sizeof err), PF_ERR_UNAVAILABLE);
     cr_assert_gt(strlen(err), 0);
 }
+
+/* version 0's choice per shape, as docs/gpu.md measured it (gpu_internal.h) */
+Test(gpu_host, default_version_follows_the_measurements)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    cr_assert_eq(pf_gpu_default_version(&s, 4096), 5); /* llama: 1 GiB of K+V */
+    s.num_seqs = 1;
+    cr_assert_eq(pf_gpu_default_version(&s, 1024), 1); /* single: 4 MB */
+    cr_assert_eq(pf_gpu_default_version(&s, 4096), 5); /* 16.8 MB: streaming again */
+    s.num_seqs = 64;
+    s.num_kv_heads = s.num_q_heads; /* MHA, whatever the size */
+    cr_assert_eq(pf_gpu_default_version(&s, 4096), 1);
+    s = llama_shape();
+    s.dtype = PF_GPU_F32; /* no 16-bit mma: v6 is v5's kernel with the early table */
+    cr_assert_eq(pf_gpu_default_version(&s, 4096), 6);
+}
+
+Test(gpu_host, plan_split_count_can_be_forced)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 1;
+    int len = 1000;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 5, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 4), PF_OK);
+    cr_assert_eq(p.chunk, 256); /* 250 rounded up to whole pages of 16 */
+    cr_assert_eq(p.splits, 4);
+    assert_covers(&p, 1000, 16);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 3), PF_OK);
+    cr_assert_eq(p.chunk, 336);
+    cr_assert_eq(p.splits, 3);
+    assert_covers(&p, 1000, 16);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 1), PF_OK);
+    cr_assert_eq(p.splits, 1);
+    assert_covers(&p, 1000, 16); /* no workspace without a split */
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 257), PF_ERR_ARG);
+    p.magic = 0;
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2), PF_ERR_ARG);
+}
+
+/* A small launch is split, but never below PF_GPU_MIN_CHUNK tokens a chunk
+ * (chunks of 64 lost to 128 on the H200, gpu_internal.h). */
+Test(gpu_host, plan_keeps_chunks_of_the_minimum)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 1;
+    int len = 1024;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 5, 132, 4), PF_OK);
+    assert_covers(&p, 1024, 16);
+    cr_assert_gt(p.splits, 1, "8 blocks on 132 SMs must be split");
+    cr_assert_geq(p.chunk, PF_GPU_MIN_CHUNK);
+}

@@ -67,6 +67,7 @@ typedef struct {
     int ref_all_heads;
     int no_read_bw;
     int kernel;
+    int splits;
     const char *profile_out;
     int format;
 } bench_args;
@@ -77,7 +78,8 @@ static const char bench_summary[] =
     "1 head, D=64, fp32), llama (64 x 4096, GQA 32/8, D=128, bf16), mixed (256 seqs, seed mix\n"
     "x2), long (8 x 32768), single (1 x 1024), batch (256 x 1024), mha (32 x 2048, 32/32\n"
     "heads, fp16); any shape flag overrides the workload's value. --kernel N picks a numbered\n"
-    "kernel version (docs/gpu.md); every version is checked before it is timed.\n"
+    "kernel version (docs/gpu.md); every version is checked before it is timed. --splits N\n"
+    "cuts the longest sequence into N split-KV chunks instead of the planner's choice.\n"
     "Every pass is checked before it is timed: naive vs a CPU reference (double) for every\n"
     "sequence, paged vs naive within --tolerance, pool read-back through the page tables;\n"
     "outputs are NaN-poisoned first. Times are CUDA-event timings with the L2 flushed before\n"
@@ -302,6 +304,8 @@ int pf_cmd_bench(int argc, char **argv)
          "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
         {"kernel", PF_OPT_INT, &a.kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
          "kernel version, 0: the default (docs/gpu.md)", 0},
+        {"splits", PF_OPT_INT, &a.splits, 0, 256, NULL, "N",
+         "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
         {"profile-out", PF_OPT_STRING, &a.profile_out, 0, 0, NULL, "FILE",
          "also measure and write the simulator's GPU profile to FILE", 0},
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
@@ -364,6 +368,14 @@ int pf_cmd_bench(int argc, char **argv)
         }
         a.max_len = maxlen; /* a longer --len or --lengths raises the naive reservation */
     }
+    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS */
+    const int chunk_max = PF_GPU_CHUNK_MAX_TOKENS / a.block_size * a.block_size;
+    if (a.splits > 0 && (maxlen + a.splits - 1) / a.splits > chunk_max) {
+        pf_cli_error(PROG, "--splits %d: a sequence of %d tokens needs at least %d chunks of at "
+                           "most %d tokens", a.splits, maxlen, (maxlen + chunk_max - 1) / chunk_max,
+                     chunk_max);
+        goto out;
+    }
 
     if (!pf_gpu_available(why, sizeof why)) {
         fprintf(stderr, "%s: no GPU: %s\n", PROG, why);
@@ -376,6 +388,7 @@ int pf_cmd_bench(int argc, char **argv)
         .dtype = (pf_gpu_dtype)a.dtype, .iters = a.iters, .seed = (unsigned long long)a.seed,
         .shuffle_seed = (unsigned long long)a.shuffle_seed, .tolerance = a.tolerance,
         .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
+        .splits = a.splits,
     };
     /* every sequence is always checked; heads are sampled (one q head per
      * kv head) only when all of them would cost the CPU too long */
