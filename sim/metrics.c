@@ -121,6 +121,14 @@ static void lat_add(pf_latency *l, double x, uint64_t n)
     } else {
         uint64_t i = (double_bits(x) >> LAT_SHIFT) - LAT_FIRST;
         l->bins[i] += n;
+        if (l->bin_lo >= l->bin_hi) {
+            l->bin_lo = (int32_t)i;
+            l->bin_hi = (int32_t)i + 1;
+        } else if ((int32_t)i < l->bin_lo) {
+            l->bin_lo = (int32_t)i;
+        } else if ((int32_t)i >= l->bin_hi) {
+            l->bin_hi = (int32_t)i + 1;
+        }
     }
 
     /* Prometheus buckets: the first bound with x <= le, else +Inf. */
@@ -144,10 +152,59 @@ static void lat_merge(pf_latency *d, const pf_latency *s)
     d->sum += s->sum;
     d->under += s->under;
     d->over += s->over;
-    for (int i = 0; i < PF_LAT_BINS; i++)
+    for (int i = s->bin_lo; i < s->bin_hi; i++)
         d->bins[i] += s->bins[i];
+    if (s->bin_lo < s->bin_hi) {
+        if (d->bin_lo >= d->bin_hi) {
+            d->bin_lo = s->bin_lo;
+            d->bin_hi = s->bin_hi;
+        } else {
+            if (s->bin_lo < d->bin_lo)
+                d->bin_lo = s->bin_lo;
+            if (s->bin_hi > d->bin_hi)
+                d->bin_hi = s->bin_hi;
+        }
+    }
     for (int i = 0; i <= PF_METRICS_MAX_BUCKETS; i++)
         d->buckets[i] += s->buckets[i];
+}
+
+/* dst = src through the bins in use: dst's old range is cleared where the
+ * new one does not cover it, then the new range is copied. */
+static void lat_copy(pf_latency *d, const pf_latency *s)
+{
+    for (int i = d->bin_lo; i < d->bin_hi; i++)
+        if (i < s->bin_lo || i >= s->bin_hi)
+            d->bins[i] = 0;
+    if (s->bin_lo < s->bin_hi)
+        memcpy(d->bins + s->bin_lo, s->bins + s->bin_lo,
+               (size_t)(s->bin_hi - s->bin_lo) * sizeof d->bins[0]);
+    d->count = s->count;
+    d->sum = s->sum;
+    d->min = s->min;
+    d->max = s->max;
+    d->under = s->under;
+    d->over = s->over;
+    d->metric = s->metric;
+    memcpy(d->buckets, s->buckets, sizeof d->buckets);
+    d->bin_lo = s->bin_lo;
+    d->bin_hi = s->bin_hi;
+}
+
+void pf_metrics_copy(pf_metrics *dst, const pf_metrics *src)
+{
+    for (int m = 0; m < PF_MET_COUNT; m++)
+        lat_copy(&dst->lat[m], &src->lat[m]);
+    dst->slo_ttft_s = src->slo_ttft_s;
+    dst->slo_tpot_s = src->slo_tpot_s;
+    dst->requests = src->requests;
+    dst->prompt_tokens = src->prompt_tokens;
+    dst->output_tokens = src->output_tokens;
+    dst->met_ttft = src->met_ttft;
+    dst->met_tpot = src->met_tpot;
+    dst->met_both = src->met_both;
+    dst->first_arrival_s = src->first_arrival_s;
+    dst->last_finish_s = src->last_finish_s;
 }
 
 double pf_latency_quantile(const pf_latency *l, double q)

@@ -86,6 +86,7 @@ typedef struct {
     uint64_t bins[PF_LAT_BINS];
     pf_metric metric;
     uint64_t buckets[PF_METRICS_MAX_BUCKETS + 1]; /* per vLLM bucket, last = +Inf */
+    int32_t bin_lo, bin_hi;          /* bins[i] != 0 only for lo <= i < hi */
 } pf_latency;
 
 typedef struct {
@@ -129,6 +130,12 @@ int pf_metrics_add_request(pf_metrics *m, const pf_request_times *r);
  * (one call per step serves every decoding sequence). PF_ERR_ARG for a
  * negative or non-finite gap. */
 int pf_metrics_add_itl(pf_metrics *m, double gap_s, uint64_t count);
+
+/* dst = src, moving only the bins in use (samples span a few powers of
+ * two: a few of the 5,504 bins a metric has, so a copy is some tens of KB,
+ * not 220). dst must be zeroed (calloc) or an earlier copy's destination.
+ * For readers that copy under a lock (sim/snapshot.c). */
+void pf_metrics_copy(pf_metrics *dst, const pf_metrics *src);
 
 /* Add src's samples to dst (engines or sweep shards). Both must have the
  * same SLO targets, else PF_ERR_ARG and dst unchanged. */

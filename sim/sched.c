@@ -1513,6 +1513,14 @@ int pf_sched_metrics(const pf_sched *s, pf_metrics *out)
     return PF_OK;
 }
 
+int pf_sched_metrics_copy(const pf_sched *s, pf_metrics *out)
+{
+    if (!s || !out)
+        return PF_ERR_ARG;
+    pf_metrics_copy(out, &s->metrics);
+    return PF_OK;
+}
+
 pf_pool *pf_sched_pool(pf_sched *s)
 {
     return s->pool;

@@ -275,6 +275,9 @@ int pf_sched_token_src(const pf_sched *s, int i, pf_token_src *out);
 /* Latency metrics so far (finished requests, every inter-token gap folded
  * in by the last commit) into *out. */
 int pf_sched_metrics(const pf_sched *s, pf_metrics *out);
+/* The same into a reused buffer (zeroed, or an earlier copy's), moving only
+ * the histogram bins in use (pf_metrics_copy). */
+int pf_sched_metrics_copy(const pf_sched *s, pf_metrics *out);
 pf_pool *pf_sched_pool(pf_sched *s);
 const pf_sched_params *pf_sched_get_params(const pf_sched *s);
 

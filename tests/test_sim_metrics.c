@@ -290,3 +290,36 @@ Test(metrics, a_million_requests_in_fixed_memory)
     cr_assert_float_eq(s.duration_s, 999.999 + 5.0, 1e-9);
     free(m);
 }
+
+/* pf_metrics_copy moves only the bins in use, into a buffer that held
+ * another copy before (a wider range): the copy's figures are the source's
+ * exactly, and the bins outside the new range are cleared. */
+Test(metrics, copy_through_the_bins_in_use)
+{
+    pf_metrics *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *dst = calloc(1, sizeof *dst);
+    cr_assert(a && b && dst);
+    cr_assert_eq(pf_metrics_init(a, 0, 0), PF_OK);
+    cr_assert_eq(pf_metrics_init(b, 0, 0), PF_OK);
+    for (int i = 1; i <= 200; i++) {
+        pf_request_times r = {0.0, 0.001 * i, 0.01 * i, 0.05 * i, 10, 5};
+        cr_assert_eq(pf_metrics_add_request(a, &r), PF_OK);
+        cr_assert_eq(pf_metrics_add_itl(a, 1e-5 * i, 3), PF_OK); /* a wide range */
+    }
+    for (int i = 1; i <= 50; i++)
+        cr_assert_eq(pf_metrics_add_itl(b, 0.004 + 1e-5 * i, 1), PF_OK); /* a narrow one */
+    pf_metrics_copy(dst, a);
+    pf_metrics_copy(dst, b); /* over the wider copy */
+    cr_assert_eq(memcmp(dst->lat[PF_MET_ITL].bins, b->lat[PF_MET_ITL].bins, sizeof b->lat[0].bins), 0,
+                 "stale bins of the earlier copy cleared");
+    pf_metrics_summary s1, s2;
+    pf_metrics_summarize(dst, 10.0, &s1);
+    pf_metrics_summarize(b, 10.0, &s2);
+    cr_assert_eq(memcmp(&s1, &s2, sizeof s1), 0);
+    pf_metrics_copy(dst, a);
+    pf_metrics_summarize(dst, 10.0, &s1);
+    pf_metrics_summarize(a, 10.0, &s2);
+    cr_assert_eq(memcmp(&s1, &s2, sizeof s1), 0);
+    free(a);
+    free(b);
+    free(dst);
+}
