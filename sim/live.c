@@ -6,17 +6,16 @@
  * sleeps the rest of its tick. Between steps it applies what callers asked
  * for that the stepping thread must do itself: a new thread count (the crew
  * is resized here), a reset, one step while paused. When every job is done
- * it holds the final figures on screen for PF_LIVE_HOLD_US, then starts the
- * same jobs again (a PF_EV_RESET event), so a viewer always has a run to
- * watch; a livelocked run is held the same way.
+ * (or the run livelocked) and the run is not paused, it starts the same
+ * jobs again at once (a PF_EV_RESET event), so a viewer always has a run to
+ * watch; a viewer that wants the end on screen pauses before it (the
+ * dashboard drives a run's last steps one at a time, paused, for that).
  */
 #include <errno.h>
 #include <time.h>
 
 #include "core/err.h"
 #include "sim/sim_internal.h"
-
-#define PF_LIVE_HOLD_US 2000000 /* a finished run stays on screen 2 s */
 
 static void add_us(struct timespec *t, long us)
 {
@@ -41,7 +40,17 @@ static void *driver_main(void *arg)
     pf_sim *s = arg;
     pthread_mutex_lock(&s->mu);
     while (!s->quit) {
-        if (s->reset_req) {
+        if (s->paused && !s->single_req && !s->reset_req) {
+            pthread_cond_wait(&s->ctl_cv, &s->mu);
+            continue;
+        }
+        /* a single-step request is consumed as its step begins: one made
+         * while mu is let go below asks for the next step */
+        s->single_req = 0;
+        if (s->reset_req || s->done || s->livelock) {
+            /* asked for, or the run is over (and not paused: a viewer that
+             * keeps the end on screen pauses first, as the dashboard
+             * does): the same jobs again */
             s->reset_req = 0;
             if (pf_sim__reset_locked(s) == PF_OK)
                 pf_sim__event(s, PF_EV_RESET, -1, 0);
@@ -49,30 +58,9 @@ static void *driver_main(void *arg)
         if (s->p.engine == PF_ENGINE_THREADED &&
             (s->crew ? pf_crew_size(s->crew) : 1) != s->threads_target)
             (void)pf_sim__apply_threads_locked(s, s->threads_target);
-        if (s->paused && !s->single_req) {
-            pthread_cond_wait(&s->ctl_cv, &s->mu);
-            continue;
-        }
-        s->single_req = 0;
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = pf_sim__step_locked(s);
-        if (rc != 0) {
-            /* the end (or a livelock): hold the figures, then again */
-            struct timespec until = t0;
-            add_us(&until, PF_LIVE_HOLD_US);
-            while (!s->quit && !s->reset_req) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                if (now.tv_sec > until.tv_sec ||
-                    (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
-                    break;
-                wait_until(s, &until);
-            }
-            if (!s->quit)
-                s->reset_req = 1;
-            continue;
-        }
+        (void)pf_sim__step_locked(s); /* done and livelock are read above */
         pf_sim__let_callers_in(s);
         if (s->p.tick_us > 0 && !s->quit) {
             struct timespec until = t0;

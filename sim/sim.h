@@ -272,9 +272,9 @@ int pf_sim_step(pf_sim *sim);
 
 /* Live mode: start the engine in the background on a driver thread (and
  * the crew, threaded), one step per tick_us. The run loops: when every job
- * is done it holds the final figures for about two seconds of wall time,
- * then starts again on the same jobs (PF_EV_RESET), so a viewer always has
- * something to show. */
+ * is done and the run is not paused, it starts again on the same jobs
+ * (PF_EV_RESET), so a viewer always has something to show; a viewer that
+ * wants to keep the end pauses first. */
 int pf_sim_start(pf_sim *sim);
 int pf_sim_stop(pf_sim *sim);
 

@@ -668,6 +668,10 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
     /* frames drawn per second and the last render time, shown on the key line */
     double fps = 0, render_ms = 0, win_start = now_s();
     int win_frames = 0;
+    /* the next frame's deadline: frames every 1/30 s, the wait for a key
+     * shortened by the time the last frame took (a fixed 33 ms wait after
+     * each frame would make 26-27 fps of 30) */
+    double next_frame = now_s();
     pf_term_size(&w, &h);
     if (pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1) != 0) {
         pf_term_close();
@@ -763,7 +767,13 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
          * except for a few short waits right after a key so its effect
          * (a single step, say) shows at once, and while flashes fade */
         int paused = snap ? snap->paused && !run.finishing : 0;
-        int key = pf_term_getkey(paused && quick <= 0 && t >= marks_live_until ? 250 : 33);
+        next_frame += 1.0 / 30.0;
+        if (next_frame < t || next_frame > t + 1.0 / 30.0)
+            next_frame = t + 1.0 / 30.0; /* behind (a slow frame) or a clock jump */
+        int wait_ms = (int)((next_frame - t) * 1000.0 + 0.5);
+        int key = pf_term_getkey(paused && quick <= 0 && t >= marks_live_until ? 250
+                                 : wait_ms < 1                               ? 1
+                                                                             : wait_ms);
         if (quick > 0)
             quick--;
         if (key == PF_TERM_KEY_NONE)
