@@ -1078,7 +1078,7 @@ static const char *const help_counters[] = {
     "  ping-pong   preempted again soon after readmission",
     "  History     tokens/s, preemptions/s, waiting over the chart window",
     "              (< >), the window's mean at the right",
-    "  Charts (t)  the same against time, KV use, mean TTFT (the run's TTFT p99 beside);",
+    "  Charts (t)  the same in time, KV use, mean TTFT, the run's TTFT p99;",
     "              top line: the window's rates and vs naive, then the run's",
     "  time        simulated seconds (the cost model's), header and events",
     "  ui fps ms   the dashboard's frame rate and render time",
