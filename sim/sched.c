@@ -1480,6 +1480,17 @@ int pf_sched_running(const pf_sched *s)
     return s->nrun;
 }
 
+const int32_t *pf_sched_slots(const pf_sched *s, int *n)
+{
+    *n = s->nslots;
+    return s->slot_req;
+}
+
+const pf_req *pf_sched_reqs(const pf_sched *s)
+{
+    return s->r;
+}
+
 int pf_sched_slot_req(const pf_sched *s, int slot)
 {
     return slot >= 0 && slot < s->nslots ? s->slot_req[slot] : -1;

@@ -242,6 +242,11 @@ int pf_sched_nreqs(const pf_sched *s);
 const pf_req *pf_sched_req(const pf_sched *s, int i);
 int pf_sched_running(const pf_sched *s);     /* requests holding frames   */
 int pf_sched_slot_req(const pf_sched *s, int slot); /* request id or -1   */
+/* The slot table (slots[k]: a request id or -1, *n slots) and the request
+ * array, for a reader that walks every running request at once (a
+ * snapshot): valid until the next step. */
+const int32_t *pf_sched_slots(const pf_sched *s, int *n);
+const pf_req *pf_sched_reqs(const pf_sched *s);
 int64_t pf_sched_fast_steps(const pf_sched *s); /* steps planned without walking the running list */
 int pf_sched_waiting(const pf_sched *s);     /* queued (incl. swapped)    */
 int pf_sched_waiting_at(const pf_sched *s, int k); /* k-th in the queue, head

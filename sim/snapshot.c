@@ -123,9 +123,8 @@ static pf_seq_state view_state(const pf_req *q)
     }
 }
 
-static void seq_view(const pf_sched *sc, int id, pf_seq_view *v, int shared)
+static void seq_view(const pf_req *q, int id, pf_seq_view *v, int shared)
 {
-    const pf_req *q = pf_sched_req(sc, id);
     v->id = id;
     v->state = (uint8_t)view_state(q);
     v->prompt = q->prompt;
@@ -202,28 +201,27 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
     snap->paused = sim->paused;
     int ns = 0;
     int64_t at = 0;
-    int nslots = pf_sched_nslots(sc);
     /* The requests sit anywhere in a large array: fetch a few slots ahead
      * (both cache lines of a pf_req, and its table), so the misses overlap
      * instead of stopping the engine one after another. */
+    int nslots;
+    const int32_t *slots = pf_sched_slots(sc, &nslots);
+    const pf_req *reqs = pf_sched_reqs(sc);
     enum { AHEAD = 8 };
     for (int w = 0; w < nslots; w++) {
-        if (w + AHEAD < nslots) {
-            int a = pf_sched_slot_req(sc, w + AHEAD);
-            if (a >= 0) {
-                const pf_req *qa = pf_sched_req(sc, a);
-                __builtin_prefetch(qa);
-                __builtin_prefetch((const char *)qa + 64);
-                __builtin_prefetch(qa->table);
-            }
+        if (w + AHEAD < nslots && slots[w + AHEAD] >= 0) {
+            const pf_req *qa = &reqs[slots[w + AHEAD]];
+            __builtin_prefetch(qa);
+            __builtin_prefetch((const char *)qa + 64);
+            __builtin_prefetch(qa->table);
         }
-        int id = pf_sched_slot_req(sc, w);
+        int id = slots[w];
         if (id < 0)
             continue;
-        const pf_req *q = pf_sched_req(sc, id);
+        const pf_req *q = &reqs[id];
         if (at + q->nframes > snap->tab_cap)
             return 1; /* the tables outgrew the buffer: grow, again */
-        seq_view(sc, id, &snap->seqs[ns], 0);
+        seq_view(q, id, &snap->seqs[ns], 0);
         snap->seqs[ns++].table_at = at;
         memcpy(snap->tab_buf + at, q->table, (size_t)q->nframes * sizeof *q->table);
         at += q->nframes;
@@ -234,7 +232,7 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
         if (id < 0)
             break;
         if (pf_sched_req(sc, id)->state == PF_REQ_SWAPPED) {
-            seq_view(sc, id, &snap->seqs[ns++], 0); /* frames: on the host */
+            seq_view(pf_sched_req(sc, id), id, &snap->seqs[ns++], 0); /* frames: on the host */
             found++;
         }
     }
