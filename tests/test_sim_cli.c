@@ -564,3 +564,32 @@ Test(sim_cli, auto_watermark_config_is_a_number)
     cr_assert((*k >= '0' && *k <= '9') || *k == '-', "config.watermark is not a number: %.40s", k);
     free(o);
 }
+
+/* Issue 9 point 5: each of vLLM's four request latencies in seconds as
+ * mean, p50, p90 and p99, the quantiles in order, in both runs. */
+Test(sim_cli, latency_mean_and_three_quantiles)
+{
+    const char *a[] = {"--jobs", "64", "--format", "csv"};
+    cr_assert_eq(run(a, 4), 0);
+    char *o = slurp(out_path);
+    const char *names[] = {"time_to_first_token", "inter_token_latency", "e2e_request_latency",
+                           "request_queue_time"};
+    const char *modes[] = {"naive", "paged"};
+    for (int m = 0; m < 2; m++)
+        for (int k = 0; k < 4; k++) {
+            char key[64];
+            double q[3];
+            const char *qs[] = {"p50", "p90", "p99"};
+            for (int i = 0; i < 3; i++) {
+                snprintf(key, sizeof key, "%s_%s", names[k], qs[i]);
+                q[i] = csv_value(o, key, modes[m], "latency");
+                cr_assert(!isnan(q[i]) && q[i] >= 0, "%s %s: %g", modes[m], key, q[i]);
+            }
+            snprintf(key, sizeof key, "%s_mean", names[k]);
+            double mean = csv_value(o, key, modes[m], "latency");
+            cr_assert(!isnan(mean) && mean >= 0, "%s %s", modes[m], key);
+            cr_assert(q[0] <= q[1] && q[1] <= q[2], "%s %s: p50 %g p90 %g p99 %g", modes[m], names[k],
+                      q[0], q[1], q[2]);
+        }
+    free(o);
+}

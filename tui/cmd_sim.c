@@ -220,13 +220,24 @@ static const char *const serve_labels[] = {
     "throughput vs naive", "goodput", "recomputed tokens", "swapped pages", "ping-pongs",
     "KV usage (mean)", "stalled (mean)", "steps", "time (s)", "tokens", "running (mean)",
     "waiting (mean)"};
+/* vLLM's four request latencies, each as mean, p50, p90 and p99 (the
+ * queue time's mean is in the results table), then the request rate and
+ * the SLO figures */
+static const pf_metric lat_metrics[4] = {PF_MET_TTFT, PF_MET_ITL, PF_MET_E2E, PF_MET_QUEUE};
 static const char *const lat_keys[] = {
-    "mode", "time_to_first_token_mean", "time_to_first_token_p50", "time_to_first_token_p99",
-    "inter_token_latency_p50", "inter_token_latency_p99", "e2e_request_latency_p50",
-    "e2e_request_latency_p99", "request_queue_time_p99", "request_throughput", "slo_attainment",
-    "slo_goodput"};
+    "mode",
+    "time_to_first_token_mean", "time_to_first_token_p50", "time_to_first_token_p90",
+    "time_to_first_token_p99",
+    "inter_token_latency_mean", "inter_token_latency_p50", "inter_token_latency_p90",
+    "inter_token_latency_p99",
+    "e2e_request_latency_mean", "e2e_request_latency_p50", "e2e_request_latency_p90",
+    "e2e_request_latency_p99",
+    "request_queue_time_mean", "request_queue_time_p50", "request_queue_time_p90",
+    "request_queue_time_p99",
+    "request_throughput", "slo_attainment", "slo_goodput"};
 static const char *const lat_labels[] = {
-    "mode", "TTFT mean", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "e2e p50", "e2e p99",
+    "mode", "TTFT mean", "TTFT p50", "TTFT p90", "TTFT p99", "ITL mean", "ITL p50", "ITL p90",
+    "ITL p99", "e2e mean", "e2e p50", "e2e p90", "e2e p99", "queue mean", "queue p50", "queue p90",
     "queue p99", "requests/s", "SLO met", "slo_goodput (req/s)"};
 static const char *const kv_keys[] = {
     "mode", "token_states", "reserved", "internal_fragmentation", "external_fragmentation",
@@ -252,15 +263,15 @@ static void row(pf_report *r, int t, const char *sweep_val, const char *mode,
 {
     cell_lead(r, sweep_val, mode);
     if (t == T_LAT) {
-        const pf_sim_latency *l = st->lat;
-        pf_report_cell_num(r, l[PF_MET_TTFT].mean, "%.3f");
-        pf_report_cell_num(r, l[PF_MET_TTFT].p50, "%.3f");
-        pf_report_cell_num(r, l[PF_MET_TTFT].p99, "%.3f");
-        pf_report_cell_num(r, l[PF_MET_ITL].p50, "%.4f");
-        pf_report_cell_num(r, l[PF_MET_ITL].p99, "%.4f");
-        pf_report_cell_num(r, l[PF_MET_E2E].p50, "%.2f");
-        pf_report_cell_num(r, l[PF_MET_E2E].p99, "%.2f");
-        pf_report_cell_num(r, l[PF_MET_QUEUE].p99, "%.3f");
+        for (int m = 0; m < 4; m++) {
+            const pf_sim_latency *l = &st->lat[lat_metrics[m]];
+            /* inter-token gaps are milliseconds: one more digit */
+            const char *f = lat_metrics[m] == PF_MET_ITL ? "%.4f" : "%.3f";
+            pf_report_cell_num(r, l->mean, f);
+            pf_report_cell_num(r, l->p50, f);
+            pf_report_cell_num(r, l->p90, f);
+            pf_report_cell_num(r, l->p99, f);
+        }
         pf_report_cell_num(r, st->request_throughput, "%.2f");
         pf_report_cell_num(r, st->slo_attainment, "%.3f");
         pf_report_cell_num(r, st->slo_goodput, "%.2f");
