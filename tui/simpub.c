@@ -1,6 +1,7 @@
 /* tui/simpub.c - the simulator on vLLM's wire (contract in simpub.h). */
 #include "tui/simpub.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,9 @@
 
 struct pf_simpub {
     pf_kvpub *kv;
-    int kv_err;           /* first publisher error since pf_simpub_error */
+    /* first publisher error since pf_simpub_error: written on the engine's
+     * thread, read on the viewer's */
+    atomic_int kv_err;
     double t_end;         /* the last step's end (simulated seconds)      */
     pf_simmetrics *metrics;
     pf_msrv *msrv;
@@ -78,8 +81,9 @@ static void kv_step_end(void *ctx, double t_end)
     int rc = pf_kvpub_flush(p->kv, t_end);
     if (rc == PF_OK)
         rc = pf_kvpub_service(p->kv, 0) < 0 ? PF_ERR_IO : PF_OK;
-    if (rc != PF_OK && !p->kv_err)
-        p->kv_err = rc;
+    int none = 0;
+    if (rc != PF_OK)
+        (void)atomic_compare_exchange_strong(&p->kv_err, &none, rc);
 }
 
 void pf_simpub_attach(pf_simpub *p, pf_sim *sim)
@@ -152,9 +156,7 @@ int pf_simpub_error(pf_simpub *p)
 {
     if (!p)
         return PF_OK;
-    int e = p->kv_err;
-    p->kv_err = 0;
-    return e;
+    return atomic_exchange(&p->kv_err, 0);
 }
 
 void pf_simpub_close(pf_simpub *p, pf_sim *sim)
