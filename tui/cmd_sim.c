@@ -534,8 +534,8 @@ int pf_cmd_sim(int argc, char **argv)
         cfg_num(r, sw, "shared-prefix-tokens", "shared_prefix_tokens", "shared prefix",
                 a.f.shared_prefix, "%.0f", "tokens");
         if (a.f.shared_prefix)
-            cfg_num(r, sw, "prefix-groups", "prefix_groups", "prefix groups",
-                    a.f.prefix_groups ? a.f.prefix_groups : 1, "%.0f", NULL);
+            cfg_num(r, sw, "prefix-groups", "prefix_groups", "prefix groups", a.f.prefix_groups,
+                    "%.0f", NULL);
     }
     cfg_num(r, sw, "n", "n", "samples per request", a.f.n, "%.0f", NULL);
     pf_report_str(r, "scheduler", "scheduler", pf_sched_rules_names[a.f.scheduler]);

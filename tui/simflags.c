@@ -55,6 +55,7 @@ void pf_simflags_default(pf_simflags *f, pf_engine engine)
     f->model = name_index(model_names, f->p.cost.model.name);
     f->gpu = name_index(gpu_names, f->p.cost.gpu.name);
     f->n = 1;
+    f->prefix_groups = 1; /* one system prompt for all, when there is one */
 }
 
 int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
@@ -121,7 +122,7 @@ int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
          "threaded engine: OS threads (0: one per core)", 0},
         {"seed", PF_OPT_I64, &f->seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
         {"tick-us", PF_OPT_INT, &p->tick_us, 0, 10000000, NULL, "US",
-         "live: wall time per step (0: as fast as possible)", 0},
+         "live, or publishing: wall time per step (0: as fast as possible)", 0},
         {"kv-events-publish", PF_OPT_STRING, &f->kv_publish, 0, 0, NULL, "ENDPOINT",
          "publish the prefix cache's block events as vLLM does (ZeroMQ PUB, e.g. tcp://*:5557)", 0},
         {"kv-events-replay", PF_OPT_STRING, &f->kv_replay, 0, 0, NULL, "ENDPOINT",
@@ -227,8 +228,7 @@ int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int 
     if (!f->trace) {
         if (pf_jobs_generate(jobs, (uint64_t)f->seed, f->jobs, pf_mix_seed(), f->arrival_rate,
                              max_len) != PF_OK ||
-            pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups ? f->prefix_groups : 1,
-                               max_len) != PF_OK ||
+            pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups, max_len) != PF_OK ||
             pf_jobs_fork(jobs, f->n) != PF_OK) {
             fprintf(stderr, "%s: cannot generate %d jobs\n", prog, f->jobs);
             pf_jobs_free(jobs);
@@ -243,8 +243,7 @@ int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int 
     /* a trace's requests get the shared system prompts too: the trace says
      * how long each prompt is, the flags what its head is */
     if (rc == PF_OK &&
-        (pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups ? f->prefix_groups : 1,
-                            max_len) != PF_OK ||
+        (pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups, max_len) != PF_OK ||
          pf_jobs_fork(jobs, f->n) != PF_OK)) {
         pf_jobs_free(jobs);
         rc = PF_ERR_NOMEM;
