@@ -106,6 +106,11 @@ static int run_charts(int w, int h, double window_s, int iters)
                                      0.9f, (float)(rnd() % 64), 0.5f};
         if (pf_hist_push(&hist, smp, tt) != 0)
             goto out;
+        /* a busy server's first tokens: 16 a step, 1M in the ring at the
+         * end, so the TTFT p99 chart's slices are full */
+        for (int k = 0; k < 16; k++)
+            if (pf_hist_push_first(&hist, tt, 0.01f + (float)(rnd() % 10000) * 1e-4f) != 0)
+                goto out;
     }
     pf_dash_view v = {.snap = &s, .charts = 1, .hist = &hist, .window_s = window_s};
     unsigned sink = 0;

@@ -196,6 +196,9 @@ static void on_sched_event(void *ctx, pf_sched_ev ev, int req, int a)
         const pf_req *q = pf_sched_req(s->sc, req);
         s->cur_firsts++;
         s->cur_ttft_sum += q->t_first_token - q->arrival;
+        s->ft[s->ft_total % PF_SIM_FIRSTS] =
+            (pf_first_token){q->t_first_token, (float)(q->t_first_token - q->arrival)};
+        s->ft_total++;
         break;
     }
     case PF_SCHED_EV_FINISH:
@@ -236,6 +239,7 @@ static void zero_totals(pf_sim *s)
     s->last_decoding = s->last_stalled = 0;
     s->lc_raises = s->lc_lowers = 0;
     s->h_head = s->h_n = 0;
+    s->ft_total = 0;
 }
 
 /* A new scheduler over the same requests. On failure the old run stays,

@@ -396,6 +396,14 @@ typedef struct pf_event {
 } pf_event;
 
 #define PF_SIM_EVENTS 64   /* most recent events kept in a snapshot */
+#define PF_SIM_FIRSTS 1024 /* most recent first tokens kept in a snapshot */
+
+/* A request's first token: when it came (the step's end, seconds) and its
+ * time to first token. */
+typedef struct {
+    double t;
+    float ttft;
+} pf_first_token;
 #define PF_SIM_HISTORY 256 /* per-step history kept for sparklines  */
 
 typedef struct {
@@ -432,6 +440,12 @@ typedef struct {
      * mean TTFT is a ratio of the two sums */
     float hist_firsts[PF_SIM_HISTORY];
     float hist_ttft_sum[PF_SIM_HISTORY];
+    /* the run's most recent first tokens, oldest first: ft[i] is the run's
+     * (ft_first + i)-th, so a viewer polling faster than PF_SIM_FIRSTS
+     * first tokens come keeps every one (for windowed TTFT quantiles) */
+    int64_t ft_first;
+    int nft;
+    pf_first_token ft[PF_SIM_FIRSTS];
     /* scratch of pf_sim_take_snapshot (the block tables copied under the
      * lock), owned; and the seconds the lock was held for the last one */
     int32_t *tab_buf;

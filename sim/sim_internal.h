@@ -89,6 +89,9 @@ struct pf_sim {
         h_use[PF_SIM_HISTORY], h_tok[PF_SIM_HISTORY], h_wait[PF_SIM_HISTORY],
         h_first[PF_SIM_HISTORY], h_ttft[PF_SIM_HISTORY];
     double h_time[PF_SIM_HISTORY];
+    /* the run's first tokens, a ring: the (ft_total - 1)-th is the newest */
+    pf_first_token ft[PF_SIM_FIRSTS];
+    int64_t ft_total;
     int64_t h_step[PF_SIM_HISTORY];
     int h_head, h_n;
 

@@ -256,6 +256,11 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
         snap->hist_ttft_sum[i] = sim->h_ttft[h];
     }
     snap->hist_step0 = sim->h_n ? sim->h_step[sim->h_head] : pf_sched_steps(sc);
+    int64_t f0 = sim->ft_total > PF_SIM_FIRSTS ? sim->ft_total - PF_SIM_FIRSTS : 0;
+    snap->ft_first = f0;
+    snap->nft = (int)(sim->ft_total - f0);
+    for (int i = 0; i < snap->nft; i++)
+        snap->ft[i] = sim->ft[(f0 + i) % PF_SIM_FIRSTS];
     return 0;
 }
 

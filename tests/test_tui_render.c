@@ -1397,3 +1397,45 @@ Test(charts, ttft_mean_is_a_ratio_per_slice)
     cr_assert_float_eq(mean, (80 * 0.5 + 50 * 2.0) / 130.0, 1e-6);
     pf_hist_free(&h);
 }
+
+/* The windowed TTFT p99: per slice, the nearest-rank p99 of the TTFTs of
+ * the first tokens that came in it, from the first tokens themselves. In
+ * 0-5 s, 100 first tokens with TTFTs 1..100 ms (p99: the 99th, 99 ms);
+ * none in 5-6 s; in 6-10 s, 50 of 2 s and one of 7 s (p99: the 51st
+ * smallest of 51, 7 s). Snapshots bring first tokens by index: one seen
+ * already is not added twice. */
+Test(charts, ttft_p99_per_slice_from_the_first_tokens)
+{
+    pf_hist h;
+    memset(&h, 0, sizeof h);
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(pf_hist_push_first(&h, 0.05 * i, 0.001f * (float)(100 - i)), 0);
+    for (int i = 0; i < 50; i++)
+        cr_assert_eq(pf_hist_push_first(&h, 6.0 + 0.07 * i, 2.0f), 0);
+    cr_assert_eq(pf_hist_push_first(&h, 9.9, 7.0f), 0);
+    cr_assert_eq(pf_hist_push_first(&h, 3.0, 9.0f), 0, "an older one is ignored");
+    double out[2], whole = 0;
+    pf_hist_resample(&h, PF_HIST_TTFT_P99W, 10.0, 10.0, 2, out, &whole);
+    cr_assert_float_eq(out[0], 0.099, 1e-6, "0-5 s: %g", out[0]);
+    cr_assert_float_eq(out[1], 7.0, 1e-6, "5-10 s: %g", out[1]);
+    /* 151 in the window: the ceil(0.99 x 151) = 150th smallest is a 2 s one */
+    cr_assert_float_eq(whole, 2.0, 1e-6, "the whole window: %g", whole);
+    double ten[10];
+    pf_hist_resample(&h, PF_HIST_TTFT_P99W, 10.0, 10.0, 10, ten, NULL);
+    cr_assert_float_eq(ten[5], -1.0, 1e-12, "5-6 s: no first token, no value");
+    /* from snapshots: indices decide, a second delivery adds nothing */
+    pf_hist g;
+    memset(&g, 0, sizeof g);
+    pf_sim_snapshot *s = calloc(1, sizeof *s);
+    cr_assert_not_null(s);
+    s->nft = 3;
+    s->ft_first = 0;
+    for (int i = 0; i < 3; i++)
+        s->ft[i] = (pf_first_token){0.5 * (i + 1), 0.25f * (float)(i + 1)};
+    cr_assert_eq(pf_hist_update(&g, s), 0);
+    cr_assert_eq(pf_hist_update(&g, s), 0);
+    cr_assert_eq(g.ft_n, 3, "each first token once: %d", g.ft_n);
+    free(s);
+    pf_hist_free(&g);
+    pf_hist_free(&h);
+}

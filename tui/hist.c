@@ -1,6 +1,7 @@
 /* tui/hist.c - the dashboard's long history in simulated time (see hist.h). */
 #include "tui/hist.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #define PF_HIST_MAX_BINS 1024
@@ -18,7 +19,10 @@ static int ensure(pf_hist *h)
         }
     }
     h->t = calloc(PF_HIST_CAP, sizeof *h->t);
-    if (!h->t) {
+    h->ft_t = calloc(PF_HIST_FT_CAP, sizeof *h->ft_t);
+    h->ft_v = calloc(PF_HIST_FT_CAP, sizeof *h->ft_v);
+    h->ft_tmp = malloc(PF_HIST_FT_EXACT * sizeof *h->ft_tmp);
+    if (!h->t || !h->ft_t || !h->ft_v || !h->ft_tmp) {
         pf_hist_free(h);
         return -1;
     }
@@ -111,7 +115,111 @@ int pf_hist_update(pf_hist *h, const pf_sim_snapshot *s)
             return -1;
         h->next_step = step + 1;
     }
+    /* the first tokens this snapshot has and the history has not */
+    for (int i = 0; i < s->nft; i++) {
+        int64_t idx = s->ft_first + i;
+        if (idx < h->ft_next)
+            continue;
+        pf_hist_push_first(h, s->ft[i].t, s->ft[i].ttft);
+        h->ft_next = idx + 1;
+    }
     return 0;
+}
+
+int pf_hist_push_first(pf_hist *h, double t, float ttft)
+{
+    if (ensure(h) != 0)
+        return -1;
+    if (h->ft_n > 0 && t < h->ft_t[(h->ft_head + h->ft_n - 1) % PF_HIST_FT_CAP])
+        return 0; /* out of time order: not from this run */
+    int at = (h->ft_head + h->ft_n) % PF_HIST_FT_CAP;
+    if (h->ft_n == PF_HIST_FT_CAP)
+        h->ft_head = (h->ft_head + 1) % PF_HIST_FT_CAP;
+    else
+        h->ft_n++;
+    h->ft_t[at] = t;
+    h->ft_v[at] = ttft;
+    return 0;
+}
+
+/* The first first token at or after time t (ft_n when none). */
+static int ft_at_or_after(const pf_hist *h, double t)
+{
+    int lo = 0, hi = h->ft_n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (h->ft_t[(h->ft_head + mid) % PF_HIST_FT_CAP] >= t)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Nearest-rank quantile q of the TTFTs of first tokens [a, b) of the ring:
+ * the ceil(q n)-th smallest, by quickselect on a copy of at most
+ * PF_HIST_FT_EXACT of them (every k-th when there are more: a bin over a
+ * long window costs the same as a short one). -1 when the range is empty. */
+static double ft_quantile(const pf_hist *h, int a, int b, double q, float *tmp)
+{
+    int n = b - a;
+    if (n <= 0)
+        return -1;
+    int stride = n > PF_HIST_FT_EXACT ? (n + PF_HIST_FT_EXACT - 1) / PF_HIST_FT_EXACT : 1;
+    int m = 0;
+    for (int i = a; i < b; i += stride)
+        tmp[m++] = h->ft_v[(h->ft_head + i) % PF_HIST_FT_CAP];
+    int k = (int)ceil(q * m) - 1;
+    if (k < 0)
+        k = 0;
+    if (k >= m)
+        k = m - 1;
+    int lo = 0, hi = m - 1;
+    while (lo < hi) { /* Hoare's quickselect: tmp[k] ends in its sorted place */
+        float pivot = tmp[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (tmp[i] < pivot)
+                i++;
+            while (tmp[j] > pivot)
+                j--;
+            if (i <= j) {
+                float x = tmp[i];
+                tmp[i++] = tmp[j];
+                tmp[j--] = x;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return tmp[k];
+}
+
+/* PF_HIST_TTFT_P99W: per bin, the p99 of the TTFTs of the first tokens that
+ * came in it. */
+static double resample_ttft_p99(const pf_hist *h, double t_end, double span, int ncols,
+                                double *out, double *mean)
+{
+    float *tmp = h->ft_tmp;
+    const double b0 = t_end - span, bw = span / ncols;
+    int any = 0;
+    for (int c = 0; c < ncols; c++) {
+        int a = ft_at_or_after(h, b0 + c * bw);
+        int b = c == ncols - 1 ? ft_at_or_after(h, nextafter(t_end, INFINITY))
+                               : ft_at_or_after(h, b0 + (c + 1) * bw);
+        out[c] = ft_quantile(h, a, b, 0.99, tmp);
+        any |= out[c] >= 0;
+    }
+    if (mean) {
+        int a = ft_at_or_after(h, b0), b = ft_at_or_after(h, nextafter(t_end, INFINITY));
+        double v = ft_quantile(h, a, b, 0.99, tmp);
+        *mean = v >= 0 ? v : 0;
+    }
+    return any ? span : 0;
 }
 
 /* The first sample whose end time is at or after t (n when none): times
@@ -174,6 +282,18 @@ double pf_hist_resample(const pf_hist *h, int series, double t_end, double span,
 {
     if (series == PF_HIST_TTFT_MEAN)
         return resample_ttft_mean(h, t_end, span, ncols, out, mean);
+    if (series == PF_HIST_TTFT_P99W) {
+        if (ncols > PF_HIST_MAX_BINS)
+            ncols = PF_HIST_MAX_BINS;
+        if (!h->ft_t || !(span > 0) || ncols < 1) {
+            for (int c = 0; c < ncols; c++)
+                out[c] = -1;
+            if (mean)
+                *mean = 0;
+            return 0;
+        }
+        return resample_ttft_p99(h, t_end, span, ncols, out, mean);
+    }
     if (mean)
         *mean = 0;
     if (ncols < 1)
@@ -223,6 +343,8 @@ double pf_hist_window(const pf_hist *h, int series, double span)
 void pf_hist_clear(pf_hist *h)
 {
     h->head = h->n = 0;
+    h->ft_head = h->ft_n = 0;
+    h->ft_next = 0;
     h->next_step = -1;
     h->t0 = 0;
     h->t0_guessed = 0;
@@ -239,6 +361,12 @@ void pf_hist_free(pf_hist *h)
         h->cum[k] = NULL;
     }
     free(h->t);
+    free(h->ft_t);
+    free(h->ft_v);
+    free(h->ft_tmp);
+    h->ft_tmp = NULL;
     h->t = NULL;
+    h->ft_t = NULL;
+    h->ft_v = NULL;
     pf_hist_clear(h);
 }

@@ -15,15 +15,18 @@
  * p99 so far, stats.lat[PF_MET_TTFT].p99, sampled from the snapshot that
  * brought the step in: about 30 times a second live, at every dump
  * headless), and the requests whose first token came in the step with the
- * sum of their TTFTs (counts: the charts' windowed mean TTFT is their
- * ratio, PF_HIST_TTFT_MEAN).
+ * sum of their TTFTs (counts: a windowed mean TTFT is their ratio,
+ * PF_HIST_TTFT_MEAN). Besides the steps, a ring of first tokens (time,
+ * TTFT) from the snapshots' ft[] arrays, for the windowed TTFT p99 chart
+ * (PF_HIST_TTFT_P99W).
  *
  * Contract: one thread (the UI); a snapshot whose step or time went
  * backwards (reset, mode change) clears the history; steps that fell out of
  * the simulator's ring between two snapshots (more than 256 steps apart)
  * are missing, and the time axis shows the gap as time no step covers.
- * Memory: per step 6 float samples, their 6 running integrals (double)
- * and the time, PF_HIST_CAP steps (5.2 MB), allocated on the first update.
+ * Memory: per step 8 float samples, their 8 running integrals (double)
+ * and the time, PF_HIST_CAP steps (6.8 MB), and PF_HIST_FT_CAP first
+ * tokens (12 MB, touched as they come), allocated on the first update.
  * Callers: tui/dash.c, tui/replay.c, tui/render.c (reads), tests, bench.
  */
 #ifndef PF_TUI_HIST_H
@@ -49,8 +52,16 @@ enum {
     /* derived, for pf_hist_resample only: TTFT_SUM / FIRSTS over each bin,
      * the mean time to first token of the requests whose first token came
      * in it (-1 where none did) */
-    PF_HIST_TTFT_MEAN = PF_HIST_SERIES
+    PF_HIST_TTFT_MEAN = PF_HIST_SERIES,
+    /* derived: the p99 (nearest rank) of those requests' TTFTs, from the
+     * first tokens themselves (pf_hist's ft ring); *mean gets the p99 over
+     * the whole window */
+    PF_HIST_TTFT_P99W
 };
+
+#define PF_HIST_FT_CAP (1 << 20) /* first tokens kept: hours at a busy server's rate */
+#define PF_HIST_FT_EXACT 4096    /* a bin's quantile from at most this many
+                                    of its first tokens (evenly strided) */
 
 typedef struct {
     float *v[PF_HIST_SERIES]; /* rings of PF_HIST_CAP, owned            */
@@ -66,6 +77,13 @@ typedef struct {
     int t0_guessed;           /* t0 waits for the second step: the first
                                  is taken as long as the second          */
     int head, n;              /* oldest sample at head, n samples       */
+    /* ring of first tokens (time, TTFT), oldest at ft_head, in time order;
+     * ft_next: the run's index of the next one wanted from a snapshot */
+    double *ft_t;
+    float *ft_v;
+    int ft_head, ft_n;
+    int64_t ft_next;
+    float *ft_tmp;            /* [PF_HIST_FT_EXACT]: quickselect scratch */
     int64_t next_step;        /* step of the next sample to append; -1: empty */
 } pf_hist;
 
@@ -112,6 +130,10 @@ double pf_hist_resample(const pf_hist *h, int series, double t_end, double span,
 /* The same over one bin: the last `span` seconds up to the newest sample;
  * 0 when no step covers it. */
 double pf_hist_window(const pf_hist *h, int series, double span);
+
+/* One first token (its time, its TTFT) into the first-token ring; ignored
+ * when older than the newest one kept. 0, or -1 out of memory. */
+int pf_hist_push_first(pf_hist *h, double t, float ttft);
 
 void pf_hist_clear(pf_hist *h);
 void pf_hist_free(pf_hist *h);

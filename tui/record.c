@@ -8,7 +8,8 @@
 #include "core/err.h"
 
 #define REC_VERSION 3 /* 2: time in seconds, the step's time, tokens and queue;
-                         3: first tokens and their TTFT sum per step */
+                         3: first tokens and their TTFT sum per step, and
+                         the snapshot's last first tokens */
 #define REC_SNAP 0x50414E53u /* "SNAP" */
 #define REC_MAX_FRAMES (1 << 24)
 #define REC_MAX_SEQS (1 << 20)
@@ -95,6 +96,9 @@ int pf_record_put(FILE *f, const pf_sim_snapshot *s, int tick, int final)
     put(&b, s->hist_waiting, hn);
     put(&b, s->hist_firsts, hn);
     put(&b, s->hist_ttft_sum, hn);
+    put(&b, &s->ft_first, sizeof s->ft_first);
+    put_i32(&b, s->nft);
+    put(&b, s->ft, (size_t)s->nft * sizeof s->ft[0]);
     int rc = PF_ERR_IO;
     if (!b.oom && b.n < UINT32_MAX) {
         uint32_t hdr[2] = {REC_SNAP, (uint32_t)b.n};
@@ -268,6 +272,14 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
     get(&r, s->hist_firsts, hn);
     get(&r, s->hist_ttft_sum, hn);
     s->nhistory = nh;
+    get(&r, &s->ft_first, sizeof s->ft_first);
+    int nft = get_i32(&r);
+    if (r.bad || nft < 0 || nft > PF_SIM_FIRSTS || s->ft_first < 0) {
+        snprintf(err, errlen, "%s: a damaged record (%d first tokens)", name, nft);
+        goto out;
+    }
+    get(&r, s->ft, (size_t)nft * sizeof s->ft[0]);
+    s->nft = nft;
     if (r.bad || r.at != r.n) {
         snprintf(err, errlen, "%s: a damaged record (length)", name);
         goto out;

@@ -698,7 +698,7 @@ static void panel_charts(pf_cells *b, int x, int y, int w, int h, const pf_dash_
         {PF_HIST_PREEMPT, "preemptions/s", PF_COL_BAD, 1},
         {PF_HIST_USAGE, "KV use %", PF_COL_RESERVE, 100},
         {PF_HIST_WAITING, "waiting requests", PF_COL_WARN, 1},
-        {PF_HIST_TTFT_MEAN, "TTFT mean (s, first tokens in each slice)", PF_COL_STALLED, 1},
+        {PF_HIST_TTFT_P99W, "TTFT p99 (s, first tokens in each slice)", PF_COL_STALLED, 1},
     };
     int avail = h - 1, nch = 5;
     while (nch > 1 && avail / nch < 4)
