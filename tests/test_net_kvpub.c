@@ -206,6 +206,32 @@ static void run_and_drain(pf_sched *s, pf_kvpub *pub, pf_zsub *sub, seen *v)
         pf_zsub_poll(sub, 10, on_note, v);
 }
 
+/* A scheduler run published and read back: a new scheduler attached to
+ * pub (its block events recorded into em first, then published), stepped
+ * to the end, its batches drained into v. Returns the scheduler. */
+static pf_sched *publish_run(pf_kvpub *pub, pf_zsub *sub, emitted *em, seen *v)
+{
+    pf_sched *s = mk_sched();
+    em->pub = pub;
+    em->s = s;
+    em->n = 0;
+    pf_kvpub_attach(pub, s);
+    pf_sched_on_block(s, record, em); /* chain: record, then the publisher */
+    run_and_drain(s, pub, sub, v);
+    return s;
+}
+
+/* What every exact round trip must show: the events the scheduler emitted,
+ * and no malformed field, token, parent or hash at the subscriber. */
+static void expect_exact(const seen *v, const emitted *em)
+{
+    cr_expect_eq(v->blocks_stored, em->stored);
+    cr_expect_eq(v->blocks_removed, em->removed);
+    cr_expect_eq(v->bad_tokens, 0);
+    cr_expect_eq(v->bad_parent, 0);
+    cr_expect_eq(v->unknown_hash, 0);
+}
+
 Test(net_kvpub, fields_tokens_and_merging_as_vllm)
 {
     static emitted em;
@@ -215,12 +241,7 @@ Test(net_kvpub, fields_tokens_and_merging_as_vllm)
     pf_zsub *sub = connect_to(pub, &v);
     int warm = v.batches;
     uint64_t first_run_seq = pf_kvpub_next_seq(pub);
-    pf_sched *s = mk_sched();
-    em.pub = pub;
-    em.s = s;
-    pf_kvpub_attach(pub, s);
-    pf_sched_on_block(s, record, &em); /* chain: record, then the publisher */
-    run_and_drain(s, pub, sub, &v);
+    pf_sched *s = publish_run(pub, sub, &em, &v);
     pf_kvpub_stats st;
     pf_kvpub_stats_get(pub, &st);
     pf_prefix_stats ps;
@@ -232,17 +253,13 @@ Test(net_kvpub, fields_tokens_and_merging_as_vllm)
     cr_expect_gt(em.removed, 0, "the 40-frame pool evicts");
     cr_expect_eq(em.stored, ps.inserts);
     cr_expect_eq(em.removed, ps.evictions);
-    cr_expect_eq(v.blocks_stored, em.stored);
-    cr_expect_eq(v.blocks_removed, em.removed);
+    expect_exact(&v, &em);
     cr_expect_eq((uint64_t)v.blocks_stored, st.blocks_stored);
     cr_expect_eq((uint64_t)v.stored_events, st.events_stored);
     cr_expect_gt(v.merged_events, 0, "a prefill chunk's blocks travel in one BlockStored");
     cr_expect_eq(v.array_like, 0, "maps, as current vLLM");
     cr_expect_lt(v.stored_events, v.blocks_stored);
     cr_expect_eq(v.bad_fields, 0);
-    cr_expect_eq(v.bad_tokens, 0);
-    cr_expect_eq(v.bad_parent, 0);
-    cr_expect_eq(v.unknown_hash, 0);
     cr_expect_eq(v.cleared, 0);
     cr_expect_eq(st.early_flushes, 0);
     cr_expect_eq(st.errors, 0);
@@ -259,21 +276,12 @@ Test(net_kvpub, array_like_encoding_reads_the_same)
     seen v = {.em = &em};
     pf_kvpub *pub = open_pub_enc(4096, 65536, 1);
     pf_zsub *sub = connect_to(pub, &v);
-    pf_sched *s = mk_sched();
-    em.pub = pub;
-    em.s = s;
-    pf_kvpub_attach(pub, s);
-    pf_sched_on_block(s, record, &em);
-    run_and_drain(s, pub, sub, &v);
+    pf_sched *s = publish_run(pub, sub, &em, &v);
     cr_expect_eq(v.last_seq + 1, pf_kvpub_next_seq(pub));
     cr_expect_eq(v.array_like, 1, "the batches came as arrays");
-    cr_expect_eq(v.blocks_stored, em.stored);
-    cr_expect_eq(v.blocks_removed, em.removed);
+    expect_exact(&v, &em);
     cr_expect_gt(v.merged_events, 0);
     cr_expect_eq(v.bad_fields, 0);
-    cr_expect_eq(v.bad_tokens, 0);
-    cr_expect_eq(v.bad_parent, 0);
-    cr_expect_eq(v.unknown_hash, 0);
     pf_zsub_close(sub);
     pf_kvpub_close(pub);
     pf_sched_destroy(s);
@@ -288,23 +296,14 @@ Test(net_kvpub, caps_split_batches_without_loss)
     seen v = {.em = &em};
     pf_kvpub *pub = open_pub(3, 40);
     pf_zsub *sub = connect_to(pub, &v);
-    pf_sched *s = mk_sched();
-    em.pub = pub;
-    em.s = s;
-    pf_kvpub_attach(pub, s);
-    pf_sched_on_block(s, record, &em);
-    run_and_drain(s, pub, sub, &v);
+    pf_sched *s = publish_run(pub, sub, &em, &v);
     pf_kvpub_stats st;
     pf_kvpub_stats_get(pub, &st);
     cr_expect_eq(v.last_seq + 1, pf_kvpub_next_seq(pub));
     cr_expect_gt(st.early_flushes, 0);
     cr_expect_leq(v.max_hashes, 3);
     cr_expect_leq(v.max_tokens, 32, "40 tokens hold two 16-token blocks");
-    cr_expect_eq(v.blocks_stored, em.stored);
-    cr_expect_eq(v.blocks_removed, em.removed);
-    cr_expect_eq(v.bad_tokens, 0);
-    cr_expect_eq(v.bad_parent, 0);
-    cr_expect_eq(v.unknown_hash, 0);
+    expect_exact(&v, &em);
     pf_zsub_close(sub);
     pf_kvpub_close(pub);
     pf_sched_destroy(s);
@@ -319,20 +318,10 @@ Test(net_kvpub, new_run_is_announced_by_all_blocks_cleared)
     seen v = {.em = &em};
     pf_kvpub *pub = open_pub(4096, 65536);
     pf_zsub *sub = connect_to(pub, &v);
-    pf_sched *s = mk_sched();
-    em.pub = pub;
-    em.s = s;
-    pf_kvpub_attach(pub, s);
-    pf_sched_on_block(s, record, &em);
-    run_and_drain(s, pub, sub, &v);
+    pf_sched *s = publish_run(pub, sub, &em, &v);
     cr_expect_eq(v.cleared, 0);
     uint64_t events_first = v.events;
-    pf_sched *s2 = mk_sched();
-    em.s = s2;
-    em.n = 0;
-    pf_kvpub_attach(pub, s2);
-    pf_sched_on_block(s2, record, &em);
-    run_and_drain(s2, pub, sub, &v);
+    pf_sched *s2 = publish_run(pub, sub, &em, &v);
     cr_expect_eq(v.cleared, 1);
     cr_expect_eq(v.first_cleared_at, events_first + 1, "the clear comes before the second run's events");
     cr_expect_eq(v.bad_tokens, 0);
