@@ -448,13 +448,6 @@ void pf_sim_on_event(pf_sim *sim, pf_sim_event_fn fn, void *ctx)
 
 /* ---- one step ---------------------------------------------------------------------- */
 
-/* A step lands in parallel only when it has enough requests to split:
- * landing one costs some 15 ns, waking the crew and waiting for its last
- * thread a few microseconds on an idle machine (tens when the cores are
- * shared), so below about a thousand running requests the driver lands
- * every shard itself, in the same order. The figures are the same either
- * way (sim/sched.h: results do not depend on who lands a shard). */
-#define PF_SIM_PARALLEL_MIN 1024
 
 static void land_shard(void *ctx, int shard, int nshards)
 {

@@ -108,6 +108,15 @@ struct pf_sim {
     int driver_started;
 };
 
+/* A step lands in parallel only when it has enough requests to split:
+ * landing one costs some 15 ns, waking the crew and waiting for its last
+ * thread a few microseconds on an idle machine (tens when the cores are
+ * shared), so below about a thousand running requests the driver lands
+ * every shard itself, in the same order. The figures are the same either
+ * way (sim/sched.h: results do not depend on who lands a shard). A
+ * snapshot of that many running requests is copied on the crew too. */
+#define PF_SIM_PARALLEL_MIN 1024
+
 /* Take mu for an API call (every "live" function of sim.h). A mutex is not
  * fair: an engine that steps without sleeping would unlock and relock it at
  * once and starve a viewer. The count lets the engine hand the lock over

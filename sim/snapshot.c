@@ -184,6 +184,97 @@ static double mono_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The running requests of slots [lo, hi) into snap->seqs from *ns and
+ * their tables into snap->tab_buf from *at. The requests sit anywhere in a
+ * large array: fetch a few slots ahead (both cache lines of a pf_req, and
+ * its table), so the misses overlap instead of coming one after another.
+ * Returns 1 when the tables outgrow the buffer. */
+static int copy_running(pf_sim_snapshot *snap, const int32_t *slots, int lo, int hi,
+                        const pf_req *reqs, int *ns, int64_t *at)
+{
+    enum { AHEAD = 8 };
+    for (int w = lo; w < hi; w++) {
+        if (w + AHEAD < hi && slots[w + AHEAD] >= 0) {
+            const pf_req *qa = &reqs[slots[w + AHEAD]];
+            __builtin_prefetch(qa);
+            __builtin_prefetch((const char *)qa + 64);
+            __builtin_prefetch(qa->table);
+        }
+        int id = slots[w];
+        if (id < 0)
+            continue;
+        const pf_req *q = &reqs[id];
+        if (*at + q->nframes > snap->tab_cap)
+            return 1;
+        seq_view(q, id, &snap->seqs[*ns], 0);
+        snap->seqs[(*ns)++].table_at = *at;
+        memcpy(snap->tab_buf + *at, q->table, (size_t)q->nframes * sizeof *q->table);
+        *at += q->nframes;
+    }
+    return 0;
+}
+
+/* The same on the crew: pass 0 counts each shard's running requests and
+ * frames, the prefix sums place each shard's part, pass 1 copies. The
+ * result is the serial copy's, byte for byte (slot order is kept). */
+typedef struct {
+    pf_sim_snapshot *snap;
+    const int32_t *slots;
+    const pf_req *reqs;
+    int nslots, pass;
+    int cnt[PF_CREW_MAX], base[PF_CREW_MAX];
+    int64_t frames[PF_CREW_MAX], fbase[PF_CREW_MAX];
+} snap_job;
+
+static void snap_shard(void *ctx, int k, int n)
+{
+    snap_job *j = ctx;
+    int lo = (int)((int64_t)j->nslots * k / n), hi = (int)((int64_t)j->nslots * (k + 1) / n);
+    if (j->pass == 0) {
+        int c = 0;
+        int64_t f = 0;
+        for (int w = lo; w < hi; w++)
+            if (j->slots[w] >= 0) {
+                c++;
+                f += j->reqs[j->slots[w]].nframes;
+            }
+        j->cnt[k] = c;
+        j->frames[k] = f;
+        return;
+    }
+    int ns = j->base[k];
+    int64_t at = j->fbase[k];
+    (void)copy_running(j->snap, j->slots, lo, hi, j->reqs, &ns, &at); /* room checked */
+}
+
+static int copy_running_on_crew(pf_sim *sim, pf_sim_snapshot *snap, const int32_t *slots,
+                                int nslots, const pf_req *reqs, int *ns, int64_t *at)
+{
+    static _Thread_local snap_job j; /* 24 KB: not on the stack; one per caller thread */
+    int n = pf_crew_size(sim->crew);
+    j.snap = snap;
+    j.slots = slots;
+    j.reqs = reqs;
+    j.nslots = nslots;
+    j.pass = 0;
+    pf_crew_run(sim->crew, snap_shard, &j);
+    int total = 0;
+    int64_t frames = 0;
+    for (int k = 0; k < n; k++) {
+        j.base[k] = total;
+        j.fbase[k] = frames;
+        total += j.cnt[k];
+        frames += j.frames[k];
+    }
+    if (total > snap->seqs_cap || frames > snap->tab_cap)
+        return 1;
+    j.pass = 1;
+    pf_crew_run(sim->crew, snap_shard, &j);
+    *ns = total;
+    *at = frames;
+    return 0;
+}
+
 /* Under the lock: everything but the frame grid, and each running
  * sequence's block table appended to snap->tab_buf (seqs[i].frames
  * entries each, in seqs order). Returns 0, or 1 when the buffers turned
@@ -199,32 +290,20 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
     snap->met_ok = pf_sched_metrics_copy(sc, snap->met) == PF_OK;
     snap->params = sim->p;
     snap->paused = sim->paused;
-    int ns = 0;
-    int64_t at = 0;
-    /* The requests sit anywhere in a large array: fetch a few slots ahead
-     * (both cache lines of a pf_req, and its table), so the misses overlap
-     * instead of stopping the engine one after another. */
     int nslots;
     const int32_t *slots = pf_sched_slots(sc, &nslots);
     const pf_req *reqs = pf_sched_reqs(sc);
-    enum { AHEAD = 8 };
-    for (int w = 0; w < nslots; w++) {
-        if (w + AHEAD < nslots && slots[w + AHEAD] >= 0) {
-            const pf_req *qa = &reqs[slots[w + AHEAD]];
-            __builtin_prefetch(qa);
-            __builtin_prefetch((const char *)qa + 64);
-            __builtin_prefetch(qa->table);
-        }
-        int id = slots[w];
-        if (id < 0)
-            continue;
-        const pf_req *q = &reqs[id];
-        if (at + q->nframes > snap->tab_cap)
-            return 1; /* the tables outgrew the buffer: grow, again */
-        seq_view(q, id, &snap->seqs[ns], 0);
-        snap->seqs[ns++].table_at = at;
-        memcpy(snap->tab_buf + at, q->table, (size_t)q->nframes * sizeof *q->table);
-        at += q->nframes;
+    int ns = 0;
+    int64_t at = 0;
+    if (sim->crew && pf_sched_running(sc) >= PF_SIM_PARALLEL_MIN) {
+        /* the threaded engine's crew is idle while we hold mu: it copies
+         * the running sequences shard by shard, so the engine stops for a
+         * sixteenth of the copy on sixteen threads */
+        int rc = copy_running_on_crew(sim, snap, slots, nslots, reqs, &ns, &at);
+        if (rc != 0)
+            return rc;
+    } else if (copy_running(snap, slots, 0, nslots, reqs, &ns, &at) != 0) {
+        return 1; /* the tables outgrew the buffer: grow, again */
     }
     int running = ns;
     for (int k = 0, found = 0; found < sim->swapped_out && ns < snap->seqs_cap; k++) {

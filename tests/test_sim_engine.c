@@ -1592,3 +1592,54 @@ Test(sim_engine, publisher_hooks_see_blocks_steps_and_events)
     }
     pf_jobs_free(&j);
 }
+
+/* Issue 10 point 4: with a thousand requests running, the threaded engine's
+ * crew copies a snapshot's sequences and block tables shard by shard; the
+ * result is the driver's serial copy, byte for byte (same simulator, same
+ * step: the second snapshot is taken after dropping to one thread). */
+Test(sim_engine, snapshot_copied_on_the_crew_equals_the_serial_copy)
+{
+    pf_jobs j;
+    cr_assert_eq(pf_jobs_generate(&j, 5, 3000, pf_mix_seed(), 0.0, 2048), PF_OK);
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.engine = PF_ENGINE_THREADED;
+    p.threads = 4;
+    p.workers = 4096;
+    p.cfg.pool_blocks = 1 << 18;
+    p.tick_us = 0;
+    p.naive_throughput = 1.0;
+    char err[256];
+    pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    pf_sim_stats st;
+    for (int i = 0; i < 400; i++) {
+        cr_assert_geq(pf_sim_step(s), 0);
+        pf_sim_get_stats(s, &st);
+        if (st.running >= 1100)
+            break;
+    }
+    cr_assert_geq(st.running, 1100, "enough running for the crew: %d", st.running);
+    pf_sim_snapshot *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    cr_assert(a && b);
+    cr_assert_eq(pf_sim_take_snapshot(s, a), PF_OK); /* on the crew */
+    cr_assert_eq(pf_sim_set_threads(s, 1), PF_OK);
+    cr_assert_eq(pf_sim_take_snapshot(s, b), PF_OK); /* serial */
+    cr_assert_eq(a->nseqs, b->nseqs);
+    cr_assert_eq(memcmp(a->seqs, b->seqs, (size_t)a->nseqs * sizeof a->seqs[0]), 0, "sequence views");
+    int64_t frames = 0;
+    for (int i = 0; i < a->nseqs; i++)
+        if (a->seqs[i].table_at >= 0)
+            frames = a->seqs[i].table_at + a->seqs[i].frames;
+    cr_assert_gt(frames, 0);
+    cr_assert_eq(memcmp(a->tab_buf, b->tab_buf, (size_t)frames * sizeof a->tab_buf[0]), 0, "block tables");
+    cr_assert_eq(memcmp(a->frames, b->frames, (size_t)a->nframes * sizeof a->frames[0]), 0, "the grid");
+    cr_assert_eq(memcmp(a->frame_block, b->frame_block, (size_t)a->nframes * sizeof(int32_t)), 0);
+    cr_assert_eq(pf_sim_check(s), PF_OK);
+    pf_sim_snapshot_free(a);
+    pf_sim_snapshot_free(b);
+    free(a);
+    free(b);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}
