@@ -17,12 +17,18 @@
  *   5. a 10^6-request trace (our CSV format, generated here) arriving at
  *      --rate requests per second (default 40: a little above the ~33 a
  *      second the default pool serves on this mix, so the server stays busy
- *      to the end): parse time and run time (one run).
+ *      to the end): parse time and run time (one run);
+ *   6. snapshots of a live run on a 2^20-frame pool with about 4,000
+ *      sequences running (max-num-seqs 4096, 10^6 jobs arriving at 3000/s),
+ *      taken about 30 times a second for --snap-s seconds, deterministic
+ *      engine and threaded on the machine's cores: the time a snapshot
+ *      holds the simulator's lock, and that at 30 Hz as a share of the
+ *      engine's time (issue 10, point 4: under 1%).
  * Columns: wall time of a run; simulated steps; wall time per step; wall
  * time per computed token (output tokens plus recomputed ones); simulated
  * seconds.
- * Usage: bench_sim [--reps N] [--rate R] [--all-threads] [--quick]
- * (--quick: skips part 5). Figures only; nothing here is asserted (speed
+ * Usage: bench_sim [--reps N] [--rate R] [--all-threads] [--quick] [--snap-s S]
+ * (--quick: skips parts 5 and 6). Figures only; nothing here is asserted (speed
  * targets are not tests). On a shared machine, compare ratios from one run.
  */
 #include <math.h>
@@ -252,10 +258,68 @@ static int million(double rate)
     return rc;
 }
 
+/* Part 6: one live run, snapshotted for secs seconds. */
+static int snap_run(int threads, double secs)
+{
+    pf_jobs j;
+    if (pf_jobs_generate(&j, 42, 1000000, pf_mix_seed(), 3000.0, 2048) != PF_OK)
+        return 1;
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.cfg.pool_blocks = 1 << 20;
+    p.workers = 4096;
+    p.tick_us = 0;
+    p.naive_throughput = 1.0; /* no baseline run */
+    if (threads > 0) {
+        p.engine = PF_ENGINE_THREADED;
+        p.threads = threads;
+    }
+    char err[256];
+    pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
+    pf_sim_snapshot *snap = calloc(1, sizeof *snap);
+    int rc = 1;
+    if (!s || !snap || pf_sim_start(s) != PF_OK)
+        goto out;
+    double locked = 0, t0 = now_s(), running = 0;
+    int n = 0;
+    while (now_s() - t0 < secs) {
+        if (pf_sim_take_snapshot(s, snap) != PF_OK)
+            goto out;
+        locked += snap->locked_s;
+        running += snap->stats.running;
+        n++;
+        struct timespec ts = {0, 33 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    pf_sim_stop(s);
+    if (n > 0)
+        printf("  %-22s %4d snapshots, %6.0f running on average: lock held %6.3f ms a snapshot, "
+               "%5.2f%% of the engine's time at 30 Hz\n",
+               threads > 0 ? "threaded" : "deterministic", n, running / n, locked / n * 1e3,
+               locked / n * 30 * 100);
+    rc = 0;
+out:
+    if (!s)
+        fprintf(stderr, "bench_sim: %s\n", err);
+    pf_sim_snapshot_free(snap);
+    free(snap);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+    return rc;
+}
+
+static int snapshots(double secs)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("6. snapshots of a live 2^20-frame pool, about 4,000 sequences running, %g s each "
+           "(threaded: %ld threads)\n", secs, cores);
+    return snap_run(0, secs) || snap_run(cores > 1 ? (int)cores : 2, secs);
+}
+
 int main(int argc, char **argv)
 {
     int reps = 5, all_threads = 0, quick = 0;
-    double rate = 40.0;
+    double rate = 40.0, snap_s = 6.0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
@@ -265,8 +329,10 @@ int main(int argc, char **argv)
             all_threads = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--snap-s") && i + 1 < argc)
+            snap_s = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_sim [--reps N] [--rate R] [--all-threads] [--quick]\n");
+            fprintf(stderr, "usage: bench_sim [--reps N] [--rate R] [--all-threads] [--quick] [--snap-s S]\n");
             return 2;
         }
     }
@@ -280,7 +346,11 @@ int main(int argc, char **argv)
     }
     if (default_sim(reps, all_threads) || seq_cap(reps) || azure(reps))
         return 1;
-    if (!quick && million(rate))
+    if (!(snap_s > 0.0 && snap_s <= 600.0)) {
+        fprintf(stderr, "bench_sim: --snap-s must be in (0, 600] seconds\n");
+        return 2;
+    }
+    if (!quick && (million(rate) || snapshots(snap_s)))
         return 1;
     return 0;
 }
