@@ -35,11 +35,7 @@ int pf_sim_set_watermark_auto(pf_sim *sim, int on)
     sim->p.watermark_auto = on != 0;
     if (on && !was) {
         /* the controller starts from the watermark in force, now */
-        pf_loadctl_params lp;
-        pf_loadctl_params_default(&lp);
-        (void)pf_loadctl_init(&sim->lc, &lp, sim->p.watermark, pf_sched_now(sim->sc));
-        sim->p.watermark = sim->lc.w;
-        (void)pf_sched_set_watermark(sim->sc, sim->lc.w);
+        pf_sim__loadctl_start(sim, pf_sched_now(sim->sc));
     }
     pthread_mutex_unlock(&sim->mu);
     return PF_OK;

@@ -395,7 +395,7 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
     int rc = PF_ERR_IO;
     job_ix *v = NULL;
     int n = 0, cap = 0, rejected = 0;
-    long long t0 = LLONG_MAX, tmax = LLONG_MIN;
+    long long t0 = LLONG_MAX;
     trace_fmt fmt = FMT_OURS;
     long lineno = 0;
     int header_seen = 0;
@@ -501,7 +501,6 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         /* Every row's time counts for time 0, kept or not, so arrivals do
          * not move when --max-len changes. */
         t0 = t < t0 ? t : t0;
-        tmax = t > tmax ? t : tmax;
         /* A request that generates nothing still needs one decode step to
          * be answered; the simulator models it as one token. */
         if (output < 1)
@@ -527,7 +526,6 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         FAIL("%s: no jobs after the header line", name);
     if (n == 0)
         FAIL("%s: no job fits (rejected %d longer than max_seq_len %d)", name, rejected, max_seq_len);
-    (void)tmax;
     for (int i = 0; i < n; i++)
         v[i].job.arrival = arrival_of(fmt, v[i].t, t0);
     /* Most traces come sorted: check in one pass before paying for qsort. */

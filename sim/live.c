@@ -11,7 +11,6 @@
  * watch; a viewer that wants the end on screen pauses before it (the
  * dashboard drives a run's last steps one at a time, paused, for that).
  */
-#include <errno.h>
 #include <time.h>
 
 #include "core/err.h"

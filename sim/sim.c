@@ -189,7 +189,6 @@ static void on_sched_event(void *ctx, pf_sched_ev ev, int req, int a)
         pf_sim__event(s, PF_EV_SWAP_IN, req, a);
         break;
     case PF_SCHED_EV_STALL:
-        s->cur_stalls++;
         pf_sim__event(s, PF_EV_STALL, req, a);
         break;
     case PF_SCHED_EV_FIRST_TOKEN: {
@@ -233,7 +232,7 @@ static void zero_totals(pf_sim *s)
     memset(&s->split, 0, sizeof s->split);
     s->idle_preempts = 0;
     s->livelock = s->done = 0;
-    s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;
+    s->cur_preempted = s->cur_first_admits = 0;
     s->cur_firsts = 0;
     s->cur_ttft_sum = 0.0;
     s->last_decoding = s->last_stalled = 0;
@@ -270,11 +269,7 @@ static int reset_err(pf_sim *s, char *err, size_t errlen)
     if (s->attach_fn)
         s->attach_fn(s->pub_ctx, sc);
     zero_totals(s);
-    pf_loadctl_params lp;
-    pf_loadctl_params_default(&lp);
-    (void)pf_loadctl_init(&s->lc, &lp, s->p.watermark, 0.0);
-    if (s->p.watermark_auto)
-        (void)pf_sched_set_watermark(sc, s->lc.w);
+    pf_sim__loadctl_start(s, 0.0);
     return PF_OK;
 }
 
@@ -455,6 +450,24 @@ static void land_shard(void *ctx, int shard, int nshards)
     pf_sched_land(ctx, shard);
 }
 
+int pf_sim__frames_used(const pf_sched *sc)
+{
+    pf_prefix_stats ps;
+    pf_sched_prefix_stats(sc, &ps);
+    return pf_pool_used_count(pf_sched_pool((pf_sched *)sc)) - ps.evictable;
+}
+
+void pf_sim__loadctl_start(pf_sim *s, double t)
+{
+    pf_loadctl_params lp;
+    pf_loadctl_params_default(&lp);
+    (void)pf_loadctl_init(&s->lc, &lp, s->p.watermark, t);
+    if (s->p.watermark_auto) {
+        s->p.watermark = s->lc.w; /* clamped into the controller's bounds */
+        (void)pf_sched_set_watermark(s->sc, s->lc.w);
+    }
+}
+
 /* The step's sums, history entry, load control and livelock guard. */
 static void account(pf_sim *s, int64_t tokens)
 {
@@ -465,13 +478,10 @@ static void account(pf_sim *s, int64_t tokens)
     s->steps_seen = steps;
     if (k < 1)
         k = 1;
-    pf_pool *pool = pf_sched_pool(sc);
     int running = pf_sched_running(sc), waiting = pf_sched_waiting(sc);
     int stalled = pf_sched_stalled(sc);
     int decoding = (int)b->work.decode_tokens;
-    pf_prefix_stats ps;
-    pf_sched_prefix_stats(sc, &ps);
-    int used = pf_pool_used_count(pool) - ps.evictable;
+    int used = pf_sim__frames_used(sc);
     s->sum_decoding += decoding; /* the covered steps but the last decoded nothing */
     s->sum_stalled += (int64_t)stalled * k;
     s->sum_used += (int64_t)used * k;
@@ -530,7 +540,7 @@ static void account(pf_sim *s, int64_t tokens)
                           (int)lround(s->lc.w * 1000.0));
         }
     }
-    s->cur_preempted = s->cur_first_admits = s->cur_stalls = 0;
+    s->cur_preempted = s->cur_first_admits = 0;
     s->cur_firsts = 0;
     s->cur_ttft_sum = 0.0;
     if (s->step_fn)

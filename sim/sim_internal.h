@@ -58,7 +58,7 @@ struct pf_sim {
     int livelock;
     int done;
     /* the step being accounted (filled by the event callback) */
-    int cur_preempted, cur_first_admits, cur_stalls;
+    int cur_preempted, cur_first_admits;
     int cur_firsts;          /* requests whose first token came this step */
     double cur_ttft_sum;     /* ... and the sum of their TTFTs, seconds   */
     int last_decoding, last_stalled;
@@ -131,6 +131,13 @@ static inline void pf_sim__lock(pf_sim *s)
 /* Under mu, at a step boundary: if API calls are waiting, release mu until
  * each of them has taken it; returns with mu held again. */
 void pf_sim__let_callers_in(pf_sim *s);
+
+/* Frames held now (the pool's used frames less the prefix cache's idle
+ * ones, which count as free, as vLLM's kv_cache_usage counts them). */
+int pf_sim__frames_used(const pf_sched *sc);
+
+/* The load controller (re)started from the watermark in force at time t. */
+void pf_sim__loadctl_start(pf_sim *s, double t);
 
 /* sim.c, all under mu */
 int pf_sim__step_locked(pf_sim *s);      /* 1 done, 0 more, <0 error      */

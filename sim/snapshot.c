@@ -78,7 +78,7 @@ static void stats_scalars_locked(pf_sim *s, pf_sim_stats *o)
     }
     o->seq_steps = s->sum_running;
     o->running_peak = s->running_peak;
-    o->pool_used = pf_pool_used_count(pool) - ps.evictable;
+    o->pool_used = pf_sim__frames_used(sc);
     o->pool_free = N - o->pool_used;
     o->pool_peak = pf_pool_peak(pool);
     o->kv_usage = (double)o->pool_used / N;
@@ -305,7 +305,6 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
     } else if (copy_running(snap, slots, 0, nslots, reqs, &ns, &at) != 0) {
         return 1; /* the tables outgrew the buffer: grow, again */
     }
-    int running = ns;
     for (int k = 0, found = 0; found < sim->swapped_out && ns < snap->seqs_cap; k++) {
         int id = pf_sched_waiting_at(sc, k);
         if (id < 0)
@@ -315,7 +314,6 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
             found++;
         }
     }
-    (void)running;
     snap->nseqs = ns;
 
     snap->nevents = sim->ev_n;

@@ -101,6 +101,7 @@ static void make_opts(pf_opt *o, sim_args *a)
 typedef struct {
     pf_event *ev;
     int n, cap, lost;
+    double start; /* the watermark the controller started from */
 } decisions;
 
 static void keep_decision(void *ctx, const pf_event *e)
@@ -175,8 +176,10 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
         fprintf(stderr, "%s: %s\n", PROG, err);
         return 2;
     }
-    if (dec && p.watermark_auto)
+    if (dec && p.watermark_auto) {
+        dec->start = p.watermark;
         pf_sim_on_event(s, keep_decision, dec);
+    }
     int rc;
     if (mode == PF_SIM_PAGED && a->pub)
         rc = run_published(a, s, st);
@@ -547,14 +550,6 @@ int pf_cmd_sim(int argc, char **argv)
     cfg_num(r, sw, "block-size", "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
     cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f",
             "tokens");
-    /* a number either way (a CSV column keeps one type): auto starts at
-     * vLLM's 0.01 (tui/simflags.c) and admission_control says which */
-    if (isnan(a.f.p.watermark))
-        pf_report_num(r, "watermark", "watermark", 0.01, "%.3g", "(start)");
-    else
-        cfg_num(r, sw, "watermark", "watermark", "watermark", a.f.p.watermark, "%.3g", NULL);
-    pf_report_str(r, "admission_control", "admission control",
-                  isnan(a.f.p.watermark) ? "load controller (--watermark auto)" : "fixed watermark");
     pf_report_str(r, "naive_reserve", "naive reservation", pf_naive_reserve_names[a.f.reserve]);
     pf_report_str(r, "enable_prefix_caching", "prefix caching", a.f.p.prefix_caching ? "on" : "off");
     pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
@@ -570,6 +565,14 @@ int pf_cmd_sim(int argc, char **argv)
             status = 2;
             goto out;
         }
+        /* a number either way (a CSV column keeps one type): auto gives
+         * its start; admission_control says which */
+        if (p.watermark_auto)
+            pf_report_num(r, "watermark", "watermark", p.watermark, "%.3g", "(start)");
+        else
+            cfg_num(r, sw, "watermark", "watermark", "watermark", p.watermark, "%.3g", NULL);
+        pf_report_str(r, "admission_control", "admission control",
+                      p.watermark_auto ? "load controller (--watermark auto)" : "fixed watermark");
         pf_report_str(r, "model", "model", p.cost.model.name);
         pf_report_str(r, "gpu", "GPU", p.cost.profiled && p.cost.profile_device[0]
                                            ? p.cost.profile_device
@@ -673,7 +676,7 @@ int pf_cmd_sim(int argc, char **argv)
         pf_report_table(r, "load_controller", "Load controller (--watermark auto), paged run",
                         nc, keys, labels);
         for (int k = 0; k < npoints; k++) {
-            double w = 0.01; /* the controller's start (tui/simflags.c) */
+            double w = pts[k].dec.start;
             for (int i = 0; i < pts[k].dec.n; i++) {
                 const pf_event *e = &pts[k].dec.ev[i];
                 double nw = e->frames / 1000.0;

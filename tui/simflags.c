@@ -198,10 +198,12 @@ int pf_simflags_params(const char *prog, const pf_simflags *f, pf_sim_params *ou
     out->scheduler = (pf_sched_rules)f->scheduler;
     out->naive_reserve = (pf_naive_reserve)f->reserve;
     out->seed = (uint64_t)f->seed;
-    /* --watermark auto: the load controller, from vLLM's 0.01 */
+    /* --watermark auto: the load controller, from the default (vLLM's) */
     if (isnan(out->watermark)) {
+        pf_sim_params d;
+        pf_sim_params_default(&d);
         out->watermark_auto = 1;
-        out->watermark = 0.01;
+        out->watermark = d.watermark;
     }
     const pf_model *m = pf_model_find(model_names[f->model]);
     const pf_gpu *g = pf_gpu_find(gpu_names[f->gpu]);
