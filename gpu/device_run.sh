@@ -11,8 +11,10 @@
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
 #                the planner's split-KV overridden (bench --splits)
 #   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
-#   NCU=1        Nsight Compute on one paged llama launch (NCU_KERNEL, default 0)
+#   NCU=1        Nsight Compute on one paged launch (NCU_KERNEL, default 0) of
+#                each of NCU_WORKLOADS (default llama)
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
+#                (PEERS_VERSIONS=0,7: our versions to run, default 0)
 #   PROFILE=1    pagefault bench --profile-out
 set -u
 OUT=${OUT:-/tmp/pagefault-device}
@@ -54,7 +56,7 @@ if [ "${SAN:-0}" = 1 ]; then
         done
         if [ "${SAN_TESTS:-1}" = 1 ]; then
             echo "== memcheck on the device tests"
-            compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 2>&1 | tail -3
+            timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 2>&1 | tail -3
             echo "memcheck test_gpu status ${PIPESTATUS[0]}"
         fi
     } >"$OUT/extra.txt" 2>&1
@@ -87,14 +89,18 @@ if [ "${BLOCKS:-0}" = 1 ]; then
     done
 fi
 if [ "${NCU:-0}" = 1 ]; then
-    ncu --clock-control none -k regex:attn_v --launch-skip 4 --launch-count 1 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-        --section LaunchStats --section WarpStateStats \
-        $BIN bench --workload llama --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >"$OUT/ncu.txt" 2>&1
-    echo "ncu status $?" >>"$OUT/ncu.txt"
+    : >"$OUT/ncu.txt"
+    for w in ${NCU_WORKLOADS:-llama}; do
+        echo "### ncu, paged launch of pagefault bench --workload $w --kernel ${NCU_KERNEL:-0}" >>"$OUT/ncu.txt"
+        ncu --clock-control none -k regex:attn_v --launch-skip 4 --launch-count 1 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+            --section LaunchStats --section WarpStateStats \
+            $BIN bench --workload $w --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >>"$OUT/ncu.txt" 2>&1
+        echo "ncu status $?" >>"$OUT/ncu.txt"
+    done
 fi
 if [ "${PEERS:-0}" = 1 ]; then
-    PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so >"$OUT/peers.txt" 2>&1
+    PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so --versions "${PEERS_VERSIONS:-0}" >"$OUT/peers.txt" 2>&1
     echo "peers status $?" >>"$OUT/peers.txt"
 fi
 if [ "${PROFILE:-0}" = 1 ]; then
@@ -107,7 +113,7 @@ echo "== summary"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
 grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|naive  |paged-shuffled|host time|result" "$OUT/bench.txt" |
     sed -E 's/  +/ /g' | head -400
-[ -f "$OUT/ncu.txt" ] && grep -E "Memory Throughput|DRAM Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|ncu status" "$OUT/ncu.txt" | head -20
+[ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status" "$OUT/ncu.txt" | head -40
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
 [ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
 exit 0

@@ -517,7 +517,7 @@ int case_plan(Case *c)
     c->res->version = c->plan[1].version;
     if (c->plan[1].workspace_bytes) {
         CKC(cudaMalloc(&c->d_ws, c->plan[1].workspace_bytes));
-        CKC(cudaMemset(c->d_ws, 0, c->plan[1].workspace_bytes)); /* v5's counters */
+        CKC(cudaMemset(c->d_ws, 0, c->plan[1].workspace_bytes)); /* merge counters */
     }
     return PF_OK;
 }
@@ -780,7 +780,7 @@ int attention_public(const pf_gpu_attn_shape *s, int paged, const void *q, const
     if (plan.workspace_bytes) {
         cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, st);
         if (e == cudaSuccess)
-            e = cudaMemsetAsync(ws, 0, plan.workspace_bytes, st); /* v5's counters */
+            e = cudaMemsetAsync(ws, 0, plan.workspace_bytes, st); /* merge counters */
         if (e != cudaSuccess) {
             if (ws)
                 cudaFreeAsync(ws, st);

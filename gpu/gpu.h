@@ -93,7 +93,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * synchronizes nothing, so it can be captured in a CUDA graph. Device
  * lengths: a length <= 0 gives an output of zeros; a length above the
  * planned bound (plan->max_len) is read only up to that bound. */
-#define PF_GPU_KERNEL_VERSIONS 6 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 8 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */

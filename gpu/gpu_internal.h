@@ -85,19 +85,18 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 /* The kernel version 0 stands for, for a shape and the plan's longest
  * sequence max_len: the fastest measured (docs/gpu.md, NVIDIA H200,
- * 2026-12-02, paged on shuffled frames):
- *   fp32                       6 (v5's kernel, table read early; seed 10.2
- *                                 us against 10.4 for v5, same chunks);
- *   GQA tile 1 (MHA)           1 (0.956 of the read bandwidth against 0.850
- *                                 for v5 and 0.758 for v6);
- *   K+V at most 8 MB           1 (a launch that is mostly latency: single
- *                                 12.7 us at 8 chunks against 13.2 for v6
- *                                 and 14.4 for v5);
- *   otherwise                  5 (llama 0.849 against 0.821 for v1 and
- *                                 0.740 for v6). */
+ * 2026-12-03, one device call, paged on shuffled frames):
+ *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
+ *                                 0.923 for v7; 0.239 ms beside v1's 0.243
+ *                                 and cuDNN's 0.238 in gpu/peers.py);
+ *   otherwise                  7 (llama 0.934 against 0.932 for v8, 0.934
+ *                                 for v6 and 0.833 for v5; batch, long and
+ *                                 single faster than v8; seed 9.5 us against
+ *                                 9.9 for v8; the same version at every
+ *                                 length, small launches included). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len);
 
-/* Versions 5 and 6 merge split-KV chunks inside the attention kernel: their
+/* Versions 5 to 8 merge split-KV chunks inside the attention kernel: their
  * workspace also holds one counter per (sequence, head tile), zero at rest. */
 static inline int pf_gpu_version_fused(int version)
 {

@@ -349,13 +349,10 @@ int pf_gpu_group_tile(int group)
 
 int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len)
 {
-    if (s->dtype == PF_GPU_F32)
-        return 6;
-    if (pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
-        return 1;
-    const double kv_bytes = 2.0 * s->num_seqs * s->num_kv_heads * (double)max_len *
-                            s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
-    return kv_bytes <= 8e6 ? 1 : 5;
+    (void)max_len; /* one choice for every length since version 7 */
+    if (s->dtype != PF_GPU_F32 && pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
+        return 8;
+    return 7;
 }
 
 /* ---- split-KV planning ---------------------------------------------------

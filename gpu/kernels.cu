@@ -419,6 +419,23 @@ __device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
 }
 
+/* The dynamic shared memory with its start rounded up to 128 bytes (the
+ * launch asks for kSmemAlign more). Dynamic shared memory follows the
+ * static variables, so it starts wherever they end (2352 bytes for v7's
+ * table cache and merge scalars: 48 past a 128-byte line). cp.async into a
+ * destination off the 128-byte grid costs twice the L2 requests: measured
+ * on the H200 (docs/gpu.md, fourth session), v7 copying into such a buffer
+ * ran the llama shape at 0.73 of the read bandwidth with an L2 hit rate of
+ * 49% (every sector asked for twice) against 0.93 and 1.5% from an aligned
+ * static buffer, and version 6, which had the same flaw since it was
+ * written, went from 0.74 to 0.93 once aligned. */
+constexpr int kSmemAlign = 128;
+__device__ __forceinline__ uint4 *smem_align128(uint4 *dyn)
+{
+    const unsigned off = (unsigned)__cvta_generic_to_shared(dyn);
+    return dyn + ((kSmemAlign - (off & (kSmemAlign - 1))) & (kSmemAlign - 1)) / 16;
+}
+
 /* The start of version 6 on (and of v6's fp32 kernel). The chunk's slice of
  * the block table is copied to shared memory (cp.async, 4 bytes an entry)
  * before the sequence's length is read: only the block's chunk index places
@@ -828,6 +845,7 @@ constexpr int v6_smem_bytes(int D, int stages)
 {
     return kV6Warps * stages * 2 * kV6Tile * D * 2;
 }
+/* (launched with kSmemAlign bytes more, see smem_align128) */
 /* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
  * the table cache, counted as 4 KB), at most 4: the register bound asks no
  * more, so the compiler never spills to reach an occupancy the memory
@@ -851,7 +869,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
     constexpr int W = kV6Warps;
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
-    extern __shared__ uint4 v6buf[];
+    extern __shared__ uint4 v6dyn[];
+    uint4 *const v6buf = smem_align128(v6dyn);
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
@@ -1023,6 +1042,291 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
     attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0, len);
 }
 
+/* ---- version 7: version 5 with a third fewer instructions ---------------
+ *
+ * v5 is limited by issuing instructions as much as by memory (docs/gpu.md:
+ * Nsight Compute gives it 72.9% SM throughput beside 77.8% DRAM; its naive
+ * pass, the same code minus the page walk, is 10% faster). Per 16 bytes of
+ * K/V a v5 thread does the unavoidable (unpack, GT x 8 FMAs) and much that
+ * is not: a page walk per row, log2(TG) shuffles per score and GT exps per
+ * row on every lane of the row (each lane ends holding every score), and a
+ * rescale of its whole accumulator every tile. Version 7 keeps v5's work
+ * split, pipeline and in-place merge and removes those:
+ *
+ *  1. Rows. Row group grp takes N consecutive tokens of a tile (v5: rows NG
+ *     apart). When N divides the block size the N rows lie in one page, so
+ *     the walk (a table read and a multiply-add) is done once per tile and
+ *     the rows are fixed offsets from it (cp.async with an immediate).
+ *
+ *  2. Scores, reduce-scatter. A lane's V = N x GT partial dot products are
+ *     summed over the TG lanes of its row by xor steps that each send half
+ *     of the values still held and keep the other half: V/2 + V/4 + ...
+ *     shuffles (15 for V = TG = 16) instead of V log2(TG) (64). Afterwards
+ *     lane r holds C = max(V / TG, 1) whole scores, values
+ *     (r / R) C .. (r / R) C + C - 1 of v = j GT + g, where R = TG / V lanes
+ *     hold the same ones when V < TG. Every score's exp is then taken once,
+ *     and the probabilities reach every lane of the row by V indexed
+ *     shuffles. A lane's C values are GT/C-aligned heads of one row j, so
+ *     the tile's max over rows is an xor reduce over the lane bits that
+ *     encode j (offsets JOFF .. TG/2), and each lane keeps a partial l for
+ *     its own values, summed over those bits at the end.
+ *
+ *  3. Lazy rescale (FlashAttention-4's): the running max m moves only when
+ *     a tile's max passes it by more than kLazy = 8 (base 2), so exps are
+ *     taken against a max that may lag the true one by up to 8: p <= 2^8,
+ *     far from fp32's range. The accumulator is rescaled only on such a
+ *     move (a warp vote), in practice in the first tiles only. The merge is
+ *     unchanged: every (m, l, acc) is consistent with its own m.
+ *
+ * Same bytes read in the same order by the same pipeline; the sums are
+ * added in another order than v5's, so v7 is not bitwise v5 (its paged and
+ * naive passes are bitwise equal to each other, as for every version). */
+constexpr float kLazy = 8.f;
+/* Dynamic shared memory of v7: per stage, N = 4 rows of K and of V for
+ * each of the 128 threads (16 KB a stage). */
+__host__ __device__ constexpr int v7_smem_bytes(int stages)
+{
+    return stages * 2 * 4 * kThreads * 16;
+}
+
+/* Step 2 of version 7: x[0 .. 2H) summed over the lanes that differ in bits
+ * OFF, OFF/2 .. 1 of r; each step keeps the half of the values that bit
+ * selects (upper when set) and adds the partner's copy of it, so that after
+ * the steps that split (H >= 1) lane r holds x[0 .. C) of the values
+ * (r / R) C ..; the steps left (H = 0) all-reduce the one value. Indices are
+ * compile-time, so x stays in registers. */
+template <int H, int OFF> __device__ __forceinline__ void reduce_scatter(float *x, int r)
+{
+    if constexpr (OFF > 0) {
+        if constexpr (H >= 1) {
+            const bool up = r & OFF;
+#pragma unroll
+            for (int k = 0; k < H; k++) {
+                const float send = up ? x[k] : x[k + H];
+                const float keep = up ? x[k + H] : x[k];
+                x[k] = keep + __shfl_xor_sync(0xffffffffu, send, OFF);
+            }
+            reduce_scatter<H / 2, OFF / 2>(x, r);
+        } else {
+            x[0] += __shfl_xor_sync(0xffffffffu, x[0], OFF);
+            reduce_scatter<0, OFF / 2>(x, r);
+        }
+    }
+}
+
+template <typename T, int D, int GT, bool PAGED, int kStages>
+__global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
+{
+    constexpr int N = 4;
+    constexpr int EPV = Elt<T>::kPer16;
+    constexpr int TG = D / EPV;              /* lanes a row                    */
+    constexpr int NG = kThreads / TG;        /* row groups                     */
+    constexpr int TILE = NG * N;
+    constexpr int V = N * GT;                /* partial scores a lane makes    */
+    constexpr int C = V >= TG ? V / TG : 1;  /* whole scores a lane holds      */
+    constexpr int R = V >= TG ? 1 : TG / V;  /* lanes holding the same ones    */
+    constexpr int JOFF = GT / C * R;         /* lowest lane bit that is row j  */
+    static_assert(TG <= 32 && 32 % TG == 0, "a row must fit in one warp");
+    static_assert(N <= TG && GT % C == 0, "a lane's scores are heads of one row");
+    static_assert(v7_smem_bytes(kStages) == kStages * 2 * N * kThreads * 16, "one stage: N rows");
+    static_assert(NG * GT * D * 4 <= v7_smem_bytes(kStages), "merge scratch must fit the buffer");
+    /* the pipeline: 2 stages fit the static 48 KB (declared first: offset 0);
+     * more go to dynamic memory aligned to 128 bytes (v8) */
+    uint4 *buf;
+    if constexpr (kStages == 2) {
+        __shared__ __align__(128) uint4 sbuf[v7_smem_bytes(kStages) / 16];
+        buf = sbuf;
+    } else {
+        extern __shared__ uint4 v7dyn[];
+        buf = smem_align128(v7dyn);
+    }
+    __shared__ int tbl[kTableCache];
+    __shared__ float sm_m[NG][GT], sm_l[NG][GT];
+    __shared__ int sm_last;
+
+    const int seq = blockIdx.z;
+    const int group = a.hq / a.hkv;
+    const int nsub = group / GT;
+    const int kvh = blockIdx.y / nsub;
+    const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    int len, t0, t1;
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, seq, qh0, len, t0, t1))
+        return;
+    const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
+    const int B = a.B, n = t1 - t0;
+    const T *kb = a.k, *vb = a.v;
+    if (!PAGED) {
+        const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
+        kb += nb;
+        vb += nb;
+    }
+    /* Element index of token u (within the chunk) of this KV head. */
+    auto row_at = [&](int u) -> size_t {
+        if (!PAGED)
+            return (size_t)(t0 + u) * D;
+        const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+        return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+    };
+    const bool one_page = !PAGED || B % N == 0; /* a lane's N rows share a page */
+    /* Issue the copies of tile i into stage slot st: this lane's 16 bytes
+     * of rows u0 .. u0 + N - 1. Rows past the chunk are zero-filled from a
+     * valid address (the first row of the chunk's first page). */
+    auto issue = [&](int i, int st) {
+        const int u0 = i * TILE + grp * N;
+        uint4 *dk = &buf[(st * 2 + 0) * N * kThreads + tid];
+        uint4 *dv = &buf[(st * 2 + 1) * N * kThreads + tid];
+        if (one_page && u0 + N <= n) { /* the common case: one walk, fixed offsets */
+            const size_t e = row_at(u0) + r * EPV;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                cp_async16(dk + j * kThreads, kb + e + j * D, true);
+                cp_async16(dv + j * kThreads, vb + e + j * D, true);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                const bool ok = u0 + j < n;
+                const size_t e = (ok ? row_at(u0 + j) : row_at(0)) + r * EPV;
+                cp_async16(dk + j * kThreads, kb + e, ok);
+                cp_async16(dv + j * kThreads, vb + e, ok);
+            }
+        }
+    };
+    const int ntiles = (n + TILE - 1) / TILE;
+#pragma unroll
+    for (int i = 0; i < kStages - 1; i++) {
+        if (i < ntiles)
+            issue(i, i);
+        cp_async_commit();
+    }
+
+    float qf[GT][EPV];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        uint4 u = ld16(a.q + ((size_t)seq * a.hq + qh0 + g) * D + r * EPV);
+        Elt<T>::unpack(u, qf[g]);
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            qf[g][e] *= a.qscale;
+    }
+    /* m, l: of this lane's C scores (heads g0 .. g0 + C - 1 of row j0) */
+    const int v0 = r / R * C, j0 = v0 / GT;
+    float m[C], l[C], acc[GT][EPV];
+#pragma unroll
+    for (int i = 0; i < C; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.f;
+    }
+#pragma unroll
+    for (int g = 0; g < GT; g++)
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            acc[g][e] = 0.f;
+
+    for (int i = 0; i < ntiles; i++) {
+        const int st = i % kStages;
+        if (i + kStages - 1 < ntiles)
+            issue(i + kStages - 1, (i + kStages - 1) % kStages);
+        cp_async_commit();
+        cp_async_wait<kStages - 1>(); /* tile i has landed (this thread's part) */
+        const uint4 *ks = &buf[(st * 2 + 0) * N * kThreads + tid];
+        const uint4 *vs = &buf[(st * 2 + 1) * N * kThreads + tid];
+
+        float x[V]; /* partial dot products, x[j GT + g] */
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float kf[EPV];
+            Elt<T>::unpack(ks[j * kThreads], kf);
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                float s = 0.f;
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    s = fmaf(qf[g][e], kf[e], s);
+                x[j * GT + g] = s;
+            }
+        }
+        reduce_scatter<V / 2, TG / 2>(x, r); /* see 2. above */
+        if (i * TILE + grp * N + j0 >= n) /* a row past the end */
+#pragma unroll
+            for (int k = 0; k < C; k++)
+                x[k] = -INFINITY;
+        /* the tile's max over its rows, per head */
+        float mt[C];
+        bool move = false;
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            mt[k] = x[k];
+#pragma unroll
+            for (int off = JOFF; off < TG; off <<= 1)
+                mt[k] = fmaxf(mt[k], __shfl_xor_sync(0xffffffffu, mt[k], off));
+            move |= mt[k] > m[k] + kLazy;
+        }
+        if (__any_sync(0xffffffffu, move)) { /* rare: the first tiles, a jump */
+            float alpha[C];
+#pragma unroll
+            for (int k = 0; k < C; k++) {
+                const bool mv = mt[k] > m[k] + kLazy;
+                alpha[k] = mv ? fast_exp2(m[k] - mt[k]) : 1.f; /* m = -inf: 0 */
+                l[k] *= alpha[k];
+                m[k] = mv ? mt[k] : m[k];
+            }
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                const float al = __shfl_sync(0xffffffffu, alpha[g % C], g / C * R, TG);
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    acc[g][e] *= al;
+            }
+        }
+        float p[C];
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            p[k] = fast_exp2(x[k] - (m[k] == -INFINITY ? 0.f : m[k]));
+            l[k] += p[k];
+        }
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float pj[GT];
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                const int v = j * GT + g;
+                pj[g] = __shfl_sync(0xffffffffu, p[v % C], v / C * R, TG);
+            }
+            float vf[EPV];
+            Elt<T>::unpack(vs[j * kThreads], vf);
+#pragma unroll
+            for (int g = 0; g < GT; g++)
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    acc[g][e] = fmaf(pj[g], vf[e], acc[g][e]);
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int k = 0; k < C; k++)
+#pragma unroll
+        for (int off = JOFF; off < TG; off <<= 1)
+            l[k] += __shfl_xor_sync(0xffffffffu, l[k], off);
+    __syncthreads(); /* every thread is done with the pipeline buffer */
+
+    float *sm_acc = reinterpret_cast<float *>(buf); /* [NG][GT][D] */
+    if (r < JOFF && r % R == 0) /* one lane per head of row 0 */
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            sm_m[grp][v0 + k] = m[k];
+            sm_l[grp][v0 + k] = l[k];
+        }
+#pragma unroll
+    for (int g = 0; g < GT; g++)
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            sm_acc[(grp * GT + g) * D + r * EPV + e] = acc[g][e];
+    __syncthreads();
+    attn_finish<T, D, GT, NG, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0,
+                                    len);
+}
+
 /* Split-KV merge: one block per (sequence, query head), one thread per d. */
 template <typename T>
 __global__ void merge_kernel(const float *__restrict__ part_o, const float *__restrict__ part_lse,
@@ -1127,13 +1431,15 @@ template <typename T> struct Kern {
     int smem;
 };
 
-/* Let fn use `bytes` of dynamic shared memory (past the default 48 KB)
- * and ask for the largest shared-memory carveout of the L1, so that the
- * blocks the occupancy API counts can all be resident. */
-template <typename F> cudaError_t allow_smem(F fn, int bytes)
+/* Let fn use `bytes` of dynamic shared memory (past the default 48 KB);
+ * with max_carveout also ask for the largest shared-memory carveout of the
+ * L1 (version 6, as measured: its 2 blocks of 98 KB need most of it). Left
+ * alone (version 8), the driver picks the smallest carveout that holds the
+ * kernel's occupancy. */
+template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
 {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && max_carveout)
         e = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     return e;
@@ -1150,10 +1456,23 @@ template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
     } else {
-        constexpr int bytes = v6_smem_bytes(D, STAGES);
-        static const cudaError_t set = allow_smem(attn_v6<T, D, GT, PAGED, STAGES>, bytes);
+        constexpr int bytes = v6_smem_bytes(D, STAGES) + kSmemAlign;
+        static const cudaError_t set = allow_smem(attn_v6<T, D, GT, PAGED, STAGES>, bytes, true);
         (void)set;
         return {attn_v6<T, D, GT, PAGED, STAGES>, bytes};
+    }
+}
+
+/* Versions 7 and 8: one kernel, 2 or 3 pipeline stages of 16 KB. */
+template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v7()
+{
+    if constexpr (STAGES == 2) {
+        return {attn_v7<T, D, GT, PAGED, STAGES>, 0}; /* static shared memory */
+    } else {
+        constexpr int bytes = v7_smem_bytes(STAGES) + kSmemAlign;
+        static const cudaError_t set = allow_smem(attn_v7<T, D, GT, PAGED, STAGES>, bytes, false);
+        (void)set;
+        return {attn_v7<T, D, GT, PAGED, STAGES>, bytes};
     }
 }
 
@@ -1168,7 +1487,9 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 3: return {attn_v2<T, D, GT, PAGED, 2, 4, true, false>, 0};
     case 4: return {attn_v2<T, D, GT, PAGED, 4, 2, true, false>, 0};
     case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
-    default: return pick_v6<T, D, GT, PAGED, 3>();
+    case 6: return pick_v6<T, D, GT, PAGED, 3>();
+    case 7: return pick_v7<T, D, GT, PAGED, 2>();
+    default: return pick_v7<T, D, GT, PAGED, 3>();
     }
 }
 

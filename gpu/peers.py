@@ -2,12 +2,14 @@
 """gpu/peers.py - our decode-attention kernels beside PyTorch's, in one process.
 
     python3 gpu/peers.py build/gpu/libpagefault_gpu.so [--iters N] [--workloads a,b]
+                         [--versions 0,5,7]
 
 Optional: it needs PyTorch with CUDA (the device machine has it). For each
 workload it draws one set of q, K, V on the GPU and runs, on that same data:
   - ours, paged: pf_gpu_attn_plan_make + pf_gpu_attn_run through
     libpagefault_gpu.so, K/V in a pool of shuffled pages (block 16, and 128
-    for llama), the workspace a torch tensor;
+    for llama), the workspace a torch tensor; each kernel version of
+    --versions (default 0, the per-shape default), on the same pool;
   - PyTorch SDPA on contiguous K/V [S, Hkv, L, D] with enable_gqa, forced to
     the cuDNN backend and to the FlashAttention backend;
   - PyTorch flex_attention on a paged cache (PagedAttention, page 128), llama
@@ -69,6 +71,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--workloads", default="llama,batch,long,single,mha")
     ap.add_argument("--no-flex", action="store_true")
+    ap.add_argument("--versions", default="0",
+                    help="our kernel versions to run (0: the per-shape default)")
     args = ap.parse_args()
     try:
         import torch
@@ -148,30 +152,32 @@ def main():
             lens_h = (ctypes.c_int * S)(*([L] * S))
             lens_d = torch.full((S,), L, dtype=torch.int32, device=dev)
             shape = AttnShape(S, HQ, HKV, D, B, nb, L, 2 if dts == "bf16" else 1, 0.0)
-            plan = AttnPlan()
-            rc = lib.pf_gpu_attn_plan_make(ctypes.byref(plan), ctypes.byref(shape), 1,
-                                           ctypes.cast(lens_h, vp), 0, 0)
-            if rc != 0:
-                print(f"{name}: plan failed ({rc})")
-                bad += 1
-                continue
-            # zeroed before first use (gpu.h): version 5 keeps counters there
-            ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
             qc = q.view(S, HQ, D).contiguous()
-            out = torch.empty(S, HQ, D, device=dev, dtype=dt)
             st = torch.cuda.current_stream().cuda_stream
+            for ver in (int(x) for x in args.versions.split(",")):
+                plan = AttnPlan()
+                rc = lib.pf_gpu_attn_plan_make(ctypes.byref(plan), ctypes.byref(shape), 1,
+                                               ctypes.cast(lens_h, vp), 0, ver)
+                if rc != 0:
+                    print(f"{name}: plan failed ({rc})")
+                    bad += 1
+                    continue
+                # zeroed before first use (gpu.h): versions 5-7 keep counters there
+                ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
+                out = torch.empty(S, HQ, D, device=dev, dtype=dt)
 
-            def ours():
-                r = lib.pf_gpu_attn_run(ctypes.byref(plan), qc.data_ptr(), kp.data_ptr(),
-                                        vpool.data_ptr(), tables.data_ptr(), lens_d.data_ptr(),
-                                        out.data_ptr(), ws.data_ptr(), st)
-                if r != 0:
-                    raise RuntimeError(f"pf_gpu_attn_run: {r}")
+                def ours():
+                    r = lib.pf_gpu_attn_run(ctypes.byref(plan), qc.data_ptr(), kp.data_ptr(),
+                                            vpool.data_ptr(), tables.data_ptr(),
+                                            lens_d.data_ptr(), out.data_ptr(), ws.data_ptr(), st)
+                    if r != 0:
+                        raise RuntimeError(f"pf_gpu_attn_run: {r}")
 
-            ours()
-            torch.cuda.synchronize()
-            err, ok = check(out, "ours")
-            res[f"ours paged B{B}"] = (time_it(ours, args.iters), err, ok)
+                ours()
+                torch.cuda.synchronize()
+                err, ok = check(out, "ours")
+                label = f"ours v{plan.version} paged B{B}" + (" (default)" if ver == 0 else "")
+                res[label] = (time_it(ours, args.iters), err, ok)
             del kp, vpool
         # -- PyTorch SDPA on contiguous K/V, cuDNN and FlashAttention
         for label, backend in (("cuDNN SDPA", SDPBackend.CUDNN_ATTENTION),

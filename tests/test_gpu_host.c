@@ -360,12 +360,12 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
     assert_covers(&p, 2049, 24);
     cr_assert_eq(p.version, 2);
-    /* version 0: the measured default, v1 for MHA (GQA tile 1), v5 for GQA */
+    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v7 for GQA */
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
-    cr_assert_eq(p.version, 5);
+    cr_assert_eq(p.version, 7);
     s.num_kv_heads = s.num_q_heads;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
-    cr_assert_eq(p.version, 1);
+    cr_assert_eq(p.version, 8);
 }
 
 Test(gpu_host, plan_accepts_empty_sequences_and_refuses_overlong_ones)
@@ -477,16 +477,18 @@ Test(gpu_host, device_failures_are_not_bad_arguments)
 Test(gpu_host, default_version_follows_the_measurements)
 {
     pf_gpu_attn_shape s = llama_shape();
-    cr_assert_eq(pf_gpu_default_version(&s, 4096), 5); /* llama: 1 GiB of K+V */
+    cr_assert_eq(pf_gpu_default_version(&s, 4096), 7); /* llama: 1 GiB of K+V */
     s.num_seqs = 1;
-    cr_assert_eq(pf_gpu_default_version(&s, 1024), 1); /* single: 4 MB */
-    cr_assert_eq(pf_gpu_default_version(&s, 4096), 5); /* 16.8 MB: streaming again */
-    s.num_seqs = 64;
-    s.num_kv_heads = s.num_q_heads; /* MHA, whatever the size */
-    cr_assert_eq(pf_gpu_default_version(&s, 4096), 1);
+    cr_assert_eq(pf_gpu_default_version(&s, 1024), 7); /* single: 4 MB, same kernel */
+    s.num_seqs = 32;
+    s.num_kv_heads = s.num_q_heads; /* MHA (GQA tile 1), 16-bit: 3 stages */
+    cr_assert_eq(pf_gpu_default_version(&s, 2048), 8);
+    s.dtype = PF_GPU_F32; /* fp32, even with tile 1 (the seed workload) */
+    cr_assert_eq(pf_gpu_default_version(&s, 2048), 7);
     s = llama_shape();
-    s.dtype = PF_GPU_F32; /* no 16-bit mma: v6 is v5's kernel with the early table */
-    cr_assert_eq(pf_gpu_default_version(&s, 4096), 6);
+    s.num_q_heads = 12; /* group 3: tile 1 */
+    s.num_kv_heads = 4;
+    cr_assert_eq(pf_gpu_default_version(&s, 4096), 8);
 }
 
 Test(gpu_host, plan_split_count_can_be_forced)
