@@ -276,9 +276,11 @@ typedef struct {
 } pf_gpu_profile;
 
 /* Write p in the text format `pagefault-gpu-profile/1` (one `key = value` a
- * line, `#` comments). PF_ERR_ARG (nothing written) when a figure is not
- * finite and positive or the device name is empty; PF_ERR_IO when writing
- * fails. Host code: works in every build. */
+ * line, `#` comments) that the simulator's pf_cost_load_profile reads: the
+ * figures exactly (%.17g), a '#' or line break of the device name as a space.
+ * PF_ERR_ARG (nothing written) when a figure is not finite and positive or
+ * the device name is empty; PF_ERR_IO when writing fails. Host code: works
+ * in every build. */
 int pf_gpu_profile_write(FILE *f, const pf_gpu_profile *p);
 
 /* Measure p on the device: the llama workload and the single one (paged,

@@ -591,23 +591,32 @@ int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits)
 }
 
 /* ---- the cost-model profile -------------------------------------------- */
+/* The one writer of the format sim/cost.c's pf_cost_load_profile reads
+ * (test_gpu_host loads what this writes and gets the figures back exactly):
+ * figures in %.17g; a '#' or line break in the device name, which the reader
+ * would take for a comment or a new line, becomes a space. */
 int pf_gpu_profile_write(FILE *f, const pf_gpu_profile *p)
 {
-    if (!f || !p || !p->device[0] || memchr(p->device, '\n', sizeof p->device))
+    if (!f || !p || !p->device[0])
         return PF_ERR_ARG;
     const double v[3] = {p->mem_read_gbps, p->attn_kv_gbps, p->attn_fixed_us};
     for (int i = 0; i < 3; i++)
         if (!isfinite(v[i]) || !(v[i] > 0))
             return PF_ERR_ARG;
+    char dev[sizeof p->device];
+    snprintf(dev, sizeof dev, "%s", p->device);
+    for (char *c = dev; *c; c++)
+        if (*c == '#' || *c == '\n' || *c == '\r')
+            *c = ' ';
     int n = fprintf(f,
                     "# PageFault GPU profile: figures measured by `pagefault bench --profile-out`,\n"
                     "# read by the simulator's cost model (unknown keys are ignored).\n"
                     "format = pagefault-gpu-profile/1\n"
                     "device = %s\n"
-                    "mem_read_gbps = %.10g    # streaming read bandwidth, same process, GB/s (1e9)\n"
-                    "attn_kv_gbps = %.10g     # paged decode attention, effective KV GB/s, llama shape\n"
-                    "attn_fixed_us = %.10g    # smallest launch (single 1x1024), microseconds\n",
-                    p->device, v[0], v[1], v[2]);
+                    "mem_read_gbps = %.17g    # streaming read bandwidth, same process, GB/s (1e9)\n"
+                    "attn_kv_gbps = %.17g     # paged decode attention, effective KV GB/s, llama\n"
+                    "attn_fixed_us = %.17g    # smallest launch (single 1x1024), microseconds\n",
+                    dev, v[0], v[1], v[2]);
     if (n < 0 || fflush(f) != 0 || ferror(f))
         return PF_ERR_IO;
     return PF_OK;

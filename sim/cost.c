@@ -390,24 +390,3 @@ out:
     fclose(f);
     return rc;
 }
-
-int pf_cost_format_profile(char *buf, size_t len, const char *device, double mem_read_gbps,
-                           double attn_kv_gbps, double attn_fixed_us)
-{
-    if (!buf || len == 0 || !(mem_read_gbps > 0 && mem_read_gbps < 1e9) ||
-        !(attn_kv_gbps > 0 && attn_kv_gbps < 1e9) || !(attn_fixed_us >= 0 && attn_fixed_us < 1e6))
-        return PF_ERR_ARG;
-    char dev[64];
-    snprintf(dev, sizeof dev, "%s", device ? device : "unknown");
-    for (char *c = dev; *c; c++)
-        if (*c == '#' || *c == '\n' || *c == '\r')
-            *c = ' ';
-    int n = snprintf(buf, len,
-                     "format = pagefault-gpu-profile/1\n"
-                     "device = %s\n"
-                     "mem_read_gbps = %.17g    # streaming read bandwidth measured, GB/s (1e9)\n"
-                     "attn_kv_gbps = %.17g     # paged decode attention, effective KV GB/s\n"
-                     "attn_fixed_us = %.17g    # time of the smallest launch, microseconds\n",
-                     dev, mem_read_gbps, attn_kv_gbps, attn_fixed_us);
-    return n < 0 ? PF_ERR_ARG : n;
-}

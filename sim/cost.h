@@ -144,16 +144,8 @@ double pf_cost_swap_s(const pf_cost *c, int64_t tokens);
  * memory bandwidth, the attention bandwidth and the attention launch floor
  * with its measured figures. On error c is unchanged, err holds
  * "FILE:LINE: what" (or "FILE: what") and the result is PF_ERR_IO (cannot
- * read) or PF_ERR_ARG (malformed). */
+ * read) or PF_ERR_ARG (malformed). The writer is gpu/'s pf_gpu_profile_write
+ * (test_gpu_host reads back what it writes, exactly). */
 int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen);
-
-/* The same format written: what `pagefault bench --profile-out` should print,
- * so the writer and this reader cannot drift apart (today bench writes the
- * file with its own fprintf in gpu/host.c, %.10g, not with this function). Figures are printed with
- * %.17g (they read back exactly); device has any '#' or line break replaced
- * by a space. Returns the length written (as snprintf: a result >= len means
- * truncated), or PF_ERR_ARG for values the reader would refuse. */
-int pf_cost_format_profile(char *buf, size_t len, const char *device, double mem_read_gbps,
-                           double attn_kv_gbps, double attn_fixed_us);
 
 #endif

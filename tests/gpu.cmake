@@ -1,7 +1,7 @@
 # gpu/: the host side runs everywhere (no label); the kernels need a device
 # and carry the label gpu (`ctest -L gpu`): without one they print
 # "skipped: no CUDA device (...)" and exit 77, which ctest shows as skipped.
-pf_criterion_test(test_gpu_host SOURCES test_gpu_host.c LIBS pf_gpu pf_core)
+pf_criterion_test(test_gpu_host SOURCES test_gpu_host.c LIBS pf_gpu pf_sim pf_core)
 
 if(PF_HAVE_CUDA)
   pf_criterion_test(test_gpu SOURCES test_gpu.c LIBS pf_gpu pf_core LABELS gpu)

@@ -1,6 +1,8 @@
 /* tests/test_gpu_host.c - the GPU stage's host side, which runs in every
  * build (no device needed): element rounding, shape validation, the CPU
- * reference check (it must catch a wrong element and a NaN), and the
+ * reference check (it must catch a wrong element and a NaN), the planner and
+ * the per-shape default version, the cost-model profile writer (and that
+ * the simulator's reader loads what it writes exactly), and the
  * "unavailable" answers of a build without CUDA. */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <criterion/criterion.h>
@@ -9,12 +11,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/attn.h"
+#include "core/config.h"
 #include "core/err.h"
 #include "core/rng.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_internal.h"
+#include "sim/cost.h"
 
 Test(gpu_host, dtype_names_and_sizes)
 {
@@ -429,6 +434,29 @@ Test(gpu_host, profile_writer_format_and_values)
     }
     cr_assert_eq(seen, 31, "keys seen: %#x\n%s", seen, buf);
     free(buf);
+}
+
+/* The writer's file is what the simulator's reader takes, to the last bit
+ * (the reader is sim/cost.c's; one format, one writer). */
+Test(gpu_host, profile_written_loads_exactly_into_the_cost_model)
+{
+    pf_gpu_profile p = {.device = "NVIDIA H100 # 80GB\nSXM", .mem_read_gbps = 3123.4567890123,
+                        .attn_kv_gbps = 2987.25, .attn_fixed_us = 17.4};
+    char path[] = "/tmp/pf_profile_XXXXXX", err[256] = "";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    cr_assert_eq(pf_gpu_profile_write(f, &p), PF_OK);
+    fclose(f);
+    pf_cost c;
+    cr_assert_eq(pf_cost_init(&c, pf_model_find("llama3-8b"), pf_gpu_find("h200"), 1e-3), PF_OK);
+    cr_assert_eq(pf_cost_load_profile(&c, path, err, sizeof err), PF_OK, "%s", err);
+    unlink(path);
+    cr_assert(c.profiled);
+    cr_assert_eq(c.mem_bps, 3123.4567890123 * 1e9, "read back exactly");
+    cr_assert_eq(c.attn_bps, 2987.25 * 1e9);
+    cr_assert_eq(c.attn_fixed_s, 17.4 * 1e-6);
+    cr_assert_str_eq(c.profile_device, "NVIDIA H100   80GB SXM");
 }
 
 Test(gpu_host, profile_writer_refuses_bad_figures)

@@ -367,27 +367,6 @@ Test(cost_profile, long_lines_and_missing_files)
     cr_assert_eq(pf_cost_load_profile(&c, NULL, err, sizeof err), PF_ERR_ARG);
 }
 
-Test(cost_profile, writer_and_reader_agree)
-{
-    char text[512], path[256], err[256];
-    int n = pf_cost_format_profile(text, sizeof text, "NVIDIA H100 # 80GB\nSXM", 3123.4567890123,
-                                   2987.25, 17.4);
-    cr_assert_gt(n, 0);
-    cr_assert_lt(n, (int)sizeof text);
-    write_file(path, sizeof path, text);
-    pf_cost c = llama_h200();
-    cr_assert_eq(pf_cost_load_profile(&c, path, err, sizeof err), PF_OK, "%s\n%s", err, text);
-    unlink(path);
-    cr_assert_eq(c.mem_bps, 3123.4567890123 * 1e9, "read back exactly");
-    cr_assert_eq(c.attn_bps, 2987.25 * 1e9);
-    cr_assert_eq(c.attn_fixed_s, 17.4 * 1e-6);
-    cr_assert_str_eq(c.profile_device, "NVIDIA H100   80GB SXM");
-    cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 0, 1, 1), PF_ERR_ARG);
-    cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 1, NAN, 1), PF_ERR_ARG);
-    cr_assert_eq(pf_cost_format_profile(text, sizeof text, "x", 1, 1, -1), PF_ERR_ARG);
-    cr_assert_gt(pf_cost_format_profile(text, 8, "x", 1, 1, 1), 8, "truncation is reported");
-}
-
 /* Llama 3 8B on an H200 at vLLM's 0.9: (141 GiB x 0.9 - 16.06 GB) / 128 KiB. */
 Test(cost_model, kv_capacity_beside_the_weights)
 {
