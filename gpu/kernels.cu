@@ -1082,8 +1082,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
  * added in another order than v5's, so v7 is not bitwise v5 (its paged and
  * naive passes are bitwise equal to each other, as for every version). */
 constexpr float kLazy = 8.f;
-/* Dynamic shared memory of v7: per stage, N = 4 rows of K and of V for
- * each of the 128 threads (16 KB a stage). */
+/* The pipeline buffer of v7 and v8: per stage, N = 4 rows of K and of V
+ * for each of the 128 threads (16 KB a stage). */
 __host__ __device__ constexpr int v7_smem_bytes(int stages)
 {
     return stages * 2 * 4 * kThreads * 16;
@@ -1130,8 +1130,8 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
     static_assert(N <= TG && GT % C == 0, "a lane's scores are heads of one row");
     static_assert(v7_smem_bytes(kStages) == kStages * 2 * N * kThreads * 16, "one stage: N rows");
     static_assert(NG * GT * D * 4 <= v7_smem_bytes(kStages), "merge scratch must fit the buffer");
-    /* the pipeline: 2 stages fit the static 48 KB (declared first: offset 0);
-     * more go to dynamic memory aligned to 128 bytes (v8) */
+    /* the pipeline: 2 stages (v7) fit the static 48 KB, 3 (v8) go to dynamic
+     * memory; on the 128-byte grid either way (see smem_align128) */
     uint4 *buf;
     if constexpr (kStages == 2) {
         __shared__ __align__(128) uint4 sbuf[v7_smem_bytes(kStages) / 16];
