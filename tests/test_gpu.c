@@ -83,6 +83,10 @@ Test(gpu, gqa_groups)
     run_ok(3, lens, 1, 1, 64, 16, PF_GPU_F32);   /* the seed: one head */
     run_ok(3, lens, 4, 4, 128, 16, PF_GPU_BF16); /* MHA */
     run_ok(3, lens, 8, 1, 128, 16, PF_GPU_BF16); /* MQA, group 8 */
+    /* group 8 with 8 and with 32 lanes a row (bf16 D 64, fp32 D 128): v7's
+     * reduce-scatter then leaves 4 scores a lane, and one a lane over 32 */
+    run_ok(3, lens, 8, 1, 64, 16, PF_GPU_BF16);
+    run_ok(3, lens, 8, 1, 128, 16, PF_GPU_F32);
     run_ok(3, lens, 12, 2, 64, 16, PF_GPU_F16);  /* group 6: tiles of 2 */
 }
 
