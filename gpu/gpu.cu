@@ -869,13 +869,7 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess)
         return pf_gpu_cuda_err((int)e);
-    int bound = max_len; /* the longest sequence, as plan_compute takes it */
-    if (lens_host) {
-        bound = 0;
-        for (int i = 0; i < s->num_seqs; i++)
-            bound = lens_host[i] > bound ? lens_host[i] : bound;
-    }
-    const int v = version ? version : pf_gpu_default_version(s, bound);
+    const int v = version ? version : pf_gpu_default_version(s);
     int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
     if (per_sm < 1)
         per_sm = 1;

@@ -83,8 +83,8 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most: the table cache holds one */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
-/* The kernel version 0 stands for, for a shape and the plan's longest
- * sequence max_len: the fastest measured (docs/gpu.md, NVIDIA H200,
+/* The kernel version 0 stands for, for a shape (the same at every length
+ * since version 7): the fastest measured (docs/gpu.md, NVIDIA H200,
  * 2026-12-03, one device call, paged on shuffled frames):
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
  *                                 0.923 for v7; 0.239 ms beside v1's 0.243
@@ -92,9 +92,8 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *   otherwise                  7 (llama 0.934 against 0.932 for v8, 0.934
  *                                 for v6 and 0.833 for v5; batch, long and
  *                                 single faster than v8; seed 9.5 us against
- *                                 9.9 for v8; the same version at every
- *                                 length, small launches included). */
-int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len);
+ *                                 9.9 for v8; small launches included). */
+int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 
 /* Versions 5 to 8 merge split-KV chunks inside the attention kernel: their
  * workspace also holds one counter per (sequence, head tile), zero at rest. */

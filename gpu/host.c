@@ -347,9 +347,8 @@ int pf_gpu_group_tile(int group)
     return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
 }
 
-int pf_gpu_default_version(const pf_gpu_attn_shape *s, int max_len)
+int pf_gpu_default_version(const pf_gpu_attn_shape *s)
 {
-    (void)max_len; /* one choice for every length since version 7 */
     if (s->dtype != PF_GPU_F32 && pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
         return 8;
     return 7;
@@ -522,7 +521,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!heap)
         return PF_ERR_NOMEM;
 
-    const int v = version ? version : pf_gpu_default_version(s, bound);
+    const int v = version ? version : pf_gpu_default_version(s);
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;

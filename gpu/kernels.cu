@@ -436,6 +436,24 @@ __device__ __forceinline__ uint4 *smem_align128(uint4 *dyn)
     return dyn + ((kSmemAlign - (off & (kSmemAlign - 1))) & (kSmemAlign - 1)) / 16;
 }
 
+/* This lane's slice (16 bytes, EPV elements from r EPV) of the GT query
+ * vectors of the tile, as floats pre-scaled by scale x log2(e) for exp2
+ * (versions 2-5 and 7-8). */
+template <typename T, int D, int GT>
+__device__ __forceinline__ void load_q(const AttnArgs<T> &a, int seq, int qh0, int r,
+                                       float (&qf)[GT][Elt<T>::kPer16])
+{
+    constexpr int EPV = Elt<T>::kPer16;
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        uint4 u = ld16(a.q + ((size_t)seq * a.hq + qh0 + g) * D + r * EPV);
+        Elt<T>::unpack(u, qf[g]);
+#pragma unroll
+        for (int e = 0; e < EPV; e++)
+            qf[g][e] *= a.qscale;
+    }
+}
+
 /* The start of version 6 on (and of v6's fp32 kernel). The chunk's slice of
  * the block table is copied to shared memory (cp.async, 4 bytes an entry)
  * before the sequence's length is read: only the block's chunk index places
@@ -633,14 +651,7 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
     }
 
     float qf[GT][EPV];
-#pragma unroll
-    for (int g = 0; g < GT; g++) {
-        uint4 u = ld16(a.q + ((size_t)seq * a.hq + qh0 + g) * D + r * EPV);
-        Elt<T>::unpack(u, qf[g]);
-#pragma unroll
-        for (int e = 0; e < EPV; e++)
-            qf[g][e] *= a.qscale;
-    }
+    load_q<T, D, GT>(a, seq, qh0, r, qf);
     float m[GT], l[GT], acc[GT][EPV];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
@@ -1201,14 +1212,7 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
     }
 
     float qf[GT][EPV];
-#pragma unroll
-    for (int g = 0; g < GT; g++) {
-        uint4 u = ld16(a.q + ((size_t)seq * a.hq + qh0 + g) * D + r * EPV);
-        Elt<T>::unpack(u, qf[g]);
-#pragma unroll
-        for (int e = 0; e < EPV; e++)
-            qf[g][e] *= a.qscale;
-    }
+    load_q<T, D, GT>(a, seq, qh0, r, qf);
     /* m, l: of this lane's C scores (heads g0 .. g0 + C - 1 of row j0) */
     const int v0 = r / R * C, j0 = v0 / GT;
     float m[C], l[C], acc[GT][EPV];

@@ -505,18 +505,18 @@ Test(gpu_host, device_failures_are_not_bad_arguments)
 Test(gpu_host, default_version_follows_the_measurements)
 {
     pf_gpu_attn_shape s = llama_shape();
-    cr_assert_eq(pf_gpu_default_version(&s, 4096), 7); /* llama: 1 GiB of K+V */
+    cr_assert_eq(pf_gpu_default_version(&s), 7); /* llama: 1 GiB of K+V */
     s.num_seqs = 1;
-    cr_assert_eq(pf_gpu_default_version(&s, 1024), 7); /* single: 4 MB, same kernel */
+    cr_assert_eq(pf_gpu_default_version(&s), 7); /* single (4 MB): the same kernel */
     s.num_seqs = 32;
     s.num_kv_heads = s.num_q_heads; /* MHA (GQA tile 1), 16-bit: 3 stages */
-    cr_assert_eq(pf_gpu_default_version(&s, 2048), 8);
+    cr_assert_eq(pf_gpu_default_version(&s), 8);
     s.dtype = PF_GPU_F32; /* fp32, even with tile 1 (the seed workload) */
-    cr_assert_eq(pf_gpu_default_version(&s, 2048), 7);
+    cr_assert_eq(pf_gpu_default_version(&s), 7);
     s = llama_shape();
     s.num_q_heads = 12; /* group 3: tile 1 */
     s.num_kv_heads = 4;
-    cr_assert_eq(pf_gpu_default_version(&s, 4096), 8);
+    cr_assert_eq(pf_gpu_default_version(&s), 8);
 }
 
 Test(gpu_host, plan_split_count_can_be_forced)
