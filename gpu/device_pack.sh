@@ -21,5 +21,6 @@ done | sort -u | grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\
 # The binaries hold every kernel (about 13 MB each): compressed, the
 # copy that travels stays under the device tool's 64 MiB; device_run.sh
 # unpacks it.
-mkdir -p .dev-pack && tar czf .dev-pack/bin.tgz .dev-bin
+# written aside, then renamed: a copy taken meanwhile never sees half a file
+mkdir -p .dev-pack && tar czf .dev-pack/bin.tgz.new .dev-bin && mv .dev-pack/bin.tgz.new .dev-pack/bin.tgz
 du -sh .dev-bin .dev-pack/bin.tgz

@@ -10,6 +10,7 @@
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
 #                the planner's split-KV overridden (bench --splits)
+#   BENCH_EXTRA="--grid-order"  more flags for those bench runs
 #   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
 #   NCU=1        Nsight Compute on one paged launch (NCU_KERNEL, default 0) of
 #                each of NCU_WORKLOADS (default llama)
@@ -65,16 +66,16 @@ fi
 : >>"$OUT/bench.txt"
 for w in ${WORKLOADS:-}; do
     for k in ${KERNELS:-0}; do
-        echo "### pagefault bench --workload $w --kernel $k --iters $ITERS" >>"$OUT/bench.txt"
-        $BIN bench --workload $w --kernel $k --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
+        echo "### pagefault bench --workload $w --kernel $k --iters $ITERS ${BENCH_EXTRA:-}" >>"$OUT/bench.txt"
+        $BIN bench --workload $w --kernel $k --iters "$ITERS" ${BENCH_EXTRA:-} >>"$OUT/bench.txt" 2>&1
         echo "exit status $?" >>"$OUT/bench.txt"
     done
 done
 for w in ${SPLIT_WORKLOADS:-}; do
     for k in ${SPLIT_KERNELS:-0}; do
         for sp in ${SPLITS:-1 2 4 8 16}; do
-            echo "### pagefault bench --workload $w --kernel $k --splits $sp --iters $ITERS --no-read-bw" >>"$OUT/bench.txt"
-            $BIN bench --workload $w --kernel $k --splits $sp --iters "$ITERS" --no-read-bw >>"$OUT/bench.txt" 2>&1
+            echo "### pagefault bench --workload $w --kernel $k --splits $sp --iters $ITERS --no-read-bw ${BENCH_EXTRA:-}" >>"$OUT/bench.txt"
+            $BIN bench --workload $w --kernel $k --splits $sp --iters "$ITERS" --no-read-bw ${BENCH_EXTRA:-} >>"$OUT/bench.txt" 2>&1
             echo "exit status $?" >>"$OUT/bench.txt"
         done
     done
@@ -111,7 +112,7 @@ fi
 echo "== summary"
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
-grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|naive  |paged-shuffled|host time|result" "$OUT/bench.txt" |
+grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result" "$OUT/bench.txt" |
     sed -E 's/  +/ /g' | head -400
 [ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status" "$OUT/ncu.txt" | head -40
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"

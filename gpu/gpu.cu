@@ -94,6 +94,7 @@ struct CaseIn {
     int measure_bw;
     int version;   /* kernel version, 0: default      */
     int splits;    /* 0: the planner's; else forced   */
+    int grid_order; /* 1: drop the plan's work list   */
     int host_time; /* measure the host time of a run */
 };
 
@@ -509,15 +510,18 @@ int case_plan(Case *c)
     const pf_gpu_attn_shape sh = case_shape(c, in.S);
     CKP(pf_gpu_attn_plan_make(&c->plan[1], &sh, 1, in.lens, 0, in.version), "plan");
     if (in.splits > 0)
-        CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits), "--splits");
+        CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits, in.lens), "--splits");
+    if (in.grid_order)
+        pf_gpu__plan_drop_list(&c->plan[1]);
     c->plan[0] = c->plan[1];
     c->plan[0].paged = 0;
     c->res->chunk_tokens = c->plan[1].chunk;
     c->res->splits = c->plan[1].splits;
+    c->res->units = c->plan[1].units;
     c->res->version = c->plan[1].version;
     if (c->plan[1].workspace_bytes) {
         CKC(cudaMalloc(&c->d_ws, c->plan[1].workspace_bytes));
-        CKC(cudaMemset(c->d_ws, 0, c->plan[1].workspace_bytes)); /* merge counters */
+        CKP(pf_gpu_attn_workspace_init(&c->plan[1], in.lens, c->d_ws, c->st), "workspace_init");
     }
     return PF_OK;
 }
@@ -779,15 +783,12 @@ int attention_public(const pf_gpu_attn_shape *s, int paged, const void *q, const
     cudaStream_t st = (cudaStream_t)stream;
     if (plan.workspace_bytes) {
         cudaError_t e = cudaMallocAsync(&ws, plan.workspace_bytes, st);
-        if (e == cudaSuccess)
-            e = cudaMemsetAsync(ws, 0, plan.workspace_bytes, st); /* merge counters */
-        if (e != cudaSuccess) {
-            if (ws)
-                cudaFreeAsync(ws, st);
+        if (e != cudaSuccess)
             return pf_gpu_cuda_err((int)e);
-        }
     }
-    rc = pf_gpu_attn_run(&plan, q, k, v, tables, lens, out, ws, stream);
+    rc = pf_gpu_attn_workspace_init(&plan, NULL, ws, stream); /* a bound: no list */
+    if (rc == PF_OK)
+        rc = pf_gpu_attn_run(&plan, q, k, v, tables, lens, out, ws, stream);
     if (ws)
         cudaFreeAsync(ws, st);
     return rc;
@@ -875,6 +876,36 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
         per_sm = 1;
     rc = pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, v, sms, per_sm);
     return rc;
+}
+
+extern "C" int pf_gpu_attn_workspace_init(const pf_gpu_attn_plan *plan, const int *lens_host,
+                                          void *workspace, void *stream)
+{
+    int rc = pf_gpu__workspace_args(plan, lens_host, workspace);
+    if (rc != PF_OK || !plan->workspace_bytes)
+        return rc;
+    cudaStream_t st = (cudaStream_t)stream;
+    pf_gpu_ws_layout l;
+    pf_gpu__ws_layout(plan, &l);
+    int *pairs = NULL;
+    const size_t list_bytes = l.bytes - l.work;
+    if (plan->units) {
+        pairs = (int *)malloc(list_bytes);
+        if (!pairs)
+            return PF_ERR_NOMEM;
+        rc = pf_gpu__work_list(plan, lens_host, pairs);
+        if (rc != PF_OK) {
+            free(pairs);
+            return rc;
+        }
+    }
+    cudaError_t e = cudaMemsetAsync(workspace, 0, l.work, st); /* the merge counters */
+    /* from pageable memory: the call returns once the host buffer is copied */
+    if (e == cudaSuccess && pairs)
+        e = cudaMemcpyAsync((char *)workspace + l.work, pairs, list_bytes, cudaMemcpyHostToDevice,
+                            st);
+    free(pairs);
+    return pf_gpu_cuda_err((int)e);
 }
 
 extern "C" int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k,
@@ -978,6 +1009,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.measure_bw = cfg->measure_bw;
     in.version = cfg->version;
     in.splits = cfg->splits;
+    in.grid_order = cfg->grid_order;
     in.host_time = 1;
     if (cfg->version < 0 || cfg->version > PF_GPU_KERNEL_VERSIONS) {
         set_err(err, errlen, "kernel version %d: there are versions 1 to %d", cfg->version,

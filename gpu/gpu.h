@@ -87,13 +87,20 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * bound of them, choose the kernel version and the split-KV chunking (how
  * many chunks per sequence, merged by log-sum-exp) and say how many bytes of
  * workspace a run needs. It may query the device (SM count, occupancy).
- * run: launch on device pointers with a caller-provided workspace of at
- * least plan->workspace_bytes, zeroed once before its first use (runs
- * leave it zeroed again); it allocates nothing, queries nothing and
- * synchronizes nothing, so it can be captured in a CUDA graph. Device
- * lengths: a length <= 0 gives an output of zeros; a length above the
- * planned bound (plan->max_len) is read only up to that bound. */
-#define PF_GPU_KERNEL_VERSIONS 8 /* versions 1..N, docs/gpu.md's table */
+ * workspace_init: prepare a workspace of plan->workspace_bytes for the
+ * plan's runs, once (runs leave it as they found it). Given the host
+ * lengths, versions 5-8 run from a work list (plan->units > 0): one unit
+ * per chunk that holds tokens, longest first, so that blocks start in
+ * longest-processing-time order and no block is launched for a short
+ * sequence's empty chunks; workspace_init writes that list.
+ * run: launch on device pointers with the prepared workspace; it allocates
+ * nothing, queries nothing and synchronizes nothing, so it can be captured
+ * in a CUDA graph. Device lengths: a length <= 0 gives an output of zeros;
+ * a length above the planned bound (plan->max_len) is read only up to that
+ * bound, and with a work list a sequence's length only up to the end of the
+ * chunks planned for it (its host length rounded up to plan->chunk): plan
+ * again when the lengths grow past that. */
+#define PF_GPU_KERNEL_VERSIONS 9 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */
@@ -103,7 +110,9 @@ typedef struct {
     int splits;              /* chunks of the longest sequence; 1: no merge */
     int sm_count;            /* SMs the plan was made for                  */
     int blocks_per_sm;       /* resident blocks per SM it assumed          */
-    size_t workspace_bytes;  /* 0 when splits == 1; zero it before first use */
+    size_t workspace_bytes;  /* 0 when splits == 1 and no work list         */
+    int units;               /* work-list units (0: every chunk of the grid) */
+    unsigned long long lens_hash; /* of the host lengths the list is made of */
     unsigned magic;          /* set by plan; run refuses anything else     */
 } pf_gpu_attn_plan;
 
@@ -114,8 +123,18 @@ typedef struct {
 int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
                           const int *lens_host, int max_len, int version);
 
+/* Prepare workspace (device memory of plan->workspace_bytes; nothing to do
+ * when that is 0) for the plan's runs: zero its counters and, when the plan
+ * has a work list, write it. lens_host: the lengths given to plan_make (NULL
+ * when the plan was made from a bound). Ordered on stream; the host copy of
+ * the list is taken before it returns. Not for capture in a CUDA graph.
+ * PF_ERR_ARG when lens_host are not the plan's lengths; PF_ERR_NOMEM. */
+int pf_gpu_attn_workspace_init(const pf_gpu_attn_plan *plan, const int *lens_host,
+                               void *workspace, void *stream);
+
 /* k/v: pools (paged) or naive buffers; block_tables NULL when naive.
- * workspace: device memory of plan->workspace_bytes (NULL when 0).
+ * workspace: device memory of plan->workspace_bytes (NULL when 0),
+ * prepared by pf_gpu_attn_workspace_init.
  * Returns PF_OK, PF_ERR_ARG (NULL pointer, plan not made by plan_make) or
  * the launch's error (PF_ERR_UNAVAILABLE: the device refused the launch). */
 int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
@@ -225,6 +244,8 @@ typedef struct {
     int splits;            /* 0: the planner's split-KV; N: the longest
                               sequence cut into N chunks (for measuring the
                               planner's choice, `pagefault bench --splits`) */
+    int grid_order;        /* 1: no work list, blocks in grid order (for
+                              measuring the list, `--grid-order`)           */
 } pf_gpu_bench_cfg;
 
 typedef struct {
@@ -237,6 +258,7 @@ typedef struct {
     int frames;                /* frames used by the tables                 */
     int chunk_tokens;          /* split-KV chunk planned on the host        */
     int splits;                /* max chunks per sequence (1: no merge)     */
+    int units;                 /* work-list units (0: grid order)           */
     pf_gpu_timing naive, ordered, shuffled; /* shuffled: if shuffle_seed    */
     int have_shuffled;
     double max_err_ref;        /* max |naive - CPU reference (double)|      */

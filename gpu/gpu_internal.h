@@ -27,10 +27,53 @@ extern "C" {
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version);
 /* Set a made plan's chunking: the longest sequence (plan->max_len) in about
  * `splits` chunks of whole pages (at most PF_GPU_MAX_CHUNK tokens each), and
- * the workspace that needs. PF_ERR_ARG when splits < 1 or the chunk cannot
- * be made (more than 256 chunks). For measuring the planner (the bench's
- * --splits); plans otherwise come from pf_gpu_attn_plan_compute. */
-int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits);
+ * the workspace that needs (a plan with a work list needs the lengths it
+ * was made from, lens_host). PF_ERR_ARG when splits < 1, the chunk cannot
+ * be made (more than 256 chunks) or the lengths are not the plan's. For
+ * measuring the planner (the bench's --splits); plans otherwise come from
+ * pf_gpu_attn_plan_compute. */
+int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_host);
+
+/* Run a made plan in grid order: no work list, the workspace it then needs
+ * (for measuring the list: the bench's --grid-order). */
+void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan);
+
+/* Head tiles of a shape: the blocks one chunk of a sequence launches. */
+int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
+
+/* One unit of a work list (host.c, "the work list"): chunk `chunk` of
+ * sequence `seq`, tok tokens of it at the planned lengths, nch the chunks
+ * the sequence was planned with. */
+typedef struct {
+    int tok, seq, chunk, nch;
+} pf_gpu_unit;
+
+/* The work list of lens[0..n) (read up to bound) at `chunk` tokens:
+ * written to out (room for every unit: at most n * ceil(bound / chunk),
+ * and n at least), longest first. Returns the number of units. */
+long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, pf_gpu_unit *out);
+
+/* The list as the kernels read it, int pairs: {PF_GPU_WORK_MAGIC, units},
+ * then {sequence, chunk + 65536 * the sequence's chunks} per unit; pairs
+ * has room for 2 * (plan->units + 1) ints. PF_ERR_ARG when the plan has no
+ * list or lens_host are not the lengths it was made from; PF_ERR_NOMEM. */
+#define PF_GPU_WORK_MAGIC 0x6b726f77 /* "work" */
+int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *pairs);
+
+/* pf_gpu_attn_workspace_init's argument checks: PF_OK or PF_ERR_ARG (no
+ * plan, no workspace where one is needed, lens_host not the plan's). */
+int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
+                           const void *workspace);
+
+/* Where the parts of a plan's workspace start (bytes): partial outputs
+ * [num_seqs][hq][splits][D] floats at 0 and log2-sum-exps [..][splits] at
+ * lse (when split), the fused versions' counters [num_seqs][head tiles] at
+ * counters (when split), the work list (8-byte aligned) at work; bytes in
+ * all (plan->workspace_bytes). */
+typedef struct {
+    size_t lse, counters, work, bytes;
+} pf_gpu_ws_layout;
+void pf_gpu__ws_layout(const pf_gpu_attn_plan *plan, pf_gpu_ws_layout *l);
 
 /* ---- host element conversion (round to nearest even) ---- */
 uint16_t pf_gpu_f32_to_bf16(float f);
@@ -95,11 +138,23 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *                                 9.9 for v8; small launches included). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 
-/* Versions 5 to 8 merge split-KV chunks inside the attention kernel: their
- * workspace also holds one counter per (sequence, head tile), zero at rest. */
+/* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
+ * through global memory (their workspace also holds one counter per
+ * (sequence, head tile), zero at rest) and from a work list when planned
+ * from lengths; 9 inside a thread-block cluster, so its chunks stay in grid
+ * order, at most PF_GPU_CLUSTER_MAX of them, and it needs no workspace. */
+#define PF_GPU_CLUSTER_MAX 8 /* the portable cluster size */
 static inline int pf_gpu_version_fused(int version)
 {
     return version >= 5;
+}
+static inline int pf_gpu_version_cluster(int version)
+{
+    return version == 9;
+}
+static inline int pf_gpu_version_listed(int version)
+{
+    return version >= 5 && version <= 8;
 }
 
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1

@@ -115,6 +115,14 @@ int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, in
     return rc != PF_OK ? rc : PF_ERR_UNAVAILABLE;
 }
 
+int pf_gpu_attn_workspace_init(const pf_gpu_attn_plan *plan, const int *lens_host,
+                               void *workspace, void *stream)
+{
+    (void)stream;
+    const int rc = pf_gpu__workspace_args(plan, lens_host, workspace);
+    return rc != PF_OK ? rc : PF_ERR_UNAVAILABLE;
+}
+
 int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
                     const int *block_tables, const int *seq_lens, void *out, void *workspace,
                     void *stream)

@@ -4,6 +4,7 @@
  * CPU-reference check and the cost-model profile writer. Built in every
  * configuration (the stub too), so all of it is tested without a device.
  */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -419,30 +420,105 @@ static void heap_push(double *h, int *n, double v)
     }
 }
 
+/* ---- the work list --------------------------------------------------------
+ * Launched as a grid of (chunk, head tile, sequence), the blocks start in
+ * that order whatever the lengths: a batch of mixed lengths starts its long
+ * sequences wherever they sit and ends on whichever comes last, and every
+ * short sequence still launches one block per chunk of the longest, which
+ * finds no tokens and exits (mixed: about 3,500 of 6,144 blocks). When the
+ * plan has the host lengths and the version merges in place (5-8), it makes
+ * a list of units instead: one (sequence, chunk) for each chunk that holds
+ * tokens (a sequence of length <= 0 keeps one, which writes its zeros),
+ * longest first (ties: sequence, then chunk), each unit one block per head
+ * tile, so the hardware, which starts blocks in index order, runs the
+ * classic longest-processing-time-first schedule and ends on the shortest
+ * units. The list lives in the workspace, written once per plan by
+ * pf_gpu_attn_workspace_init; a unit also carries the number of chunks its
+ * sequence was planned with, and the kernel reads the sequence's device
+ * length up to their end. */
+#define PLAN_MAX_UNITS (1 << 20) /* a longer list: grid order */
+
+static int unit_cmp(const void *pa, const void *pb)
+{
+    const pf_gpu_unit *a = pa, *b = pb;
+    if (a->tok != b->tok)
+        return a->tok > b->tok ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return (a->chunk > b->chunk) - (a->chunk < b->chunk);
+}
+
+/* Units a list at `chunk` tokens has: one per chunk with tokens, at least
+ * one per sequence; lengths read up to bound. */
+static long long plan_units_count(const int *lens, int n, int bound, int chunk)
+{
+    long long u = 0;
+    for (int i = 0; i < n; i++) {
+        const int len = lens[i] > bound ? bound : lens[i];
+        u += len > 0 ? (len + chunk - 1) / chunk : 1;
+    }
+    return u;
+}
+
+long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, pf_gpu_unit *out)
+{
+    long long u = 0;
+    for (int i = 0; i < n; i++) {
+        const int len = lens[i] > bound ? bound : lens[i];
+        const int nch = len > 0 ? (len + chunk - 1) / chunk : 1;
+        for (int c = 0; c < nch; c++) {
+            int tok = len - c * chunk;
+            tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
+            out[u++] = (pf_gpu_unit){tok, i, c, nch};
+        }
+    }
+    qsort(out, (size_t)u, sizeof *out, unit_cmp);
+    return u;
+}
+
+/* FNV-1a over the lengths: the plan keeps it so that the workspace is
+ * prepared from the very lengths the list was planned on. */
+static unsigned long long lens_hash(const int *lens, int n)
+{
+    unsigned long long h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 32; b += 8) {
+            h ^= ((unsigned)lens[i] >> b) & 0xffu;
+            h *= 0x100000001b3ull;
+        }
+    return h;
+}
+
 /* Time (ns) to run the blocks of one candidate chunk. Every resident block
  * advances at the same rate, so progress is one "work mark" W (ns of work
  * at a lone block's rate); a block that needs w ns alone ends at mark
  * W_start + w. With n blocks resident, W advances at full speed while
  * n <= 2 sm_count and n / (2 sm_count) times slower beyond (the bandwidth
- * is shared), so real time = dW * max(1, n / (2 sm_count)). */
+ * is shared), so real time = dW * max(1, n / (2 sm_count)). Blocks come in
+ * grid order, or from `list` (units of `heads` blocks) when it is given. */
 static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
-                        double tok_bytes, int slots, int sms, double *heap, size_t merge_bytes,
-                        double merge_ns)
+                        const pf_gpu_unit *list, long long units, double tok_bytes, int slots,
+                        int sms, double *heap, size_t merge_bytes, double merge_ns)
 {
     const double blk_rate = PLAN_BW_BYTES_PER_NS / (2.0 * sms); /* bytes/ns of a lone block */
     int live = 0;
     double W = 0, now = 0;
-    long long next = 0, total = (long long)n * heads * splits;
+    long long next = 0;
+    const long long total = list ? units * heads : (long long)n * heads * splits;
     for (;;) {
         while (live < slots && next < total) {
-            /* block `next` in grid order: chunk fastest, then head, then sequence */
-            const int c = (int)(next % splits);
-            const int s = (int)(next / ((long long)splits * heads));
+            int tok;
+            if (list) {
+                tok = list[next / heads].tok;
+            } else { /* block `next` in grid order: chunk fastest, then head, then sequence */
+                const int c = (int)(next % splits);
+                const int s = (int)(next / ((long long)splits * heads));
+                int len = lens ? lens[s] : bound;
+                len = len > bound ? bound : len;
+                tok = len - c * chunk;
+                tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
+            }
             next++;
-            int len = lens ? lens[s] : bound;
-            len = len > bound ? bound : len;
-            int tok = len - c * chunk;
-            tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
             const double w = tok ? PLAN_BLOCK_NS + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
             heap_push(heap, &live, W + w);
         }
@@ -460,20 +536,80 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
     return now;
 }
 
-/* plan->workspace_bytes for its chunking: partial outputs and their
- * log-sum-exps when split, and the fused versions' counters. */
-static void plan_workspace(pf_gpu_attn_plan *plan)
+int pf_gpu__head_tiles(const pf_gpu_attn_shape *s)
+{
+    const int group = s->num_q_heads / s->num_kv_heads;
+    return s->num_kv_heads * (group / pf_gpu_group_tile(group));
+}
+
+void pf_gpu__ws_layout(const pf_gpu_attn_plan *plan, pf_gpu_ws_layout *l)
 {
     const pf_gpu_attn_shape *s = &plan->shape;
-    const int group = s->num_q_heads / s->num_kv_heads;
-    const int heads = s->num_kv_heads * (group / pf_gpu_group_tile(group));
-    plan->workspace_bytes = 0;
-    if (plan->splits > 1) {
+    size_t at = 0;
+    if (plan->splits > 1 && !pf_gpu_version_cluster(plan->version)) {
         const size_t rows = (size_t)s->num_seqs * s->num_q_heads * plan->splits;
-        plan->workspace_bytes = rows * (size_t)s->head_dim * sizeof(float) + rows * sizeof(float);
-        if (pf_gpu_version_fused(plan->version)) /* one counter per (sequence, head tile) */
-            plan->workspace_bytes += (size_t)s->num_seqs * heads * sizeof(unsigned);
+        at = rows * (size_t)s->head_dim * sizeof(float);
+        l->lse = at;
+        at += rows * sizeof(float);
+        l->counters = at;
+        if (pf_gpu_version_fused(plan->version)) /* one per (sequence, head tile) */
+            at += (size_t)s->num_seqs * pf_gpu__head_tiles(s) * sizeof(unsigned);
+    } else {
+        l->lse = l->counters = 0;
     }
+    at = (at + 7) / 8 * 8;
+    l->work = at;
+    if (plan->units > 0) /* the header, then the units: int pairs */
+        at += (size_t)(plan->units + 1) * 2 * sizeof(int);
+    l->bytes = at;
+}
+
+static void plan_workspace(pf_gpu_attn_plan *plan)
+{
+    pf_gpu_ws_layout l;
+    pf_gpu__ws_layout(plan, &l);
+    plan->workspace_bytes = l.bytes;
+}
+
+void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan)
+{
+    plan->units = 0;
+    plan->lens_hash = 0;
+    plan_workspace(plan);
+}
+
+int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
+                           const void *workspace)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || (plan->workspace_bytes && !workspace))
+        return PF_ERR_ARG;
+    if (plan->units && (!lens_host || lens_hash(lens_host, plan->shape.num_seqs) != plan->lens_hash))
+        return PF_ERR_ARG;
+    return PF_OK;
+}
+
+int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *pairs)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || plan->units < 1 || !lens_host || !pairs)
+        return PF_ERR_ARG;
+    const int n = plan->shape.num_seqs;
+    if (lens_hash(lens_host, n) != plan->lens_hash)
+        return PF_ERR_ARG;
+    pf_gpu_unit *u = malloc(sizeof *u * (size_t)plan->units);
+    if (!u)
+        return PF_ERR_NOMEM;
+    const long long units = pf_gpu__plan_units(lens_host, n, plan->max_len, plan->chunk, u);
+    int rc = units == plan->units ? PF_OK : PF_ERR_ARG;
+    if (rc == PF_OK) {
+        pairs[0] = PF_GPU_WORK_MAGIC;
+        pairs[1] = (int)units;
+        for (long long i = 0; i < units; i++) {
+            pairs[2 * i + 2] = u[i].seq;
+            pairs[2 * i + 3] = u[i].chunk + 65536 * u[i].nch;
+        }
+    }
+    free(u);
+    return rc;
 }
 
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version)
@@ -512,20 +648,29 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (bound < 1)
         bound = 1;
     const int B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
-    const int group = s->num_q_heads / s->num_kv_heads;
-    const int heads = s->num_kv_heads * (group / pf_gpu_group_tile(group));
+    const int heads = pf_gpu__head_tiles(s);
     const double tok_bytes = 2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     const int slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
-    double *heap = malloc(sizeof(double) * (size_t)slots);
-    if (!heap)
-        return PF_ERR_NOMEM;
-
     const int v = version ? version : pf_gpu_default_version(s);
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
+    /* a work list: the lengths known, a version that merges in place, a
+     * list short enough to simulate (its first candidate has a unit per
+     * sequence) */
+    const int listed = lens_host && pf_gpu_version_listed(v) &&
+                       (long long)s->num_seqs * heads <= PLAN_MAX_SIM_BLOCKS;
+    double *heap = malloc(sizeof(double) * (size_t)slots);
+    pf_gpu_unit *list = listed ? malloc(sizeof *list * (size_t)PLAN_MAX_UNITS) : NULL;
+    if (!heap || (listed && !list)) {
+        free(heap);
+        free(list);
+        return PF_ERR_NOMEM;
+    }
+
     /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
     int best_chunk = 0, best_splits = 0;
+    long long best_units = 0;
     double best = INFINITY;
     for (int sp = 1; sp <= 256; sp++) {
         int c = (bound + sp - 1) / sp;
@@ -537,12 +682,22 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         const int splits = (bound + c - 1) / c;
         if (splits != sp)
             continue; /* the same chunk as an earlier candidate */
+        if (pf_gpu_version_cluster(v) && splits > PF_GPU_CLUSTER_MAX)
+            break; /* one cluster holds a sequence's chunks */
         const size_t merge_bytes =
             splits > 1 ? (size_t)s->num_seqs * s->num_q_heads * splits * (s->head_dim + 1) * 4 : 0;
+        long long units = 0;
         double cost;
-        if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
-            cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, tok_bytes, slots,
-                             sm_count, heap, merge_bytes, merge_ns);
+        if (listed) {
+            units = plan_units_count(lens_host, s->num_seqs, bound, c);
+            if (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS)
+                break; /* finer chunks only make more */
+            pf_gpu__plan_units(lens_host, s->num_seqs, bound, c, list);
+            cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, tok_bytes,
+                             slots, sm_count, heap, merge_bytes, merge_ns);
+        } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
+            cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, NULL, 0, tok_bytes,
+                             slots, sm_count, heap, merge_bytes, merge_ns);
         else /* too many blocks to simulate: the machine stays saturated */
             cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / slots +
                    (double)s->num_seqs * heads * bound * tok_bytes / PLAN_BW_BYTES_PER_NS +
@@ -552,11 +707,14 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
             best = cost;
             best_chunk = c;
             best_splits = splits;
+            best_units = units;
         }
     }
     free(heap);
+    free(list);
     if (!best_chunk)
-        return PF_ERR_ARG; /* longer than 256 chunks of 4096 tokens (2^20): refused */
+        return PF_ERR_ARG; /* longer than 256 chunks of 4096 tokens (2^20), or than
+                              v9's 8: refused */
     plan->shape = *s;
     if (!(plan->shape.scale > 0.f))
         plan->shape.scale = 1.f / sqrtf((float)s->head_dim);
@@ -569,20 +727,35 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     plan->splits = best_splits;
     plan->sm_count = sm_count;
     plan->blocks_per_sm = blocks_per_sm;
+    if (listed) {
+        plan->units = (int)best_units;
+        plan->lens_hash = lens_hash(lens_host, s->num_seqs);
+    }
     plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;
 }
 
-int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits)
+int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_host)
 {
-    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || splits < 1 || splits > 256)
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || splits < 1 || splits > 256 ||
+        (plan->units && !lens_host))
         return PF_ERR_ARG;
     const int B = plan->paged ? plan->shape.block_size : 16;
     int c = (plan->max_len + splits - 1) / splits;
     c = (c + B - 1) / B * B;
-    if (c > PF_GPU_MAX_CHUNK / B * B)
+    if (c > PF_GPU_MAX_CHUNK / B * B ||
+        (pf_gpu_version_cluster(plan->version) && (plan->max_len + c - 1) / c > PF_GPU_CLUSTER_MAX))
         return PF_ERR_ARG;
+    if (plan->units) {
+        if (lens_hash(lens_host, plan->shape.num_seqs) != plan->lens_hash)
+            return PF_ERR_ARG;
+        const long long units =
+            plan_units_count(lens_host, plan->shape.num_seqs, plan->max_len, c);
+        if (units > PLAN_MAX_UNITS || units * pf_gpu__head_tiles(&plan->shape) > INT_MAX)
+            return PF_ERR_ARG;
+        plan->units = (int)units;
+    }
     plan->chunk = c;
     plan->splits = (plan->max_len + c - 1) / c;
     plan_workspace(plan);

@@ -43,6 +43,7 @@
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -132,15 +133,44 @@ template <typename T> struct AttnArgs {
     int hq, hkv, B, bshift, maxb, cap, chunk, splits;
     int lim;      /* device lengths are read up to this planned bound      */
     float qscale; /* scale * log2(e)                                       */
+    int htiles;   /* head tiles a sequence has (blocks per chunk)          */
+    const int2 *work; /* the plan's work list (versions 5-8), or null      */
 };
+
+/* What one thread block works on: a chunk of one sequence for one head
+ * tile, and the bound its length is read up to. In grid order (no work
+ * list) blockIdx is (chunk, head tile, sequence). With a work list (host.c,
+ * "the work list") the grid is 1-D: blockIdx.x / htiles picks the unit
+ * (an entry {sequence, chunk + 65536 * the chunks the plan gave that
+ * sequence}) and blockIdx.x % htiles the head tile, so the hardware, which
+ * hands out blocks in index order, starts the longest units first; the
+ * sequence's length is read up to the end of its planned chunks. The list's
+ * header, work[-1] = {kWorkMagic, units}, is checked by block 0: a workspace
+ * never prepared (pf_gpu_attn_workspace_init) fails the launch instead of
+ * computing garbage. */
+constexpr int kWorkMagic = PF_GPU_WORK_MAGIC;
+struct Work {
+    int seq, chunk, ht, lim;
+};
+
+template <typename T> __device__ __forceinline__ Work work_of(const AttnArgs<T> &a)
+{
+    if (!a.work)
+        return {(int)blockIdx.z, (int)blockIdx.x, (int)blockIdx.y, a.lim};
+    const int i = (int)blockIdx.x / a.htiles;
+    if (blockIdx.x == 0 && a.work[-1].x != kWorkMagic)
+        __trap();
+    const int2 w = a.work[i];
+    return {w.x, w.y & 0xffff, (int)blockIdx.x - i * a.htiles, min((w.y >> 16) * a.chunk, a.lim)};
+}
 
 /* A sequence of length <= 0 has nothing to attend to: its output is zeros
  * (written by chunk 0 when there is one chunk; the merge writes them when
  * there are several). */
 template <typename T, int D, int GT>
-__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0, bool fused = false)
+__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0, int chunk, bool fused = false)
 {
-    if ((a.splits != 1 && !fused) || blockIdx.x != 0)
+    if ((a.splits != 1 && !fused) || chunk != 0)
         return;
     for (int i = threadIdx.x; i < GT * D; i += blockDim.x)
         a.out[((size_t)seq * a.hq + qh0) * D + i] = Elt<T>::store(0.f);
@@ -178,7 +208,7 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
     const int kvh = blockIdx.y / nsub;
     const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
     if (len <= 0) {
-        write_zeros<T, D, GT>(a, seq, qh0);
+        write_zeros<T, D, GT>(a, seq, qh0, blockIdx.x);
         return;
     }
     const int t0 = blockIdx.x * chunk;
@@ -465,10 +495,11 @@ __device__ __forceinline__ void load_q(const AttnArgs<T> &a, int seq, int qh0, i
  * Returns false when the block has no tokens (zeros written if the
  * sequence is empty); else len, t0, t1 and the table are ready. */
 template <typename T, int D, int GT, bool PAGED, bool FUSED>
-__device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, int seq, int qh0,
-                                            int &len, int &t0, int &t1)
+__device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, const Work &job,
+                                            int qh0, int &len, int &t0, int &t1)
 {
-    t0 = blockIdx.x * a.chunk;
+    const int seq = job.seq;
+    t0 = job.chunk * a.chunk;
     if (PAGED) {
         const int b0 = t0 / a.B;
         const int nb = min(a.chunk / a.B, a.maxb - b0);
@@ -477,12 +508,12 @@ __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, int 
             cp_async4(&tbl[i], row + i);
         cp_async_commit();
     }
-    len = min(a.lens[seq], a.lim);
+    len = min(a.lens[seq], job.lim);
     if (len <= 0 || t0 >= len) {
         if (PAGED)
             cp_async_wait<0>(); /* no copy outlives its thread */
         if (len <= 0)
-            write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+            write_zeros<T, D, GT>(a, seq, qh0, job.chunk, FUSED);
         return false;
     }
     t1 = min(len, t0 + a.chunk);
@@ -503,9 +534,12 @@ __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, int 
 template <typename T, int D, int GT, int NP, bool FUSED>
 __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *sm_m,
                                             const float *sm_l, const float *sm_acc, int *sm_last,
-                                            int seq, int qh0, int len)
+                                            const Work &job, int qh0, int len)
 {
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x, seq = job.seq;
+    /* a sequence that fits in one chunk has nothing to merge: its one
+     * block writes the output (every block of a sequence sees the same len) */
+    const bool whole = a.splits == 1 || (FUSED && len <= a.chunk);
     for (int idx = tid; idx < GT * D; idx += kThreads) {
         const int g = idx / D, d = idx % D;
         float M = -INFINITY;
@@ -520,15 +554,15 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
             O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
         }
         const size_t rowo = (size_t)seq * a.hq + qh0 + g;
-        if (a.splits == 1) {
+        if (whole) {
             a.out[rowo * D + d] = Elt<T>::store(O / L);
         } else {
-            a.part_o[(rowo * a.splits + blockIdx.x) * D + d] = O / L;
+            a.part_o[(rowo * a.splits + job.chunk) * D + d] = O / L;
             if (d == 0)
-                a.part_lse[rowo * a.splits + blockIdx.x] = M + log2f(L);
+                a.part_lse[rowo * a.splits + job.chunk] = M + log2f(L);
         }
     }
-    if (!FUSED || a.splits == 1)
+    if (!FUSED || whole)
         return;
     /* v5: the split-KV merge without a second launch. Each block publishes
      * its partials (fence), then counts itself done for its (sequence, head
@@ -541,7 +575,7 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
     __syncthreads();
     const int nch = (len + a.chunk - 1) / a.chunk;
     if (tid == 0) {
-        unsigned *cnt = a.counters + (size_t)seq * gridDim.y + blockIdx.y;
+        unsigned *cnt = a.counters + (size_t)seq * a.htiles + job.ht;
         const unsigned prev = atomicAdd(cnt, 1u);
         *sm_last = prev == (unsigned)(nch - 1);
         if (*sm_last)
@@ -585,24 +619,25 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
     __shared__ float sm_m[NG][GT], sm_l[NG][GT];
     __shared__ int sm_last;
 
-    const int seq = blockIdx.z;
+    const Work job = work_of(a);
+    const int seq = job.seq;
     const int group = a.hq / a.hkv;
     const int nsub = group / GT;
-    const int kvh = blockIdx.y / nsub;
-    const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    const int kvh = job.ht / nsub;
+    const int qh0 = kvh * group + (job.ht % nsub) * GT;
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
     const int B = a.B;
     int len, t0, t1;
     if (EARLY) {
-        if (!block_begin<T, D, GT, PAGED, FUSED>(a, tbl, seq, qh0, len, t0, t1))
+        if (!block_begin<T, D, GT, PAGED, FUSED>(a, tbl, job, qh0, len, t0, t1))
             return;
     } else {
-        len = min(a.lens[seq], a.lim);
+        len = min(a.lens[seq], job.lim);
         if (len <= 0) {
-            write_zeros<T, D, GT>(a, seq, qh0, FUSED);
+            write_zeros<T, D, GT>(a, seq, qh0, job.chunk, FUSED);
             return;
         }
-        t0 = blockIdx.x * a.chunk;
+        t0 = job.chunk * a.chunk;
         if (t0 >= len)
             return;
         t1 = min(len, t0 + a.chunk);
@@ -742,7 +777,7 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
             sm_acc[(grp * GT + g) * D + r * EPV + e] = acc[g][e];
     }
     __syncthreads();
-    attn_finish<T, D, GT, NG, FUSED>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0,
+    attn_finish<T, D, GT, NG, FUSED>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0,
                                      len);
 }
 
@@ -886,13 +921,14 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
 
-    const int seq = blockIdx.z;
+    const Work job = work_of(a);
+    const int seq = job.seq;
     const int group = a.hq / a.hkv;
     const int nsub = group / GT;
-    const int kvh = blockIdx.y / nsub;
-    const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    const int kvh = job.ht / nsub;
+    const int qh0 = kvh * group + (job.ht % nsub) * GT;
     int len, t0, t1;
-    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, seq, qh0, len, t0, t1))
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1))
         return;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int B = a.B;
@@ -1050,7 +1086,7 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
                 make_float2(o[n][0], o[n][1]);
     }
     __syncthreads();
-    attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0, len);
+    attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0, len);
 }
 
 /* ---- version 7: version 5 with a third fewer instructions ---------------
@@ -1125,7 +1161,72 @@ template <int H, int OFF> __device__ __forceinline__ void reduce_scatter(float *
     }
 }
 
-template <typename T, int D, int GT, bool PAGED, int kStages>
+namespace cg = cooperative_groups;
+
+/* The end of version 9: the split-KV merge inside a thread-block cluster
+ * (sm_90). The chunks of one (sequence, head tile) form one cluster (grid
+ * x = splits = the cluster's size, at most 8). Each block merges its row
+ * groups as attn_finish does, but leaves the normalised partial output in
+ * its own shared memory (slot 0 of sm_acc: the thread that owns (g, d) has
+ * read every slot of it before it writes) and its log2-sum-exp in cl_lse.
+ * The cluster barrier publishes them (release/acquire across the cluster);
+ * block 0 of the cluster reads the others' through distributed shared
+ * memory and writes the output; a second barrier keeps every block resident
+ * until it has. Against v5-v8's merge (partials to global memory, a fence,
+ * an atomic, the last block reading them back through L2) this takes two
+ * dependent memory round trips off the end of a small launch. A block whose
+ * chunk holds no tokens (a device length below the planned one) still joins
+ * both barriers, with a partial of weight 0; chunk 0 always has tokens when
+ * the length is > 0, and when it is not, no block of the cluster merges. */
+template <typename T, int D, int GT, int NP>
+__device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, const float *sm_l,
+                                    float *sm_acc, float *cl_lse, int seq, int qh0, bool empty)
+{
+    cg::cluster_group cl = cg::this_cluster();
+    const int tid = threadIdx.x;
+    if (empty) {
+        for (int g = tid; g < GT; g += kThreads)
+            cl_lse[g] = -INFINITY;
+    } else {
+        for (int idx = tid; idx < GT * D; idx += kThreads) {
+            const int g = idx / D, d = idx % D;
+            float M = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < NP; i++)
+                M = fmaxf(M, sm_m[i * GT + g]);
+            float L = 0.f, O = 0.f;
+#pragma unroll
+            for (int i = 0; i < NP; i++) {
+                const float w = fast_exp2(sm_m[i * GT + g] - M);
+                L = fmaf(sm_l[i * GT + g], w, L);
+                O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
+            }
+            sm_acc[g * D + d] = O / L;
+            if (d == 0)
+                cl_lse[g] = M + log2f(L);
+        }
+    }
+    cl.sync();
+    if (cl.block_rank() == 0) {
+        const int nr = (int)cl.num_blocks();
+        for (int idx = tid; idx < GT * D; idx += kThreads) {
+            const int g = idx / D, d = idx % D;
+            float M = -INFINITY;
+            for (int r = 0; r < nr; r++)
+                M = fmaxf(M, cl.map_shared_rank(cl_lse, r)[g]);
+            float L = 0.f, O = 0.f;
+            for (int r = 0; r < nr; r++) {
+                const float w = fast_exp2(cl.map_shared_rank(cl_lse, r)[g] - M);
+                L += w;
+                O = fmaf(w, cl.map_shared_rank(sm_acc, r)[g * D + d], O);
+            }
+            a.out[((size_t)seq * a.hq + qh0 + g) * D + d] = Elt<T>::store(O / L);
+        }
+    }
+    cl.sync();
+}
+
+template <typename T, int D, int GT, bool PAGED, int kStages, bool CL = false>
 __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
 {
     constexpr int N = 4;
@@ -1154,15 +1255,22 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[NG][GT], sm_l[NG][GT];
     __shared__ int sm_last;
+    __shared__ float cl_lse[CL ? GT : 1]; /* v9: this chunk's log2-sum-exps */
 
-    const int seq = blockIdx.z;
+    const Work job = work_of(a);
+    const int seq = job.seq;
     const int group = a.hq / a.hkv;
     const int nsub = group / GT;
-    const int kvh = blockIdx.y / nsub;
-    const int qh0 = kvh * group + (blockIdx.y % nsub) * GT;
+    const int kvh = job.ht / nsub;
+    const int qh0 = kvh * group + (job.ht % nsub) * GT;
     int len, t0, t1;
-    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, seq, qh0, len, t0, t1))
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1)) {
+        if constexpr (CL)
+            if (len > 0 && gridDim.x > 1) /* an empty chunk still joins its cluster */
+                attn_finish_cluster<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0], nullptr, cl_lse,
+                                                  seq, qh0, true);
         return;
+    }
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
     const int B = a.B, n = t1 - t0;
     const T *kb = a.k, *vb = a.v;
@@ -1327,7 +1435,14 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
         for (int e = 0; e < EPV; e++)
             sm_acc[(grp * GT + g) * D + r * EPV + e] = acc[g][e];
     __syncthreads();
-    attn_finish<T, D, GT, NG, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, seq, qh0,
+    if constexpr (CL) {
+        if (gridDim.x > 1) {
+            attn_finish_cluster<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, cl_lse, seq,
+                                              qh0, false);
+            return;
+        }
+    }
+    attn_finish<T, D, GT, NG, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0,
                                     len);
 }
 
@@ -1467,16 +1582,18 @@ template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
     }
 }
 
-/* Versions 7 and 8: one kernel, 2 or 3 pipeline stages of 16 KB. */
-template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v7()
+/* Versions 7, 8 and 9: one kernel, 2 or 3 pipeline stages of 16 KB, the
+ * merge in place (7, 8) or in a cluster (9, 2 stages). */
+template <typename T, int D, int GT, bool PAGED, int STAGES, bool CL = false> Kern<T> pick_v7()
 {
     if constexpr (STAGES == 2) {
-        return {attn_v7<T, D, GT, PAGED, STAGES>, 0}; /* static shared memory */
+        return {attn_v7<T, D, GT, PAGED, STAGES, CL>, 0}; /* static shared memory */
     } else {
         constexpr int bytes = v7_smem_bytes(STAGES) + kSmemAlign;
-        static const cudaError_t set = allow_smem(attn_v7<T, D, GT, PAGED, STAGES>, bytes, false);
+        static const cudaError_t set =
+            allow_smem(attn_v7<T, D, GT, PAGED, STAGES, CL>, bytes, false);
         (void)set;
-        return {attn_v7<T, D, GT, PAGED, STAGES>, bytes};
+        return {attn_v7<T, D, GT, PAGED, STAGES, CL>, bytes};
     }
 }
 
@@ -1493,7 +1610,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
     case 6: return pick_v6<T, D, GT, PAGED, 3>();
     case 7: return pick_v7<T, D, GT, PAGED, 2>();
-    default: return pick_v7<T, D, GT, PAGED, 3>();
+    case 8: return pick_v7<T, D, GT, PAGED, 3>();
+    default: return pick_v7<T, D, GT, PAGED, 2, true>();
     }
 }
 
@@ -1526,9 +1644,12 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     const pf_gpu_attn_shape *s = &p->shape;
     const int D = s->head_dim;
     const int group = s->num_q_heads / s->num_kv_heads;
-    const dim3 grid((unsigned)p->splits,
-                    (unsigned)(s->num_kv_heads * (group / pf_gpu_group_tile(group))),
-                    (unsigned)s->num_seqs);
+    const int htiles = s->num_kv_heads * (group / pf_gpu_group_tile(group));
+    const dim3 grid = p->units ? dim3((unsigned)(p->units * htiles))
+                               : dim3((unsigned)p->splits, (unsigned)htiles, (unsigned)s->num_seqs);
+    pf_gpu_ws_layout wl;
+    pf_gpu__ws_layout(p, &wl);
+    char *const w = (char *)ws;
     AttnArgs<T> a;
     a.q = (const T *)q;
     a.k = (const T *)k;
@@ -1536,10 +1657,11 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.tables = tables;
     a.lens = lens;
     a.out = (T *)out;
-    a.part_o = (float *)ws;
-    a.part_lse = ws ? a.part_o + (size_t)s->num_seqs * s->num_q_heads * p->splits * D : nullptr;
-    a.counters = ws ? (unsigned *)(a.part_lse + (size_t)s->num_seqs * s->num_q_heads * p->splits)
-                    : nullptr;
+    a.part_o = (float *)w;
+    a.part_lse = w ? (float *)(w + wl.lse) : nullptr;
+    a.counters = w ? (unsigned *)(w + wl.counters) : nullptr;
+    a.work = p->units ? (const int2 *)(w + wl.work) + 1 : nullptr; /* past the header */
+    a.htiles = htiles;
     a.hq = s->num_q_heads;
     a.hkv = s->num_kv_heads;
     a.B = s->block_size;
@@ -1551,6 +1673,22 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
     const Kern<T> kern = pick<T>(s, p->paged, p->version);
+    if (pf_gpu_version_cluster(p->version) && p->splits > 1) {
+        /* v9: a sequence's chunks (grid x) are one cluster */
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(kThreads);
+        cfg.dynamicSmemBytes = (size_t)kern.smem;
+        cfg.stream = st;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = (unsigned)p->splits;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        return pf_gpu_cuda_err((int)cudaLaunchKernelEx(&cfg, kern.fn, a));
+    }
     kern.fn<<<grid, kThreads, (size_t)kern.smem, st>>>(a);
     if (p->splits > 1 && !pf_gpu_version_fused(p->version))
         merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(

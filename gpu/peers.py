@@ -51,6 +51,8 @@ class AttnPlan(ctypes.Structure):  # pf_gpu_attn_plan (gpu/gpu.h)
         ("sm_count", ctypes.c_int),
         ("blocks_per_sm", ctypes.c_int),
         ("workspace_bytes", ctypes.c_size_t),
+        ("units", ctypes.c_int),
+        ("lens_hash", ctypes.c_ulonglong),
         ("magic", ctypes.c_uint),
     ]
 
@@ -89,6 +91,7 @@ def main():
     lib.pf_gpu_attn_plan_make.argtypes = [ctypes.POINTER(AttnPlan), ctypes.POINTER(AttnShape),
                                           ctypes.c_int, vp, ctypes.c_int, ctypes.c_int]
     lib.pf_gpu_attn_run.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp, vp, vp, vp, vp, vp]
+    lib.pf_gpu_attn_workspace_init.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp]
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     sink = torch.zeros(1, dtype=torch.int64, device=dev)
@@ -162,8 +165,14 @@ def main():
                     print(f"{name}: plan failed ({rc})")
                     bad += 1
                     continue
-                # zeroed before first use (gpu.h): versions 5-7 keep counters there
-                ws = torch.zeros(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
+                # prepared before first use (gpu.h): counters and the work list
+                ws = torch.empty(max(plan.workspace_bytes, 1), dtype=torch.uint8, device=dev)
+                rc = lib.pf_gpu_attn_workspace_init(ctypes.byref(plan), ctypes.cast(lens_h, vp),
+                                                    ws.data_ptr(), st)
+                if rc != 0:
+                    print(f"{name}: workspace_init failed ({rc})")
+                    bad += 1
+                    continue
                 out = torch.empty(S, HQ, D, device=dev, dtype=dt)
 
                 def ours():

@@ -292,7 +292,10 @@ Test(gpu, public_api_on_device_pointers)
 enum { PS = 4, PHQ = 8, PHKV = 2, PD = 64, PB = 16, PMAXB = 20, PCAP = PMAXB * PB,
        PFRAMES = PS * PMAXB };
 typedef struct {
-    int lens[PS];
+    int lens[PS];              /* on the device                            */
+    int host[PS];              /* given to the plan (= lens unless a test
+                                  changes the device's)                     */
+    int want[PS];              /* tokens the output must attend to         */
     float *q, *kc, *vc;        /* host: q, contiguous K/V [s][h][cap][d] */
     void *dq, *dk, *dv, *dout, *dws;
     int *dtab, *dlens;
@@ -303,6 +306,8 @@ static void pcase_make(pcase *c, const int *lens)
 {
     memset(c, 0, sizeof *c);
     memcpy(c->lens, lens, sizeof c->lens);
+    memcpy(c->host, lens, sizeof c->host);
+    memcpy(c->want, lens, sizeof c->want);
     const size_t kv = (size_t)PS * PHKV * PCAP * PD, pool = (size_t)PFRAMES * PHKV * PB * PD;
     c->q = malloc(sizeof(float) * PS * PHQ * PD);
     c->kc = malloc(sizeof(float) * kv);
@@ -370,9 +375,10 @@ static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
         CK(pf_gpu_free(c->dws));
         c->dws = NULL;
     }
-    if (p->workspace_bytes) { /* zeroed once before first use, as gpu.h asks */
+    if (p->workspace_bytes) { /* prepared once before first use, as gpu.h asks */
         CK(pf_gpu_malloc(&c->dws, p->workspace_bytes));
-        CK(pf_gpu_memset(c->dws, 0, p->workspace_bytes));
+        CK(pf_gpu_memset(c->dws, 0x5a, p->workspace_bytes)); /* init must clear it */
+        CK(pf_gpu_attn_workspace_init(p, c->host, c->dws, NULL));
     }
     CK(pf_gpu_memset(c->dout, 0xff, sizeof out));
     CK(pf_gpu_attn_run(p, c->dq, c->dk, c->dv, c->dtab, c->dlens, c->dout, c->dws, NULL));
@@ -380,19 +386,19 @@ static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
     CK(pf_gpu_memcpy(out, c->dout, sizeof out, PF_GPU_D2H));
     for (int s = 0; s < PS; s++) {
         double ref[PHQ * PD];
-        if (c->lens[s] > 0) {
+        if (c->want[s] > 0) {
             pf_attn_shape ash = {PHQ, PHKV, PD, 0.f};
             cr_assert_eq(pf_attn_ref_contig_f64(&ash, c->q + (size_t)s * PHQ * PD,
                                                 c->kc + (size_t)s * PHKV * PCAP * PD,
-                                                c->vc + (size_t)s * PHKV * PCAP * PD, c->lens[s],
+                                                c->vc + (size_t)s * PHKV * PCAP * PD, c->want[s],
                                                 PCAP, ref),
                          PF_OK);
         }
         for (int i = 0; i < PHQ * PD; i++) {
             const float x = out[s * PHQ * PD + i];
-            if (c->lens[s] <= 0)
+            if (c->want[s] <= 0)
                 cr_assert_eq(x, 0.f, "%s v%d splits %d: seq %d (len %d) elem %d = %g, want 0",
-                             what, p->version, p->splits, s, c->lens[s], i, x);
+                             what, p->version, p->splits, s, c->want[s], i, x);
             else
                 cr_assert(fabs(x - ref[i]) < 1e-5, "%s v%d splits %d: seq %d elem %d %g vs %g",
                           what, p->version, p->splits, s, i, x, ref[i]);
@@ -415,6 +421,34 @@ Test(gpu, lengths_of_zero_or_less_give_zeros_with_one_split_or_many)
         cr_assert_eq(pf_gpu_attn_plan_compute(&many, &c.sh, 1, NULL, PCAP, v, 132, 8), PF_OK);
         cr_assert_gt(many.splits, 1);
         pcase_check(&c, &many, "many splits");
+    }
+    pcase_free(&c);
+}
+
+/* A plan from host lengths runs from its work list (versions 5-8); the
+ * device lengths may differ: shorter (its later chunks find no tokens), 0
+ * (zeros), or longer, read up to the end of the chunks planned for the
+ * sequence (gpu.h). */
+Test(gpu, work_list_reads_each_length_up_to_its_planned_chunks)
+{
+    const int host[PS] = {300, 40, 200, 1};
+    const int dev[PS] = {150, 0, 250, 200};
+    pcase c;
+    pcase_make(&c, host);
+    memcpy(c.lens, dev, sizeof dev);
+    CK(pf_gpu_memcpy(c.dlens, dev, sizeof dev, PF_GPU_H2D));
+    for (int v = 5; v <= 8; v++) { /* the versions with a work list */
+        pf_gpu_attn_plan p;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &c.sh, 1, host, 0, v, 132, 8), PF_OK);
+        cr_assert_gt(p.units, 0);
+        cr_assert_gt(p.splits, 1);
+        for (int s = 0; s < PS; s++) {
+            const int nch = (host[s] + p.chunk - 1) / p.chunk;
+            int w = dev[s] < nch * p.chunk ? dev[s] : nch * p.chunk;
+            c.want[s] = w < p.max_len ? w : p.max_len;
+        }
+        cr_assert_lt(c.want[3], dev[3], "the test must cut one length (chunk %d)", p.chunk);
+        pcase_check(&c, &p, "work list");
     }
     pcase_free(&c);
 }

@@ -304,13 +304,14 @@ static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
                                 ? (size_t)p->shape.num_seqs * p->shape.num_kv_heads *
                                       (group / pf_gpu_group_tile(group)) * sizeof(unsigned)
                                 : 0;
-    if (p->splits > 1)
-        cr_assert_eq(p->workspace_bytes,
-                     (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
-                             (p->shape.head_dim + 1) * sizeof(float) +
-                         counters);
-    else
-        cr_assert_eq(p->workspace_bytes, 0);
+    size_t want = 0;
+    if (p->splits > 1 && !pf_gpu_version_cluster(p->version)) /* v9 merges on chip */
+        want = (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
+                   (p->shape.head_dim + 1) * sizeof(float) +
+               counters;
+    if (p->units) /* the work list after it, 8-byte aligned: a header and the units */
+        want = (want + 7) / 8 * 8 + (size_t)(p->units + 1) * 2 * sizeof(int);
+    cr_assert_eq(p->workspace_bytes, want, "splits %d, units %d", p->splits, p->units);
 }
 
 Test(gpu_host, plan_comes_from_lengths_not_capacity)
@@ -526,21 +527,21 @@ Test(gpu_host, plan_split_count_can_be_forced)
     int len = 1000;
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 5, 132, 4), PF_OK);
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 4, &len), PF_OK);
     cr_assert_eq(p.chunk, 256); /* 250 rounded up to whole pages of 16 */
     cr_assert_eq(p.splits, 4);
     assert_covers(&p, 1000, 16);
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 3), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 3, &len), PF_OK);
     cr_assert_eq(p.chunk, 336);
     cr_assert_eq(p.splits, 3);
     assert_covers(&p, 1000, 16);
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 1), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 1, &len), PF_OK);
     cr_assert_eq(p.splits, 1);
     assert_covers(&p, 1000, 16); /* no workspace without a split */
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 0), PF_ERR_ARG);
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 257), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 0, &len), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 257, &len), PF_ERR_ARG);
     p.magic = 0;
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, &len), PF_ERR_ARG);
 }
 
 /* A small launch is split, but never below PF_GPU_MIN_CHUNK tokens a chunk
@@ -555,4 +556,109 @@ Test(gpu_host, plan_keeps_chunks_of_the_minimum)
     assert_covers(&p, 1024, 16);
     cr_assert_gt(p.splits, 1, "8 blocks on 132 SMs must be split");
     cr_assert_geq(p.chunk, PF_GPU_MIN_CHUNK);
+}
+
+/* The work list of a plan made from lengths (versions 5-8): every chunk
+ * that holds tokens exactly once, longest first, a unit for an empty
+ * sequence, nothing for a short sequence's empty chunks; only from the very
+ * lengths the plan was made of. */
+Test(gpu_host, work_list_covers_each_chunk_once_longest_first)
+{
+    enum { N = 40 };
+    int lens[N];
+    for (int i = 0; i < N; i++) /* short, medium and long, interleaved */
+        lens[i] = i % 5 == 0 ? 3000 + 20 * i : i % 3 == 0 ? 700 + i : 40 + 3 * i;
+    lens[7] = 0;
+    lens[11] = -5;
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = N;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 7, 132, 4), PF_OK);
+    cr_assert_gt(p.units, 0);
+    cr_assert_gt(p.splits, 1, "3,400 tokens beside 40 short ones on 528 slots: split");
+    assert_covers(&p, p.max_len, 16);
+    int *pairs = malloc(sizeof(int) * 2 * (size_t)(p.units + 1));
+    cr_assert_not_null(pairs);
+    cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_OK);
+    cr_assert_eq(pairs[0], PF_GPU_WORK_MAGIC);
+    cr_assert_eq(pairs[1], p.units);
+    int seen[N][256] = {{0}};
+    int prev_tok = INT32_MAX, want_units = 0;
+    for (int i = 0; i < N; i++)
+        want_units += lens[i] > 0 ? (lens[i] + p.chunk - 1) / p.chunk : 1;
+    cr_assert_eq(p.units, want_units);
+    for (int u = 0; u < p.units; u++) {
+        const int seq = pairs[2 * u + 2], chunk = pairs[2 * u + 3] & 0xffff;
+        const int nch = pairs[2 * u + 3] >> 16;
+        cr_assert(seq >= 0 && seq < N && chunk >= 0 && chunk < p.splits, "unit %d", u);
+        const int len = lens[seq];
+        cr_assert_eq(nch, len > 0 ? (len + p.chunk - 1) / p.chunk : 1, "seq %d", seq);
+        int tok = len - chunk * p.chunk;
+        tok = tok < 0 ? 0 : tok > p.chunk ? p.chunk : tok;
+        cr_assert(tok > 0 || (len <= 0 && chunk == 0), "unit %d: seq %d chunk %d is empty", u,
+                  seq, chunk);
+        cr_assert_leq(tok, prev_tok, "unit %d: %d tokens after %d", u, tok, prev_tok);
+        prev_tok = tok;
+        seen[seq][chunk]++;
+    }
+    for (int i = 0; i < N; i++) {
+        const int nch = lens[i] > 0 ? (lens[i] + p.chunk - 1) / p.chunk : 1;
+        for (int c = 0; c < nch; c++)
+            cr_assert_eq(seen[i][c], 1, "seq %d chunk %d seen %d times", i, c, seen[i][c]);
+    }
+    /* other lengths than the plan's: refused, nothing half-written matters */
+    lens[3] += 1;
+    cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_workspace_init(&p, NULL, (void *)pairs, NULL), PF_ERR_ARG);
+    lens[3] -= 1;
+    /* forcing the chunking rebuilds the count from the same lengths */
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK);
+    assert_covers(&p, p.max_len, 16);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, NULL), PF_ERR_ARG);
+    free(pairs);
+}
+
+/* Without lengths, or with a version that merges in a second launch, the
+ * blocks run in grid order: no list. */
+Test(gpu_host, work_list_only_from_lengths_and_fused_versions)
+{
+    int lens[64];
+    for (int i = 0; i < 64; i++)
+        lens[i] = 100 + 61 * i;
+    pf_gpu_attn_shape s = llama_shape();
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 4096, 7, 132, 4), PF_OK);
+    cr_assert_eq(p.units, 0);
+    int pairs[4];
+    cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_ERR_ARG);
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
+        cr_assert_eq(p.units > 0, v >= 5 && v <= 8, "version %d: %d units", v, p.units);
+        assert_covers(&p, p.max_len, 16);
+    }
+}
+
+/* Version 9 merges a sequence's chunks inside one thread-block cluster: at
+ * most PF_GPU_CLUSTER_MAX chunks, no work list, no workspace. */
+Test(gpu_host, cluster_version_keeps_a_sequence_in_one_cluster)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 1;
+    int len = 1024;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_OK);
+    cr_assert_gt(p.splits, 1, "one sequence on 132 SMs: split");
+    cr_assert_leq(p.splits, PF_GPU_CLUSTER_MAX);
+    cr_assert_eq(p.units, 0);
+    cr_assert_eq(p.workspace_bytes, 0);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, PF_GPU_CLUSTER_MAX, &len), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2 * PF_GPU_CLUSTER_MAX, &len), PF_ERR_ARG);
+    /* 8 x 4096 tokens is the longest a cluster covers */
+    s.max_blocks_per_seq = 4096;
+    len = 8 * PF_GPU_MAX_CHUNK;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_OK);
+    cr_assert_eq(p.splits, PF_GPU_CLUSTER_MAX);
+    len += 16;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 7, 132, 4), PF_OK);
 }

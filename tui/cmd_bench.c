@@ -68,6 +68,7 @@ typedef struct {
     int no_read_bw;
     int kernel;
     int splits;
+    int grid_order;
     const char *profile_out;
     int format;
 } bench_args;
@@ -170,6 +171,7 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "frames", "frames mapped", res->frames, "%.0f", NULL);
     pf_report_num(r, "chunk", "split-KV chunk", res->chunk_tokens, "%.0f", "tokens");
     pf_report_num(r, "splits", "chunks of the longest sequence", res->splits, "%.0f", NULL);
+    pf_report_num(r, "units", "work-list units (0: grid order)", res->units, "%.0f", NULL);
     pf_report_num(r, "kernel", "kernel version", res->version, "%.0f", NULL);
     pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
     pf_report_num(r, "seed", "data seed", (double)a->seed, "%.0f", NULL);
@@ -306,6 +308,8 @@ int pf_cmd_bench(int argc, char **argv)
          "kernel version, 0: the default (docs/gpu.md)", 0},
         {"splits", PF_OPT_INT, &a.splits, 0, 256, NULL, "N",
          "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
+        {"grid-order", PF_OPT_FLAG, &a.grid_order, 0, 0, NULL, NULL,
+         "launch every chunk in grid order, without the planner's work list", 0},
         {"profile-out", PF_OPT_STRING, &a.profile_out, 0, 0, NULL, "FILE",
          "also measure and write the simulator's GPU profile to FILE", 0},
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
@@ -388,6 +392,7 @@ int pf_cmd_bench(int argc, char **argv)
         .dtype = (pf_gpu_dtype)a.dtype, .iters = a.iters, .seed = (unsigned long long)a.seed,
         .shuffle_seed = (unsigned long long)a.shuffle_seed, .tolerance = a.tolerance,
         .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
+        .grid_order = a.grid_order,
         .splits = a.splits,
     };
     /* every sequence is always checked; heads are sampled (one q head per
