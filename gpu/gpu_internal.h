@@ -126,9 +126,11 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most: the table cache holds one */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
-/* The kernel version 0 stands for, for a shape (the same at every length
- * since version 7): the fastest measured (docs/gpu.md, NVIDIA H200,
- * 2026-12-03, one device call, paged on shuffled frames):
+/* The kernel version 0 stands for, for a shape: the fastest measured
+ * (docs/gpu.md, NVIDIA H200, 2026-12-03, one device call each, paged on
+ * shuffled frames):
+ *   small launch (below)       9 (single 11.7 us against 13.5 for v7, fifth
+ *                                 session);
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
  *                                 0.923 for v7; 0.239 ms beside v1's 0.243
  *                                 and cuDNN's 0.238 in gpu/peers.py);
@@ -137,6 +139,13 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *                                 single faster than v8; seed 9.5 us against
  *                                 9.9 for v8; small launches included). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
+/* A launch of at most this many (sequence, head tile) pairs is small: it
+ * fills a machine only when split, and the merge's latency is on its
+ * critical path, so version 0 is 9 there (the planner falls back to 7 for a
+ * sequence longer than one cluster's 8 chunks). */
+#define PF_GPU_SMALL_LAUNCH 32
+
+int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
  * through global memory (their workspace also holds one counter per

@@ -350,6 +350,8 @@ int pf_gpu_group_tile(int group)
 
 int pf_gpu_default_version(const pf_gpu_attn_shape *s)
 {
+    if ((long long)s->num_seqs * pf_gpu__head_tiles(s) <= PF_GPU_SMALL_LAUNCH)
+        return 9;
     if (s->dtype != PF_GPU_F32 && pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
         return 8;
     return 7;
@@ -364,12 +366,15 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s)
  * chunk that cuts the longest sequence into 1, 2, 3... equal whole pages.
  *
  * The model is processor sharing: the blocks resident at a time share the
- * memory bandwidth equally, but one block streams at most half an SM's
- * share (BW / 2 sm_count: at an SM's share of the bandwidth the llama
- * shape needs about 2.7 warp-instructions a cycle of the 4 an SM issues,
- * more than four warps with their dependent arithmetic can supply), so
- * the machine is saturated only while about two blocks per SM are
- * resident. Each block also pays a fixed start-up (table
+ * memory bandwidth equally, but one block streams at most one SM's share
+ * (BW / sm_count), so the machine is saturated only while about one block
+ * per SM is resident. (Until the fifth session the cap was half an SM's
+ * share, from version 5, which was bound by issuing instructions; with
+ * version 7's fewer instructions and the work list, the H200 measured the
+ * mixed workload at 0.219 ms in one chunk against 0.227 in two, 0.236 in
+ * four, where the half-share model preferred two: with one SM's share the
+ * model orders all three as measured, and keeps every other workload's
+ * choice, docs/gpu.md.) Each block also pays a fixed start-up (table
  * read, first loads in flight); more than one chunk per sequence adds the
  * merge (a second launch, the partial outputs written and read back). So a
  * few long sequences get split until every SM has work, and a batch that
@@ -493,14 +498,14 @@ static unsigned long long lens_hash(const int *lens, int n)
  * advances at the same rate, so progress is one "work mark" W (ns of work
  * at a lone block's rate); a block that needs w ns alone ends at mark
  * W_start + w. With n blocks resident, W advances at full speed while
- * n <= 2 sm_count and n / (2 sm_count) times slower beyond (the bandwidth
- * is shared), so real time = dW * max(1, n / (2 sm_count)). Blocks come in
+ * n <= sm_count and n / sm_count times slower beyond (the bandwidth is
+ * shared), so real time = dW * max(1, n / sm_count). Blocks come in
  * grid order, or from `list` (units of `heads` blocks) when it is given. */
 static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
                         const pf_gpu_unit *list, long long units, double tok_bytes, int slots,
                         int sms, double *heap, size_t merge_bytes, double merge_ns)
 {
-    const double blk_rate = PLAN_BW_BYTES_PER_NS / (2.0 * sms); /* bytes/ns of a lone block */
+    const double blk_rate = PLAN_BW_BYTES_PER_NS / sms; /* bytes/ns of a lone block */
     int live = 0;
     double W = 0, now = 0;
     long long next = 0;
@@ -525,7 +530,7 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
         if (!live)
             break;
         const double end = heap[0];
-        const double slow = live > 2 * sms ? (double)live / (2.0 * sms) : 1.0;
+        const double slow = live > sms ? (double)live / sms : 1.0;
         now += (end - W) * slow;
         W = end;
         heap[0] = heap[--live];
@@ -652,7 +657,9 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     const double tok_bytes = 2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     const int slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
-    const int v = version ? version : pf_gpu_default_version(s);
+    int v = version ? version : pf_gpu_default_version(s);
+    if (!version && pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
+        v = 7; /* the default for a small launch, but too long for one cluster */
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* a work list: the lengths known, a version that merges in place, a
      * list short enough to simulate (its first candidate has a unit per

@@ -1175,9 +1175,11 @@ namespace cg = cooperative_groups;
  * until it has. Against v5-v8's merge (partials to global memory, a fence,
  * an atomic, the last block reading them back through L2) this takes two
  * dependent memory round trips off the end of a small launch. A block whose
- * chunk holds no tokens (a device length below the planned one) still joins
- * both barriers, with a partial of weight 0; chunk 0 always has tokens when
- * the length is > 0, and when it is not, no block of the cluster merges. */
+ * chunk holds no tokens (a sequence shorter than the longest) still joins
+ * both barriers, with a log2-sum-exp of -inf, which block 0 skips (its
+ * output slot was never written, and 0 times garbage may be NaN). Chunk 0
+ * has tokens whenever the length is > 0; when it is not, no block of the
+ * cluster merges and chunk 0 writes the zeros. */
 template <typename T, int D, int GT, int NP>
 __device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, const float *sm_l,
                                     float *sm_acc, float *cl_lse, int seq, int qh0, bool empty)
@@ -1216,7 +1218,10 @@ __device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, con
                 M = fmaxf(M, cl.map_shared_rank(cl_lse, r)[g]);
             float L = 0.f, O = 0.f;
             for (int r = 0; r < nr; r++) {
-                const float w = fast_exp2(cl.map_shared_rank(cl_lse, r)[g] - M);
+                const float lse = cl.map_shared_rank(cl_lse, r)[g];
+                if (lse == -INFINITY)
+                    continue; /* an empty chunk: its sm_acc was never written */
+                const float w = fast_exp2(lse - M);
                 L += w;
                 O = fmaf(w, cl.map_shared_rank(sm_acc, r)[g * D + d], O);
             }

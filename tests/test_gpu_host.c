@@ -508,7 +508,22 @@ Test(gpu_host, default_version_follows_the_measurements)
     pf_gpu_attn_shape s = llama_shape();
     cr_assert_eq(pf_gpu_default_version(&s), 7); /* llama: 1 GiB of K+V */
     s.num_seqs = 1;
-    cr_assert_eq(pf_gpu_default_version(&s), 7); /* single (4 MB): the same kernel */
+    cr_assert_eq(pf_gpu_default_version(&s), 9); /* single: 8 head tiles, small */
+    s.num_seqs = 4;
+    cr_assert_eq(pf_gpu_default_version(&s), 9); /* 32 pairs */
+    s.num_seqs = 5;
+    cr_assert_eq(pf_gpu_default_version(&s), 7);
+    /* small, but one sequence longer than a cluster's 8 chunks: version 7 */
+    s.num_seqs = 1;
+    s.max_blocks_per_seq = 4096;
+    int len = 8 * PF_GPU_MAX_CHUNK + 16;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, 7);
+    len -= 16;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, 9);
+    s = llama_shape();
     s.num_seqs = 32;
     s.num_kv_heads = s.num_q_heads; /* MHA (GQA tile 1), 16-bit: 3 stages */
     cr_assert_eq(pf_gpu_default_version(&s), 8);
