@@ -129,8 +129,9 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 /* The kernel version 0 stands for, for a shape: the fastest measured
  * (docs/gpu.md, NVIDIA H200, 2026-12-03, one device call each, paged on
  * shuffled frames):
- *   small launch (below)       9 (single 11.7 us against 13.5 for v7, fifth
- *                                 session);
+ *   16-bit small launch (below) 9 (single 11.7 and 12.5 us against 13.5
+ *                                 for v7 in two calls, fifth session; fp32
+ *                                 seed 10.5 us against v7's 9.4: not there);
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
  *                                 0.923 for v7; 0.239 ms beside v1's 0.243
  *                                 and cuDNN's 0.238 in gpu/peers.py);

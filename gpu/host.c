@@ -350,7 +350,8 @@ int pf_gpu_group_tile(int group)
 
 int pf_gpu_default_version(const pf_gpu_attn_shape *s)
 {
-    if ((long long)s->num_seqs * pf_gpu__head_tiles(s) <= PF_GPU_SMALL_LAUNCH)
+    if (s->dtype != PF_GPU_F32 &&
+        (long long)s->num_seqs * pf_gpu__head_tiles(s) <= PF_GPU_SMALL_LAUNCH)
         return 9;
     if (s->dtype != PF_GPU_F32 && pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
         return 8;

@@ -523,6 +523,8 @@ Test(gpu_host, default_version_follows_the_measurements)
     len -= 16;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
+    s.dtype = PF_GPU_F32;
+    cr_assert_eq(pf_gpu_default_version(&s), 7); /* fp32 small: v9 measured slower (seed) */
     s = llama_shape();
     s.num_seqs = 32;
     s.num_kv_heads = s.num_q_heads; /* MHA (GQA tile 1), 16-bit: 3 stages */
