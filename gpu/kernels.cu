@@ -524,6 +524,32 @@ __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, cons
     return true;
 }
 
+/* Element d of query head g, merged by log-sum-exp over a block's NP
+ * partials (running max sm_m[NP][GT], sum sm_l[NP][GT], unnormalised
+ * output sm_acc[NP][GT][D]): returns the unnormalised output and sets M to
+ * the max and L to the weighted sum, so O / L is the merged output and
+ * M + log2(L) its log2-sum-exp. The block merge of attn_finish and of
+ * attn_finish_cluster. */
+template <int D, int GT, int NP>
+__device__ __forceinline__ float merge_groups(const float *sm_m, const float *sm_l,
+                                              const float *sm_acc, int g, int d, float &M,
+                                              float &L)
+{
+    M = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NP; i++)
+        M = fmaxf(M, sm_m[i * GT + g]);
+    L = 0.f;
+    float O = 0.f;
+#pragma unroll
+    for (int i = 0; i < NP; i++) {
+        const float w = fast_exp2(sm_m[i * GT + g] - M);
+        L = fmaf(sm_l[i * GT + g], w, L);
+        O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
+    }
+    return O;
+}
+
 /* The end every version from 2 on shares. The block's NP partial results
  * (NP row groups or warps, each with its running max sm_m[NP][GT], sum
  * sm_l[NP][GT] and unnormalised output sm_acc[NP][GT][D], all in shared
@@ -542,17 +568,8 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
     const bool whole = a.splits == 1 || (FUSED && len <= a.chunk);
     for (int idx = tid; idx < GT * D; idx += kThreads) {
         const int g = idx / D, d = idx % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < NP; i++)
-            M = fmaxf(M, sm_m[i * GT + g]);
-        float L = 0.f, O = 0.f;
-#pragma unroll
-        for (int i = 0; i < NP; i++) {
-            const float w = fast_exp2(sm_m[i * GT + g] - M);
-            L = fmaf(sm_l[i * GT + g], w, L);
-            O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
-        }
+        float M, L;
+        const float O = merge_groups<D, GT, NP>(sm_m, sm_l, sm_acc, g, d, M, L);
         const size_t rowo = (size_t)seq * a.hq + qh0 + g;
         if (whole) {
             a.out[rowo * D + d] = Elt<T>::store(O / L);
@@ -1192,17 +1209,8 @@ __device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, con
     } else {
         for (int idx = tid; idx < GT * D; idx += kThreads) {
             const int g = idx / D, d = idx % D;
-            float M = -INFINITY;
-#pragma unroll
-            for (int i = 0; i < NP; i++)
-                M = fmaxf(M, sm_m[i * GT + g]);
-            float L = 0.f, O = 0.f;
-#pragma unroll
-            for (int i = 0; i < NP; i++) {
-                const float w = fast_exp2(sm_m[i * GT + g] - M);
-                L = fmaf(sm_l[i * GT + g], w, L);
-                O = fmaf(sm_acc[(i * GT + g) * D + d], w, O);
-            }
+            float M, L;
+            const float O = merge_groups<D, GT, NP>(sm_m, sm_l, sm_acc, g, d, M, L);
             sm_acc[g * D + d] = O / L;
             if (d == 0)
                 cl_lse[g] = M + log2f(L);
