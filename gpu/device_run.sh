@@ -11,11 +11,14 @@
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
 #                the planner's split-KV overridden (bench --splits)
 #   BENCH_EXTRA="--grid-order"  more flags for those bench runs
+#   TIMELINE="llama single"  TL_KERNELS="0 10"  bench --timeline runs; the
+#                CSVs come back in timelines.tgz
 #   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
 #   NCU=1        Nsight Compute on one paged launch (NCU_KERNEL, default 0) of
 #                each of NCU_WORKLOADS (default llama)
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
-#                (PEERS_VERSIONS=0,7: our versions to run, default 0)
+#                (PEERS_VERSIONS=0,7: our versions to run, default 0;
+#                PEERS_WORKLOADS=single,llama: default all)
 #   PROFILE=1    pagefault bench --profile-out
 set -u
 OUT=${OUT:-/tmp/pagefault-device}
@@ -32,6 +35,10 @@ BIN=$PWD/.dev-bin/pagefault
         --format=csv 2>&1
     nvcc --version 2>&1 | tail -2
     ldd "$BIN" | grep -i "not found"
+    # registers and spills of the paged bf16 D128 group-4 kernels (llama's)
+    cuobjdump --dump-resource-usage .dev-bin/libpagefault_gpu.so 2>&1 |
+        grep -A1 -E "Function .*(attn_v7|attn_steal)I13__nv_bfloat16Li128ELi4ELb1E" |
+        grep -oE "(attn_v7|attn_steal)I13__nv_bfloat16Li128ELi4ELb1E[^ :]*|REG:[0-9]+|STACK:[0-9]+|SHARED:[0-9]+|LOCAL:[0-9]+"
 } >"$OUT/env.txt" 2>&1
 
 if [ "${TESTS:-0}" = 1 ]; then
@@ -71,6 +78,17 @@ for w in ${WORKLOADS:-}; do
         echo "exit status $?" >>"$OUT/bench.txt"
     done
 done
+if [ -n "${TIMELINE:-}" ]; then
+    mkdir -p "$OUT/tl"
+    for w in $TIMELINE; do
+        for k in ${TL_KERNELS:-0}; do
+            echo "### pagefault bench --workload $w --kernel $k --iters 5 --no-read-bw --timeline tl/$w-v$k.csv" >>"$OUT/bench.txt"
+            $BIN bench --workload $w --kernel $k --iters 5 --no-read-bw --timeline "$OUT/tl/$w-v$k.csv" >>"$OUT/bench.txt" 2>&1
+            echo "exit status $?" >>"$OUT/bench.txt"
+        done
+    done
+    tar czf "$OUT/timelines.tgz" -C "$OUT" tl && rm -rf "$OUT/tl"
+fi
 for w in ${SPLIT_WORKLOADS:-}; do
     for k in ${SPLIT_KERNELS:-0}; do
         for sp in ${SPLITS:-1 2 4 8 16}; do
@@ -101,7 +119,8 @@ if [ "${NCU:-0}" = 1 ]; then
     done
 fi
 if [ "${PEERS:-0}" = 1 ]; then
-    PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so --versions "${PEERS_VERSIONS:-0}" >"$OUT/peers.txt" 2>&1
+    PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so --versions "${PEERS_VERSIONS:-0}" \
+        ${PEERS_WORKLOADS:+--workloads "$PEERS_WORKLOADS"} >"$OUT/peers.txt" 2>&1
     echo "peers status $?" >>"$OUT/peers.txt"
 fi
 if [ "${PROFILE:-0}" = 1 ]; then
@@ -110,9 +129,10 @@ if [ "${PROFILE:-0}" = 1 ]; then
 fi
 
 echo "== summary"
+grep -A4 -E "attn_(v7|steal)I" "$OUT/env.txt" | head -40
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
-grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result" "$OUT/bench.txt" |
+grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result|thread blocks|SMs that|first start|start to first|block duration|median end to|SM time" "$OUT/bench.txt" |
     sed -E 's/  +/ /g' | head -400
 [ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status" "$OUT/ncu.txt" | head -40
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"

@@ -23,6 +23,7 @@
  * Every CUDA call is checked; one exit path frees everything.
  */
 #include <cuda_runtime.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -96,6 +97,9 @@ struct CaseIn {
     int splits;    /* 0: the planner's; else forced   */
     int grid_order; /* 1: drop the plan's work list   */
     int host_time; /* measure the host time of a run */
+    int timeline;  /* one more launch, traced          */
+    int group_tile; /* 0: the plan's; else forced      */
+    const char *timeline_csv; /* its records (or NULL) */
 };
 
 double median_of(double *x, int n)
@@ -249,8 +253,19 @@ struct Case {
     int *d_tab[2], *d_lens;
     void *d_out[3], *d_ws, *d_flush;
     unsigned *d_sink;
+    unsigned long long *d_trace, *trace_h; /* the block timeline's records */
     pf_gpu_attn_plan plan[2]; /* naive, paged */
 };
+
+/* A run's output against the output checked before it: bitwise for a
+ * version whose sums are added in a fixed order, within the tolerance of
+ * paged vs naive for one that shares its work out at run time (v11). */
+int same_output(const Case *c, const void *a, const void *b)
+{
+    if (pf_gpu_version_exact(c->plan[1].version))
+        return !memcmp(a, b, c->q_elems * c->el);
+    return max_abs_diff(c->in->dt, a, b, c->q_elems) <= c->in->tol;
+}
 
 int cuda_fail(Case *c, cudaError_t e, const char *what)
 {
@@ -289,14 +304,15 @@ void case_free(Case *c)
     void *dev[] = {c->d_q,      c->d_sk,     c->d_sv,     c->d_nk,     c->d_nv,
                    c->d_pk[0],  c->d_pv[0],  c->d_pk[1],  c->d_pv[1],  c->d_tab[0],
                    c->d_tab[1], c->d_lens,   c->d_out[0], c->d_out[1], c->d_out[2],
-                   c->d_ws,     c->d_flush,  c->d_sink};
+                   c->d_ws,     c->d_flush,  c->d_sink,   c->d_trace};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
     if (c->st)
         cudaStreamDestroy(c->st);
     void *host[] = {c->off,     c->tab_o,    c->qf,       c->kf,       c->vf,     c->qd,
-                    c->stage_k, c->stage_v,  c->out_h[0], c->out_h[1], c->out_h[2], c->out_chk};
+                    c->stage_k, c->stage_v,  c->out_h[0], c->out_h[1], c->out_h[2], c->out_chk,
+                    c->trace_h};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
 }
@@ -513,12 +529,15 @@ int case_plan(Case *c)
         CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits, in.lens), "--splits");
     if (in.grid_order)
         pf_gpu__plan_drop_list(&c->plan[1]);
+    if (in.group_tile > 0)
+        CKP(pf_gpu__plan_set_group_tile(&c->plan[1], in.group_tile), "--group-tile");
     c->plan[0] = c->plan[1];
     c->plan[0].paged = 0;
     c->res->chunk_tokens = c->plan[1].chunk;
     c->res->splits = c->plan[1].splits;
     c->res->units = c->plan[1].units;
     c->res->version = c->plan[1].version;
+    c->res->group_tile = c->plan[1].group_tile;
     if (c->plan[1].workspace_bytes) {
         CKC(cudaMalloc(&c->d_ws, c->plan[1].workspace_bytes));
         CKP(pf_gpu_attn_workspace_init(&c->plan[1], in.lens, c->d_ws, c->st), "workspace_init");
@@ -691,7 +710,7 @@ int case_time(Case *c)
         e = cudaMemcpy(c->out_chk, c->d_out[p], c->q_elems * c->el, cudaMemcpyDeviceToHost);
         if (e != cudaSuccess)
             rc = cuda_fail(c, e, "cudaMemcpy of a timed output");
-        else if (memcmp(c->out_chk, c->out_h[p], c->q_elems * c->el))
+        else if (!same_output(c, c->out_chk, c->out_h[p]))
             fail(c->res, "the %s pass gave a different output when timed than when checked",
                  p == 0 ? "naive" : p == 1 ? "paged-ordered" : "paged (second layout)");
     }
@@ -724,6 +743,62 @@ int case_host_time(Case *c)
         CKC(cudaStreamSynchronize(c->st));
     }
     c->res->host_us_per_run = median_of(per, 5);
+    return PF_OK;
+}
+
+/* The block timeline: one more paged launch on the last layout (shuffled
+ * frames when there are), after an L2 flush as a timed launch, with the
+ * kernel's records on (4 words a block of the launch grid); its output must
+ * be bitwise the checked one (the marks change nothing else). The records
+ * are summarized into res->timeline and, when asked, written as CSV. */
+int case_timeline(Case *c)
+{
+    const CaseIn &in = *c->in;
+    const pf_gpu_attn_plan *p = &c->plan[1];
+    if (p->version < PF_GPU_TRACE_MIN_VERSION) { /* only version 0's pick gets here */
+        set_err(c->err, c->errlen, "the block timeline needs kernel version %d or later, not %d",
+                PF_GPU_TRACE_MIN_VERSION, p->version);
+        return PF_ERR_ARG;
+    }
+    const long long heads = pf_gpu__plan_head_tiles(p);
+    const long long blocks =
+        p->units ? p->units * heads : (long long)p->splits * heads * p->shape.num_seqs;
+    const size_t words = (size_t)blocks * PF_GPU_TRACE_WORDS;
+    const int L = c->np - 1; /* the last pass's layout */
+    c->trace_h = (unsigned long long *)malloc(words * sizeof *c->trace_h);
+    if (!c->trace_h)
+        return nomem(c, "the block timeline");
+    CKC(cudaMalloc(&c->d_trace, words * sizeof *c->d_trace));
+    CKC(cudaMemsetAsync(c->d_trace, 0, words * sizeof *c->d_trace, c->st));
+    CKC(cudaMemsetAsync(c->d_out[L], 0xff, c->q_elems * c->el, c->st));
+    CKP(pf_gpu_launch_read_bw(c->d_flush, c->flush_bytes / 16, c->d_sink,
+                              c->prop.multiProcessorCount, c->st),
+        "L2 flush");
+    CKP(pf_gpu_launch_attention(p, c->d_q, c->d_pk[L - 1], c->d_pv[L - 1], c->d_tab[L - 1],
+                                c->d_lens, c->d_out[L], c->d_ws, c->st, c->d_trace),
+        "traced paged attention");
+    CKC(cudaStreamSynchronize(c->st));
+    CKC(cudaMemcpy(c->trace_h, c->d_trace, words * sizeof *c->trace_h, cudaMemcpyDeviceToHost));
+    CKC(cudaMemcpy(c->out_chk, c->d_out[L], c->q_elems * c->el, cudaMemcpyDeviceToHost));
+    if (!same_output(c, c->out_chk, c->out_h[L]))
+        fail(c->res, "the traced launch gave a different output than the checked one");
+    CKP(pf_gpu_timeline_summarize(c->trace_h, (int)blocks, &c->res->timeline),
+        "the block timeline (a block left no record)");
+    c->res->have_timeline = 1;
+    if (in.timeline_csv) {
+        FILE *f = fopen(in.timeline_csv, "w");
+        if (!f) {
+            set_err(c->err, c->errlen, "cannot write %s: %s", in.timeline_csv, strerror(errno));
+            return PF_ERR_IO;
+        }
+        int rc = pf_gpu_timeline_write(f, c->trace_h, (int)blocks);
+        if (fclose(f) != 0 && rc == PF_OK)
+            rc = PF_ERR_IO;
+        if (rc != PF_OK) {
+            set_err(c->err, c->errlen, "writing %s failed", in.timeline_csv);
+            return rc;
+        }
+    }
     return PF_OK;
 }
 
@@ -761,6 +836,8 @@ int run_case(const CaseIn &in, pf_gpu_bench_result *res, char *err, size_t errle
         rc = case_time(&c);
     if (rc == PF_OK && in.host_time)
         rc = case_host_time(&c);
+    if (rc == PF_OK && in.timeline)
+        rc = case_timeline(&c);
     case_free(&c);
     return rc;
 }
@@ -915,7 +992,8 @@ extern "C" int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, cons
     if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !q || !k || !v || !seq_lens || !out ||
         (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace))
         return PF_ERR_ARG;
-    return pf_gpu_launch_attention(plan, q, k, v, block_tables, seq_lens, out, workspace, stream);
+    return pf_gpu_launch_attention(plan, q, k, v, block_tables, seq_lens, out, workspace, stream,
+                                   NULL);
 }
 
 extern "C" int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
@@ -1011,9 +1089,22 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.splits = cfg->splits;
     in.grid_order = cfg->grid_order;
     in.host_time = 1;
+    in.timeline = cfg->timeline;
+    in.group_tile = cfg->group_tile;
+    in.timeline_csv = cfg->timeline_csv;
     if (cfg->version < 0 || cfg->version > PF_GPU_KERNEL_VERSIONS) {
         set_err(err, errlen, "kernel version %d: there are versions 1 to %d", cfg->version,
                 PF_GPU_KERNEL_VERSIONS);
+        return PF_ERR_ARG;
+    }
+    if (cfg->grid_order && pf_gpu_version_steal(cfg->version)) {
+        set_err(err, errlen, "version %d runs from its work list only (no grid order)",
+                cfg->version);
+        return PF_ERR_ARG;
+    }
+    if (cfg->timeline && cfg->version > 0 && cfg->version < PF_GPU_TRACE_MIN_VERSION) {
+        set_err(err, errlen, "the block timeline is recorded by kernel versions %d to %d, not %d",
+                PF_GPU_TRACE_MIN_VERSION, PF_GPU_KERNEL_VERSIONS, cfg->version);
         return PF_ERR_ARG;
     }
     int *tab_b = NULL;

@@ -6,9 +6,10 @@
  * one that reads every K/V through the block table (numbered kernel versions,
  * docs/gpu.md), a plan/run split in FlashInfer's manner, and the checked,
  * timed benchmark. Implemented in CUDA (gpu/gpu.cu and gpu/kernels.cu,
- * extern "C"); host-only parts (validation, planning, the profile writer) in
- * gpu/host.c. Without a CUDA compiler the same functions exist; device work
- * returns PF_ERR_UNAVAILABLE with a reason, validation still answers.
+ * extern "C"); host-only parts (validation, planning, the profile writer,
+ * the block timeline's summary) in gpu/host.c. Without a CUDA compiler the
+ * same functions exist; device work returns PF_ERR_UNAVAILABLE with a
+ * reason, validation still answers.
  *
  * Errors: PF_ERR_ARG for a bad argument or shape (checked before any device
  * work), PF_ERR_NOMEM when memory runs out, PF_ERR_UNAVAILABLE when there is
@@ -100,7 +101,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * bound, and with a work list a sequence's length only up to the end of the
  * chunks planned for it (its host length rounded up to plan->chunk): plan
  * again when the lengths grow past that. */
-#define PF_GPU_KERNEL_VERSIONS 9 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 11 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */
@@ -110,6 +111,8 @@ typedef struct {
     int splits;              /* chunks of the longest sequence; 1: no merge */
     int sm_count;            /* SMs the plan was made for                  */
     int blocks_per_sm;       /* resident blocks per SM it assumed          */
+    int group_tile;          /* query heads one block serves (of a GQA group
+                                of num_q_heads / num_kv_heads: 1, 2, 4, 8) */
     size_t workspace_bytes;  /* 0 when splits == 1 and no work list         */
     int units;               /* work-list units (0: every chunk of the grid) */
     unsigned long long lens_hash; /* of the host lengths the list is made of */
@@ -176,6 +179,35 @@ int pf_gpu_naive_attention(const pf_gpu_attn_shape *s, const void *q, const void
 int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
                      int n_tokens, const int *block_tables, const int *seq_lens,
                      void *k_pool, void *v_pool, void *stream);
+
+/* The block timeline of one launch (`pagefault bench --timeline`, (f) below).
+ * Kernel versions 7 on can record, per thread block of a launch, five words
+ * (PF_GPU_TRACE_WORDS): the global nanosecond timer (%globaltimer) when the
+ * block started, when its first tile of K/V had landed, when its last tile
+ * was done (both 0: the block found no tokens), when it ended (after its
+ * share of the merge), and the SM it ran on. The summary says where a
+ * launch's time goes: how long the blocks take to get going (start spread,
+ * first data), how long they stream and merge, and how ragged the end is
+ * (the tail, and the share of SM time spent holding a block). Host code:
+ * works in every build (the records come from a CUDA build's bench). */
+#define PF_GPU_TRACE_WORDS 5
+#define PF_GPU_TRACE_MIN_VERSION 7 /* the first version that records it      */
+typedef struct {
+    int blocks;           /* blocks of the launch                              */
+    int sms;              /* distinct SMs that ran one                         */
+    double span_us;       /* first start to last end                           */
+    double last_start_us; /* first start to the last block's start             */
+    double ready_us;      /* median over blocks with tokens: start to the first
+                             tile landed (table, length, first K/V latency)    */
+    double stream_us;     /* median, first tile landed to last tile done       */
+    double finish_us;     /* median, last tile done to the block's end (the
+                             merge, the output)                                */
+    double run_us;        /* median block duration, start to end               */
+    double first_end_us;  /* first start to the first block's end              */
+    double median_end_us; /* first start to the median end                     */
+    double sm_busy;       /* time the SMs held at least one block, over
+                             sms x span                                        */
+} pf_gpu_timeline;
 
 /* ---- (c) the dashboard's call ------------------------------------------ */
 
@@ -246,6 +278,13 @@ typedef struct {
                               planner's choice, `pagefault bench --splits`) */
     int grid_order;        /* 1: no work list, blocks in grid order (for
                               measuring the list, `--grid-order`)           */
+    int timeline;          /* 1: one more paged launch (the last layout)
+                              with the block timeline on, summarized in
+                              res->timeline; versions 7 on (see (f))        */
+    const char *timeline_csv; /* with timeline: its records as CSV here, or
+                              NULL                                          */
+    int group_tile;        /* 0: the plan's; N: N query heads a block (1, 2,
+                              4, 8 dividing the group; `--group-tile`)      */
 } pf_gpu_bench_cfg;
 
 typedef struct {
@@ -271,8 +310,11 @@ typedef struct {
     int pass;                  /* every check passed                        */
     char failure[256];         /* first failed check, when pass == 0        */
     int version;               /* kernel version that ran                   */
+    int group_tile;            /* query heads a block served                */
     double host_us_per_run;    /* host time of one pf_gpu_attn_run, a loop
                                   of calls with no sync in between (paged)  */
+    int have_timeline;         /* cfg->timeline: the traced launch ran      */
+    pf_gpu_timeline timeline;  /* its summary                               */
 } pf_gpu_bench_result;
 
 /* Run one workload: upload, check (poisoned outputs, NaN never passes,
@@ -309,6 +351,20 @@ int pf_gpu_profile_write(FILE *f, const pf_gpu_profile *p);
  * shuffled frames, checked first), `iters` timings each. PF_OK, or a pf_err
  * with err filled (PF_ERR_UNAVAILABLE without a device). */
 int pf_gpu_profile_measure(pf_gpu_profile *p, int iters, char *err, size_t errlen);
+
+/* ---- (f) the block timeline (its records: see pf_gpu_timeline above) ----
+ * Summarize `blocks` records. PF_ERR_ARG when there are none or one is not
+ * a record (a start of 0, times out of order, one of the first and last
+ * tile marks without the other, an SM number of 4096 or more);
+ * PF_ERR_NOMEM. */
+int pf_gpu_timeline_summarize(const unsigned long long *rec, int blocks, pf_gpu_timeline *t);
+
+/* Write the records as CSV: a header line, then one line a block in launch
+ * order, `block,sm,start_us,ready_us,streamed_us,end_us`, times in
+ * microseconds from the first start (ready and streamed empty for a block
+ * without tokens). PF_ERR_ARG for records summarize refuses, PF_ERR_IO when
+ * writing fails. */
+int pf_gpu_timeline_write(FILE *f, const unsigned long long *rec, int blocks);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,14 @@ void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan);
 
 /* Head tiles of a shape: the blocks one chunk of a sequence launches. */
 int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
+/* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's
+ * tiles of plan->group_tile query heads. */
+int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan);
+/* Serve `tile` query heads a block instead of the plan's (for measuring
+ * it: `pagefault bench --group-tile`): 1, 2, 4 or 8, dividing the group.
+ * The chunking stays; the workspace is sized again. PF_ERR_ARG otherwise
+ * (the plan is then unchanged). */
+int pf_gpu__plan_set_group_tile(pf_gpu_attn_plan *plan, int tile);
 
 /* One unit of a work list (host.c, "the work list"): chunk `chunk` of
  * sequence `seq`, tok tokens of it at the planned lengths, nch the chunks
@@ -66,12 +74,18 @@ int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
                            const void *workspace);
 
 /* Where the parts of a plan's workspace start (bytes): partial outputs
- * [num_seqs][hq][splits][D] floats at 0 and log2-sum-exps [..][splits] at
- * lse (when split), the fused versions' counters [num_seqs][head tiles] at
- * counters (when split), the work list (8-byte aligned) at work; bytes in
- * all (plan->workspace_bytes). */
+ * [num_seqs][hq][slots][D] floats at 0 and log2-sum-exps [..][slots] at
+ * lse, slots = splits (when split; version 11: splits x
+ * PF_GPU_STEAL_VISITS, always); the fused versions' counters at counters
+ * (when split: [num_seqs][head tiles]; version 11: its two run counters,
+ * then tokens done and partials taken, each [num_seqs][head tiles]);
+ * version 11's claim words, one 64-bit word per work item (unit x head
+ * tile), at claims (8-byte aligned); the work list (8-byte aligned) at
+ * work; bytes in all (plan->workspace_bytes). Everything below work is
+ * zero at rest. */
 typedef struct {
-    size_t lse, counters, work, bytes;
+    size_t lse, counters, claims, work, bytes;
+    int slots; /* partial outputs per (sequence, query head) */
 } pf_gpu_ws_layout;
 void pf_gpu__ws_layout(const pf_gpu_attn_plan *plan, pf_gpu_ws_layout *l);
 
@@ -147,12 +161,21 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_LAUNCH 32
 
 int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
+/* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's
+ * tiles of plan->group_tile query heads. */
+int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan);
+/* Serve `tile` query heads a block instead of the plan's (for measuring
+ * it: `pagefault bench --group-tile`): 1, 2, 4 or 8, dividing the group.
+ * The chunking stays; the workspace is sized again. PF_ERR_ARG otherwise
+ * (the plan is then unchanged). */
+int pf_gpu__plan_set_group_tile(pf_gpu_attn_plan *plan, int tile);
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
  * through global memory (their workspace also holds one counter per
  * (sequence, head tile), zero at rest) and from a work list when planned
- * from lengths; 9 inside a thread-block cluster, so its chunks stay in grid
- * order, at most PF_GPU_CLUSTER_MAX of them, and it needs no workspace. */
+ * from lengths; 9 and 10 inside a thread-block cluster, so their chunks
+ * stay in grid order, at most PF_GPU_CLUSTER_MAX of them, and need no
+ * workspace. */
 #define PF_GPU_CLUSTER_MAX 8 /* the portable cluster size */
 static inline int pf_gpu_version_fused(int version)
 {
@@ -160,11 +183,31 @@ static inline int pf_gpu_version_fused(int version)
 }
 static inline int pf_gpu_version_cluster(int version)
 {
-    return version == 9;
+    return version == 9 || version == 10;
 }
 static inline int pf_gpu_version_listed(int version)
 {
-    return version >= 5 && version <= 8;
+    return (version >= 5 && version <= 8) || version == 11;
+}
+
+/* Version 11 balances the work among its blocks at run time (work
+ * stealing, gpu/kernels.cu attn_steal): it runs only from a work list (a
+ * plan made from host lengths), a chunk's tokens are claimed PF_GPU_STEAL_PIECE
+ * at a time by at most PF_GPU_STEAL_VISITS blocks (its owner and thieves),
+ * each leaving one partial output, so the workspace holds splits x visits
+ * partials per (sequence, query head) whatever the split. Which block takes
+ * which tokens depends on timing: its outputs agree with the other
+ * versions' within rounding, but are not bitwise the same from run to run
+ * (pf_gpu_version_exact is 0). */
+#define PF_GPU_STEAL_VISITS 4
+#define PF_GPU_STEAL_PIECE 64
+static inline int pf_gpu_version_steal(int version)
+{
+    return version == 11;
+}
+static inline int pf_gpu_version_exact(int version)
+{
+    return !pf_gpu_version_steal(version);
 }
 
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1
@@ -173,10 +216,13 @@ int pf_gpu_group_tile(int group);
 
 /* ---- launchers (kernels.cu, CUDA builds only); device pointers ---- */
 /* Launch the plan's kernel(s): the attention kernel, then the split-KV
- * merge when plan->splits > 1. ws: plan->workspace_bytes of device memory. */
+ * merge when plan->splits > 1. ws: plan->workspace_bytes of device memory.
+ * trace: NULL, or for versions 7 on 4 device words per block of the launch
+ * grid that the kernel fills with its block timeline (start, first tile
+ * landed, end: globaltimer ns; the SM), for `pagefault bench --timeline`. */
 int pf_gpu_launch_attention(const pf_gpu_attn_plan *p, const void *q, const void *k,
                             const void *v, const int *block_tables, const int *seq_lens,
-                            void *out, void *ws, void *stream);
+                            void *out, void *ws, void *stream, unsigned long long *trace);
 
 /* Resident blocks per SM of the plan's attention kernel (occupancy API). */
 int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged, int version);

@@ -548,22 +548,38 @@ int pf_gpu__head_tiles(const pf_gpu_attn_shape *s)
     return s->num_kv_heads * (group / pf_gpu_group_tile(group));
 }
 
+int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan)
+{
+    const pf_gpu_attn_shape *s = &plan->shape;
+    return s->num_kv_heads * (s->num_q_heads / s->num_kv_heads / plan->group_tile);
+}
+
 void pf_gpu__ws_layout(const pf_gpu_attn_plan *plan, pf_gpu_ws_layout *l)
 {
     const pf_gpu_attn_shape *s = &plan->shape;
+    const int steal = pf_gpu_version_steal(plan->version);
+    const size_t pairs = (size_t)s->num_seqs * pf_gpu__plan_head_tiles(plan);
     size_t at = 0;
-    if (plan->splits > 1 && !pf_gpu_version_cluster(plan->version)) {
-        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * plan->splits;
+    l->slots = steal ? plan->splits * PF_GPU_STEAL_VISITS
+               : plan->splits > 1 && !pf_gpu_version_cluster(plan->version) ? plan->splits
+                                                                             : 0;
+    if (l->slots) {
+        const size_t rows = (size_t)s->num_seqs * s->num_q_heads * l->slots;
         at = rows * (size_t)s->head_dim * sizeof(float);
         l->lse = at;
         at += rows * sizeof(float);
         l->counters = at;
-        if (pf_gpu_version_fused(plan->version)) /* one per (sequence, head tile) */
-            at += (size_t)s->num_seqs * pf_gpu__head_tiles(s) * sizeof(unsigned);
+        if (steal) /* next item, blocks exited; tokens done, partials taken */
+            at += (2 + 2 * pairs) * sizeof(unsigned);
+        else if (pf_gpu_version_fused(plan->version)) /* one per (sequence, head tile) */
+            at += pairs * sizeof(unsigned);
     } else {
         l->lse = l->counters = 0;
     }
     at = (at + 7) / 8 * 8;
+    l->claims = at;
+    if (steal)
+        at += (size_t)plan->units * pf_gpu__plan_head_tiles(plan) * sizeof(unsigned long long);
     l->work = at;
     if (plan->units > 0) /* the header, then the units: int pairs */
         at += (size_t)(plan->units + 1) * 2 * sizeof(int);
@@ -667,6 +683,8 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
      * sequence) */
     const int listed = lens_host && pf_gpu_version_listed(v) &&
                        (long long)s->num_seqs * heads <= PLAN_MAX_SIM_BLOCKS;
+    if (pf_gpu_version_steal(v) && !listed)
+        return PF_ERR_ARG; /* version 11 runs from a work list only */
     double *heap = malloc(sizeof(double) * (size_t)slots);
     pf_gpu_unit *list = listed ? malloc(sizeof *list * (size_t)PLAN_MAX_UNITS) : NULL;
     if (!heap || (listed && !list)) {
@@ -735,6 +753,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     plan->splits = best_splits;
     plan->sm_count = sm_count;
     plan->blocks_per_sm = blocks_per_sm;
+    plan->group_tile = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
     if (listed) {
         plan->units = (int)best_units;
         plan->lens_hash = lens_hash(lens_host, s->num_seqs);
@@ -760,12 +779,24 @@ int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_
             return PF_ERR_ARG;
         const long long units =
             plan_units_count(lens_host, plan->shape.num_seqs, plan->max_len, c);
-        if (units > PLAN_MAX_UNITS || units * pf_gpu__head_tiles(&plan->shape) > INT_MAX)
+        if (units > PLAN_MAX_UNITS || units * pf_gpu__plan_head_tiles(plan) > INT_MAX)
             return PF_ERR_ARG;
         plan->units = (int)units;
     }
     plan->chunk = c;
     plan->splits = (plan->max_len + c - 1) / c;
+    plan_workspace(plan);
+    return PF_OK;
+}
+
+int pf_gpu__plan_set_group_tile(pf_gpu_attn_plan *plan, int tile)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC)
+        return PF_ERR_ARG;
+    const int group = plan->shape.num_q_heads / plan->shape.num_kv_heads;
+    if ((tile != 1 && tile != 2 && tile != 4 && tile != 8) || group % tile)
+        return PF_ERR_ARG;
+    plan->group_tile = tile;
     plan_workspace(plan);
     return PF_OK;
 }
@@ -798,6 +829,135 @@ int pf_gpu_profile_write(FILE *f, const pf_gpu_profile *p)
                     "attn_fixed_us = %.17g    # smallest launch (single 1x1024), microseconds\n",
                     dev, v[0], v[1], v[2]);
     if (n < 0 || fflush(f) != 0 || ferror(f))
+        return PF_ERR_IO;
+    return PF_OK;
+}
+
+/* ---- the block timeline ------------------------------------------------- */
+static int timeline_check(const unsigned long long *rec, int blocks, unsigned long long *t0)
+{
+    if (!rec || blocks < 1)
+        return PF_ERR_ARG;
+    *t0 = ULLONG_MAX;
+    for (int b = 0; b < blocks; b++) {
+        const unsigned long long *r = rec + (size_t)b * PF_GPU_TRACE_WORDS;
+        const int tiles = r[1] != 0; /* the block had tokens: both tile marks */
+        if (!r[0] || r[3] < r[0] || (r[2] != 0) != tiles || r[4] >= 4096 ||
+            (tiles && (r[1] < r[0] || r[2] < r[1] || r[3] < r[2])))
+            return PF_ERR_ARG;
+        if (r[0] < *t0)
+            *t0 = r[0];
+    }
+    return PF_OK;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the median of n values (sorted in place), 0 when n is 0 */
+static double u64_median(unsigned long long *x, int n)
+{
+    if (n < 1)
+        return 0;
+    qsort(x, (size_t)n, sizeof *x, u64_cmp);
+    return n % 2 ? (double)x[n / 2] : 0.5 * ((double)x[n / 2 - 1] + (double)x[n / 2]);
+}
+
+/* The SMs' busy time: the records sorted by (SM, start), then per SM the
+ * union of the blocks' [start, end) intervals, swept left to right (a
+ * block that starts before the SM's current stretch ends extends it). */
+typedef struct {
+    unsigned sm;
+    unsigned long long start, end;
+} timeline_iv;
+
+static int iv_cmp(const void *a, const void *b)
+{
+    const timeline_iv *x = a, *y = b;
+    if (x->sm != y->sm)
+        return x->sm < y->sm ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int pf_gpu_timeline_summarize(const unsigned long long *rec, int blocks, pf_gpu_timeline *t)
+{
+    unsigned long long t0;
+    if (!t || timeline_check(rec, blocks, &t0) != PF_OK)
+        return PF_ERR_ARG;
+    /* one array of 5 x blocks medians' inputs: ready, stream, finish, run, end */
+    unsigned long long *x = malloc(sizeof *x * 5 * (size_t)blocks);
+    timeline_iv *iv = malloc(sizeof *iv * (size_t)blocks);
+    int rc = x && iv ? PF_OK : PF_ERR_NOMEM;
+    if (rc == PF_OK) {
+        memset(t, 0, sizeof *t);
+        t->blocks = blocks;
+        unsigned long long *ready = x, *stream = x + blocks, *finish = x + 2 * (size_t)blocks;
+        unsigned long long *run = x + 3 * (size_t)blocks, *end = x + 4 * (size_t)blocks;
+        unsigned long long last_start = 0, last_end = 0, first_end = ULLONG_MAX;
+        int nt = 0; /* blocks with tokens */
+        for (int b = 0; b < blocks; b++) {
+            const unsigned long long *r = rec + (size_t)b * PF_GPU_TRACE_WORDS;
+            if (r[1]) {
+                ready[nt] = r[1] - r[0];
+                stream[nt] = r[2] - r[1];
+                finish[nt++] = r[3] - r[2];
+            }
+            run[b] = r[3] - r[0];
+            end[b] = r[3] - t0;
+            last_start = r[0] - t0 > last_start ? r[0] - t0 : last_start;
+            last_end = r[3] - t0 > last_end ? r[3] - t0 : last_end;
+            first_end = r[3] - t0 < first_end ? r[3] - t0 : first_end;
+            iv[b] = (timeline_iv){(unsigned)r[4], r[0], r[3]};
+        }
+        t->span_us = last_end / 1e3;
+        t->last_start_us = last_start / 1e3;
+        t->first_end_us = first_end / 1e3;
+        t->ready_us = u64_median(ready, nt) / 1e3;
+        t->stream_us = u64_median(stream, nt) / 1e3;
+        t->finish_us = u64_median(finish, nt) / 1e3;
+        t->run_us = u64_median(run, blocks) / 1e3;
+        t->median_end_us = u64_median(end, blocks) / 1e3;
+        qsort(iv, (size_t)blocks, sizeof *iv, iv_cmp);
+        double busy = 0;
+        for (int b = 0; b < blocks;) {
+            const unsigned sm = iv[b].sm;
+            t->sms++;
+            unsigned long long s0 = iv[b].start, s1 = iv[b].end;
+            for (; b < blocks && iv[b].sm == sm; b++) {
+                if (iv[b].start > s1) { /* a gap: close the stretch */
+                    busy += (double)(s1 - s0);
+                    s0 = iv[b].start;
+                }
+                if (iv[b].end > s1)
+                    s1 = iv[b].end;
+            }
+            busy += (double)(s1 - s0);
+        }
+        t->sm_busy = last_end ? busy / ((double)t->sms * (double)last_end) : 1.0;
+    }
+    free(x);
+    free(iv);
+    return rc;
+}
+
+int pf_gpu_timeline_write(FILE *f, const unsigned long long *rec, int blocks)
+{
+    unsigned long long t0;
+    if (!f || timeline_check(rec, blocks, &t0) != PF_OK)
+        return PF_ERR_ARG;
+    int bad = fprintf(f, "block,sm,start_us,ready_us,streamed_us,end_us\n") < 0;
+    for (int b = 0; b < blocks && !bad; b++) {
+        const unsigned long long *r = rec + (size_t)b * PF_GPU_TRACE_WORDS;
+        char tiles[64] = ","; /* a block without tokens: both empty */
+        if (r[1])
+            snprintf(tiles, sizeof tiles, "%.3f,%.3f", (r[1] - t0) / 1e3, (r[2] - t0) / 1e3);
+        bad = fprintf(f, "%d,%llu,%.3f,%s,%.3f\n", b, r[4], (r[0] - t0) / 1e3, tiles,
+                      (r[3] - t0) / 1e3) < 0;
+    }
+    if (bad || fflush(f) != 0 || ferror(f))
         return PF_ERR_IO;
     return PF_OK;
 }

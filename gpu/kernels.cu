@@ -135,6 +135,11 @@ template <typename T> struct AttnArgs {
     float qscale; /* scale * log2(e)                                       */
     int htiles;   /* head tiles a sequence has (blocks per chunk)          */
     const int2 *work; /* the plan's work list (versions 5-8), or null      */
+    unsigned long long *trace; /* the block timeline (see trace_mark), or null */
+    /* version 11 (attn_steal): a claim word per item (unit x head tile),
+     * the items, sequences, and partial slots per (sequence, query head) */
+    unsigned long long *claims;
+    int items, nseq, slots;
 };
 
 /* What one thread block works on: a chunk of one sequence for one head
@@ -162,6 +167,23 @@ template <typename T> __device__ __forceinline__ Work work_of(const AttnArgs<T> 
         __trap();
     const int2 w = a.work[i];
     return {w.x, w.y & 0xffff, (int)blockIdx.x - i * a.htiles, min((w.y >> 16) * a.chunk, a.lim)};
+}
+
+/* Head tile ht's KV head (x) and first query head (y): a group's query
+ * heads are served in tiles of GT. */
+template <typename T, int GT> __device__ __forceinline__ int2 head_of(const AttnArgs<T> &a, int ht)
+{
+    const int group = a.hq / a.hkv, nsub = group / GT, kvh = ht / nsub;
+    return make_int2(kvh, kvh * group + (ht % nsub) * GT);
+}
+
+/* Where (seq, kvh)'s rows start in p (a.k or a.v): the pool itself when
+ * paged (rows are found through the table), else the sequence's naive
+ * buffer for that head. */
+template <typename T, int D, bool PAGED>
+__device__ __forceinline__ const T *kv_base(const AttnArgs<T> &a, const T *p, int seq, int kvh)
+{
+    return PAGED ? p : p + ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
 }
 
 /* A sequence of length <= 0 has nothing to attend to: its output is zeros
@@ -550,6 +572,56 @@ __device__ __forceinline__ float merge_groups(const float *sm_m, const float *sm
     return O;
 }
 
+/* The block's result (its NP row groups merged by merge_groups) for the
+ * GT query heads qh0 .. of seq: the output when `whole`, else a normalised
+ * partial and its log2-sum-exp in slot `slot` of the `stride` a query head
+ * has in the workspace (attn_finish: a chunk's; attn_steal: a visit's). */
+template <typename T, int D, int GT, int NP>
+__device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *sm_m,
+                                            const float *sm_l, const float *sm_acc, int seq,
+                                            int qh0, bool whole, int stride, int slot)
+{
+    for (int idx = threadIdx.x; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        float M, L;
+        const float O = merge_groups<D, GT, NP>(sm_m, sm_l, sm_acc, g, d, M, L);
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        if (whole) {
+            a.out[rowo * D + d] = Elt<T>::store(O / L);
+        } else {
+            a.part_o[(rowo * stride + slot) * D + d] = O / L;
+            if (d == 0)
+                a.part_lse[rowo * stride + slot] = M + log2f(L);
+        }
+    }
+}
+
+/* The in-place split-KV merge (v5-v8's attn_finish, v11's attn_steal): the
+ * np partials of each of the GT query heads qh0 .. of seq (slots 0 .. np-1
+ * of `stride`), written by other SMs and so read through L2 (__ldcg), merged
+ * by log-sum-exp into the output. The caller has fenced after learning
+ * that every partial is written. */
+template <typename T, int D, int GT>
+__device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, int qh0, int stride,
+                                               int np)
+{
+    for (int idx = threadIdx.x; idx < GT * D; idx += kThreads) {
+        const int g = idx / D, d = idx % D;
+        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+        const float *lse = a.part_lse + rowo * stride;
+        float M = -INFINITY;
+        for (int i = 0; i < np; i++)
+            M = fmaxf(M, __ldcg(lse + i));
+        float L = 0.f, O = 0.f;
+        for (int i = 0; i < np; i++) {
+            const float w = fast_exp2(__ldcg(lse + i) - M);
+            L += w;
+            O = fmaf(w, __ldcg(a.part_o + (rowo * stride + i) * D + d), O);
+        }
+        a.out[rowo * D + d] = Elt<T>::store(O / L);
+    }
+}
+
 /* The end every version from 2 on shares. The block's NP partial results
  * (NP row groups or warps, each with its running max sm_m[NP][GT], sum
  * sm_l[NP][GT] and unnormalised output sm_acc[NP][GT][D], all in shared
@@ -566,19 +638,7 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
     /* a sequence that fits in one chunk has nothing to merge: its one
      * block writes the output (every block of a sequence sees the same len) */
     const bool whole = a.splits == 1 || (FUSED && len <= a.chunk);
-    for (int idx = tid; idx < GT * D; idx += kThreads) {
-        const int g = idx / D, d = idx % D;
-        float M, L;
-        const float O = merge_groups<D, GT, NP>(sm_m, sm_l, sm_acc, g, d, M, L);
-        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
-        if (whole) {
-            a.out[rowo * D + d] = Elt<T>::store(O / L);
-        } else {
-            a.part_o[(rowo * a.splits + job.chunk) * D + d] = O / L;
-            if (d == 0)
-                a.part_lse[rowo * a.splits + job.chunk] = M + log2f(L);
-        }
-    }
+    write_block<T, D, GT, NP>(a, sm_m, sm_l, sm_acc, seq, qh0, whole, a.splits, job.chunk);
     if (!FUSED || whole)
         return;
     /* v5: the split-KV merge without a second launch. Each block publishes
@@ -602,21 +662,7 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
     if (!*sm_last)
         return;
     __threadfence();
-    for (int idx = tid; idx < GT * D; idx += kThreads) {
-        const int g = idx / D, d = idx % D;
-        const size_t rowo = (size_t)seq * a.hq + qh0 + g;
-        const float *lse = a.part_lse + rowo * a.splits;
-        float M = -INFINITY;
-        for (int i = 0; i < nch; i++)
-            M = fmaxf(M, __ldcg(lse + i));
-        float L = 0.f, O = 0.f;
-        for (int i = 0; i < nch; i++) {
-            const float w = fast_exp2(__ldcg(lse + i) - M);
-            L += w;
-            O = fmaf(w, __ldcg(a.part_o + (rowo * a.splits + i) * D + d), O);
-        }
-        a.out[rowo * D + d] = Elt<T>::store(O / L);
-    }
+    merge_partials<T, D, GT>(a, seq, qh0, a.splits, nch);
 }
 
 template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED,
@@ -638,10 +684,8 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
 
     const Work job = work_of(a);
     const int seq = job.seq;
-    const int group = a.hq / a.hkv;
-    const int nsub = group / GT;
-    const int kvh = job.ht / nsub;
-    const int qh0 = kvh * group + (job.ht % nsub) * GT;
+    const int2 hd = head_of<T, GT>(a, job.ht);
+    const int kvh = hd.x, qh0 = hd.y;
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
     const int B = a.B;
     int len, t0, t1;
@@ -666,12 +710,8 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
             __syncthreads();
         }
     }
-    const T *kb = a.k, *vb = a.v;
-    if (!PAGED) {
-        const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
-        kb += nb;
-        vb += nb;
-    }
+    const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
+    const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
     /* issue the copies of tile i into stage slot st */
     auto issue = [&](int i, int st) {
 #pragma unroll
@@ -940,21 +980,15 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
 
     const Work job = work_of(a);
     const int seq = job.seq;
-    const int group = a.hq / a.hkv;
-    const int nsub = group / GT;
-    const int kvh = job.ht / nsub;
-    const int qh0 = kvh * group + (job.ht % nsub) * GT;
+    const int2 hd = head_of<T, GT>(a, job.ht);
+    const int kvh = hd.x, qh0 = hd.y;
     int len, t0, t1;
     if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1))
         return;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int B = a.B;
-    const T *kb = a.k, *vb = a.v;
-    if (!PAGED) {
-        const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
-        kb += nb;
-        vb += nb;
-    }
+    const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
+    const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
     uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
     const bool walk_per_tile = B % kV6Tile == 0;
@@ -1180,29 +1214,46 @@ template <int H, int OFF> __device__ __forceinline__ void reduce_scatter(float *
 
 namespace cg = cooperative_groups;
 
-/* The end of version 9: the split-KV merge inside a thread-block cluster
- * (sm_90). The chunks of one (sequence, head tile) form one cluster (grid
- * x = splits = the cluster's size, at most 8). Each block merges its row
- * groups as attn_finish does, but leaves the normalised partial output in
- * its own shared memory (slot 0 of sm_acc: the thread that owns (g, d) has
- * read every slot of it before it writes) and its log2-sum-exp in cl_lse.
- * The cluster barrier publishes them (release/acquire across the cluster);
- * block 0 of the cluster reads the others' through distributed shared
- * memory and writes the output; a second barrier keeps every block resident
- * until it has. Against v5-v8's merge (partials to global memory, a fence,
- * an atomic, the last block reading them back through L2) this takes two
- * dependent memory round trips off the end of a small launch. A block whose
- * chunk holds no tokens (a sequence shorter than the longest) still joins
- * both barriers, with a log2-sum-exp of -inf, which block 0 skips (its
- * output slot was never written, and 0 times garbage may be NaN). Chunk 0
- * has tokens whenever the length is > 0; when it is not, no block of the
- * cluster merges and chunk 0 writes the zeros. */
+/* The end of versions 9 and 10: the split-KV merge inside a thread-block
+ * cluster (sm_90). The chunks of one (sequence, head tile) form one cluster
+ * (grid x = splits = the cluster's size, at most 8). Each block merges its
+ * row groups as attn_finish does, but leaves the normalised partial output
+ * in its own shared memory (slot 0 of sm_acc: the thread that owns (g, d)
+ * has read every slot of it before it writes) and its log2-sum-exp in
+ * cl_lse. The cluster barrier publishes them (release/acquire across the
+ * cluster). Then the cluster's blocks share the output out: block r merges
+ * elements r x 128 + tid of the GT x D, reading the others' partials
+ * through distributed shared memory; a second barrier keeps every block
+ * resident until all have read. Against v5-v8's merge (partials to global
+ * memory, a fence, an atomic, the last block reading them back through L2)
+ * this takes two dependent memory round trips off the end of a small
+ * launch.
+ *
+ * Written for latency. Every block first copies the cluster's nr x GT
+ * log2-sum-exps into its own shared memory (one remote read a thread, all
+ * at once) and turns them into weights; each output element then issues
+ * its nr remote reads together (the loop over ranks is unrolled to the
+ * cluster's most, 8). The sixth session's block timeline found the first
+ * form of this merge (block 0 alone, each element reading every rank's
+ * log2-sum-exp twice in dependent loops) taking 5.4 of single's 9.0 us
+ * blocks, against 2.3 us for all their tiles.
+ *
+ * A block whose chunk holds no tokens (a sequence shorter than the
+ * longest) still joins both barriers, with a log2-sum-exp of -inf, whose
+ * weight is 0 and whose slot is never multiplied (it was never written, and
+ * 0 times garbage may be NaN). Chunk 0 has tokens whenever the length is >
+ * 0; when it is not, no block of the cluster merges and chunk 0 writes the
+ * zeros. */
 template <typename T, int D, int GT, int NP>
 __device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, const float *sm_l,
                                     float *sm_acc, float *cl_lse, int seq, int qh0, bool empty)
 {
+    constexpr int RMAX = PF_GPU_CLUSTER_MAX;
+    __shared__ float w_all[RMAX][GT]; /* rank r's weight for head g, 0 if empty */
+    __shared__ float inv_l[GT];       /* 1 / the sum of the weights            */
     cg::cluster_group cl = cg::this_cluster();
     const int tid = threadIdx.x;
+    const int nr = (int)cl.num_blocks(), rank = (int)cl.block_rank();
     if (empty) {
         for (int g = tid; g < GT; g += kThreads)
             cl_lse[g] = -INFINITY;
@@ -1217,42 +1268,248 @@ __device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, con
         }
     }
     cl.sync();
-    if (cl.block_rank() == 0) {
-        const int nr = (int)cl.num_blocks();
-        for (int idx = tid; idx < GT * D; idx += kThreads) {
-            const int g = idx / D, d = idx % D;
-            float M = -INFINITY;
-            for (int r = 0; r < nr; r++)
-                M = fmaxf(M, cl.map_shared_rank(cl_lse, r)[g]);
-            float L = 0.f, O = 0.f;
-            for (int r = 0; r < nr; r++) {
-                const float lse = cl.map_shared_rank(cl_lse, r)[g];
-                if (lse == -INFINITY)
-                    continue; /* an empty chunk: its sm_acc was never written */
-                const float w = fast_exp2(lse - M);
-                L += w;
-                O = fmaf(w, cl.map_shared_rank(sm_acc, r)[g * D + d], O);
-            }
-            a.out[((size_t)seq * a.hq + qh0 + g) * D + d] = Elt<T>::store(O / L);
+    /* every block: the cluster's log2-sum-exps, then their weights */
+    for (int i = tid; i < RMAX * GT; i += kThreads) {
+        const int r = i / GT, g = i % GT;
+        w_all[r][g] = r < nr ? cl.map_shared_rank(cl_lse, r)[g] : -INFINITY;
+    }
+    __syncthreads();
+    for (int g = tid; g < GT; g += kThreads) {
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < RMAX; r++)
+            M = fmaxf(M, w_all[r][g]);
+        float L = 0.f;
+#pragma unroll
+        for (int r = 0; r < RMAX; r++) {
+            const float w = w_all[r][g] == -INFINITY ? 0.f : fast_exp2(w_all[r][g] - M);
+            w_all[r][g] = w;
+            L += w;
         }
+        inv_l[g] = 1.f / L;
+    }
+    __syncthreads();
+    /* every block its share, an empty one too (chunk 0 always has weights) */
+    for (int idx = rank * kThreads + tid; idx < GT * D; idx += nr * kThreads) {
+        const int g = idx / D, d = idx % D;
+        float x[RMAX];
+#pragma unroll
+        for (int r = 0; r < RMAX; r++) /* all the remote reads first */
+            x[r] = r < nr && w_all[r][g] > 0.f ? cl.map_shared_rank(sm_acc, r)[g * D + d] : 0.f;
+        float O = 0.f;
+#pragma unroll
+        for (int r = 0; r < RMAX; r++)
+            O = fmaf(w_all[r][g], x[r], O);
+        a.out[((size_t)seq * a.hq + qh0 + g) * D + d] = Elt<T>::store(O * inv_l[g]);
     }
     cl.sync();
 }
 
-template <typename T, int D, int GT, bool PAGED, int kStages, bool CL = false>
-__global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
+/* The block timeline (`pagefault bench --timeline`, versions 7 on): with
+ * a.trace set, thread 0 of each block writes PF_GPU_TRACE_WORDS words at
+ * that many times its linear block index: the global nanosecond timer when
+ * the block starts (kTrStart), when its first tile of K/V has landed
+ * (kTrReady), when its last tile is done (kTrStreamed; both 0 when the block
+ * found no tokens), when it ends (kTrEnd, after its merge), and the SM it
+ * ran on (kTrSm). With a.trace null (every run but the bench's one traced
+ * launch) it costs a branch on a kernel argument at each mark. */
+enum { kTrStart, kTrReady, kTrStreamed, kTrEnd, kTrSm };
+static_assert(kTrSm + 1 == PF_GPU_TRACE_WORDS, "gpu.h's record layout");
+template <typename T> __device__ __forceinline__ void trace_mark(const AttnArgs<T> &a, int what)
 {
-    constexpr int N = 4;
-    constexpr int EPV = Elt<T>::kPer16;
-    constexpr int TG = D / EPV;              /* lanes a row                    */
-    constexpr int NG = kThreads / TG;        /* row groups                     */
-    constexpr int TILE = NG * N;
-    constexpr int V = N * GT;                /* partial scores a lane makes    */
-    constexpr int C = V >= TG ? V / TG : 1;  /* whole scores a lane holds      */
-    constexpr int R = V >= TG ? 1 : TG / V;  /* lanes holding the same ones    */
-    constexpr int JOFF = GT / C * R;         /* lowest lane bit that is row j  */
+    if (!a.trace || threadIdx.x != 0)
+        return;
+    const size_t b = blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z);
+    unsigned long long x;
+    if (what == kTrSm) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        x = sm;
+    } else {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x));
+    }
+    a.trace[b * PF_GPU_TRACE_WORDS + what] = x;
+}
+
+/* The arithmetic of version 7 on one tile, and its end, shared by versions
+ * 7-10 (attn_v7) and 11 (attn_steal). Shapes: a tile is TILE = NG x N token
+ * rows; row group grp (TG lanes, one 16-byte vector each) owns its N
+ * consecutive rows; a lane ends each tile with C whole scores (heads v0 ..
+ * v0 + C - 1 of row j0 of its group) after the reduce-scatter. */
+template <typename T, int D, int GT> struct V7 {
+    static constexpr int N = 4;
+    static constexpr int EPV = Elt<T>::kPer16;
+    static constexpr int TG = D / EPV;             /* lanes a row                   */
+    static constexpr int NG = kThreads / TG;       /* row groups                    */
+    static constexpr int TILE = NG * N;
+    static constexpr int V = N * GT;               /* partial scores a lane makes   */
+    static constexpr int C = V >= TG ? V / TG : 1; /* whole scores a lane holds     */
+    static constexpr int R = V >= TG ? 1 : TG / V; /* lanes holding the same ones   */
+    static constexpr int JOFF = GT / C * R;        /* lowest lane bit that is row j */
     static_assert(TG <= 32 && 32 % TG == 0, "a row must fit in one warp");
     static_assert(N <= TG && GT % C == 0, "a lane's scores are heads of one row");
+
+    /* The running state of lane r: m, l of its C scores' heads, acc of
+     * every head over its 16-byte slice of D. */
+    struct State {
+        float m[C], l[C], acc[GT][EPV];
+    };
+    static __device__ __forceinline__ void reset(State &S)
+    {
+#pragma unroll
+        for (int i = 0; i < C; i++) {
+            S.m[i] = -INFINITY;
+            S.l[i] = 0.f;
+        }
+#pragma unroll
+        for (int g = 0; g < GT; g++)
+#pragma unroll
+            for (int e = 0; e < EPV; e++)
+                S.acc[g][e] = 0.f;
+    }
+
+    /* One tile from the stage at ks / vs (this lane's N rows of K and V, a
+     * stride of kThreads vectors apart); rows at or past `rows` (counted
+     * from the tile's first) are masked out. */
+    static __device__ __forceinline__ void tile(const uint4 *ks, const uint4 *vs,
+                                                const float (&qf)[GT][EPV], int rows, int r,
+                                                int grp, State &S)
+    {
+        const int v0 = r / R * C, j0 = v0 / GT;
+        float x[V]; /* partial dot products, x[j GT + g] */
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float kf[EPV];
+            Elt<T>::unpack(ks[j * kThreads], kf);
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                float sc = 0.f;
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    sc = fmaf(qf[g][e], kf[e], sc);
+                x[j * GT + g] = sc;
+            }
+        }
+        reduce_scatter<V / 2, TG / 2>(x, r); /* see 2. above */
+        if (grp * N + j0 >= rows) /* a row past the end */
+#pragma unroll
+            for (int k = 0; k < C; k++)
+                x[k] = -INFINITY;
+        /* the tile's max over its rows, per head */
+        float mt[C];
+        bool move = false;
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            mt[k] = x[k];
+#pragma unroll
+            for (int off = JOFF; off < TG; off <<= 1)
+                mt[k] = fmaxf(mt[k], __shfl_xor_sync(0xffffffffu, mt[k], off));
+            move |= mt[k] > S.m[k] + kLazy;
+        }
+        if (__any_sync(0xffffffffu, move)) { /* rare: the first tiles, a jump */
+            float alpha[C];
+#pragma unroll
+            for (int k = 0; k < C; k++) {
+                const bool mv = mt[k] > S.m[k] + kLazy;
+                alpha[k] = mv ? fast_exp2(S.m[k] - mt[k]) : 1.f; /* m = -inf: 0 */
+                S.l[k] *= alpha[k];
+                S.m[k] = mv ? mt[k] : S.m[k];
+            }
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                const float al = __shfl_sync(0xffffffffu, alpha[g % C], g / C * R, TG);
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    S.acc[g][e] *= al;
+            }
+        }
+        float p[C];
+#pragma unroll
+        for (int k = 0; k < C; k++) {
+            p[k] = fast_exp2(x[k] - (S.m[k] == -INFINITY ? 0.f : S.m[k]));
+            S.l[k] += p[k];
+        }
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float pj[GT];
+#pragma unroll
+            for (int g = 0; g < GT; g++) {
+                const int v = j * GT + g;
+                pj[g] = __shfl_sync(0xffffffffu, p[v % C], v / C * R, TG);
+            }
+            float vf[EPV];
+            Elt<T>::unpack(vs[j * kThreads], vf);
+#pragma unroll
+            for (int g = 0; g < GT; g++)
+#pragma unroll
+                for (int e = 0; e < EPV; e++)
+                    S.acc[g][e] = fmaf(pj[g], vf[e], S.acc[g][e]);
+        }
+    }
+
+    /* Issue the copies of this lane's 16 bytes of rows u0 .. u0 + N - 1 of
+     * a chunk of n rows into the stage at dk / dv (a stride of kThreads
+     * vectors); row_at(u) is row u's element index. Rows at or past n are
+     * zero-filled from a valid address (row 0). one_page: 4 consecutive
+     * rows share a page (or the rows are contiguous), so one walk places
+     * all N. */
+    template <typename RowAt>
+    static __device__ __forceinline__ void issue(uint4 *dk, uint4 *dv, const T *kb, const T *vb,
+                                                 int u0, int n, int r, bool one_page,
+                                                 const RowAt &row_at)
+    {
+        if (one_page && u0 + N <= n) { /* the common case: one walk, fixed offsets */
+            const size_t e = row_at(u0) + r * EPV;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                cp_async16(dk + j * kThreads, kb + e + j * D, true);
+                cp_async16(dv + j * kThreads, vb + e + j * D, true);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                const bool ok = u0 + j < n;
+                const size_t e = (ok ? row_at(u0 + j) : row_at(0)) + r * EPV;
+                cp_async16(dk + j * kThreads, kb + e, ok);
+                cp_async16(dv + j * kThreads, vb + e, ok);
+            }
+        }
+    }
+
+    /* The end of the tiles: every lane's sums over its row group, then each
+     * group's (m, l, acc) to shared memory for the block's log-sum-exp merge
+     * (sm_m, sm_l [NG][GT]; sm_acc [NG][GT][D], over the pipeline buffer,
+     * so the caller has waited for its last copies). Ends with a barrier. */
+    static __device__ __forceinline__ void publish(State &S, int r, int grp, float *sm_m,
+                                                   float *sm_l, float *sm_acc)
+    {
+        const int v0 = r / R * C;
+#pragma unroll
+        for (int k = 0; k < C; k++)
+#pragma unroll
+            for (int off = JOFF; off < TG; off <<= 1)
+                S.l[k] += __shfl_xor_sync(0xffffffffu, S.l[k], off);
+        __syncthreads(); /* every thread is done with the pipeline buffer */
+        if (r < JOFF && r % R == 0) /* one lane per head of row 0 */
+#pragma unroll
+            for (int k = 0; k < C; k++) {
+                sm_m[grp * GT + v0 + k] = S.m[k];
+                sm_l[grp * GT + v0 + k] = S.l[k];
+            }
+#pragma unroll
+        for (int g = 0; g < GT; g++)
+#pragma unroll
+            for (int e = 0; e < EPV; e++)
+                sm_acc[(grp * GT + g) * D + r * EPV + e] = S.acc[g][e];
+        __syncthreads();
+    }
+};
+
+template <typename T, int D, int GT, bool PAGED, int kStages, bool CL>
+__device__ __forceinline__ void attn_v7_body(const AttnArgs<T> &a)
+{
+    using K7 = V7<T, D, GT>;
+    constexpr int N = K7::N, TG = K7::TG, NG = K7::NG, TILE = K7::TILE;
     static_assert(v7_smem_bytes(kStages) == kStages * 2 * N * kThreads * 16, "one stage: N rows");
     static_assert(NG * GT * D * 4 <= v7_smem_bytes(kStages), "merge scratch must fit the buffer");
     /* the pipeline: 2 stages (v7) fit the static 48 KB, 3 (v8) go to dynamic
@@ -1272,26 +1529,21 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
 
     const Work job = work_of(a);
     const int seq = job.seq;
-    const int group = a.hq / a.hkv;
-    const int nsub = group / GT;
-    const int kvh = job.ht / nsub;
-    const int qh0 = kvh * group + (job.ht % nsub) * GT;
+    const int2 hd = head_of<T, GT>(a, job.ht);
+    const int kvh = hd.x, qh0 = hd.y;
     int len, t0, t1;
     if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1)) {
         if constexpr (CL)
             if (len > 0 && gridDim.x > 1) /* an empty chunk still joins its cluster */
-                attn_finish_cluster<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0], nullptr, cl_lse,
+                attn_finish_cluster<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0],
+                                                  reinterpret_cast<float *>(buf), cl_lse,
                                                   seq, qh0, true);
         return;
     }
     const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
     const int B = a.B, n = t1 - t0;
-    const T *kb = a.k, *vb = a.v;
-    if (!PAGED) {
-        const size_t nb = ((size_t)seq * a.hkv + kvh) * (size_t)a.cap * D;
-        kb += nb;
-        vb += nb;
-    }
+    const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
+    const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
     /* Element index of token u (within the chunk) of this KV head. */
     auto row_at = [&](int u) -> size_t {
         if (!PAGED)
@@ -1300,29 +1552,10 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
         return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
     };
     const bool one_page = !PAGED || B % N == 0; /* a lane's N rows share a page */
-    /* Issue the copies of tile i into stage slot st: this lane's 16 bytes
-     * of rows u0 .. u0 + N - 1. Rows past the chunk are zero-filled from a
-     * valid address (the first row of the chunk's first page). */
+    /* the copies of tile i into stage slot st */
     auto issue = [&](int i, int st) {
-        const int u0 = i * TILE + grp * N;
-        uint4 *dk = &buf[(st * 2 + 0) * N * kThreads + tid];
-        uint4 *dv = &buf[(st * 2 + 1) * N * kThreads + tid];
-        if (one_page && u0 + N <= n) { /* the common case: one walk, fixed offsets */
-            const size_t e = row_at(u0) + r * EPV;
-#pragma unroll
-            for (int j = 0; j < N; j++) {
-                cp_async16(dk + j * kThreads, kb + e + j * D, true);
-                cp_async16(dv + j * kThreads, vb + e + j * D, true);
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < N; j++) {
-                const bool ok = u0 + j < n;
-                const size_t e = (ok ? row_at(u0 + j) : row_at(0)) + r * EPV;
-                cp_async16(dk + j * kThreads, kb + e, ok);
-                cp_async16(dv + j * kThreads, vb + e, ok);
-            }
-        }
+        K7::issue(&buf[(st * 2 + 0) * N * kThreads + tid], &buf[(st * 2 + 1) * N * kThreads + tid],
+                  kb, vb, i * TILE + grp * N, n, r, one_page, row_at);
     };
     const int ntiles = (n + TILE - 1) / TILE;
 #pragma unroll
@@ -1332,21 +1565,10 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
         cp_async_commit();
     }
 
-    float qf[GT][EPV];
+    float qf[GT][K7::EPV];
     load_q<T, D, GT>(a, seq, qh0, r, qf);
-    /* m, l: of this lane's C scores (heads g0 .. g0 + C - 1 of row j0) */
-    const int v0 = r / R * C, j0 = v0 / GT;
-    float m[C], l[C], acc[GT][EPV];
-#pragma unroll
-    for (int i = 0; i < C; i++) {
-        m[i] = -INFINITY;
-        l[i] = 0.f;
-    }
-#pragma unroll
-    for (int g = 0; g < GT; g++)
-#pragma unroll
-        for (int e = 0; e < EPV; e++)
-            acc[g][e] = 0.f;
+    typename K7::State S;
+    K7::reset(S);
 
     for (int i = 0; i < ntiles; i++) {
         const int st = i % kStages;
@@ -1354,100 +1576,15 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
             issue(i + kStages - 1, (i + kStages - 1) % kStages);
         cp_async_commit();
         cp_async_wait<kStages - 1>(); /* tile i has landed (this thread's part) */
-        const uint4 *ks = &buf[(st * 2 + 0) * N * kThreads + tid];
-        const uint4 *vs = &buf[(st * 2 + 1) * N * kThreads + tid];
-
-        float x[V]; /* partial dot products, x[j GT + g] */
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            float kf[EPV];
-            Elt<T>::unpack(ks[j * kThreads], kf);
-#pragma unroll
-            for (int g = 0; g < GT; g++) {
-                float s = 0.f;
-#pragma unroll
-                for (int e = 0; e < EPV; e++)
-                    s = fmaf(qf[g][e], kf[e], s);
-                x[j * GT + g] = s;
-            }
-        }
-        reduce_scatter<V / 2, TG / 2>(x, r); /* see 2. above */
-        if (i * TILE + grp * N + j0 >= n) /* a row past the end */
-#pragma unroll
-            for (int k = 0; k < C; k++)
-                x[k] = -INFINITY;
-        /* the tile's max over its rows, per head */
-        float mt[C];
-        bool move = false;
-#pragma unroll
-        for (int k = 0; k < C; k++) {
-            mt[k] = x[k];
-#pragma unroll
-            for (int off = JOFF; off < TG; off <<= 1)
-                mt[k] = fmaxf(mt[k], __shfl_xor_sync(0xffffffffu, mt[k], off));
-            move |= mt[k] > m[k] + kLazy;
-        }
-        if (__any_sync(0xffffffffu, move)) { /* rare: the first tiles, a jump */
-            float alpha[C];
-#pragma unroll
-            for (int k = 0; k < C; k++) {
-                const bool mv = mt[k] > m[k] + kLazy;
-                alpha[k] = mv ? fast_exp2(m[k] - mt[k]) : 1.f; /* m = -inf: 0 */
-                l[k] *= alpha[k];
-                m[k] = mv ? mt[k] : m[k];
-            }
-#pragma unroll
-            for (int g = 0; g < GT; g++) {
-                const float al = __shfl_sync(0xffffffffu, alpha[g % C], g / C * R, TG);
-#pragma unroll
-                for (int e = 0; e < EPV; e++)
-                    acc[g][e] *= al;
-            }
-        }
-        float p[C];
-#pragma unroll
-        for (int k = 0; k < C; k++) {
-            p[k] = fast_exp2(x[k] - (m[k] == -INFINITY ? 0.f : m[k]));
-            l[k] += p[k];
-        }
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            float pj[GT];
-#pragma unroll
-            for (int g = 0; g < GT; g++) {
-                const int v = j * GT + g;
-                pj[g] = __shfl_sync(0xffffffffu, p[v % C], v / C * R, TG);
-            }
-            float vf[EPV];
-            Elt<T>::unpack(vs[j * kThreads], vf);
-#pragma unroll
-            for (int g = 0; g < GT; g++)
-#pragma unroll
-                for (int e = 0; e < EPV; e++)
-                    acc[g][e] = fmaf(pj[g], vf[e], acc[g][e]);
-        }
+        if (i == 0)
+            trace_mark(a, kTrReady);
+        K7::tile(&buf[(st * 2 + 0) * N * kThreads + tid], &buf[(st * 2 + 1) * N * kThreads + tid],
+                 qf, n - i * TILE, r, grp, S);
     }
     cp_async_wait<0>();
-#pragma unroll
-    for (int k = 0; k < C; k++)
-#pragma unroll
-        for (int off = JOFF; off < TG; off <<= 1)
-            l[k] += __shfl_xor_sync(0xffffffffu, l[k], off);
-    __syncthreads(); /* every thread is done with the pipeline buffer */
-
+    trace_mark(a, kTrStreamed);
     float *sm_acc = reinterpret_cast<float *>(buf); /* [NG][GT][D] */
-    if (r < JOFF && r % R == 0) /* one lane per head of row 0 */
-#pragma unroll
-        for (int k = 0; k < C; k++) {
-            sm_m[grp][v0 + k] = m[k];
-            sm_l[grp][v0 + k] = l[k];
-        }
-#pragma unroll
-    for (int g = 0; g < GT; g++)
-#pragma unroll
-        for (int e = 0; e < EPV; e++)
-            sm_acc[(grp * GT + g) * D + r * EPV + e] = acc[g][e];
-    __syncthreads();
+    K7::publish(S, r, grp, &sm_m[0][0], &sm_l[0][0], sm_acc);
     if constexpr (CL) {
         if (gridDim.x > 1) {
             attn_finish_cluster<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, cl_lse, seq,
@@ -1457,6 +1594,340 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
     }
     attn_finish<T, D, GT, NG, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0,
                                     len);
+}
+
+/* Versions 7-10: the body above between the timeline's marks. */
+template <typename T, int D, int GT, bool PAGED, int kStages, bool CL = false>
+__global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
+{
+    trace_mark(a, kTrStart);
+    trace_mark(a, kTrSm);
+    attn_v7_body<T, D, GT, PAGED, kStages, CL>(a);
+    trace_mark(a, kTrEnd);
+}
+
+/* Version 11: version 7's pipeline and arithmetic in a persistent kernel
+ * whose blocks balance the work among themselves at run time.
+ *
+ * Why. The block timeline of version 7 on llama (docs/gpu.md, sixth
+ * session) shows every block starting within 0.2 us, but the SMs finishing
+ * over 40 us: a fifth of them are done 25-30 us (10%) before the median
+ * and then idle, while the last block ends 15 us after the median. The
+ * early SMs are not the ones with fewer blocks; the H200's SMs do not all
+ * get the same share of the memory bandwidth (a GPC's share is split among
+ * its SMs, and GPCs hold different numbers of them), so equal work per
+ * block cannot end together. Smaller blocks would let the hardware balance
+ * them, but each block start costs ~3.7 us before its first K/V arrive,
+ * and measured finer splits were slower (0.2553 -> 0.2743 ms at 8 chunks).
+ *
+ * How. The grid is at most one wave (plan->sm_count x blocks_per_sm
+ * blocks). A work item is one unit of the plan's work list for one head
+ * tile (a chunk of a sequence, one KV head's query heads). Its tokens are
+ * handed out kPiece (64) at a time from a claim word in the workspace:
+ * {tokens claimed (low 32 bits), visitors (high 32)}.
+ *   - Block b first owns item b, then the next unowned item from a
+ *     counter, longest first (the list's order), taken when the current
+ *     visit starts. An owner takes its first two pieces blindly (it is the
+ *     item's first visitor, so they are tokens 0 .. 127) and each later one
+ *     by an atomic add, one piece ahead of use, so the add's latency hides
+ *     behind a piece of streaming; the copies run on from one piece into
+ *     the next without draining the pipeline. Thread 0 claims and
+ *     publishes the pieces in shared memory; the other threads read them
+ *     without a barrier (a barrier every piece cost more than the
+ *     balancing saved).
+ *   - When no item is left unowned, a block steals: it scans the claim
+ *     words for the item with the most tokens left (at least two pieces)
+ *     and joins it by a compare-and-swap that takes two pieces and counts a
+ *     visitor (at most kVisits, so the partials have room), then claims on
+ *     like the owner. Owner and thieves share the item's one cursor.
+ *   - Each visit (a block's stretch on one item) ends in one normalised
+ *     partial output in a slot of its (sequence, head tile), unless it
+ *     took every token of the sequence (then it writes the output). The
+ *     block whose tokens complete the sequence (a count in the workspace)
+ *     merges the partials by log-sum-exp, as version 5 does.
+ *   - The last block to leave resets every counter, so the workspace is
+ *     zero again for the next run.
+ * No block ever waits for another, so the grid need not be resident to
+ * finish. The price: which block takes which tokens depends on timing, so
+ * the sums are added in a different order from run to run and the output
+ * is not bitwise reproducible (it is within rounding of the others). */
+constexpr int kVisits = PF_GPU_STEAL_VISITS;
+constexpr int kPiece = PF_GPU_STEAL_PIECE;
+constexpr int kMaxPieces = PF_GPU_MAX_CHUNK / kPiece; /* a visit's, at most */
+constexpr int kUnset = -2;
+
+template <typename T, int D, int GT, bool PAGED>
+__global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
+{
+    using K7 = V7<T, D, GT>;
+    constexpr int N = K7::N, TG = K7::TG, NG = K7::NG, TILE = K7::TILE;
+    constexpr int TP = kPiece / TILE; /* tiles a piece */
+    static_assert(kPiece % TILE == 0, "a piece is whole tiles");
+    static_assert(NG * GT * D * 4 <= v7_smem_bytes(2), "merge scratch must fit the buffer");
+    __shared__ __align__(128) uint4 buf[v7_smem_bytes(2) / 16];
+    __shared__ int tbl[kTableCache];
+    __shared__ float sm_m[NG][GT], sm_l[NG][GT];
+    /* the visit's piece starts in claim order: -1 none, kUnset not yet known */
+    __shared__ int sm_piece[kMaxPieces + 2];
+    __shared__ int sm_item, sm_first, sm_int;
+    __shared__ float sm_red[kThreads / 32];
+    __shared__ int sm_red_i[kThreads / 32];
+
+    trace_mark(a, kTrStart);
+    trace_mark(a, kTrSm);
+    if (blockIdx.x == 0 && a.work[-1].x != kWorkMagic)
+        __trap();
+    const int tid = threadIdx.x, grp = tid / TG, r = tid % TG;
+    const int pairs = a.nseq * a.htiles;
+    unsigned *const next_item = a.counters, *const exited = a.counters + 1;
+    unsigned *const done = a.counters + 2, *const taken = done + pairs;
+    bool traced = false, owning = true;
+    unsigned next = 0; /* thread 0, owning: the item taken for after this one */
+
+    int item = blockIdx.x < (unsigned)a.items ? (int)blockIdx.x : -1;
+    int first = 0; /* the visit's first piece; an owner's is token 0 */
+    while (item >= 0) {
+        /* ---- one visit of `item`, starting at piece `first` ---- */
+        const int2 w = a.work[item / a.htiles];
+        const int seq = w.x, chunk = w.y & 0xffff, nch = w.y >> 16, ht = item % a.htiles;
+        const int2 hd = head_of<T, GT>(a, ht);
+        const int kvh = hd.x, qh0 = hd.y;
+        const int t0 = chunk * a.chunk;
+        if (PAGED) { /* the chunk's slice of the table, while the length is read */
+            const int b0 = t0 / a.B;
+            const int nb = min(a.chunk / a.B, a.maxb - b0);
+            const int *row = a.tables + (size_t)seq * a.maxb + b0;
+            for (int i = tid; i < nb; i += kThreads)
+                cp_async4(&tbl[i], row + i);
+            cp_async_commit();
+        }
+        const int len = min(min(a.lens[seq], nch * a.chunk), a.lim);
+        const int n = min(len, t0 + a.chunk) - t0; /* this chunk's tokens */
+        unsigned long long *const cw = a.claims + item;
+        /* thread 0: the claim in flight (piece k + 1 while piece k streams;
+         * n when there is none) and the tokens this visit has taken */
+        int pend = n, mine = 0;
+        if (tid == 0) {
+            /* A visit starts with two pieces, [first, first + 2 kPiece): the
+             * owner, its item's first visitor, takes them blindly (nobody
+             * can have claimed before it), a thief took them by its
+             * compare-and-swap; piece 2 is claimed now, used a piece later.
+             * The owner also takes its next item now, so that neither
+             * claim's round trip falls between two visits. */
+            if (owning) {
+                atomicAdd(cw, (1ull << 32) | (unsigned long long)(2 * kPiece));
+                next = atomicAdd(next_item, 1u) + gridDim.x;
+            }
+            const int p0 = first < n ? first : -1, p1 = first + kPiece < n ? first + kPiece : -1;
+            mine = (p0 >= 0 ? min(kPiece, n - p0) : 0) + (p1 >= 0 ? min(kPiece, n - p1) : 0);
+            if (p1 >= 0)
+                pend = (int)(unsigned)atomicAdd(cw, (unsigned long long)kPiece);
+            sm_piece[0] = p0;
+            sm_piece[1] = p1;
+        }
+        for (int i = 2 + tid; i < kMaxPieces + 2; i += kThreads)
+            sm_piece[i] = kUnset;
+        if (PAGED)
+            cp_async_wait<0>();
+        __syncthreads();
+        if (sm_piece[0] < 0) { /* nothing here (the device length is shorter) */
+            if (len <= 0 && owning)
+                write_zeros<T, D, GT>(a, seq, qh0, chunk, true);
+        } else {
+            const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
+            const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
+            const int B = a.B;
+            auto row_at = [&](int u) -> size_t {
+                if (!PAGED)
+                    return (size_t)(t0 + u) * D;
+                const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+                return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+            };
+            const bool one_page = !PAGED || B % N == 0;
+            /* tile j of the visit: tile j % TP of piece j / TP; -1 when
+             * that piece was not had or the tile starts past the end. Thread
+             * 0 publishes piece k + 1 when piece k starts, without a barrier
+             * (one every piece cost more than stealing saved): a thread that
+             * gets there first waits on the slot, in practice never. */
+            auto tile_at = [&](int j) -> int {
+                int p;
+                while ((p = *(volatile int *)&sm_piece[j / TP]) == kUnset) {
+                }
+                const int u = p + (j % TP) * TILE;
+                return p >= 0 && u < n ? u : -1;
+            };
+            auto issue = [&](int u, int st) {
+                K7::issue(&buf[(st * 2 + 0) * N * kThreads + tid],
+                          &buf[(st * 2 + 1) * N * kThreads + tid], kb, vb, u + grp * N, n, r,
+                          one_page, row_at);
+            };
+            issue(tile_at(0), 0);
+            cp_async_commit();
+            float qf[GT][K7::EPV];
+            load_q<T, D, GT>(a, seq, qh0, r, qf);
+            typename K7::State S;
+            K7::reset(S);
+            for (int j = 0;; j++) {
+                if (j % TP == 0 && j > 0) {
+                    /* piece k = j / TP starts: publish piece k + 1 (claimed
+                     * during piece k - 1), claim piece k + 2 */
+                    if (tid == 0) {
+                        const int k = j / TP, had = pend < n ? pend : -1;
+                        *(volatile int *)&sm_piece[k + 1] = had;
+                        mine += had >= 0 ? min(kPiece, n - had) : 0;
+                        pend = had >= 0 ? (int)(unsigned)atomicAdd(cw, (unsigned long long)kPiece)
+                                        : n;
+                    }
+                }
+                const int u = tile_at(j), un = tile_at(j + 1);
+                if (un >= 0)
+                    issue(un, (j + 1) & 1);
+                cp_async_commit();
+                cp_async_wait<1>(); /* tile j has landed (this thread's part) */
+                if (!traced) {
+                    trace_mark(a, kTrReady);
+                    traced = true;
+                }
+                K7::tile(&buf[((j & 1) * 2 + 0) * N * kThreads + tid],
+                         &buf[((j & 1) * 2 + 1) * N * kThreads + tid], qf, n - u, r, grp, S);
+                if (un < 0)
+                    break;
+            }
+            cp_async_wait<0>();
+            trace_mark(a, kTrStreamed);
+            float *sm_acc = reinterpret_cast<float *>(buf); /* [NG][GT][D] */
+            K7::publish(S, r, grp, &sm_m[0][0], &sm_l[0][0], sm_acc);
+
+            /* ---- the visit's partial, and the merge if it completes the
+             * sequence's tokens ---- */
+            if (tid == 0)
+                sm_int = mine;
+            __syncthreads();
+            mine = sm_int;
+            const int pair = seq * a.htiles + ht;
+            const bool whole = mine == len; /* every token of the sequence */
+            if (!whole && tid == 0)
+                sm_first = (int)atomicAdd(&taken[pair], 1u); /* our slot */
+            __syncthreads();
+            write_block<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, seq, qh0, whole,
+                                      a.slots, sm_first);
+            if (!whole) {
+                __threadfence();
+                __syncthreads();
+                if (tid == 0)
+                    sm_int = atomicAdd(&done[pair], (unsigned)mine) + (unsigned)mine == (unsigned)len;
+                __syncthreads();
+                if (sm_int) { /* the sequence's last tokens: merge every partial */
+                    __threadfence();
+                    merge_partials<T, D, GT>(a, seq, qh0, a.slots, (int)__ldcg(&taken[pair]));
+                }
+            }
+        }
+
+        /* ---- the next visit: an unowned item, else a steal ---- */
+        __syncthreads(); /* everyone is done with the shared state */
+        if (owning && tid == 0)
+            sm_item = next < (unsigned)a.items ? (int)next : -1;
+        __syncthreads();
+        if (owning && sm_item >= 0) {
+            item = sm_item;
+            first = 0;
+            continue;
+        }
+        owning = false;
+        /* A steal: every thread scans a share of the items for the most
+         * tokens left to claim (visitors 1 .. kVisits - 1, at least two
+         * pieces left), the block takes the best, and thread 0 joins it by
+         * a compare-and-swap (a piece and a visitor); lost races rescan. */
+        item = -1;
+        for (int attempt = 0; attempt < 4 && item < 0; attempt++) {
+            int best = -1;
+            float left = 0.f;
+            for (int i = tid; i < a.items; i += kThreads) {
+                const unsigned long long c = __ldcg(a.claims + i);
+                const unsigned vis = (unsigned)(c >> 32);
+                if (vis == 0 || vis >= (unsigned)kVisits)
+                    continue;
+                const int2 wi = a.work[i / a.htiles];
+                const int ci = wi.y & 0xffff, nchi = wi.y >> 16;
+                const int li = min(min(__ldg(a.lens + wi.x), nchi * a.chunk), a.lim);
+                const int ni = min(li, ci * a.chunk + a.chunk) - ci * a.chunk;
+                const float rest = (float)(ni - (int)(unsigned)c);
+                if (rest >= 2 * kPiece && rest > left) {
+                    left = rest;
+                    best = i;
+                }
+            }
+            /* the block's best: warps, then warp 0 */
+            for (int off = 16; off > 0; off >>= 1) {
+                const float ol = __shfl_xor_sync(0xffffffffu, left, off);
+                const int ob = __shfl_xor_sync(0xffffffffu, best, off);
+                if (ol > left || (ol == left && ob > best)) {
+                    left = ol;
+                    best = ob;
+                }
+            }
+            if (tid % 32 == 0) {
+                sm_red[tid / 32] = left;
+                sm_red_i[tid / 32] = best;
+            }
+            __syncthreads();
+            if (tid == 0) {
+                for (int i = 1; i < kThreads / 32; i++)
+                    if (sm_red[i] > left || (sm_red[i] == left && sm_red_i[i] > best)) {
+                        left = sm_red[i];
+                        best = sm_red_i[i];
+                    }
+                int got = -1;
+                if (best >= 0) {
+                    const int2 wi = a.work[best / a.htiles];
+                    const int ci = wi.y & 0xffff, nchi = wi.y >> 16;
+                    const int li = min(min(a.lens[wi.x], nchi * a.chunk), a.lim);
+                    const int ni = min(li, ci * a.chunk + a.chunk) - ci * a.chunk;
+                    unsigned long long *c = a.claims + best;
+                    unsigned long long old = __ldcg(c);
+                    for (;;) {
+                        const unsigned vis = (unsigned)(old >> 32);
+                        const int at = (int)(unsigned)old;
+                        if (vis == 0 || vis >= (unsigned)kVisits || ni - at < 2 * kPiece)
+                            break;
+                        const unsigned long long seen = atomicCAS(
+                            c, old, old + ((1ull << 32) | (unsigned long long)(2 * kPiece)));
+                        if (seen == old) {
+                            got = at;
+                            break;
+                        }
+                        old = seen;
+                    }
+                }
+                sm_item = got >= 0 ? best : -1;
+                sm_first = got;
+                sm_int = best; /* -1: nothing worth stealing anywhere */
+            }
+            __syncthreads();
+            item = sm_item;
+            first = sm_first;
+            if (sm_int < 0)
+                break;
+            __syncthreads(); /* sm_int is read before the next scan writes it */
+        }
+    }
+    trace_mark(a, kTrEnd);
+
+    /* the last block out resets the counters and claim words for the next run */
+    __syncthreads();
+    if (tid == 0) {
+        __threadfence();
+        sm_int = atomicAdd(exited, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (sm_int) {
+        __threadfence();
+        for (int i = tid; i < a.items; i += kThreads)
+            a.claims[i] = 0ull;
+        for (int i = tid; i < 2 + 2 * pairs; i += kThreads)
+            a.counters[i] = 0u;
+    }
 }
 
 /* Split-KV merge: one block per (sequence, query head), one thread per d. */
@@ -1595,8 +2066,8 @@ template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
     }
 }
 
-/* Versions 7, 8 and 9: one kernel, 2 or 3 pipeline stages of 16 KB, the
- * merge in place (7, 8) or in a cluster (9, 2 stages). */
+/* Versions 7-10: one kernel, 2, 3 or 4 pipeline stages of 16 KB, the
+ * merge in place (7, 8) or in a cluster (9: 2 stages; 10: 4). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, bool CL = false> Kern<T> pick_v7()
 {
     if constexpr (STAGES == 2) {
@@ -1624,7 +2095,9 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 6: return pick_v6<T, D, GT, PAGED, 3>();
     case 7: return pick_v7<T, D, GT, PAGED, 2>();
     case 8: return pick_v7<T, D, GT, PAGED, 3>();
-    default: return pick_v7<T, D, GT, PAGED, 2, true>();
+    case 9: return pick_v7<T, D, GT, PAGED, 2, true>();
+    case 10: return pick_v7<T, D, GT, PAGED, 4, true>();
+    default: return {attn_steal<T, D, GT, PAGED>, 0}; /* 11 */
     }
 }
 
@@ -1643,23 +2116,26 @@ template <typename T, bool PAGED> Kern<T> pick_d(int D, int gt, int version)
     return D == 64 ? pick_g<T, 64, PAGED>(gt, version) : pick_g<T, 128, PAGED>(gt, version);
 }
 
-template <typename T> Kern<T> pick(const pf_gpu_attn_shape *s, int paged, int version)
+template <typename T> Kern<T> pick(const pf_gpu_attn_shape *s, int gt, int paged, int version)
 {
-    const int gt = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
     return paged ? pick_d<T, true>(s->head_dim, gt, version)
                  : pick_d<T, false>(s->head_dim, gt, version);
 }
 
 template <typename T>
 int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void *v,
-             const int *tables, const int *lens, void *out, void *ws, cudaStream_t st)
+             const int *tables, const int *lens, void *out, void *ws, cudaStream_t st,
+             unsigned long long *trace)
 {
     const pf_gpu_attn_shape *s = &p->shape;
     const int D = s->head_dim;
-    const int group = s->num_q_heads / s->num_kv_heads;
-    const int htiles = s->num_kv_heads * (group / pf_gpu_group_tile(group));
-    const dim3 grid = p->units ? dim3((unsigned)(p->units * htiles))
-                               : dim3((unsigned)p->splits, (unsigned)htiles, (unsigned)s->num_seqs);
+    const int htiles = pf_gpu__plan_head_tiles(p);
+    const int items = p->units * htiles;
+    /* v11: one wave at most, the blocks share the items out themselves */
+    const int wave = p->sm_count * p->blocks_per_sm;
+    const dim3 grid = pf_gpu_version_steal(p->version) ? dim3((unsigned)(items < wave ? items : wave))
+                      : p->units ? dim3((unsigned)items)
+                                 : dim3((unsigned)p->splits, (unsigned)htiles, (unsigned)s->num_seqs);
     pf_gpu_ws_layout wl;
     pf_gpu__ws_layout(p, &wl);
     char *const w = (char *)ws;
@@ -1674,7 +2150,12 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.part_lse = w ? (float *)(w + wl.lse) : nullptr;
     a.counters = w ? (unsigned *)(w + wl.counters) : nullptr;
     a.work = p->units ? (const int2 *)(w + wl.work) + 1 : nullptr; /* past the header */
+    a.claims = w ? (unsigned long long *)(w + wl.claims) : nullptr;
+    a.items = items;
+    a.nseq = s->num_seqs;
+    a.slots = wl.slots;
     a.htiles = htiles;
+    a.trace = trace;
     a.hq = s->num_q_heads;
     a.hkv = s->num_kv_heads;
     a.B = s->block_size;
@@ -1685,9 +2166,9 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.splits = p->splits;
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
-    const Kern<T> kern = pick<T>(s, p->paged, p->version);
+    const Kern<T> kern = pick<T>(s, p->group_tile, p->paged, p->version);
     if (pf_gpu_version_cluster(p->version) && p->splits > 1) {
-        /* v9: a sequence's chunks (grid x) are one cluster */
+        /* v9, v10: a sequence's chunks (grid x) are one cluster */
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
         cfg.blockDim = dim3(kThreads);
@@ -1712,7 +2193,8 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
 template <typename T> int occupancy_t(const pf_gpu_attn_shape *s, int paged, int version)
 {
     int n = 0;
-    const Kern<T> kern = pick<T>(s, paged, version);
+    const Kern<T> kern =
+        pick<T>(s, pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads), paged, version);
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.fn, kThreads, (size_t)kern.smem) !=
         cudaSuccess) {
         (void)cudaGetLastError();
@@ -1749,14 +2231,16 @@ extern "C" int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged
  * run must cost as little host time as possible. */
 extern "C" int pf_gpu_launch_attention(const pf_gpu_attn_plan *p, const void *q, const void *k,
                                        const void *v, const int *block_tables,
-                                       const int *seq_lens, void *out, void *ws, void *stream)
+                                       const int *seq_lens, void *out, void *ws, void *stream,
+                                       unsigned long long *trace)
 {
     cudaStream_t st = (cudaStream_t)stream;
     switch (p->shape.dtype) {
-    case PF_GPU_F16: return launch_t<__half>(p, q, k, v, block_tables, seq_lens, out, ws, st);
+    case PF_GPU_F16:
+        return launch_t<__half>(p, q, k, v, block_tables, seq_lens, out, ws, st, trace);
     case PF_GPU_BF16:
-        return launch_t<__nv_bfloat16>(p, q, k, v, block_tables, seq_lens, out, ws, st);
-    default: return launch_t<float>(p, q, k, v, block_tables, seq_lens, out, ws, st);
+        return launch_t<__nv_bfloat16>(p, q, k, v, block_tables, seq_lens, out, ws, st, trace);
+    default: return launch_t<float>(p, q, k, v, block_tables, seq_lens, out, ws, st, trace);
     }
 }
 

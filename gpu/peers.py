@@ -50,6 +50,7 @@ class AttnPlan(ctypes.Structure):  # pf_gpu_attn_plan (gpu/gpu.h)
         ("splits", ctypes.c_int),
         ("sm_count", ctypes.c_int),
         ("blocks_per_sm", ctypes.c_int),
+        ("group_tile", ctypes.c_int),
         ("workspace_bytes", ctypes.c_size_t),
         ("units", ctypes.c_int),
         ("lens_hash", ctypes.c_ulonglong),
@@ -75,6 +76,9 @@ def main():
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--versions", default="0",
                     help="our kernel versions to run (0: the per-shape default)")
+    ap.add_argument("--group-tiles", default="0",
+                    help="query heads one block of ours serves (0: the planner's; else 1, 2, 4, "
+                         "8 dividing the group, through pf_gpu__plan_set_group_tile)")
     args = ap.parse_args()
     try:
         import torch
@@ -92,6 +96,8 @@ def main():
                                           ctypes.c_int, vp, ctypes.c_int, ctypes.c_int]
     lib.pf_gpu_attn_run.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp, vp, vp, vp, vp, vp]
     lib.pf_gpu_attn_workspace_init.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp]
+    lib.pf_gpu__plan_set_group_tile.argtypes = [ctypes.POINTER(AttnPlan), ctypes.c_int]
+    runs = [(int(v), int(t)) for v in args.versions.split(",") for t in args.group_tiles.split(",")]
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     sink = torch.zeros(1, dtype=torch.int64, device=dev)
@@ -157,10 +163,14 @@ def main():
             shape = AttnShape(S, HQ, HKV, D, B, nb, L, 2 if dts == "bf16" else 1, 0.0)
             qc = q.view(S, HQ, D).contiguous()
             st = torch.cuda.current_stream().cuda_stream
-            for ver in (int(x) for x in args.versions.split(",")):
+            for ver, tile in runs:
                 plan = AttnPlan()
                 rc = lib.pf_gpu_attn_plan_make(ctypes.byref(plan), ctypes.byref(shape), 1,
                                                ctypes.cast(lens_h, vp), 0, ver)
+                if rc == 0 and tile:
+                    if (HQ // HKV) % tile:
+                        continue  # this group has no such tile
+                    rc = lib.pf_gpu__plan_set_group_tile(ctypes.byref(plan), tile)
                 if rc != 0:
                     print(f"{name}: plan failed ({rc})")
                     bad += 1
@@ -185,7 +195,8 @@ def main():
                 ours()
                 torch.cuda.synchronize()
                 err, ok = check(out, "ours")
-                label = f"ours v{plan.version} paged B{B}" + (" (default)" if ver == 0 else "")
+                label = (f"ours v{plan.version} paged B{B}" + (f" tile {tile}" if tile else "") +
+                         (" (default)" if ver == 0 and not tile else ""))
                 res[label] = (time_it(ours, args.iters), err, ok)
             del kp, vpool
         # -- PyTorch SDPA on contiguous K/V, cuDNN and FlashAttention

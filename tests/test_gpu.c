@@ -12,7 +12,8 @@
  * device pointers (append through a shuffled block table, paged and naive
  * attention) against core's CPU reference; plan/run with lengths of zero or
  * less (zeros, one split or many) and captured in a CUDA graph replayed 100
- * times; pf_gpu_run_layout with a shared frame and its error answers.
+ * times; pf_gpu_run_layout with a shared frame and its error answers; the
+ * block timeline of versions 7 on.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -29,8 +30,8 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_internal.h"
 
-static void run_ok_v(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt,
-                     int version)
+static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt,
+                      int version, int tile)
 {
     int cap = 1;
     for (int i = 0; i < n; i++)
@@ -40,7 +41,7 @@ static void run_ok_v(int n, const int *lens, int hq, int hkv, int D, int B, pf_g
         .num_seqs = n, .seq_lens = lens, .naive_cap = cap + 3, .num_q_heads = hq,
         .num_kv_heads = hkv, .head_dim = D, .block_size = B, .dtype = dt, .iters = 2,
         .seed = 11u + (unsigned)hq * 7u + (unsigned)B, .shuffle_seed = 3, .tolerance = 1e-3,
-        .ref_all_heads = 1, .measure_bw = 0, .version = version,
+        .ref_all_heads = 1, .measure_bw = 0, .version = version, .group_tile = tile,
     };
     pf_gpu_bench_result res;
     char err[300] = "";
@@ -50,14 +51,28 @@ static void run_ok_v(int n, const int *lens, int hq, int hkv, int D, int B, pf_g
     cr_assert(res.pass, "v%d hq %d hkv %d D %d B %d %s: %s", version, hq, hkv, D, B,
               pf_gpu_dtype_name(dt), res.failure);
     cr_assert_eq(res.version, version);
+    if (tile)
+        cr_assert_eq(res.group_tile, tile);
     cr_assert_gt(res.host_us_per_run, 0.0);
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
-    /* same algorithm, same order of operations: the gather changes nothing */
-    cr_assert_eq(res.max_diff_ordered, 0.0);
-    cr_assert_eq(res.max_diff_shuffled, 0.0);
+    /* same algorithm, same order of operations: the gather changes nothing
+     * (v11 shares tokens out at run time: within the tolerance) */
+    if (pf_gpu_version_exact(version)) {
+        cr_assert_eq(res.max_diff_ordered, 0.0);
+        cr_assert_eq(res.max_diff_shuffled, 0.0);
+    } else {
+        cr_assert_leq(res.max_diff_ordered, cfg.tolerance);
+        cr_assert_leq(res.max_diff_shuffled, cfg.tolerance);
+    }
     cr_assert_eq(res.ref_checked, (long long)n * hq * D);
     cr_assert_gt(res.naive.median_ms, 0.0);
+}
+
+static void run_ok_v(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt,
+                     int version)
+{
+    run_ok_vt(n, lens, hq, hkv, D, B, dt, version, 0);
 }
 
 /* every numbered kernel version on the same case */
@@ -90,6 +105,19 @@ Test(gpu, gqa_groups)
     run_ok(3, lens, 12, 2, 64, 16, PF_GPU_F16);  /* group 6: tiles of 2 */
 }
 
+/* A group served in smaller tiles than the planner's (bench --group-tile):
+ * more blocks, each reading its KV head for fewer query heads. */
+Test(gpu, group_in_smaller_tiles)
+{
+    int lens[] = {3, 64, 200, 1000};
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++)
+        run_ok_vt(4, lens, 8, 1, 128, 16, PF_GPU_BF16, v, 2);
+    const int tiles[] = {1, 4};
+    for (int t = 0; t < 2; t++)
+        for (int v = 7; v <= PF_GPU_KERNEL_VERSIONS; v++)
+            run_ok_vt(4, lens, 8, 1, 128, 16, PF_GPU_BF16, v, tiles[t]);
+}
+
 Test(gpu, block_sizes)
 {
     int lens[] = {1, 7, 8, 9, 255, 256, 300};
@@ -116,8 +144,51 @@ Test(gpu, split_kv_long_sequences)
         cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
         cr_assert_gt(res.splits, 1);
         cr_assert(res.pass, "v%d: %s", v, res.failure);
-        cr_assert_eq(res.max_diff_shuffled, 0.0);
+        cr_assert(pf_gpu_version_exact(v) ? res.max_diff_shuffled == 0.0
+                                          : res.max_diff_shuffled <= cfg.tolerance);
     }
+}
+
+/* The block timeline (bench --timeline): a record for every block of the
+ * launch grid (the work list's units, or every chunk of a cluster launch),
+ * consistent with itself; the traced launch's output is the checked one
+ * (the runner fails the run otherwise). Versions before 7 record none. */
+Test(gpu, block_timeline_records_every_block)
+{
+    int lens[] = {9000, 1, 4097};
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 3, .seq_lens = lens, .naive_cap = 9000, .num_q_heads = 8, .num_kv_heads = 2,
+        .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16, .iters = 1, .seed = 5,
+        .shuffle_seed = 6, .tolerance = 1e-3, .ref_all_heads = 1, .measure_bw = 0,
+        .timeline = 1,
+    };
+    const int htiles = 2; /* 2 KV heads, the group of 4 in one tile */
+    for (int v = PF_GPU_TRACE_MIN_VERSION; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        pf_gpu_bench_result res;
+        char err[300] = "";
+        cfg.version = v;
+        cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "v%d: %s", v, err);
+        cr_assert(res.pass, "v%d: %s", v, res.failure);
+        cr_assert(res.have_timeline);
+        const pf_gpu_timeline *t = &res.timeline;
+        /* v11: one wave at most (this case has fewer items than one) */
+        const int want = res.units ? res.units * htiles : res.splits * htiles * 3;
+        cr_assert_eq(t->blocks, want, "v%d: %d blocks recorded, %d launched", v, t->blocks, want);
+        cr_assert_geq(t->sms, 1);
+        cr_assert_leq(t->sms, t->blocks);
+        cr_assert_gt(t->ready_us, 0.0, "v%d: blocks with tokens saw their first tile", v);
+        cr_assert_gt(t->stream_us, 0.0);
+        cr_assert_leq(t->run_us, t->span_us);
+        cr_assert_leq(t->first_end_us, t->median_end_us);
+        cr_assert_leq(t->median_end_us, t->span_us);
+        cr_assert_leq(t->last_start_us, t->span_us);
+        cr_assert(t->sm_busy > 0.0 && t->sm_busy <= 1.0, "v%d: sm_busy %g", v, t->sm_busy);
+    }
+    pf_gpu_bench_result res;
+    char err[300] = "";
+    cfg.version = PF_GPU_TRACE_MIN_VERSION - 1;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "timeline"), "%s", err);
 }
 
 Test(gpu, runner_refuses_bad_input)
@@ -413,21 +484,27 @@ Test(gpu, lengths_of_zero_or_less_give_zeros_with_one_split_or_many)
     pcase_make(&c, lens);
     for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
         pf_gpu_attn_plan one, many;
+        /* plans from the bound, but v11 runs from a work list only: from
+         * the lengths (its one block on a machine of one slot then does
+         * every item in turn) */
+        const int *hl = pf_gpu_version_steal(v) ? lens : NULL;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&one, &c.sh, 1, NULL, PCAP, v, 1, 1),
+                     pf_gpu_version_steal(v) ? PF_ERR_ARG : PF_OK);
         /* one slot on the machine: splitting cannot help, one chunk */
-        cr_assert_eq(pf_gpu_attn_plan_compute(&one, &c.sh, 1, NULL, PCAP, v, 1, 1), PF_OK);
+        cr_assert_eq(pf_gpu_attn_plan_compute(&one, &c.sh, 1, hl, PCAP, v, 1, 1), PF_OK);
         cr_assert_eq(one.splits, 1);
         pcase_check(&c, &one, "one split");
         /* a big machine, and the chunking forced to 3 (the planner may keep
          * 320 tokens whole: versions 1-4 merge in a second launch) */
-        cr_assert_eq(pf_gpu_attn_plan_compute(&many, &c.sh, 1, NULL, PCAP, v, 132, 8), PF_OK);
-        cr_assert_eq(pf_gpu__plan_set_splits(&many, 3, NULL), PF_OK);
+        cr_assert_eq(pf_gpu_attn_plan_compute(&many, &c.sh, 1, hl, PCAP, v, 132, 8), PF_OK);
+        cr_assert_eq(pf_gpu__plan_set_splits(&many, 3, hl), PF_OK);
         cr_assert_eq(many.splits, 3);
         pcase_check(&c, &many, "many splits");
     }
     pcase_free(&c);
 }
 
-/* A plan from host lengths runs from its work list (versions 5-8); the
+/* A plan from host lengths runs from its work list (versions 5-8, 11); the
  * device lengths may differ: shorter (its later chunks find no tokens), 0
  * (zeros), or longer, read up to the end of the chunks planned for the
  * sequence (gpu.h). */
@@ -439,7 +516,10 @@ Test(gpu, work_list_reads_each_length_up_to_its_planned_chunks)
     pcase_make(&c, host);
     memcpy(c.lens, dev, sizeof dev);
     CK(pf_gpu_memcpy(c.dlens, dev, sizeof dev, PF_GPU_H2D));
-    for (int v = 5; v <= 8; v++) { /* the versions with a work list */
+    const int listed[] = {5, 6, 7, 8, 11}; /* the versions with a work list */
+    for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++) {
+        const int v = listed[i];
+        cr_assert(pf_gpu_version_listed(v));
         pf_gpu_attn_plan p;
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &c.sh, 1, host, 0, v, 132, 8), PF_OK);
         cr_assert_eq(pf_gpu__plan_set_splits(&p, 3, host), PF_OK);
@@ -479,7 +559,14 @@ Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
         CK(pf_gpu_attn_graph_launch(g, 100, NULL));
         CK(pf_gpu_sync());
         CK(pf_gpu_memcpy(got, c.dout, sizeof got, PF_GPU_D2H));
-        cr_assert_eq(memcmp(got, want, sizeof got), 0, "v%d: 100 replays differ from one run", v);
+        if (pf_gpu_version_exact(v)) {
+            cr_assert_eq(memcmp(got, want, sizeof got), 0, "v%d: 100 replays differ from one run",
+                         v);
+        } else { /* v11: its counters reset themselves; the sums' order may move */
+            for (int i = 0; i < PS * PHQ * PD; i++)
+                cr_assert(fabsf(got[i] - want[i]) < 1e-5f, "v%d: replay elem %d: %g vs %g", v, i,
+                          got[i], want[i]);
+        }
         pf_gpu_attn_graph_free(g);
     }
     pcase_free(&c);

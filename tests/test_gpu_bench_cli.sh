@@ -28,6 +28,13 @@ expect_usage --kernel 99
 expect_usage --splits 300
 expect_usage --len 32768 --splits 2
 expect_usage --profile-out /nonexistent-dir/profile.txt
+expect_usage --timeline /nonexistent-dir/timeline.csv
+expect_usage --kernel 11 --grid-order
+expect_usage --workload llama --group-tile 3
+expect_usage --workload llama --group-tile 8
+tlu=$(mktemp -u)
+expect_usage --kernel 6 --timeline "$tlu"
+[ -e "$tlu" ] && { echo "FAIL: a usage error left a timeline behind"; fails=$((fails + 1)); rm -f "$tlu"; }
 
 prof=$(mktemp -u)
 "$bin" bench --workload seed --seqs 8 --iters 3 --format json --profile-out "$prof" >"$out" 2>"$err"
@@ -52,6 +59,32 @@ case $rc in
     ;;
 *)
     echo "FAIL: bench --workload seed -> status $rc"
+    cat "$err"
+    fails=$((fails + 1))
+    ;;
+esac
+
+# the block timeline: on a device, one CSV line a block, each block's
+# start <= first tile <= last tile <= end, as many as the report's tl_blocks
+tl=$(mktemp -u)
+"$bin" bench --workload single --iters 3 --no-read-bw --format json --timeline "$tl" >"$out" 2>"$err"
+rc=$?
+case $rc in
+0)
+    blocks=$(sed -n 's/.*"tl_blocks": *\([0-9]*\).*/\1/p' "$out")
+    [ "$(head -n 1 "$tl")" = "block,sm,start_us,ready_us,streamed_us,end_us" ] || { echo "FAIL: timeline header"; fails=$((fails + 1)); }
+    lines=$(($(wc -l <"$tl") - 1))
+    [ -n "$blocks" ] && [ "$lines" -eq "$blocks" ] && [ "$blocks" -gt 0 ] ||
+        { echo "FAIL: timeline has $lines blocks, the report says '$blocks'"; fails=$((fails + 1)); }
+    awk -F, 'NR > 1 && !($3 <= $6 && ($4 == "" ? $5 == "" : ($3 <= $4 && $4 <= $5 && $5 <= $6)) && $2 >= 0) { bad++ }
+             END { exit bad > 0 }' "$tl" || { echo "FAIL: a timeline record out of order"; fails=$((fails + 1)); }
+    rm -f "$tl"
+    ;;
+3)
+    [ -e "$tl" ] && { echo "FAIL: a failed run left a timeline behind"; fails=$((fails + 1)); rm -f "$tl"; }
+    ;;
+*)
+    echo "FAIL: bench --workload single --timeline -> status $rc"
     cat "$err"
     fails=$((fails + 1))
     ;;

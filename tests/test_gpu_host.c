@@ -300,15 +300,24 @@ static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
     cr_assert_geq((long long)p->chunk * p->splits, maxlen);
     cr_assert_lt((long long)p->chunk * (p->splits - 1), maxlen);
     const int group = p->shape.num_q_heads / p->shape.num_kv_heads;
-    const size_t counters = pf_gpu_version_fused(p->version)
-                                ? (size_t)p->shape.num_seqs * p->shape.num_kv_heads *
-                                      (group / pf_gpu_group_tile(group)) * sizeof(unsigned)
-                                : 0;
+    const size_t pairs =
+        (size_t)p->shape.num_seqs * p->shape.num_kv_heads * (group / p->group_tile);
+    const size_t counters = pf_gpu_version_fused(p->version) ? pairs * sizeof(unsigned) : 0;
     size_t want = 0;
-    if (p->splits > 1 && !pf_gpu_version_cluster(p->version)) /* v9 merges on chip */
+    if (pf_gpu_version_steal(p->version)) {
+        /* v11, split or not: a partial per visit (4 a chunk), two run
+         * counters and two per pair, then a claim word per item */
+        cr_assert_gt(p->units, 0, "v11 runs from a work list");
+        want = (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
+                   PF_GPU_STEAL_VISITS * (p->shape.head_dim + 1) * sizeof(float) +
+               (2 + 2 * pairs) * sizeof(unsigned);
+        want = (want + 7) / 8 * 8 +
+               (size_t)p->units * (pairs / p->shape.num_seqs) * sizeof(unsigned long long);
+    } else if (p->splits > 1 && !pf_gpu_version_cluster(p->version)) { /* v9, v10: on chip */
         want = (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
                    (p->shape.head_dim + 1) * sizeof(float) +
                counters;
+    }
     if (p->units) /* the work list after it, 8-byte aligned: a header and the units */
         want = (want + 7) / 8 * 8 + (size_t)(p->units + 1) * 2 * sizeof(int);
     cr_assert_eq(p->workspace_bytes, want, "splits %d, units %d", p->splits, p->units);
@@ -635,8 +644,8 @@ Test(gpu_host, work_list_covers_each_chunk_once_longest_first)
     free(pairs);
 }
 
-/* Without lengths, or with a version that merges in a second launch, the
- * blocks run in grid order: no list. */
+/* Without lengths, or with a version that merges in a second launch or in
+ * a cluster, the blocks run in grid order: no list. */
 Test(gpu_host, work_list_only_from_lengths_and_fused_versions)
 {
     int lens[64];
@@ -650,32 +659,145 @@ Test(gpu_host, work_list_only_from_lengths_and_fused_versions)
     cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_ERR_ARG);
     for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
-        cr_assert_eq(p.units > 0, v >= 5 && v <= 8, "version %d: %d units", v, p.units);
+        cr_assert_eq(p.units > 0, (v >= 5 && v <= 8) || v == 11, "version %d: %d units", v,
+                     p.units);
         assert_covers(&p, p.max_len, 16);
+    }
+    /* version 11 shares its work out from the list: no plan without one */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 4096, 11, 132, 4), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 11, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 1, lens), PF_OK);
+    cr_assert_gt(p.workspace_bytes, 0, "v11 keeps partials even unsplit");
+    assert_covers(&p, p.max_len, 16);
+}
+
+/* Versions 9 and 10 merge a sequence's chunks inside one thread-block
+ * cluster: at most PF_GPU_CLUSTER_MAX chunks, no work list, no workspace. */
+Test(gpu_host, cluster_version_keeps_a_sequence_in_one_cluster)
+{
+    for (int v = 9; v <= 10; v++) {
+        cr_assert(pf_gpu_version_cluster(v) && !pf_gpu_version_listed(v));
+        pf_gpu_attn_shape s = llama_shape();
+        s.num_seqs = 1;
+        int len = 1024;
+        pf_gpu_attn_plan p;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, v, 132, 4), PF_OK);
+        cr_assert_gt(p.splits, 1, "v%d: one sequence on 132 SMs: split", v);
+        cr_assert_leq(p.splits, PF_GPU_CLUSTER_MAX);
+        cr_assert_eq(p.units, 0);
+        cr_assert_eq(p.workspace_bytes, 0);
+        cr_assert_eq(pf_gpu__plan_set_splits(&p, PF_GPU_CLUSTER_MAX, &len), PF_OK);
+        cr_assert_eq(pf_gpu__plan_set_splits(&p, 2 * PF_GPU_CLUSTER_MAX, &len), PF_ERR_ARG);
+        /* 8 x 4096 tokens is the longest a cluster covers */
+        s.max_blocks_per_seq = 4096;
+        len = 8 * PF_GPU_MAX_CHUNK;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, v, 132, 4), PF_OK);
+        cr_assert_eq(p.splits, PF_GPU_CLUSTER_MAX);
+        len += 16;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, v, 132, 4), PF_ERR_ARG);
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 7, 132, 4), PF_OK);
     }
 }
 
-/* Version 9 merges a sequence's chunks inside one thread-block cluster: at
- * most PF_GPU_CLUSTER_MAX chunks, no work list, no workspace. */
-Test(gpu_host, cluster_version_keeps_a_sequence_in_one_cluster)
+/* The block timeline's summary on records whose answer is worked out by
+ * hand: SM 0 runs blocks 0 and 1 (overlapping, so it is busy from 1000 to
+ * 9000 ns), SM 1 runs block 2 (1000 to 3000); block 1 found no tokens. */
+Test(gpu_host, timeline_summary_of_known_records)
 {
-    pf_gpu_attn_shape s = llama_shape();
-    s.num_seqs = 1;
-    int len = 1024;
-    pf_gpu_attn_plan p;
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_OK);
-    cr_assert_gt(p.splits, 1, "one sequence on 132 SMs: split");
-    cr_assert_leq(p.splits, PF_GPU_CLUSTER_MAX);
-    cr_assert_eq(p.units, 0);
-    cr_assert_eq(p.workspace_bytes, 0);
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, PF_GPU_CLUSTER_MAX, &len), PF_OK);
-    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2 * PF_GPU_CLUSTER_MAX, &len), PF_ERR_ARG);
-    /* 8 x 4096 tokens is the longest a cluster covers */
-    s.max_blocks_per_seq = 4096;
-    len = 8 * PF_GPU_MAX_CHUNK;
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_OK);
-    cr_assert_eq(p.splits, PF_GPU_CLUSTER_MAX);
-    len += 16;
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_ERR_ARG);
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 7, 132, 4), PF_OK);
+    const unsigned long long rec[3 * PF_GPU_TRACE_WORDS] = {
+        1000, 1500, 4500, 5000, 0, /* start, first tile, last tile, end, SM */
+        2000, 0,    0,    9000, 0, /**/
+        1000, 1200, 2200, 3000, 1,
+    };
+    pf_gpu_timeline t;
+    cr_assert_eq(pf_gpu_timeline_summarize(rec, 3, &t), PF_OK);
+    cr_assert_eq(t.blocks, 3);
+    cr_assert_eq(t.sms, 2);
+    cr_assert_float_eq(t.span_us, 8.0, 1e-9);
+    cr_assert_float_eq(t.last_start_us, 1.0, 1e-9);
+    cr_assert_float_eq(t.ready_us, 0.35, 1e-9);  /* median of 0.5 and 0.2 */
+    cr_assert_float_eq(t.stream_us, 2.0, 1e-9);  /* of 3 and 1 */
+    cr_assert_float_eq(t.finish_us, 0.65, 1e-9); /* of 0.5 and 0.8 */
+    cr_assert_float_eq(t.run_us, 4.0, 1e-9);     /* of 4, 7 and 2 */
+    cr_assert_float_eq(t.first_end_us, 2.0, 1e-9);
+    cr_assert_float_eq(t.median_end_us, 4.0, 1e-9);
+    cr_assert_float_eq(t.sm_busy, (8.0 + 2.0) / (2 * 8.0), 1e-12);
+
+    /* a gap on one SM is not busy time */
+    const unsigned long long gap[2 * PF_GPU_TRACE_WORDS] = {100, 0, 0, 200, 7, 300, 0, 0, 400, 7};
+    cr_assert_eq(pf_gpu_timeline_summarize(gap, 2, &t), PF_OK);
+    cr_assert_float_eq(t.sm_busy, 200.0 / 300.0, 1e-12);
+
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cr_assert_eq(pf_gpu_timeline_write(f, rec, 3), PF_OK);
+    rewind(f);
+    char line[128];
+    const char *want[] = {"block,sm,start_us,ready_us,streamed_us,end_us\n",
+                          "0,0,0.000,0.500,3.500,4.000\n", "1,0,1.000,,,8.000\n",
+                          "2,1,0.000,0.200,1.200,2.000\n"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_not_null(fgets(line, sizeof line, f));
+        cr_assert_str_eq(line, want[i]);
+    }
+    cr_assert_null(fgets(line, sizeof line, f));
+    fclose(f);
+}
+
+/* Records a kernel did not write (or wrote wrong) are refused, not averaged. */
+Test(gpu_host, timeline_refuses_what_is_not_a_record)
+{
+    pf_gpu_timeline t;
+    const unsigned long long ok[PF_GPU_TRACE_WORDS] = {10, 20, 25, 30, 5};
+    cr_assert_eq(pf_gpu_timeline_summarize(ok, 1, &t), PF_OK);
+    cr_assert_eq(pf_gpu_timeline_summarize(ok, 0, &t), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_timeline_summarize(NULL, 1, &t), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_timeline_summarize(ok, 1, NULL), PF_ERR_ARG);
+    const unsigned long long bad[][PF_GPU_TRACE_WORDS] = {
+        {0, 0, 0, 0, 0},       /* never started: the block was not traced */
+        {30, 0, 0, 20, 0},     /* ends before it starts */
+        {10, 40, 45, 30, 0},   /* tiles after the end */
+        {10, 5, 25, 30, 0},    /* first tile before the start */
+        {10, 25, 20, 30, 0},   /* last tile before the first */
+        {10, 20, 0, 30, 0},    /* a first tile without a last */
+        {10, 0, 20, 30, 0},    /* a last tile without a first */
+        {10, 20, 25, 30, 4096}, /* no such SM */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(pf_gpu_timeline_summarize(bad[i], 1, &t), PF_ERR_ARG, "record %zu", i);
+        cr_assert_eq(pf_gpu_timeline_write(stdout, bad[i], 1), PF_ERR_ARG, "record %zu", i);
+    }
+}
+
+/* A block serves the largest tile of 1, 2, 4, 8 query heads that divides
+ * the group, unless told otherwise (bench --group-tile): then the blocks,
+ * and the workspace sized by them, follow the tile. */
+Test(gpu_host, group_tile_can_be_forced)
+{
+    int lens[8] = {1000, 3000, 20, 4096, 1, 700, 2500, 90};
+    pf_gpu_attn_shape s = llama_shape(); /* group 4 */
+    s.num_seqs = 8;
+    for (int v = 7; v <= 11; v += 4) {
+        pf_gpu_attn_plan p;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
+        cr_assert_eq(p.group_tile, 4);
+        cr_assert_eq(pf_gpu__plan_head_tiles(&p), 8);
+        const size_t ws4 = p.workspace_bytes;
+        cr_assert_eq(pf_gpu__plan_set_group_tile(&p, 1), PF_OK);
+        cr_assert_eq(p.group_tile, 1);
+        cr_assert_eq(pf_gpu__plan_head_tiles(&p), 32);
+        assert_covers(&p, p.max_len, 16);
+        if (v == 11) /* a claim word per item: 4 times the items */
+            cr_assert_gt(p.workspace_bytes, ws4);
+        cr_assert_eq(pf_gpu__plan_set_group_tile(&p, 2), PF_OK);
+        assert_covers(&p, p.max_len, 16);
+        const int bad[] = {0, 3, 8, 16, -1};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            cr_assert_eq(pf_gpu__plan_set_group_tile(&p, bad[i]), PF_ERR_ARG, "tile %d", bad[i]);
+            cr_assert_eq(p.group_tile, 2, "a refused tile leaves the plan alone");
+        }
+    }
+    pf_gpu_attn_plan none;
+    memset(&none, 0, sizeof none);
+    cr_assert_eq(pf_gpu__plan_set_group_tile(&none, 1), PF_ERR_ARG);
 }

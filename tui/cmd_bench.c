@@ -69,6 +69,8 @@ typedef struct {
     int kernel;
     int splits;
     int grid_order;
+    int group_tile;
+    const char *timeline;
     const char *profile_out;
     int format;
 } bench_args;
@@ -86,7 +88,10 @@ static const char bench_summary[] =
     "outputs are NaN-poisoned first. Times are CUDA-event timings with the L2 flushed before\n"
     "each launch. --profile-out FILE also measures the simulator's cost-model figures (read\n"
     "bandwidth, paged attention at the llama shape, the single 1x1024 launch) and writes\n"
-    "them as `pagefault-gpu-profile/1`. Exit status: 0 pass, 1 a check failed, 2 usage,\n"
+    "them as `pagefault-gpu-profile/1`. --timeline FILE runs one more paged launch with the\n"
+    "kernel's block timeline on (versions 7 on): when each thread block started, got its\n"
+    "first K/V and ended, on which SM; it prints a summary (start spread, first data, tail,\n"
+    "SM busy) and writes the blocks as CSV. Exit status: 0 pass, 1 a check failed, 2 usage,\n"
     "3 no GPU.";
 
 /* Resolve the lengths: --lengths, else --len, else the workload's. */
@@ -173,6 +178,7 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "splits", "chunks of the longest sequence", res->splits, "%.0f", NULL);
     pf_report_num(r, "units", "work-list units (0: grid order)", res->units, "%.0f", NULL);
     pf_report_num(r, "kernel", "kernel version", res->version, "%.0f", NULL);
+    pf_report_num(r, "group_tile", "query heads a block serves", res->group_tile, "%.0f", NULL);
     pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
     pf_report_num(r, "seed", "data seed", (double)a->seed, "%.0f", NULL);
     pf_report_num(r, "shuffle_seed", "shuffle seed", (double)a->shuffle_seed, "%.0f", NULL);
@@ -228,6 +234,32 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_section(r, "api", "Public API (plan once, run many times)");
     pf_report_num(r, "host_us_per_run", "host time per pf_gpu_attn_run (loop of 50, no sync)",
                   res->host_us_per_run, "%.2f", "us");
+
+    if (res->have_timeline) {
+        const pf_gpu_timeline *tl = &res->timeline;
+        pf_report_section(r, "timeline", "Block timeline (one more paged launch, globaltimer)");
+        pf_report_num(r, "tl_blocks", "thread blocks", tl->blocks, "%.0f", NULL);
+        pf_report_num(r, "tl_sms", "SMs that ran one", tl->sms, "%.0f", NULL);
+        pf_report_num(r, "tl_span_us", "first start to last end", tl->span_us, "%.2f", "us");
+        pf_report_num(r, "tl_last_start_us", "first start to last start", tl->last_start_us,
+                      "%.2f", "us");
+        pf_report_num(r, "tl_ready_us", "start to first K/V landed (median)", tl->ready_us,
+                      "%.2f", "us");
+        pf_report_num(r, "tl_stream_us", "first K/V to last tile done (median)", tl->stream_us,
+                      "%.2f", "us");
+        pf_report_num(r, "tl_finish_us", "last tile to block end: merge (median)", tl->finish_us,
+                      "%.2f", "us");
+        pf_report_num(r, "tl_run_us", "block duration (median)", tl->run_us, "%.2f", "us");
+        pf_report_num(r, "tl_first_end_us", "first start to first end", tl->first_end_us, "%.2f",
+                      "us");
+        pf_report_num(r, "tl_median_end_us", "first start to median end", tl->median_end_us,
+                      "%.2f", "us");
+        pf_report_num(r, "tl_tail_us", "median end to last end",
+                      tl->span_us - tl->median_end_us, "%.2f", "us");
+        pf_report_num(r, "tl_sm_busy", "SM time holding a block", tl->sm_busy, "%.3f", NULL);
+        if (a->timeline)
+            pf_report_str(r, "tl_csv", "per-block records (CSV)", a->timeline);
+    }
 
     pf_report_section(r, "checks", "Checks");
     pf_report_num(r, "max_err_ref", "max |naive - CPU reference|", res->max_err_ref, "%.3g",
@@ -310,6 +342,10 @@ int pf_cmd_bench(int argc, char **argv)
          "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
         {"grid-order", PF_OPT_FLAG, &a.grid_order, 0, 0, NULL, NULL,
          "launch every chunk in grid order, without the planner's work list", 0},
+        {"group-tile", PF_OPT_INT, &a.group_tile, 0, 8, NULL, "N",
+         "query heads one block serves (1, 2, 4, 8 dividing the group); 0: the planner's", 0},
+        {"timeline", PF_OPT_STRING, &a.timeline, 0, 0, NULL, "FILE",
+         "one more paged launch with the block timeline on; its blocks as CSV to FILE", 0},
         {"profile-out", PF_OPT_STRING, &a.profile_out, 0, 0, NULL, "FILE",
          "also measure and write the simulator's GPU profile to FILE", 0},
         {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
@@ -344,6 +380,23 @@ int pf_cmd_bench(int argc, char **argv)
     if (!pf_gpu_shape_ok(a.hq, a.hkv, a.head_dim, a.block_size, why, sizeof why))
         return pf_cli_error(PROG, "%s", why);
 
+    if (a.group_tile && ((a.group_tile & (a.group_tile - 1)) || (a.hq / a.hkv) % a.group_tile))
+        return pf_cli_error(PROG, "--group-tile %d: a block serves 1, 2, 4 or 8 query heads "
+                                  "dividing the group of %d", a.group_tile, a.hq / a.hkv);
+    if (a.grid_order && a.kernel == 11)
+        return pf_cli_error(PROG, "--grid-order: kernel version 11 runs from its work list only");
+    if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
+        return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
+                                  "%d to %d do)", a.kernel, PF_GPU_TRACE_MIN_VERSION,
+                            PF_GPU_KERNEL_VERSIONS);
+    if (a.timeline) {
+        /* a bad path is a usage error before any GPU work (the run rewrites it) */
+        FILE *f = fopen(a.timeline, "w");
+        if (!f)
+            return pf_cli_error(PROG, "--timeline: cannot write '%s': %s", a.timeline,
+                                strerror(errno));
+        fclose(f);
+    }
     int n = 0, status = 2;
     FILE *prof = NULL;
     if (a.profile_out) {
@@ -356,8 +409,12 @@ int pf_cmd_bench(int argc, char **argv)
     int *lens = bench_lengths(&a, w, &n);
     pf_report *r = NULL;
     if (!lens) {
-        if (prof)
+        if (prof) {
             fclose(prof);
+            remove(a.profile_out);
+        }
+        if (a.timeline)
+            remove(a.timeline);
         return 2;
     }
     int maxlen = 0;
@@ -394,6 +451,9 @@ int pf_cmd_bench(int argc, char **argv)
         .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
         .grid_order = a.grid_order,
         .splits = a.splits,
+        .timeline = a.timeline != NULL,
+        .group_tile = a.group_tile,
+        .timeline_csv = a.timeline,
     };
     /* every sequence is always checked; heads are sampled (one q head per
      * kv head) only when all of them would cost the CPU too long */
@@ -440,6 +500,8 @@ out:
     }
     if (prof && status != 0)
         remove(a.profile_out); /* no half-written or empty profile left behind */
+    if (a.timeline && status != 0)
+        remove(a.timeline);
     pf_report_free(r);
     free(lens);
     return status;
