@@ -152,13 +152,24 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *   otherwise                  7 (llama 0.934 against 0.932 for v8, 0.934
  *                                 for v6 and 0.833 for v5; batch, long and
  *                                 single faster than v8; seed 9.5 us against
- *                                 9.9 for v8; small launches included). */
+ *                                 9.9 for v8; small launches included).
+ * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms) nor 11
+ * (work stealing: slower on every workload in two calls of the sixth
+ * session, and not bitwise reproducible). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
  * critical path, so version 0 is 9 there (the planner falls back to 7 for a
  * sequence longer than one cluster's 8 chunks). */
 #define PF_GPU_SMALL_LAUNCH 32
+/* ... and there version 0 serves one query head a block (the chunking is
+ * planned for the group's tile first, then each block's heads are cut to
+ * this): a small launch leaves SMs idle, so more, shorter blocks cost no
+ * bandwidth and shorten each block's arithmetic and merge. Measured on the
+ * H200 (docs/gpu.md, sixth session, one call): single 9.8 us against 10.0
+ * at the group's tile of 4 in `pagefault bench`, and in gpu/peers.py 9.7
+ * against 10.1 us, cuDNN's SDPA 10.1 us in the same process. */
+#define PF_GPU_SMALL_TILE 1
 
 int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
 /* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's

@@ -754,6 +754,8 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     plan->sm_count = sm_count;
     plan->blocks_per_sm = blocks_per_sm;
     plan->group_tile = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
+    if (!version && pf_gpu_version_cluster(v)) /* a small launch: see PF_GPU_SMALL_TILE */
+        plan->group_tile = PF_GPU_SMALL_TILE;
     if (listed) {
         plan->units = (int)best_units;
         plan->lens_hash = lens_hash(lens_host, s->num_seqs);

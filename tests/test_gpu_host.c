@@ -532,6 +532,18 @@ Test(gpu_host, default_version_follows_the_measurements)
     len -= 16;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
+    /* a small launch: one query head a block, the chunking the group's
+     * tile of 4 gets (as measured: plan, then the tile cut) */
+    cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
+    pf_gpu_attn_plan q;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, &len, 0, 9, 132, 4), PF_OK);
+    cr_assert_eq(q.group_tile, 4, "an explicit version keeps the group's tile");
+    cr_assert_eq(q.chunk, p.chunk);
+    cr_assert_eq(q.splits, p.splits);
+    len = 1024; /* single */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
+    cr_assert_eq(pf_gpu__plan_head_tiles(&p), 32);
     s.dtype = PF_GPU_F32;
     cr_assert_eq(pf_gpu_default_version(&s), 7); /* fp32 small: v9 measured slower (seed) */
     s = llama_shape();
