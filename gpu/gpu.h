@@ -85,15 +85,18 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
 /* ---- (a) plan once, run many times (FlashInfer's decode-wrapper split) ----
  *
  * plan: on the host, from the shape and either the host lengths or an upper
- * bound of them, choose the kernel version and the split-KV chunking (how
- * many chunks per sequence, merged by log-sum-exp) and say how many bytes of
+ * bound of them, choose the kernel version, the split-KV chunking (how
+ * many chunks per sequence, merged by log-sum-exp) and how many query heads
+ * of a GQA group one thread block serves, and say how many bytes of
  * workspace a run needs. It may query the device (SM count, occupancy).
  * workspace_init: prepare a workspace of plan->workspace_bytes for the
  * plan's runs, once (runs leave it as they found it). Given the host
- * lengths, versions 5-8 run from a work list (plan->units > 0): one unit
- * per chunk that holds tokens, longest first, so that blocks start in
+ * lengths, versions 5-8 and 11 run from a work list (plan->units > 0): one
+ * unit per chunk that holds tokens, longest first, so that blocks start in
  * longest-processing-time order and no block is launched for a short
- * sequence's empty chunks; workspace_init writes that list.
+ * sequence's empty chunks; workspace_init writes that list. Version 11
+ * (work stealing) needs the list, so it is planned from lengths only, and
+ * its outputs are not bitwise reproducible run to run (docs/gpu.md).
  * run: launch on device pointers with the prepared workspace; it allocates
  * nothing, queries nothing and synchronizes nothing, so it can be captured
  * in a CUDA graph. Device lengths: a length <= 0 gives an output of zeros;

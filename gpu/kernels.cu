@@ -1,5 +1,5 @@
 /* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
- * versions 1-6 in llm.c's manner, docs/gpu.md has each one's figures), the
+ * versions 1-11 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
