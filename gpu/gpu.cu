@@ -748,9 +748,10 @@ int case_host_time(Case *c)
 
 /* The block timeline: one more paged launch on the last layout (shuffled
  * frames when there are), after an L2 flush as a timed launch, with the
- * kernel's records on (4 words a block of the launch grid); its output must
- * be bitwise the checked one (the marks change nothing else). The records
- * are summarized into res->timeline and, when asked, written as CSV. */
+ * kernel's records on (PF_GPU_TRACE_WORDS a block of the launch grid); its
+ * output must be the checked one (same_output: the marks change nothing
+ * else). The records are summarized into res->timeline and, when asked,
+ * written as CSV. */
 int case_timeline(Case *c)
 {
     const CaseIn &in = *c->in;
@@ -760,9 +761,7 @@ int case_timeline(Case *c)
                 PF_GPU_TRACE_MIN_VERSION, p->version);
         return PF_ERR_ARG;
     }
-    const long long heads = pf_gpu__plan_head_tiles(p);
-    const long long blocks =
-        p->units ? p->units * heads : (long long)p->splits * heads * p->shape.num_seqs;
+    const long long blocks = pf_gpu__plan_blocks(p);
     const size_t words = (size_t)blocks * PF_GPU_TRACE_WORDS;
     const int L = c->np - 1; /* the last pass's layout */
     c->trace_h = (unsigned long long *)malloc(words * sizeof *c->trace_h);

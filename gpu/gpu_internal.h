@@ -43,6 +43,11 @@ int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
 /* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's
  * tiles of plan->group_tile query heads. */
 int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan);
+/* Thread blocks the plan's attention launch has: in grid order, chunks x
+ * head tiles x sequences; from a work list, units x head tiles; version 11,
+ * those items but at most one wave (sm_count x blocks_per_sm). The
+ * launcher's grid and the bench's block timeline both size from it. */
+long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan);
 /* Serve `tile` query heads a block instead of the plan's (for measuring
  * it: `pagefault bench --group-tile`): 1, 2, 4 or 8, dividing the group.
  * The chunking stays; the workspace is sized again. PF_ERR_ARG otherwise
@@ -175,6 +180,11 @@ int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
 /* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's
  * tiles of plan->group_tile query heads. */
 int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan);
+/* Thread blocks the plan's attention launch has: in grid order, chunks x
+ * head tiles x sequences; from a work list, units x head tiles; version 11,
+ * those items but at most one wave (sm_count x blocks_per_sm). The
+ * launcher's grid and the bench's block timeline both size from it. */
+long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan);
 /* Serve `tile` query heads a block instead of the plan's (for measuring
  * it: `pagefault bench --group-tile`): 1, 2, 4 or 8, dividing the group.
  * The chunking stays; the workspace is sized again. PF_ERR_ARG otherwise

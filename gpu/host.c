@@ -554,6 +554,16 @@ int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan)
     return s->num_kv_heads * (s->num_q_heads / s->num_kv_heads / plan->group_tile);
 }
 
+long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan)
+{
+    const long long heads = pf_gpu__plan_head_tiles(plan);
+    if (!plan->units)
+        return (long long)plan->splits * heads * plan->shape.num_seqs;
+    const long long items = plan->units * heads;
+    const long long wave = (long long)plan->sm_count * plan->blocks_per_sm;
+    return pf_gpu_version_steal(plan->version) && wave < items ? wave : items;
+}
+
 void pf_gpu__ws_layout(const pf_gpu_attn_plan *plan, pf_gpu_ws_layout *l)
 {
     const pf_gpu_attn_shape *s = &plan->shape;

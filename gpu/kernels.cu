@@ -1656,6 +1656,20 @@ constexpr int kPiece = PF_GPU_STEAL_PIECE;
 constexpr int kMaxPieces = PF_GPU_MAX_CHUNK / kPiece; /* a visit's, at most */
 constexpr int kUnset = -2;
 
+/* Work item i of version 11: its unit of the work list, the sequence's
+ * length as the kernel reads it (up to the chunks planned for it and the
+ * plan's bound) and the tokens of the item's chunk (<= 0: none). */
+struct Item {
+    int seq, chunk, len, n;
+};
+template <typename T> __device__ __forceinline__ Item item_of(const AttnArgs<T> &a, int i)
+{
+    const int2 w = a.work[i / a.htiles];
+    const int chunk = w.y & 0xffff, nch = w.y >> 16;
+    const int len = min(min(__ldg(a.lens + w.x), nch * a.chunk), a.lim);
+    return {w.x, chunk, len, min(len, chunk * a.chunk + a.chunk) - chunk * a.chunk};
+}
+
 template <typename T, int D, int GT, bool PAGED>
 __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
 {
@@ -1669,7 +1683,7 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
     __shared__ float sm_m[NG][GT], sm_l[NG][GT];
     /* the visit's piece starts in claim order: -1 none, kUnset not yet known */
     __shared__ int sm_piece[kMaxPieces + 2];
-    __shared__ int sm_item, sm_first, sm_int;
+    __shared__ int sm_item, sm_first, sm_slot, sm_int;
     __shared__ float sm_red[kThreads / 32];
     __shared__ int sm_red_i[kThreads / 32];
 
@@ -1688,8 +1702,8 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
     int first = 0; /* the visit's first piece; an owner's is token 0 */
     while (item >= 0) {
         /* ---- one visit of `item`, starting at piece `first` ---- */
-        const int2 w = a.work[item / a.htiles];
-        const int seq = w.x, chunk = w.y & 0xffff, nch = w.y >> 16, ht = item % a.htiles;
+        const Item it = item_of(a, item);
+        const int seq = it.seq, chunk = it.chunk, len = it.len, n = it.n, ht = item % a.htiles;
         const int2 hd = head_of<T, GT>(a, ht);
         const int kvh = hd.x, qh0 = hd.y;
         const int t0 = chunk * a.chunk;
@@ -1701,8 +1715,6 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
                 cp_async4(&tbl[i], row + i);
             cp_async_commit();
         }
-        const int len = min(min(a.lens[seq], nch * a.chunk), a.lim);
-        const int n = min(len, t0 + a.chunk) - t0; /* this chunk's tokens */
         unsigned long long *const cw = a.claims + item;
         /* thread 0: the claim in flight (piece k + 1 while piece k streams;
          * n when there is none) and the tokens this visit has taken */
@@ -1807,10 +1819,10 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
             const int pair = seq * a.htiles + ht;
             const bool whole = mine == len; /* every token of the sequence */
             if (!whole && tid == 0)
-                sm_first = (int)atomicAdd(&taken[pair], 1u); /* our slot */
+                sm_slot = (int)atomicAdd(&taken[pair], 1u);
             __syncthreads();
             write_block<T, D, GT, NG>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, seq, qh0, whole,
-                                      a.slots, sm_first);
+                                      a.slots, sm_slot);
             if (!whole) {
                 __threadfence();
                 __syncthreads();
@@ -1848,11 +1860,7 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
                 const unsigned vis = (unsigned)(c >> 32);
                 if (vis == 0 || vis >= (unsigned)kVisits)
                     continue;
-                const int2 wi = a.work[i / a.htiles];
-                const int ci = wi.y & 0xffff, nchi = wi.y >> 16;
-                const int li = min(min(__ldg(a.lens + wi.x), nchi * a.chunk), a.lim);
-                const int ni = min(li, ci * a.chunk + a.chunk) - ci * a.chunk;
-                const float rest = (float)(ni - (int)(unsigned)c);
+                const float rest = (float)(item_of(a, i).n - (int)(unsigned)c);
                 if (rest >= 2 * kPiece && rest > left) {
                     left = rest;
                     best = i;
@@ -1880,10 +1888,7 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
                     }
                 int got = -1;
                 if (best >= 0) {
-                    const int2 wi = a.work[best / a.htiles];
-                    const int ci = wi.y & 0xffff, nchi = wi.y >> 16;
-                    const int li = min(min(a.lens[wi.x], nchi * a.chunk), a.lim);
-                    const int ni = min(li, ci * a.chunk + a.chunk) - ci * a.chunk;
+                    const int ni = item_of(a, best).n;
                     unsigned long long *c = a.claims + best;
                     unsigned long long old = __ldcg(c);
                     for (;;) {
@@ -2131,11 +2136,10 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     const int D = s->head_dim;
     const int htiles = pf_gpu__plan_head_tiles(p);
     const int items = p->units * htiles;
-    /* v11: one wave at most, the blocks share the items out themselves */
-    const int wave = p->sm_count * p->blocks_per_sm;
-    const dim3 grid = pf_gpu_version_steal(p->version) ? dim3((unsigned)(items < wave ? items : wave))
-                      : p->units ? dim3((unsigned)items)
-                                 : dim3((unsigned)p->splits, (unsigned)htiles, (unsigned)s->num_seqs);
+    /* a work list: 1-D (v11: one wave at most, the blocks share the items
+     * out themselves); else (chunk, head tile, sequence) */
+    const dim3 grid = p->units ? dim3((unsigned)pf_gpu__plan_blocks(p))
+                               : dim3((unsigned)p->splits, (unsigned)htiles, (unsigned)s->num_seqs);
     pf_gpu_ws_layout wl;
     pf_gpu__ws_layout(p, &wl);
     char *const w = (char *)ws;

@@ -186,6 +186,23 @@ Test(gpu, block_timeline_records_every_block)
     }
     pf_gpu_bench_result res;
     char err[300] = "";
+    /* v11 with more items than one wave holds: a record for each of its
+     * (persistent) blocks, fewer than the items */
+    enum { MANY = 2000 };
+    static int many[MANY];
+    for (int i = 0; i < MANY; i++)
+        many[i] = 20 + i % 7;
+    pf_gpu_bench_cfg mc = cfg;
+    mc.num_seqs = MANY;
+    mc.seq_lens = many;
+    mc.naive_cap = 32;
+    mc.version = 11;
+    cr_assert_eq(pf_gpu_bench_run(&mc, &res, err, sizeof err), PF_OK, "%s", err);
+    cr_assert(res.pass, "%s", res.failure);
+    cr_assert(res.have_timeline);
+    cr_assert_gt(res.timeline.blocks, 0);
+    cr_assert_lt(res.timeline.blocks, res.units * htiles, "%d blocks for %d items",
+                 res.timeline.blocks, res.units * htiles);
     cfg.version = PF_GPU_TRACE_MIN_VERSION - 1;
     cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
     cr_assert(strstr(err, "timeline"), "%s", err);

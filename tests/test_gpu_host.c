@@ -813,3 +813,29 @@ Test(gpu_host, group_tile_can_be_forced)
     memset(&none, 0, sizeof none);
     cr_assert_eq(pf_gpu__plan_set_group_tile(&none, 1), PF_ERR_ARG);
 }
+
+/* The launch's blocks, as the launcher sizes its grid and the timeline its
+ * records: grid order, a work list, and version 11's one wave at most. */
+Test(gpu_host, plan_blocks_follow_the_launch_grid)
+{
+    enum { N = 256 };
+    int lens[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = 1024; /* batch: 256 units of 8 head tiles, 2048 items */
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 64;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 7, 132, 4), PF_OK);
+    cr_assert_eq(p.units, N);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)N * 8);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 11, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 132 * 4, "v11: one wave of 528, not 2048 items");
+    cr_assert_eq(pf_gpu__plan_set_group_tile(&p, 1), PF_OK);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 132 * 4);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 11, 1, 1), PF_OK);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 1, "one slot: one persistent block");
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 3, 132, 4), PF_OK);
+    cr_assert_eq(p.units, 0);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)p.splits * 8 * N);
+}
