@@ -11,9 +11,10 @@ set -eu
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
 cmake -S . -B "$B" -DPF_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build "$B" -j2 --target pagefault test_gpu test_gpu_host pagefault_gpu
+cmake --build "$B" -j2 --target pagefault test_gpu test_gpu_host pagefault_gpu pagefault_stream_probe
 rm -rf .dev-bin && mkdir -p .dev-bin/lib
-cp "$B/pagefault" "$B/tests/test_gpu" "$B/tests/test_gpu_host" "$B/gpu/libpagefault_gpu.so" .dev-bin/
+cp "$B/pagefault" "$B/tests/test_gpu" "$B/tests/test_gpu_host" "$B/gpu/libpagefault_gpu.so" \
+    "$B/gpu/pagefault_stream_probe" .dev-bin/
 for f in .dev-bin/pagefault .dev-bin/test_gpu .dev-bin/test_gpu_host; do
     ldd "$f" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |

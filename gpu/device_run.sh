@@ -20,6 +20,8 @@
 #                (PEERS_VERSIONS=0,7: our versions to run, default 0;
 #                PEERS_WORKLOADS=single,llama: default all)
 #   PROFILE=1    pagefault bench --profile-out
+#   PROBE=1      pagefault_stream_probe (v7's copy shape without the
+#                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt
 set -u
 OUT=${OUT:-/tmp/pagefault-device}
 ITERS=${ITERS:-30}
@@ -128,6 +130,11 @@ if [ "${PROFILE:-0}" = 1 ]; then
     echo "profile status $?" >>"$OUT/env.txt"
 fi
 
+if [ "${PROBE:-0}" = 1 ]; then
+    .dev-bin/pagefault_stream_probe >"$OUT/probe.txt" 2>&1
+    echo "probe status $?" >>"$OUT/probe.txt"
+fi
+
 echo "== summary"
 grep -A4 -E "attn_(v7|steal)I" "$OUT/env.txt" | head -40
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
@@ -137,4 +144,5 @@ grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list
 [ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status" "$OUT/ncu.txt" | head -40
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
 [ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
+[ -f "$OUT/probe.txt" ] && cat "$OUT/probe.txt"
 exit 0

@@ -1632,9 +1632,7 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
  *     by an atomic add, one piece ahead of use, so the add's latency hides
  *     behind a piece of streaming; the copies run on from one piece into
  *     the next without draining the pipeline. Thread 0 claims and
- *     publishes the pieces in shared memory; the other threads read them
- *     without a barrier (a barrier every piece cost more than the
- *     balancing saved).
+ *     publishes the pieces in shared memory, one barrier a piece.
  *   - When no item is left unowned, a block steals: it scans the claim
  *     words for the item with the most tokens left (at least two pieces)
  *     and joins it by a compare-and-swap that takes two pieces and counts a
@@ -1654,7 +1652,6 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
 constexpr int kVisits = PF_GPU_STEAL_VISITS;
 constexpr int kPiece = PF_GPU_STEAL_PIECE;
 constexpr int kMaxPieces = PF_GPU_MAX_CHUNK / kPiece; /* a visit's, at most */
-constexpr int kUnset = -2;
 
 /* Work item i of version 11: its unit of the work list, the sequence's
  * length as the kernel reads it (up to the chunks planned for it and the
@@ -1681,7 +1678,7 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
     __shared__ __align__(128) uint4 buf[v7_smem_bytes(2) / 16];
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[NG][GT], sm_l[NG][GT];
-    /* the visit's piece starts in claim order: -1 none, kUnset not yet known */
+    /* the visit's piece starts in claim order: -1 none */
     __shared__ int sm_piece[kMaxPieces + 2];
     __shared__ int sm_item, sm_first, sm_slot, sm_int;
     __shared__ float sm_red[kThreads / 32];
@@ -1737,8 +1734,6 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
             sm_piece[0] = p0;
             sm_piece[1] = p1;
         }
-        for (int i = 2 + tid; i < kMaxPieces + 2; i += kThreads)
-            sm_piece[i] = kUnset;
         if (PAGED)
             cp_async_wait<0>();
         __syncthreads();
@@ -1758,13 +1753,14 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
             const bool one_page = !PAGED || B % N == 0;
             /* tile j of the visit: tile j % TP of piece j / TP; -1 when
              * that piece was not had or the tile starts past the end. Thread
-             * 0 publishes piece k + 1 when piece k starts, without a barrier
-             * (one every piece cost more than stealing saved): a thread that
-             * gets there first waits on the slot, in practice never. */
+             * 0 publishes piece k + 1 when piece k starts, and a barrier
+             * makes it visible before any thread reads it (the last tile of
+             * piece k). A form that spun on the slot instead of the barrier
+             * (sixth session, call 3) was no faster (llama 0.919 against
+             * 0.918, mixed 0.809 against 0.893) and is a data race, which
+             * compute-sanitizer's racecheck reports (seventh session). */
             auto tile_at = [&](int j) -> int {
-                int p;
-                while ((p = *(volatile int *)&sm_piece[j / TP]) == kUnset) {
-                }
+                const int p = sm_piece[j / TP];
                 const int u = p + (j % TP) * TILE;
                 return p >= 0 && u < n ? u : -1;
             };
@@ -1785,11 +1781,12 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
                      * during piece k - 1), claim piece k + 2 */
                     if (tid == 0) {
                         const int k = j / TP, had = pend < n ? pend : -1;
-                        *(volatile int *)&sm_piece[k + 1] = had;
+                        sm_piece[k + 1] = had;
                         mine += had >= 0 ? min(kPiece, n - had) : 0;
                         pend = had >= 0 ? (int)(unsigned)atomicAdd(cw, (unsigned long long)kPiece)
                                         : n;
                     }
+                    __syncthreads();
                 }
                 const int u = tile_at(j), un = tile_at(j + 1);
                 if (un >= 0)

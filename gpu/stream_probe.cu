@@ -1,0 +1,533 @@
+/* gpu/stream_probe.cu - where the last 5% of decode attention's bandwidth
+ * goes: version 7's copy pipeline with the arithmetic taken out.
+ *
+ * Version 7 streams llama's K/V at 0.93-0.95 of the read bandwidth, its
+ * naive pass at 0.95; cuDNN reaches 0.97 on contiguous K/V. The block
+ * timeline (docs/gpu.md) shows the SMs finishing over 40 us. This program
+ * asks, on the device alone and without any attention arithmetic, what a
+ * pipeline of the same shape reaches: 128-thread blocks, each thread
+ * copying 4 K and 4 V vectors of 16 bytes a stage by cp.async into its own
+ * shared-memory slots (16 KB a stage), 2 stages in flight (v7), 3 (v8) or
+ * 4, then reading back what it copied. Each configuration is timed beside
+ * read_bw (plain 16-byte streaming loads over the whole buffer, the figure
+ * `pagefault bench` divides by), in one process, each launch after an L2
+ * flush, median of 15 CUDA-event timings.
+ *
+ * The K/V of "stream" s (one block's work: one sequence's KV head) are
+ * contiguous (the naive layout) or pages of 2, 4 or 32 KB (bf16 D=128
+ * pages of 8, 16 or 128 tokens) scattered by a random permutation, as the
+ * bench shuffles its frames. A static block first copies its slice of the
+ * permutation into shared memory, as v7 copies its slice of the block
+ * table; what is left out is the attention arithmetic: this is the ceiling
+ * of the copy shape and the access pattern.
+ *
+ * Modes:
+ *   static   one block a stream, the hardware's block order (v7);
+ *   subset   one wave of blocks, but only those on SMs with id < N stream
+ *            (are the SMs' shares of the bandwidth fixed, or does the
+ *            DRAM's total follow the SMs that ask?);
+ *   dynamic  one wave of persistent blocks taking `piece` bytes of the
+ *            streams at a time from one atomic counter (the balance work
+ *            stealing buys, without its bookkeeping).
+ * The static modes also record every block's SM and end time and print how
+ * the SMs' last ends spread.
+ *
+ * Built with the GPU targets (gpu/CMakeLists.txt) and run by
+ * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [streams MB-per-K]. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#define CK(x)                                                                                \
+    do {                                                                                     \
+        cudaError_t e_ = (x);                                                                \
+        if (e_ != cudaSuccess) {                                                             \
+            fprintf(stderr, "stream_probe: %s: %s\n", #x, cudaGetErrorString(e_));           \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kVec = 4;                         /* K (and V) vectors a thread a stage */
+constexpr int kStageK = kVec * kThreads * 16;   /* 8 KB of K (and of V) a stage       */
+constexpr int kTblMax = 1024;                   /* a stream's pieces, at most      */
+
+struct Probe {
+    const uint4 *k, *v;
+    long long kbytes;    /* one buffer's bytes (a power of two)                 */
+    long long sbytes;    /* one stream's K bytes                                */
+    int run_shift;       /* log2 of the shuffled piece's bytes (0: contiguous)  */
+    const int *perm;     /* piece i of the logical bytes is physical piece perm[i] */
+    int streams;
+    int active_sms;      /* subset: SMs with a smaller id stream                */
+    long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
+    unsigned long long *counter;
+    unsigned long long *rec; /* per block: end (ns), SM; null: none          */
+    unsigned *sink;
+};
+
+__device__ __forceinline__ unsigned long long now_ns()
+{
+    unsigned long long x;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x));
+    return x;
+}
+
+__device__ __forceinline__ unsigned sm_id()
+{
+    unsigned s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    return s;
+}
+
+/* The dynamic buffer rounded up to the 128-byte grid: a cp.async target off
+ * it makes the L2 serve every sector twice (docs/gpu.md, fourth session). */
+__device__ __forceinline__ uint4 *align128(uint4 *p)
+{
+    return (uint4 *)(((uintptr_t)p + 127) & ~(uintptr_t)127);
+}
+
+__device__ __forceinline__ void cp16(void *dst, const void *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void wait_groups()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+/* Where logical byte o of the K (or V) streams lies: a piece of
+ * 2^run_shift bytes through the permutation (from `tbl`, the block's
+ * slice of it in shared memory, first piece `tbl0`, when given; else read
+ * through L1/L2), or o itself when contiguous. */
+struct Place {
+    const Probe *p;
+    const int *tbl;
+    long long tbl0;
+    __device__ __forceinline__ long long operator()(long long o) const
+    {
+        if (!p->run_shift)
+            return o;
+        const long long i = o >> p->run_shift;
+        const int pg = tbl ? tbl[i - tbl0] : __ldg(p->perm + i);
+        return ((long long)pg << p->run_shift) + (o & ((1LL << p->run_shift) - 1));
+    }
+};
+
+/* Issue stage `o` (logical K byte of its start) into slot st. */
+__device__ __forceinline__ void issue(const Probe &p, const Place &place, uint4 *buf, int st,
+                                      long long o)
+{
+#pragma unroll
+    for (int j = 0; j < kVec; j++) {
+        const long long e = place(o + (long long)(j * kThreads + threadIdx.x) * 16) / 16;
+        cp16(&buf[(st * 2 + 0) * kVec * kThreads + j * kThreads + threadIdx.x], p.k + e);
+        cp16(&buf[(st * 2 + 1) * kVec * kThreads + j * kThreads + threadIdx.x], p.v + e);
+    }
+}
+
+__device__ __forceinline__ unsigned consume(const uint4 *buf, int st)
+{
+    unsigned a = 0;
+#pragma unroll
+    for (int j = 0; j < 2 * kVec; j++) {
+        const uint4 x = buf[(st * 2 + j / kVec) * kVec * kThreads + (j % kVec) * kThreads +
+                            threadIdx.x];
+        a ^= x.x ^ x.y ^ x.z ^ x.w;
+    }
+    return a;
+}
+
+/* Stream [o0, o1) of the K (and V) logical bytes through an S-stage pipeline. */
+template <int S>
+__device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, uint4 *buf,
+                                           long long o0, long long o1)
+{
+    const int n = (int)((o1 - o0) / kStageK);
+    unsigned a = 0;
+#pragma unroll
+    for (int i = 0; i < S - 1; i++) {
+        if (i < n)
+            issue(p, place, buf, i, o0 + (long long)i * kStageK);
+        commit();
+    }
+    for (int i = 0; i < n; i++) {
+        if (i + S - 1 < n)
+            issue(p, place, buf, (i + S - 1) % S, o0 + (long long)(i + S - 1) * kStageK);
+        commit();
+        wait_groups<S - 1>();
+        a ^= consume(buf, i % S);
+    }
+    wait_groups<0>();
+    return a;
+}
+
+template <int S> __global__ void __launch_bounds__(kThreads) static_kernel(Probe p)
+{
+    extern __shared__ __align__(128) uint4 dyn[];
+    uint4 *buf = align128(dyn);
+    if (p.rec && threadIdx.x == 0)
+        p.rec[3 * blockIdx.x] = now_ns();
+    if (p.active_sms > 0 && (int)sm_id() >= p.active_sms)
+        return;
+    /* the stream's slice of the permutation first, as v7 copies its slice
+     * of the block table */
+    __shared__ int tbl[kTblMax];
+    const long long s = blockIdx.x;
+    unsigned a = 0;
+    if (s < p.streams) {
+        Place place{&p, nullptr, 0};
+        if (p.run_shift) {
+            const long long i0 = (s * p.sbytes) >> p.run_shift;
+            const int n = (int)(p.sbytes >> p.run_shift);
+            for (int i = threadIdx.x; i < n; i += kThreads)
+                tbl[i] = p.perm[i0 + i];
+            __syncthreads();
+            place.tbl = tbl;
+            place.tbl0 = i0;
+        }
+        a = stream<S>(p, place, buf, s * p.sbytes, (s + 1) * p.sbytes);
+    }
+    if (p.rec && threadIdx.x == 0) {
+        p.rec[3 * blockIdx.x + 1] = now_ns();
+        p.rec[3 * blockIdx.x + 2] = sm_id();
+    }
+    if (a == 0x9e3779b9u)
+        *p.sink = a;
+}
+
+/* Persistent blocks: each takes `piece` bytes of the streams at a time
+ * from one counter. The pipeline runs on across pieces (no drain between
+ * them): when a block issues the first stage of its piece P it claims
+ * piece P + 1, so a claim's latency hides behind a whole piece of copying,
+ * and one barrier a piece makes the claim visible. The last block to leave
+ * resets the counter. */
+template <int S> __global__ void __launch_bounds__(kThreads) dynamic_kernel(Probe p)
+{
+    extern __shared__ __align__(128) uint4 dyn[];
+    uint4 *buf = align128(dyn);
+    __shared__ long long claim[4];
+    const long long npieces = (long long)p.streams * p.sbytes / p.piece;
+    const int spp = (int)(p.piece / kStageK);
+    if (threadIdx.x == 0) {
+        claim[0] = (long long)atomicAdd(p.counter, 1ull);
+        claim[1] = (long long)atomicAdd(p.counter, 1ull);
+    }
+    __syncthreads();
+    bool stop = false;
+    long long issued = 0;
+    /* issue stage g of this block's stages, unless its piece is past the end */
+    auto next = [&](long long g) {
+        if (stop)
+            return;
+        const long long P = g / spp;
+        if (g % spp == 0 && P >= 1) {
+            __syncthreads(); /* claim[P] (made a piece ago) visible to all */
+            if (threadIdx.x == 0)
+                claim[(P + 1) & 3] = (long long)atomicAdd(p.counter, 1ull);
+        }
+        const long long c = claim[P & 3];
+        if (c >= npieces) {
+            stop = true;
+            return;
+        }
+        issue(p, Place{&p, nullptr, 0}, buf, (int)(g % S), c * p.piece + (g % spp) * kStageK);
+        issued++;
+    };
+    unsigned a = 0;
+#pragma unroll
+    for (int i = 0; i < S - 1; i++) {
+        next(i);
+        commit();
+    }
+    for (long long g = 0; g < issued; g++) {
+        next(g + S - 1);
+        commit();
+        wait_groups<S - 1>();
+        a ^= consume(buf, (int)(g % S));
+    }
+    wait_groups<0>();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(p.counter + 1, 1ull) == gridDim.x - 1) {
+            p.counter[0] = 0;
+            p.counter[1] = 0;
+        }
+    }
+    if (a == 0x9e3779b9u)
+        *p.sink = a;
+}
+
+__global__ void read_bw(const uint4 *__restrict__ p, size_t n, unsigned *sink)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned a = 0;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        const uint4 x0 = __ldcs(p + i), x1 = __ldcs(p + i + stride);
+        const uint4 x2 = __ldcs(p + i + 2 * stride), x3 = __ldcs(p + i + 3 * stride);
+        a ^= x0.x ^ x0.y ^ x0.z ^ x0.w ^ x1.x ^ x1.y ^ x1.z ^ x1.w;
+        a ^= x2.x ^ x2.y ^ x2.z ^ x2.w ^ x3.x ^ x3.y ^ x3.z ^ x3.w;
+    }
+    for (; i < n; i += stride) {
+        const uint4 x = __ldcs(p + i);
+        a ^= x.x ^ x.y ^ x.z ^ x.w;
+    }
+    if (a == 0x9e3779b9u)
+        *sink = a;
+}
+
+struct Ctx {
+    int sms;
+    uint4 *flush;
+    size_t flush_n;
+    unsigned *sink;
+    cudaEvent_t e0, e1;
+};
+
+template <typename F> double time_ms(Ctx &c, F launch)
+{
+    std::vector<float> t;
+    for (int i = 0; i < 16; i++) {
+        read_bw<<<c.sms * 8, 256>>>(c.flush, c.flush_n, c.sink);
+        CK(cudaEventRecord(c.e0));
+        launch();
+        CK(cudaEventRecord(c.e1));
+        CK(cudaEventSynchronize(c.e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, c.e0, c.e1));
+        if (i > 0) /* the first is a warm-up */
+            t.push_back(ms);
+    }
+    CK(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+/* Dynamic shared memory of a probe block: its stages, but at least a
+ * quarter of the SM's, so an SM holds at most 4 blocks, as version 7 (4
+ * an SM, by its registers) does; 4 stages hold 3. */
+int probe_smem(int stages) { return std::max(stages * 2 * kStageK + 128, 57 * 1024); }
+
+template <int S> void *static_fn() { return (void *)static_kernel<S>; }
+template <int S> void *dynamic_fn() { return (void *)dynamic_kernel<S>; }
+
+void launch_probe(bool dyn, int stages, int grid, const Probe &p)
+{
+    const int smem = probe_smem(stages);
+#define PF_PROBE_CASE(S)                                                                     \
+    case S:                                                                                  \
+        if (dyn)                                                                             \
+            dynamic_kernel<S><<<grid, kThreads, smem>>>(p);                                  \
+        else                                                                                 \
+            static_kernel<S><<<grid, kThreads, smem>>>(p);                                   \
+        break;
+    switch (stages) {
+        PF_PROBE_CASE(2)
+        PF_PROBE_CASE(3)
+        PF_PROBE_CASE(4)
+    default:
+        fprintf(stderr, "stream_probe: %d stages unsupported\n", stages);
+        exit(1);
+    }
+#undef PF_PROBE_CASE
+}
+
+/* One traced launch: how the SMs' last block ends spread, in us after the
+ * earliest block start. */
+void spread(Ctx &c, bool dyn, int stages, int grid, Probe p)
+{
+    std::vector<unsigned long long> rec(3 * (size_t)grid, 0);
+    unsigned long long *d;
+    CK(cudaMalloc(&d, rec.size() * 8));
+    CK(cudaMemset(d, 0, rec.size() * 8));
+    p.rec = d;
+    read_bw<<<c.sms * 8, 256>>>(c.flush, c.flush_n, c.sink);
+    launch_probe(dyn, stages, grid, p);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(rec.data(), d, rec.size() * 8, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d));
+    std::vector<unsigned long long> sm_end(c.sms, 0);
+    unsigned long long first = ~0ull;
+    for (int b = 0; b < grid; b++) {
+        if (!rec[3 * b + 1])
+            continue;
+        first = std::min(first, rec[3 * b]);
+        const unsigned s = (unsigned)rec[3 * b + 2];
+        if ((int)s < c.sms)
+            sm_end[s] = std::max(sm_end[s], rec[3 * b + 1]);
+    }
+    std::vector<double> e;
+    for (unsigned long long x : sm_end)
+        if (x)
+            e.push_back((double)(x - first) / 1e3);
+    if (e.empty())
+        return;
+    std::sort(e.begin(), e.end());
+    const size_t n = e.size();
+    double busy = 0;
+    for (double x : e)
+        busy += x;
+    printf("      SMs' last ends, us: first %.1f  p10 %.1f  median %.1f  p90 %.1f  last %.1f;"
+           " SM time busy %.3f\n",
+           e[0], e[n / 10], e[n / 2], e[9 * n / 10], e[n - 1], busy / (n * e[n - 1]));
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const int streams = argc > 1 ? atoi(argv[1]) : 512;
+    const long long mb = argc > 2 ? atoll(argv[2]) : 1; /* K MB a stream: llama's 4096 x 256 B */
+    if (streams < 1 || streams > 4096 || mb < 1 || mb > 2) {
+        fprintf(stderr, "usage: pagefault_stream_probe [streams 1..4096] [MB of K a stream, 1"
+                        " or 2]\n");
+        return 2;
+    }
+    int dev = 0, nd = 0;
+    if (cudaGetDeviceCount(&nd) != cudaSuccess || nd == 0) {
+        fprintf(stderr, "stream_probe: no CUDA device\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, dev));
+    Ctx c{};
+    c.sms = prop.multiProcessorCount;
+    const long long sbytes = mb << 20;
+    long long kbytes = 1;
+    while (kbytes < streams * sbytes)
+        kbytes <<= 1;
+    uint4 *k, *v;
+    CK(cudaMalloc(&k, kbytes));
+    CK(cudaMalloc(&v, kbytes));
+    CK(cudaMemset(k, 1, kbytes));
+    CK(cudaMemset(v, 2, kbytes));
+    c.flush_n = (256u << 20) / 16;
+    CK(cudaMalloc(&c.flush, c.flush_n * 16));
+    CK(cudaMemset(c.flush, 3, c.flush_n * 16));
+    CK(cudaMalloc(&c.sink, 4));
+    unsigned long long *counter;
+    CK(cudaMalloc(&counter, 16));
+    CK(cudaMemset(counter, 0, 16));
+    CK(cudaEventCreate(&c.e0));
+    CK(cudaEventCreate(&c.e1));
+    for (int s = 2; s <= 4; s++) {
+        const int smem = probe_smem(s);
+        CK(cudaFuncSetAttribute(s == 2 ? static_fn<2>() : s == 3 ? static_fn<3>() : static_fn<4>(),
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CK(cudaFuncSetAttribute(s == 2 ? dynamic_fn<2>() : s == 3 ? dynamic_fn<3>()
+                                                                  : dynamic_fn<4>(),
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    }
+
+    /* the same bytes both K and V hold, read as one streaming pass */
+    const long long bytes = 2 * (long long)streams * sbytes;
+    uint4 *whole;
+    CK(cudaMalloc(&whole, bytes));
+    CK(cudaMemset(whole, 4, bytes));
+    const double bw_ms = time_ms(c, [&] {
+        read_bw<<<c.sms * 8, 256>>>(whole, bytes / 16, c.sink);
+    });
+    const double bw = bytes / (bw_ms * 1e-3) / 1e9;
+    printf("%s, %d SMs: %d streams x %lld MB of K and of V (%.0f MB)\n", prop.name, c.sms, streams,
+           mb, bytes / 1e6);
+    printf("read_bw: %.4f ms, %.0f GB/s\n\n", bw_ms, bw);
+    printf("%-44s %9s %9s %8s\n", "configuration", "ms", "GB/s", "of read");
+
+    Probe p{};
+    p.k = k;
+    p.v = v;
+    p.kbytes = kbytes;
+    p.sbytes = sbytes;
+    p.streams = streams;
+    p.counter = counter;
+    p.sink = c.sink;
+    /* a shuffled permutation of the pieces per piece size, as the bench
+     * shuffles its frames (one draw, fixed seed) */
+    std::mt19937 rng(42);
+    std::vector<int *> perms;
+    auto shuffled = [&](int shift) {
+        std::vector<int> h((size_t)((long long)streams * sbytes >> shift));
+        for (size_t i = 0; i < h.size(); i++)
+            h[i] = (int)i;
+        std::shuffle(h.begin(), h.end(), rng);
+        int *d;
+        CK(cudaMalloc(&d, h.size() * 4));
+        CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+        perms.push_back(d);
+        Probe q = p;
+        q.run_shift = shift;
+        q.perm = d;
+        return q;
+    };
+    const Probe cont = p, pg4k = shuffled(12), pg2k = shuffled(11), pg32k = shuffled(15);
+    /* one wave: v7 holds 4 blocks an SM (probe_smem keeps the probe there) */
+    const int wave = c.sms * 4;
+    auto row = [&](const char *name, bool dyn, int stages, int grid, Probe q, long long moved,
+                   bool show_spread) {
+        const double ms = time_ms(c, [&] { launch_probe(dyn, stages, grid, q); });
+        const double gbs = moved / (ms * 1e-3) / 1e9;
+        printf("%-44s %9.4f %9.0f %8.3f\n", name, ms, gbs, gbs / bw);
+        if (show_spread)
+            spread(c, dyn, stages, grid, q);
+    };
+    row("static, contiguous", false, 2, streams, cont, bytes, true);
+    row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, true);
+    row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
+    row("static, shuffled 32 KB pages", false, 2, streams, pg32k, bytes, false);
+    row("static, 3 stages, shuffled 4 KB", false, 3, streams, pg4k, bytes, false);
+    row("static, 4 stages, shuffled 4 KB", false, 4, streams, pg4k, bytes, false);
+    {
+        /* the same bytes as 4x as many quarter streams: several waves */
+        Probe q = cont;
+        q.streams = streams * 4;
+        q.sbytes = sbytes / 4;
+        row("static, 4x streams of a quarter, contiguous", false, 2, q.streams, q, bytes, true);
+        q.run_shift = pg4k.run_shift;
+        q.perm = pg4k.perm;
+        row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
+    }
+    const long long pieces[] = {262144, 65536};
+    for (long long pc : pieces) {
+        char name[96];
+        Probe q = cont;
+        q.piece = pc;
+        snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, contiguous", wave,
+                 pc >> 10);
+        row(name, true, 2, wave, q, bytes, false);
+        q = pg4k;
+        q.piece = pc;
+        snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB", wave, pc >> 10);
+        row(name, true, 2, wave, q, bytes, false);
+    }
+    /* one wave of 4 blocks an SM; only the blocks on SMs below N stream
+     * (each its own contiguous stream) */
+    const int subsets[] = {c.sms, c.sms * 3 / 4, c.sms / 2};
+    for (int n : subsets) {
+        char name[96];
+        Probe q = cont;
+        q.active_sms = n;
+        q.streams = wave;
+        q.sbytes = std::min(sbytes, kbytes / wave / kStageK * kStageK);
+        const long long moved = 2LL * q.sbytes * 4 * n;
+        snprintf(name, sizeof name, "subset: %d of %d SMs stream, contiguous", n, c.sms);
+        row(name, false, 2, wave, q, moved, false);
+    }
+    for (int *d : perms)
+        CK(cudaFree(d));
+    CK(cudaFree(k));
+    CK(cudaFree(v));
+    CK(cudaFree(whole));
+    CK(cudaFree(c.flush));
+    CK(cudaFree(c.sink));
+    CK(cudaFree(counter));
+    return 0;
+}
