@@ -315,7 +315,11 @@ template <typename F> double time_ms(Ctx &c, F launch)
 /* Dynamic shared memory of a probe block: its stages, but at least a
  * quarter of the SM's, so an SM holds at most 4 blocks, as version 7 (4
  * an SM, by its registers) does; 4 stages hold 3. */
-int probe_smem(int stages) { return std::max(stages * 2 * kStageK + 128, 57 * 1024); }
+int g_pad_to_4 = 1; /* 0: no padding, as many blocks an SM as the stages let fit */
+int probe_smem(int stages)
+{
+    return std::max(stages * 2 * kStageK + 128, g_pad_to_4 ? 57 * 1024 : 0);
+}
 
 template <int S> void *static_fn() { return (void *)static_kernel<S>; }
 template <int S> void *dynamic_fn() { return (void *)dynamic_kernel<S>; }
@@ -494,6 +498,16 @@ int main(int argc, char **argv)
         q.run_shift = pg4k.run_shift;
         q.perm = pg4k.perm;
         row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
+        /* more in flight an SM: 6 blocks of 2 stages (32 KB each) */
+        g_pad_to_4 = 0;
+        row("static, 4x streams of a quarter, 4 KB, 6 an SM", false, 2, q.streams, q, bytes,
+            false);
+        q = cont;
+        q.streams = streams * 4;
+        q.sbytes = sbytes / 4;
+        row("static, 4x streams of a quarter, contiguous, 6 an SM", false, 2, q.streams, q,
+            bytes, false);
+        g_pad_to_4 = 1;
     }
     const long long pieces[] = {262144, 65536};
     for (long long pc : pieces) {
