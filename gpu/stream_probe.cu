@@ -29,8 +29,10 @@
  *   dynamic  one wave of persistent blocks taking `piece` bytes of the
  *            streams at a time from one atomic counter (the balance work
  *            stealing buys, without its bookkeeping).
- * The static modes also record every block's SM and end time and print how
- * the SMs' last ends spread.
+ * Every row runs at 4 blocks an SM, as v7 does (the probe pads its shared
+ * memory to get there; the row prints the occupancy calculator's figure),
+ * unless it says otherwise. Some static rows also record every block's SM
+ * and end time and print how the SMs' last ends spread.
  *
  * Built with the GPU targets (gpu/CMakeLists.txt) and run by
  * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [streams MB-per-K]. */
@@ -312,21 +314,51 @@ template <typename F> double time_ms(Ctx &c, F launch)
     return t[t.size() / 2];
 }
 
-/* Dynamic shared memory of a probe block: its stages, but at least a
- * quarter of the SM's, so an SM holds at most 4 blocks, as version 7 (4
- * an SM, by its registers) does; 4 stages hold 3. */
-int g_pad_to_4 = 1; /* 0: no padding, as many blocks an SM as the stages let fit */
-int probe_smem(int stages)
+template <int S> const void *static_fn() { return (const void *)static_kernel<S>; }
+template <int S> const void *dynamic_fn() { return (const void *)dynamic_kernel<S>; }
+
+/* Blocks an SM the probe runs at: v7 holds 4 (by its registers); the
+ * probe's own limit is its shared memory, so its dynamic shared memory is
+ * padded until the occupancy calculator gives exactly this many (0: no
+ * padding, as many as the stages let fit). */
+int g_per_sm = 4;
+int probe_smem(bool dyn, int stages)
 {
-    return std::max(stages * 2 * kStageK + 128, g_pad_to_4 ? 57 * 1024 : 0);
+    const int need = stages * 2 * kStageK + 128;
+    if (!g_per_sm)
+        return need;
+    /* remembered: launch_probe runs between a timing's events */
+    static int memo[2][5][9];
+    int &m = memo[dyn][stages][g_per_sm];
+    if (m)
+        return m;
+    const void *fn = dyn ? (stages == 2 ? dynamic_fn<2>() : stages == 3 ? dynamic_fn<3>()
+                                                                         : dynamic_fn<4>())
+                         : (stages == 2 ? static_fn<2>() : stages == 3 ? static_fn<3>()
+                                                                        : static_fn<4>());
+    for (int b = 200 * 1024; b >= need; b -= 256) {
+        int n = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, kThreads, b));
+        if (n >= g_per_sm)
+            return m = b;
+    }
+    return m = need;
 }
 
-template <int S> void *static_fn() { return (void *)static_kernel<S>; }
-template <int S> void *dynamic_fn() { return (void *)dynamic_kernel<S>; }
+int occupancy(bool dyn, int stages)
+{
+    const void *fn = dyn ? (stages == 2 ? dynamic_fn<2>() : stages == 3 ? dynamic_fn<3>()
+                                                                         : dynamic_fn<4>())
+                         : (stages == 2 ? static_fn<2>() : stages == 3 ? static_fn<3>()
+                                                                        : static_fn<4>());
+    int n = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, kThreads, probe_smem(dyn, stages)));
+    return n;
+}
 
 void launch_probe(bool dyn, int stages, int grid, const Probe &p)
 {
-    const int smem = probe_smem(stages);
+    const int smem = probe_smem(dyn, stages);
 #define PF_PROBE_CASE(S)                                                                     \
     case S:                                                                                  \
         if (dyn)                                                                             \
@@ -423,14 +455,13 @@ int main(int argc, char **argv)
     CK(cudaMemset(counter, 0, 16));
     CK(cudaEventCreate(&c.e0));
     CK(cudaEventCreate(&c.e1));
-    for (int s = 2; s <= 4; s++) {
-        const int smem = probe_smem(s);
-        CK(cudaFuncSetAttribute(s == 2 ? static_fn<2>() : s == 3 ? static_fn<3>() : static_fn<4>(),
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        CK(cudaFuncSetAttribute(s == 2 ? dynamic_fn<2>() : s == 3 ? dynamic_fn<3>()
-                                                                  : dynamic_fn<4>(),
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    }
+    for (int s = 2; s <= 4; s++) /* room for any padding (probe_smem) */
+        for (int dyn = 0; dyn < 2; dyn++)
+            CK(cudaFuncSetAttribute(dyn ? (s == 2 ? dynamic_fn<2>() : s == 3 ? dynamic_fn<3>()
+                                                                                : dynamic_fn<4>())
+                                        : (s == 2 ? static_fn<2>() : s == 3 ? static_fn<3>()
+                                                                             : static_fn<4>()),
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
 
     /* the same bytes both K and V hold, read as one streaming pass */
     const long long bytes = 2 * (long long)streams * sbytes;
@@ -443,8 +474,9 @@ int main(int argc, char **argv)
     const double bw = bytes / (bw_ms * 1e-3) / 1e9;
     printf("%s, %d SMs: %d streams x %lld MB of K and of V (%.0f MB)\n", prop.name, c.sms, streams,
            mb, bytes / 1e6);
-    printf("read_bw: %.4f ms, %.0f GB/s\n\n", bw_ms, bw);
-    printf("%-44s %9s %9s %8s\n", "configuration", "ms", "GB/s", "of read");
+    printf("read_bw: %.4f ms, %.0f GB/s\n", bw_ms, bw);
+    printf("(each row: blocks an SM by the occupancy calculator, then the figures)\n\n");
+    printf("%-52s %4s %9s %9s %8s\n", "configuration", "", "ms", "GB/s", "of read");
 
     Probe p{};
     p.k = k;
@@ -479,7 +511,8 @@ int main(int argc, char **argv)
                    bool show_spread) {
         const double ms = time_ms(c, [&] { launch_probe(dyn, stages, grid, q); });
         const double gbs = moved / (ms * 1e-3) / 1e9;
-        printf("%-44s %9.4f %9.0f %8.3f\n", name, ms, gbs, gbs / bw);
+        printf("%-52s %d/SM %9.4f %9.0f %8.3f\n", name, occupancy(dyn, stages), ms, gbs,
+               gbs / bw);
         if (show_spread)
             spread(c, dyn, stages, grid, q);
     };
@@ -499,15 +532,15 @@ int main(int argc, char **argv)
         q.perm = pg4k.perm;
         row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
         /* more in flight an SM: 6 blocks of 2 stages (32 KB each) */
-        g_pad_to_4 = 0;
-        row("static, 4x streams of a quarter, 4 KB, 6 an SM", false, 2, q.streams, q, bytes,
+        for (int per : {3, 2, 0}) { /* fewer or more blocks an SM */
+            g_per_sm = per;
+            row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, false);
+        }
+        g_per_sm = 3;
+        row("static, 4 stages, 4x streams of a quarter, 4 KB", false, 4, q.streams, q, bytes,
             false);
-        q = cont;
-        q.streams = streams * 4;
-        q.sbytes = sbytes / 4;
-        row("static, 4x streams of a quarter, contiguous, 6 an SM", false, 2, q.streams, q,
-            bytes, false);
-        g_pad_to_4 = 1;
+        row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, false);
+        g_per_sm = 4;
     }
     const long long pieces[] = {262144, 65536};
     for (long long pc : pieces) {
