@@ -9,9 +9,9 @@
  * copying 4 K and 4 V vectors of 16 bytes a stage by cp.async into its own
  * shared-memory slots (16 KB a stage), 2 stages in flight (v7), 3 (v8) or
  * 4, then reading back what it copied. Each configuration is timed beside
- * read_bw (plain 16-byte streaming loads over the whole buffer, the figure
- * `pagefault bench` divides by), in one process, each launch after an L2
- * flush, median of 15 CUDA-event timings.
+ * read_bw (pf_gpu_launch_read_bw: plain 16-byte streaming loads over the
+ * whole buffer, the figure `pagefault bench` divides by), in one process,
+ * each launch after an L2 flush, median of 15 CUDA-event timings.
  *
  * The K/V of "stream" s (one block's work: one sequence's KV head) are
  * contiguous (the naive layout) or pages of 2, 4 or 32 KB (bf16 D=128
@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "gpu/gpu_internal.h" /* pf_gpu_launch_read_bw: the bench's probe */
+
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -268,25 +270,6 @@ template <int S> __global__ void __launch_bounds__(kThreads) dynamic_kernel(Prob
         *p.sink = a;
 }
 
-__global__ void read_bw(const uint4 *__restrict__ p, size_t n, unsigned *sink)
-{
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    unsigned a = 0;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        const uint4 x0 = __ldcs(p + i), x1 = __ldcs(p + i + stride);
-        const uint4 x2 = __ldcs(p + i + 2 * stride), x3 = __ldcs(p + i + 3 * stride);
-        a ^= x0.x ^ x0.y ^ x0.z ^ x0.w ^ x1.x ^ x1.y ^ x1.z ^ x1.w;
-        a ^= x2.x ^ x2.y ^ x2.z ^ x2.w ^ x3.x ^ x3.y ^ x3.z ^ x3.w;
-    }
-    for (; i < n; i += stride) {
-        const uint4 x = __ldcs(p + i);
-        a ^= x.x ^ x.y ^ x.z ^ x.w;
-    }
-    if (a == 0x9e3779b9u)
-        *sink = a;
-}
-
 struct Ctx {
     int sms;
     uint4 *flush;
@@ -295,11 +278,20 @@ struct Ctx {
     cudaEvent_t e0, e1;
 };
 
+/* The bench's read_bw (gpu/kernels.cu) over n16 vectors at buf. */
+void read_bw(Ctx &c, const void *buf, size_t n16)
+{
+    if (pf_gpu_launch_read_bw(buf, n16, c.sink, c.sms, nullptr) != 0) {
+        fprintf(stderr, "stream_probe: the read_bw launch failed\n");
+        exit(1);
+    }
+}
+
 template <typename F> double time_ms(Ctx &c, F launch)
 {
     std::vector<float> t;
     for (int i = 0; i < 16; i++) {
-        read_bw<<<c.sms * 8, 256>>>(c.flush, c.flush_n, c.sink);
+        read_bw(c, c.flush, c.flush_n); /* 256 MB: the L2 (50 MB) holds nothing of ours */
         CK(cudaEventRecord(c.e0));
         launch();
         CK(cudaEventRecord(c.e1));
@@ -386,7 +378,7 @@ void spread(Ctx &c, bool dyn, int stages, int grid, Probe p)
     CK(cudaMalloc(&d, rec.size() * 8));
     CK(cudaMemset(d, 0, rec.size() * 8));
     p.rec = d;
-    read_bw<<<c.sms * 8, 256>>>(c.flush, c.flush_n, c.sink);
+    read_bw(c, c.flush, c.flush_n);
     launch_probe(dyn, stages, grid, p);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(rec.data(), d, rec.size() * 8, cudaMemcpyDeviceToHost));
@@ -419,15 +411,25 @@ void spread(Ctx &c, bool dyn, int stages, int grid, Probe p)
 
 } // namespace
 
+/* argv's whole decimal number, or -1 */
+static long whole_number(const char *s)
+{
+    char *end;
+    const long x = strtol(s, &end, 10);
+    return end != s && *end == '\0' ? x : -1;
+}
+
 int main(int argc, char **argv)
 {
-    const int streams = argc > 1 ? atoi(argv[1]) : 512;
-    const long long mb = argc > 2 ? atoll(argv[2]) : 1; /* K MB a stream: llama's 4096 x 256 B */
-    if (streams < 1 || streams > 4096 || mb < 1 || mb > 2) {
+    /* llama's shape: 512 (sequence, KV head) streams of 4096 x 256 B of K */
+    const long nstreams = argc > 1 ? whole_number(argv[1]) : 512;
+    const long mb = argc > 2 ? whole_number(argv[2]) : 1;
+    if (argc > 3 || nstreams < 1 || nstreams > 4096 || mb < 1 || mb > 2) {
         fprintf(stderr, "usage: pagefault_stream_probe [streams 1..4096] [MB of K a stream, 1"
                         " or 2]\n");
         return 2;
     }
+    const int streams = (int)nstreams;
     int dev = 0, nd = 0;
     if (cudaGetDeviceCount(&nd) != cudaSuccess || nd == 0) {
         fprintf(stderr, "stream_probe: no CUDA device\n");
@@ -469,10 +471,10 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&whole, bytes));
     CK(cudaMemset(whole, 4, bytes));
     const double bw_ms = time_ms(c, [&] {
-        read_bw<<<c.sms * 8, 256>>>(whole, bytes / 16, c.sink);
+        read_bw(c, whole, bytes / 16);
     });
     const double bw = bytes / (bw_ms * 1e-3) / 1e9;
-    printf("%s, %d SMs: %d streams x %lld MB of K and of V (%.0f MB)\n", prop.name, c.sms, streams,
+    printf("%s, %d SMs: %d streams x %ld MB of K and of V (%.0f MB)\n", prop.name, c.sms, streams,
            mb, bytes / 1e6);
     printf("read_bw: %.4f ms, %.0f GB/s\n", bw_ms, bw);
     printf("(each row: blocks an SM by the occupancy calculator, then the figures)\n\n");

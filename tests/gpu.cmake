@@ -17,3 +17,12 @@ endif()
 add_test(NAME test_gpu_bench_cli
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_bench_cli.sh $<TARGET_FILE:pagefault>)
 set_tests_properties(test_gpu_bench_cli PROPERTIES TIMEOUT 300 LABELS gpu)
+
+# gpu/stream_probe.cu (the copy-shape probe): usage errors exit 2; a small
+# run prints its table on a device, skips (77) without one.
+if(PF_HAVE_CUDA)
+  add_test(NAME test_stream_probe
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_stream_probe.sh
+                   $<TARGET_FILE:pagefault_stream_probe>)
+  set_tests_properties(test_stream_probe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS gpu)
+endif()
