@@ -1613,12 +1613,14 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
  * session) shows every block starting within 0.2 us, but the SMs finishing
  * over 40 us: a fifth of them are done 25-30 us (10%) before the median
  * and then idle, while the last block ends 15 us after the median. The
- * early SMs are not the ones with fewer blocks; the H200's SMs do not all
- * get the same share of the memory bandwidth (a GPC's share is split among
- * its SMs, and GPCs hold different numbers of them), so equal work per
- * block cannot end together. Smaller blocks would let the hardware balance
- * them, but each block start costs ~3.7 us before its first K/V arrive,
- * and measured finer splits were slower (0.2553 -> 0.2743 ms at 8 chunks).
+ * early SMs are not the ones with fewer blocks: equal work per block does
+ * not end together. Smaller blocks would let the hardware balance them,
+ * but each block start costs ~3.7 us before its first K/V arrive, and
+ * measured finer splits were slower (0.2553 -> 0.2743 ms at 8 chunks).
+ * (Measured since, gpu/stream_probe.cu: a pure copy of v7's shape ends
+ * as raggedly and still streams at 0.98 of the read bandwidth, and a
+ * balanced one is no faster; the time v7 loses is in its consumption of
+ * each stage, not in the ragged end. v11 is kept as that measurement.)
  *
  * How. The grid is at most one wave (plan->sm_count x blocks_per_sm
  * blocks). A work item is one unit of the plan's work list for one head
