@@ -1758,9 +1758,9 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
              * 0 publishes piece k + 1 when piece k starts, and a barrier
              * makes it visible before any thread reads it (the last tile of
              * piece k). A form that spun on the slot instead of the barrier
-             * (sixth session, call 3) was no faster (llama 0.919 against
-             * 0.918, mixed 0.809 against 0.893) and is a data race, which
-             * compute-sanitizer's racecheck reports (seventh session). */
+             * (sixth session) measured no faster (llama 0.919, mixed 0.809;
+             * with the barrier 0.916-0.918 and 0.816-0.893 in other calls),
+             * and it is a data race, which racecheck reports. */
             auto tile_at = [&](int j) -> int {
                 const int p = sm_piece[j / TP];
                 const int u = p + (j % TP) * TILE;
