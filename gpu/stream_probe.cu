@@ -35,7 +35,10 @@
  * and end time and print how the SMs' last ends spread.
  *
  * Built with the GPU targets (gpu/CMakeLists.txt) and run by
- * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [streams MB-per-K]. */
+ * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [STREAMS [MB]], by
+ * default 512 streams of 1 MB of K (and of V): llama's 64 sequences x 8
+ * KV heads of 4096 tokens x 256 bytes. Exit status 2 for bad arguments,
+ * 77 without a device. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,7 +75,7 @@ struct Probe {
     int active_sms;      /* subset: SMs with a smaller id stream                */
     long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
     unsigned long long *counter;
-    unsigned long long *rec; /* per block: end (ns), SM; null: none          */
+    unsigned long long *rec; /* per block: start, end (ns), SM; null: none   */
     unsigned *sink;
 };
 
@@ -424,6 +427,7 @@ int main(int argc, char **argv)
     /* llama's shape: 512 (sequence, KV head) streams of 4096 x 256 B of K */
     const long nstreams = argc > 1 ? whole_number(argv[1]) : 512;
     const long mb = argc > 2 ? whole_number(argv[2]) : 1;
+    /* at most 2 MB a stream: 1024 pages of 2 KB, the table slice (kTblMax) */
     if (argc > 3 || nstreams < 1 || nstreams > 4096 || mb < 1 || mb > 2) {
         fprintf(stderr, "usage: pagefault_stream_probe [streams 1..4096] [MB of K a stream, 1"
                         " or 2]\n");
