@@ -73,6 +73,7 @@ struct Probe {
     const int *perm;     /* piece i of the logical bytes is physical piece perm[i] */
     int streams;
     int active_sms;      /* subset: SMs with a smaller id stream                */
+    int work;            /* rounds of arithmetic a vector (consume)             */
     long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
     unsigned long long *counter;
     unsigned long long *rec; /* per block: start, end (ns), SM; null: none   */
@@ -141,15 +142,38 @@ __device__ __forceinline__ void issue(const Probe &p, const Place &place, uint4 
     }
 }
 
-__device__ __forceinline__ unsigned consume(const uint4 *buf, int st)
+/* Read back this thread's vectors of stage st. With work > 0, also do
+ * arithmetic on them in the manner of v7's tile, so the copies must wait
+ * on it as v7's do: each vector's 8 elements (as bf16 pairs) enter `work`
+ * rounds of 4 independent FMA chains (v7's 4 query heads) and a shuffle
+ * reduction step for each: 32 FMAs, 8 unpacking operations, 4 shuffles
+ * and 4 adds a vector, about 380 instructions a stage a round; v7's whole
+ * tile is about 445 (docs/gpu.md, fourth session). */
+__device__ __forceinline__ unsigned consume(const uint4 *buf, int st, int work)
 {
     unsigned a = 0;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int j = 0; j < 2 * kVec; j++) {
         const uint4 x = buf[(st * 2 + j / kVec) * kVec * kThreads + (j % kVec) * kThreads +
                             threadIdx.x];
         a ^= x.x ^ x.y ^ x.z ^ x.w;
+        const unsigned u[4] = {x.x, x.y, x.z, x.w};
+        for (int w = 0; w < work; w++) {
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const float f = __uint_as_float(e & 1 ? u[e / 2] & 0xffff0000u : u[e / 2] << 16);
+#pragma unroll
+                for (int g = 0; g < 4; g++)
+                    acc[g] = fmaf(f, acc[g], f);
+            }
+#pragma unroll
+            for (int g = 0; g < 4; g++)
+                acc[g] += __shfl_xor_sync(0xffffffffu, acc[g], 1 << ((j + g) & 3));
+        }
     }
+    if (acc[0] + acc[1] + acc[2] + acc[3] == 1.5e-30f) /* keeps the arithmetic */
+        a ^= 1;
     return a;
 }
 
@@ -171,7 +195,7 @@ __device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, u
             issue(p, place, buf, (i + S - 1) % S, o0 + (long long)(i + S - 1) * kStageK);
         commit();
         wait_groups<S - 1>();
-        a ^= consume(buf, i % S);
+        a ^= consume(buf, i % S, p.work);
     }
     wait_groups<0>();
     return a;
@@ -259,7 +283,7 @@ template <int S> __global__ void __launch_bounds__(kThreads) dynamic_kernel(Prob
         next(g + S - 1);
         commit();
         wait_groups<S - 1>();
-        a ^= consume(buf, (int)(g % S));
+        a ^= consume(buf, (int)(g % S), p.work);
     }
     wait_groups<0>();
     if (threadIdx.x == 0) {
@@ -524,6 +548,18 @@ int main(int argc, char **argv)
     };
     row("static, contiguous", false, 2, streams, cont, bytes, true);
     row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, true);
+    for (int w : {1, 2, 4}) { /* v7's arithmetic between the waits: about 1.2 rounds */
+        char name[96];
+        Probe q = pg4k;
+        q.work = w;
+        snprintf(name, sizeof name, "static, shuffled 4 KB, %d round%s of arithmetic", w,
+                 w > 1 ? "s" : "");
+        row(name, false, 2, streams, q, bytes, false);
+        if (w == 1) {
+            snprintf(name, sizeof name, "static, shuffled 4 KB, 1 round, 3 stages");
+            row(name, false, 3, streams, q, bytes, false);
+        }
+    }
     row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
     row("static, shuffled 32 KB pages", false, 2, streams, pg32k, bytes, false);
     row("static, 3 stages, shuffled 4 KB", false, 3, streams, pg4k, bytes, false);
