@@ -333,8 +333,20 @@ template <typename F> double time_ms(Ctx &c, F launch)
     return t[t.size() / 2];
 }
 
-template <int S> const void *static_fn() { return (const void *)static_kernel<S>; }
-template <int S> const void *dynamic_fn() { return (const void *)dynamic_kernel<S>; }
+/* The probe kernel for a mode and a stage count (2, 3 or 4). */
+const void *probe_fn(bool dyn, int stages)
+{
+    static const void *const fns[2][3] = {
+        {(const void *)static_kernel<2>, (const void *)static_kernel<3>,
+         (const void *)static_kernel<4>},
+        {(const void *)dynamic_kernel<2>, (const void *)dynamic_kernel<3>,
+         (const void *)dynamic_kernel<4>}};
+    if (stages < 2 || stages > 4) {
+        fprintf(stderr, "stream_probe: %d stages unsupported\n", stages);
+        exit(1);
+    }
+    return fns[dyn][stages - 2];
+}
 
 /* Blocks an SM the probe runs at: v7 holds 4 (by its registers); the
  * probe's own limit is its shared memory, so its dynamic shared memory is
@@ -351,13 +363,9 @@ int probe_smem(bool dyn, int stages)
     int &m = memo[dyn][stages][g_per_sm];
     if (m)
         return m;
-    const void *fn = dyn ? (stages == 2 ? dynamic_fn<2>() : stages == 3 ? dynamic_fn<3>()
-                                                                         : dynamic_fn<4>())
-                         : (stages == 2 ? static_fn<2>() : stages == 3 ? static_fn<3>()
-                                                                        : static_fn<4>());
     for (int b = 200 * 1024; b >= need; b -= 256) {
         int n = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, kThreads, b));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, probe_fn(dyn, stages), kThreads, b));
         if (n >= g_per_sm)
             return m = b;
     }
@@ -366,34 +374,17 @@ int probe_smem(bool dyn, int stages)
 
 int occupancy(bool dyn, int stages)
 {
-    const void *fn = dyn ? (stages == 2 ? dynamic_fn<2>() : stages == 3 ? dynamic_fn<3>()
-                                                                         : dynamic_fn<4>())
-                         : (stages == 2 ? static_fn<2>() : stages == 3 ? static_fn<3>()
-                                                                        : static_fn<4>());
     int n = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, kThreads, probe_smem(dyn, stages)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, probe_fn(dyn, stages), kThreads,
+                                                     probe_smem(dyn, stages)));
     return n;
 }
 
 void launch_probe(bool dyn, int stages, int grid, const Probe &p)
 {
-    const int smem = probe_smem(dyn, stages);
-#define PF_PROBE_CASE(S)                                                                     \
-    case S:                                                                                  \
-        if (dyn)                                                                             \
-            dynamic_kernel<S><<<grid, kThreads, smem>>>(p);                                  \
-        else                                                                                 \
-            static_kernel<S><<<grid, kThreads, smem>>>(p);                                   \
-        break;
-    switch (stages) {
-        PF_PROBE_CASE(2)
-        PF_PROBE_CASE(3)
-        PF_PROBE_CASE(4)
-    default:
-        fprintf(stderr, "stream_probe: %d stages unsupported\n", stages);
-        exit(1);
-    }
-#undef PF_PROBE_CASE
+    void *args[] = {const_cast<Probe *>(&p)};
+    CK(cudaLaunchKernel(probe_fn(dyn, stages), dim3(grid), dim3(kThreads), args,
+                        probe_smem(dyn, stages), nullptr));
 }
 
 /* One traced launch: how the SMs' last block ends spread, in us after the
@@ -487,11 +478,8 @@ int main(int argc, char **argv)
     CK(cudaEventCreate(&c.e1));
     for (int s = 2; s <= 4; s++) /* room for any padding (probe_smem) */
         for (int dyn = 0; dyn < 2; dyn++)
-            CK(cudaFuncSetAttribute(dyn ? (s == 2 ? dynamic_fn<2>() : s == 3 ? dynamic_fn<3>()
-                                                                                : dynamic_fn<4>())
-                                        : (s == 2 ? static_fn<2>() : s == 3 ? static_fn<3>()
-                                                                             : static_fn<4>()),
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+            CK(cudaFuncSetAttribute(probe_fn(dyn, s), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    200 * 1024));
 
     /* the same bytes both K and V hold, read as one streaming pass */
     const long long bytes = 2 * (long long)streams * sbytes;
