@@ -39,8 +39,8 @@ BIN=$PWD/.dev-bin/pagefault
     ldd "$BIN" | grep -i "not found"
     # registers and spills of the paged bf16 D128 group-4 kernels (llama's)
     cuobjdump --dump-resource-usage .dev-bin/libpagefault_gpu.so 2>&1 |
-        grep -A1 -E "Function .*(attn_v7|attn_steal)I13__nv_bfloat16Li128ELi4ELb1E" |
-        grep -oE "(attn_v7|attn_steal)I13__nv_bfloat16Li128ELi4ELb1E[^ :]*|REG:[0-9]+|STACK:[0-9]+|SHARED:[0-9]+|LOCAL:[0-9]+"
+        grep -A1 -E "Function .*(attn_v7|attn_steal|attn_mma)I13__nv_bfloat16Li128ELi4ELb1E" |
+        grep -oE "(attn_v7|attn_steal|attn_mma)I13__nv_bfloat16Li128ELi4ELb1E[^ :]*|REG:[0-9]+|STACK:[0-9]+|SHARED:[0-9]+|LOCAL:[0-9]+"
 } >"$OUT/env.txt" 2>&1
 
 if [ "${TESTS:-0}" = 1 ]; then
@@ -113,7 +113,7 @@ if [ "${NCU:-0}" = 1 ]; then
     : >"$OUT/ncu.txt"
     for w in ${NCU_WORKLOADS:-llama}; do
         echo "### ncu, paged launch of pagefault bench --workload $w --kernel ${NCU_KERNEL:-0}" >>"$OUT/ncu.txt"
-        ncu --clock-control none -k regex:attn_v --launch-skip 4 --launch-count 1 \
+        ncu --clock-control none -k regex:"attn_(v|mma|steal)" --launch-skip 4 --launch-count 1 \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
             --section LaunchStats --section WarpStateStats \
             $BIN bench --workload $w --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >>"$OUT/ncu.txt" 2>&1
@@ -136,7 +136,7 @@ if [ "${PROBE:-0}" = 1 ]; then
 fi
 
 echo "== summary"
-grep -A4 -E "attn_(v7|steal)I" "$OUT/env.txt" | head -40
+grep -A4 -E "attn_(v7|steal|mma)I" "$OUT/env.txt" | head -40
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
 grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result|thread blocks|SMs that|first start|start to first|block duration|median end to|SM time" "$OUT/bench.txt" |

@@ -208,7 +208,7 @@ static inline int pf_gpu_version_cluster(int version)
 }
 static inline int pf_gpu_version_listed(int version)
 {
-    return (version >= 5 && version <= 8) || version == 11;
+    return (version >= 5 && version <= 8) || version >= 11;
 }
 
 /* Version 11 balances the work among its blocks at run time (work

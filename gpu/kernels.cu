@@ -36,8 +36,8 @@
  * The naive kernel is the same code reading contiguous rows; the paged one
  * first copies the chunk's slice of the block table to shared memory (read
  * ahead of use, one coalesced load), then finds each row through it (v1 by
- * a shift and the frame stride; v2-v6 through core/paging.h). Version 6
- * moves the scores and the V sums to tensor cores (attn_v6). Same
+ * a shift and the frame stride; v2-v6 through core/paging.h). Versions 6
+ * and 12 move the scores and the V sums to tensor cores (attn_mma). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
  */
@@ -838,6 +838,36 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
                                      len);
 }
 
+/* The block timeline (`pagefault bench --timeline`, versions 7 on): with
+ * a.trace set, thread 0 of each block writes PF_GPU_TRACE_WORDS words at
+ * that many times its linear block index: the global nanosecond timer when
+ * the block starts (kTrStart), when its first tile of K/V has landed
+ * (kTrReady), when its last tile is done (kTrStreamed; both 0 when the block
+ * found no tokens), when it ends (kTrEnd, after its merge), and the SM it
+ * ran on (kTrSm). With a.trace null (every run but the bench's one traced
+ * launch) it costs a branch on a kernel argument at each mark. */
+enum { kTrStart, kTrReady, kTrStreamed, kTrEnd, kTrSm };
+static_assert(kTrSm + 1 == PF_GPU_TRACE_WORDS, "gpu.h's record layout");
+template <typename T> __device__ __forceinline__ void trace_mark(const AttnArgs<T> &a, int what)
+{
+    if (!a.trace || threadIdx.x != 0)
+        return;
+    const size_t b = blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z);
+    unsigned long long x;
+    if (what == kTrSm) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        x = sm;
+    } else {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x));
+    }
+    a.trace[b * PF_GPU_TRACE_WORDS + what] = x;
+}
+
+/* Versions 7 on and 12: the running max moves only when a tile's max
+ * passes it by more than this (base 2; version 7's comment, point 3). */
+constexpr float kLazy = 8.f;
+
 /* ---- version 6: the GQA group on tensor cores --------------------------
  *
  * Versions 1-5 spend most of their issue slots on fp32 FMAs: per 16 bytes
@@ -896,7 +926,9 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
 }
 
 /* c[0..1] += A B for the rows g of a m16n8k16 product whose rows g + 8 are
- * zero (a1 = a3 = 0): the padding half of C is neither kept nor passed. */
+ * zero (a1 = a3 = 0): the padding half of C is neither kept nor passed.
+ * run8 is the m16n8k8 product (A 16 x 8: a0 only; B 8 x 8: b0), version
+ * 12's P V over an 8-token tile. */
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
     __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1)
@@ -906,6 +938,14 @@ template <> struct Mma<__nv_bfloat16> {
             "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
             : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
             : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+    }
+    __device__ static void run8(float *c, unsigned a0, unsigned b0)
+    {
+        float d2 = 0.f, d3 = 0.f;
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
+            : "r"(a0), "r"(0u), "r"(b0));
     }
     /* P as two bf16 terms, hi + lo: bf16 keeps 8 bits, and P rounded once
      * moves an output by up to 2^-9 max |v|, which our check's allowance
@@ -930,7 +970,16 @@ template <> struct Mma<__half> {
             : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
             : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
     }
-    /* fp16 keeps 11 bits of P in [0, 1]: one term is enough (2^-12). */
+    __device__ static void run8(float *c, unsigned a0, unsigned b0)
+    {
+        float d2 = 0.f, d3 = 0.f;
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
+            : "r"(a0), "r"(0u), "r"(b0));
+    }
+    /* fp16 keeps 11 bits of P in [0, 1]: one term is enough (2^-12; with
+     * version 12's lazy max P < 2^8, still 11 bits relative). */
     static constexpr bool kSplitP = false;
     __device__ static unsigned pack(float lo, float hi, unsigned *rest)
     {
@@ -941,61 +990,110 @@ template <> struct Mma<__half> {
 };
 
 constexpr int kV6Warps = kThreads / 32;
-constexpr int kV6Tile = 16; /* tokens per warp tile: the n of two m16n8 tiles */
 
-/* Dynamic shared memory of version 6: per warp STAGES tiles of K and V. */
-constexpr int v6_smem_bytes(int D, int stages)
+/* Dynamic shared memory of versions 6 and 12: per warp STAGES tiles of
+ * `tok` rows of K and of V. */
+__host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok)
 {
-    return kV6Warps * stages * 2 * kV6Tile * D * 2;
+    return kV6Warps * stages * 2 * tok * D * 2;
 }
-/* (launched with kSmemAlign bytes more, see smem_align128) */
+/* (launched with kSmemAlign bytes more, see smem_align128, unless static) */
+__host__ __device__ constexpr bool mma_static(int D, int stages, int tok)
+{
+    return v6_smem_bytes(D, stages, tok) <= 32 * 1024;
+}
 /* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
  * the table cache, counted as 4 KB), at most 4: the register bound asks no
  * more, so the compiler never spills to reach an occupancy the memory
- * forbids (ptxas, sm_90: 166-208 registers at D = 128, 2 blocks; 108-128
- * at D = 64, 4 blocks; no spills). */
-constexpr int v6_min_blocks(int D, int stages)
+ * forbids (ptxas, sm_90, version 6: 166-208 registers at D = 128, 2
+ * blocks; 108-128 at D = 64, 4 blocks; no spills). */
+constexpr int v6_min_blocks(int D, int stages, int tok)
 {
-    return 227 * 1024 / (v6_smem_bytes(D, stages) + 4096) < 4
-               ? 227 * 1024 / (v6_smem_bytes(D, stages) + 4096)
+    return 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096) < 4
+               ? 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096)
                : 4;
 }
 
-template <typename T, int D, int GT, bool PAGED, int STAGES>
-__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(const AttnArgs<T> a)
+/* ---- version 12: version 6's tensor cores in version 7's shape ---------
+ *
+ * The seventh session's probe (gpu/stream_probe.cu) ran version 7's copy
+ * pipeline with no arithmetic at 0.973 of the read bandwidth on shuffled
+ * pages, and 0.941 with one round of v7-like arithmetic (about 380
+ * instructions a warp a stage) between the waits: two rounds made it
+ * compute-bound at 0.684, so one round leaves the SMs only about 1.4x the
+ * rate their share of the bandwidth asks, and that is not enough to absorb
+ * the unevenness of a one-wave launch (some SMs finish their blocks early;
+ * the rest must then run faster to keep the memory busy). Version 7 (0.93)
+ * sits exactly there. Version 6 has a fraction of v7's instructions but a
+ * different shape: 16-token tiles a warp, 3 stages, 96 KB and 212
+ * registers a block, so 2 blocks an SM and llama's 512 blocks in two ragged
+ * waves (Nsight Compute: SMs active 89.7% of the time).
+ *
+ * Version 12 keeps v6's arithmetic and takes v7's shape: a warp's tile is 8
+ * tokens (the scores one m16n8k16 n-tile a k-step, P V one m16n8k8 an
+ * 8-wide slice of D, P's C fragment again the A fragment), 2 stages, so a
+ * block holds 32 KB (16 KB a stage: each lane copies 4 K and 4 V vectors
+ * a stage, as in v7) and 4 blocks fit an SM in one wave; and v7's lazy
+ * rescale, since at 8 tokens a tile the per-tile rescale of v6 (2 x D / 8
+ * multiplies a lane) would be a third of the loop. Per warp and 8 tokens
+ * (4 KB of K and V) that is about 100 instructions (4 + 4 ldmatrix, D / 16
+ * + 2 x D / 8 mma for bf16, the softmax of 2 scores a lane) against v7's
+ * 445. */
+/* Versions 6 (TOK 16, STAGES 3, LAZY false) and 12 (TOK 8, STAGES 2, LAZY
+ * true): see the two comments above. TOK is a warp's tile in tokens: 16
+ * makes the scores two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of
+ * D; 8 makes the scores one n-tile and P V one m16n8k8 a slice. */
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY>
+__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
+    attn_mma(const AttnArgs<T> a)
 {
     constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
     constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
     constexpr int NT = D / 8;         /* n-tiles of the output           */
     constexpr int KS = D / 16;        /* k-steps of the scores           */
-    constexpr int TILE_U4 = kV6Tile * CPR;
+    constexpr int TILE_U4 = TOK * CPR;
     constexpr int W = kV6Warps;
+    constexpr int X = TOK / 4;        /* scores a lane holds a tile      */
+    static_assert(TOK == 8 || TOK == 16, "a tile is one or two m16n8 n-tiles");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
-    extern __shared__ uint4 v6dyn[];
-    uint4 *const v6buf = smem_align128(v6dyn);
+    /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
+     * no dynamic shared memory costs the host less (docs/gpu.md, eighth
+     * session); version 6's 96 KB are dynamic, on the 128-byte grid */
+    uint4 *v6buf;
+    if constexpr (mma_static(D, STAGES, TOK)) {
+        __shared__ __align__(128) uint4 sbuf[v6_smem_bytes(D, STAGES, TOK) / 16];
+        v6buf = sbuf;
+    } else {
+        extern __shared__ uint4 v6dyn[];
+        v6buf = smem_align128(v6dyn);
+    }
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
 
+    trace_mark(a, kTrStart);
+    trace_mark(a, kTrSm);
     const Work job = work_of(a);
     const int seq = job.seq;
     const int2 hd = head_of<T, GT>(a, job.ht);
     const int kvh = hd.x, qh0 = hd.y;
     int len, t0, t1;
-    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1))
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1)) {
+        trace_mark(a, kTrEnd);
         return;
+    }
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int B = a.B;
     const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
     const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
     uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
-    const bool walk_per_tile = B % kV6Tile == 0;
+    const bool walk_per_tile = B % TOK == 0;
 
     /* Copy this warp's k-th tile (chunk tile warp + k W) into slot st. */
     auto issue = [&](int k, int st) {
-        const int u0 = (warp + k * W) * kV6Tile; /* first token, within the chunk */
+        const int u0 = (warp + k * W) * TOK; /* first token, within the chunk */
         size_t e0 = 0;
         if (PAGED && walk_per_tile) {
             const int blk = a.bshift >= 0 ? u0 >> a.bshift : u0 / B;
@@ -1004,7 +1102,7 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
         uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
         uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
 #pragma unroll
-        for (int it = 0; it < kV6Tile / RPI; it++) {
+        for (int it = 0; it < TOK / RPI; it++) {
             const int rr = it * RPI + crow, u = u0 + rr;
             const bool ok = t0 + u < t1;
             size_t e = 0;
@@ -1024,7 +1122,7 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
             cp_async16(dv + slot, vb + e, ok);
         }
     };
-    const int nt_chunk = (t1 - t0 + kV6Tile - 1) / kV6Tile;
+    const int nt_chunk = (t1 - t0 + TOK - 1) / TOK;
     const int mine = nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
@@ -1051,10 +1149,13 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
         o[n][0] = o[n][1] = 0.f;
     float m = -INFINITY, l = 0.f;
 
-    /* ldmatrix row addresses: lane -> (matrix lane / 8, row lane % 8) */
+    /* ldmatrix row addresses: lane -> (matrix lane / 8, row lane % 8).
+     * TOK 16: K's four matrices are (tokens 0-7 | 8-15) x (d lo | hi) of one
+     * k-step, V's (tokens lo | hi) x (n-tile lo | hi). TOK 8: K's are
+     * (d lo | hi) x (k-step ks | ks + 1), V's four n-tiles. */
     const int lm = lane / 8, lr = lane % 8;
-    const int ktok = (lm >> 1) * 8 + lr, kpc = lm & 1; /* K: (tok 0-7|8-15) x (d lo|hi) */
-    const int vtok = (lm & 1) * 8 + lr, vpc = lm >> 1; /* V: (tok lo|hi) x (n-tile lo|hi) */
+    const int ktok = TOK == 16 ? (lm >> 1) * 8 + lr : lr, kpc = TOK == 16 ? lm & 1 : lm;
+    const int vtok = TOK == 16 ? (lm & 1) * 8 + lr : lr, vpc = TOK == 16 ? lm >> 1 : lm;
 
     for (int k = 0; k < mine; k++) {
         const int st = k % STAGES;
@@ -1064,62 +1165,108 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
         cp_async_commit();
         cp_async_wait<STAGES - 1>();
         __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
+        if (k == 0)
+            trace_mark(a, kTrReady);
         const uint4 *ks_ = wbuf + (st * 2 + 0) * TILE_U4;
         const uint4 *vs_ = wbuf + (st * 2 + 1) * TILE_U4;
 
-        float s0[2] = {0.f, 0.f}, s1[2] = {0.f, 0.f};
+        /* S = Q K^T: s[0..1] tokens 2c, 2c + 1 of the tile, s[2..3] (TOK
+         * 16) 8 + 2c, 9 + 2c */
+        float s[4] = {0.f, 0.f, 0.f, 0.f};
+        if constexpr (TOK == 16) {
 #pragma unroll
-        for (int ks = 0; ks < KS; ks++) {
-            unsigned b[4];
-            const int pc = ks * 2 + kpc;
-            ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
-            Mma<T>::run(s0, qa[ks][0], qa[ks][1], b[0], b[1]);
-            Mma<T>::run(s1, qa[ks][0], qa[ks][1], b[2], b[3]);
+            for (int ks = 0; ks < KS; ks++) {
+                unsigned b[4];
+                const int pc = ks * 2 + kpc;
+                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+                Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
+                Mma<T>::run(&s[2], qa[ks][0], qa[ks][1], b[2], b[3]);
+            }
+        } else {
+#pragma unroll
+            for (int ks = 0; ks < KS; ks += 2) {
+                unsigned b[4];
+                const int pc = ks * 2 + kpc;
+                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+                Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
+                Mma<T>::run(&s[0], qa[ks + 1][0], qa[ks + 1][1], b[2], b[3]);
+            }
         }
-        /* this thread's 4 tokens: 2c, 2c + 1, 8 + 2c, 9 + 2c of the tile */
-        const int tb = t0 + (warp + k * W) * kV6Tile + 2 * c;
-        float x[4] = {s0[0] * a.qscale, s0[1] * a.qscale, s1[0] * a.qscale, s1[1] * a.qscale};
-        if (tb >= t1)
-            x[0] = -INFINITY;
-        if (tb + 1 >= t1)
-            x[1] = -INFINITY;
-        if (tb + 8 >= t1)
-            x[2] = -INFINITY;
-        if (tb + 9 >= t1)
-            x[3] = -INFINITY;
-        float mt = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+        const int tb = t0 + (warp + k * W) * TOK + 2 * c;
+        float x[X];
+#pragma unroll
+        for (int i = 0; i < X; i++) {
+            const int off = (i & 1) + (i >> 1) * 8; /* token tb + off */
+            x[i] = tb + off < t1 ? s[i] * a.qscale : -INFINITY;
+        }
+        float mt = x[0];
+#pragma unroll
+        for (int i = 1; i < X; i++)
+            mt = fmaxf(mt, x[i]);
         mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
         mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-        const float mn = fmaxf(m, mt);
-        const float ms = mn == -INFINITY ? 0.f : mn; /* no valid token yet */
-        const float alpha = fast_exp2(m - ms);
-        m = mn;
-        float p[4];
+        float ms;         /* the max the exps are taken against */
+        float alpha = 1.f; /* version 6: l's rescale, fused with its sum */
+        if constexpr (LAZY) {
+            /* version 7's lazy rescale: m moves only when the tile's max
+             * passes it by more than kLazy; the quad agrees (same mt, m) */
+            const bool mv = mt > m + kLazy;
+            if (__any_sync(0xffffffffu, mv)) {
+                const float al = mv ? fast_exp2(m - mt) : 1.f; /* m = -inf: 0 */
+                m = mv ? mt : m;
+                l *= al;
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+                for (int n = 0; n < NT; n++) {
+                    o[n][0] *= al;
+                    o[n][1] *= al;
+                }
+            }
+            ms = m == -INFINITY ? 0.f : m;
+        } else {
+            const float mn = fmaxf(m, mt);
+            ms = mn == -INFINITY ? 0.f : mn; /* no valid token yet */
+            alpha = fast_exp2(m - ms);
+            m = mn;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                o[n][0] *= alpha;
+                o[n][1] *= alpha;
+            }
+        }
+        float p[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int i = 0; i < X; i++)
             p[i] = fast_exp2(x[i] - ms);
         l = fmaf(l, alpha, (p[0] + p[1]) + (p[2] + p[3]));
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            o[n][0] *= alpha;
-            o[n][1] *= alpha;
-        }
+        /* O += P V */
         unsigned pr0, pr2;
         const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0), pa2 = Mma<T>::pack(p[2], p[3], &pr2);
 #pragma unroll
-        for (int j = 0; j < NT / 2; j++) {
+        for (int j = 0; j < NT / 4 * (TOK / 8); j++) {
             unsigned b[4];
-            const int pc = 2 * j + vpc;
-            ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
-            Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
-            Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
-            if (Mma<T>::kSplitP) {
-                Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
-                Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
+            if constexpr (TOK == 16) {
+                const int pc = 2 * j + vpc;
+                ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
+                Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
+                Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
+                if (Mma<T>::kSplitP) {
+                    Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
+                    Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
+                }
+            } else {
+                const int pc = 4 * j + vpc;
+                ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
+#pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    Mma<T>::run8(o[4 * j + q], pa0, b[q]);
+                    if (Mma<T>::kSplitP)
+                        Mma<T>::run8(o[4 * j + q], pr0, b[q]);
+                }
             }
         }
     }
     cp_async_wait<0>();
+    trace_mark(a, kTrStreamed);
     __syncthreads(); /* every warp is done with the pipeline buffer */
 
     /* the quad's partial sums make the row's l; m is already the quad's */
@@ -1138,6 +1285,7 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
     }
     __syncthreads();
     attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0, len);
+    trace_mark(a, kTrEnd);
 }
 
 /* ---- version 7: version 5 with a third fewer instructions ---------------
@@ -1179,7 +1327,6 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES)) attn_v6(co
  * Same bytes read in the same order by the same pipeline; the sums are
  * added in another order than v5's, so v7 is not bitwise v5 (its paged and
  * naive passes are bitwise equal to each other, as for every version). */
-constexpr float kLazy = 8.f;
 /* The pipeline buffer of v7 and v8: per stage, N = 4 rows of K and of V
  * for each of the 128 threads (16 KB a stage). */
 __host__ __device__ constexpr int v7_smem_bytes(int stages)
@@ -1303,32 +1450,6 @@ __device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, con
         a.out[((size_t)seq * a.hq + qh0 + g) * D + d] = Elt<T>::store(O * inv_l[g]);
     }
     cl.sync();
-}
-
-/* The block timeline (`pagefault bench --timeline`, versions 7 on): with
- * a.trace set, thread 0 of each block writes PF_GPU_TRACE_WORDS words at
- * that many times its linear block index: the global nanosecond timer when
- * the block starts (kTrStart), when its first tile of K/V has landed
- * (kTrReady), when its last tile is done (kTrStreamed; both 0 when the block
- * found no tokens), when it ends (kTrEnd, after its merge), and the SM it
- * ran on (kTrSm). With a.trace null (every run but the bench's one traced
- * launch) it costs a branch on a kernel argument at each mark. */
-enum { kTrStart, kTrReady, kTrStreamed, kTrEnd, kTrSm };
-static_assert(kTrSm + 1 == PF_GPU_TRACE_WORDS, "gpu.h's record layout");
-template <typename T> __device__ __forceinline__ void trace_mark(const AttnArgs<T> &a, int what)
-{
-    if (!a.trace || threadIdx.x != 0)
-        return;
-    const size_t b = blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z);
-    unsigned long long x;
-    if (what == kTrSm) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        x = sm;
-    } else {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x));
-    }
-    a.trace[b * PF_GPU_TRACE_WORDS + what] = x;
 }
 
 /* The arithmetic of version 7 on one tile, and its end, shared by versions
@@ -2052,21 +2173,26 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
     return e;
 }
 
-/* Version 6 (STAGES 3: per warp two tiles being copied while one is used;
- * STAGES 2, for 3 blocks an SM at D = 128, spilled registers at the bound
- * that needs and ran at half the speed, docs/gpu.md). The attributes are
- * set once per kernel (first use, a thread-safe C++ static); a refusal shows
- * as the launch's error. fp32 has no 16-bit mma: it runs version 5's kernel
- * with v6's early table read. */
-template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_v6()
+/* Versions 6 and 12 (attn_mma). Version 6: STAGES 3 (per warp two tiles
+ * being copied while one is used; STAGES 2, for 3 blocks an SM at D = 128,
+ * spilled registers at the bound that needs and ran at half the speed,
+ * docs/gpu.md). Version 12: 8-token tiles, 2 stages, 32 KB a block, 4
+ * blocks an SM as version 7. The attributes are set once per kernel (first
+ * use, a thread-safe C++ static); a refusal shows as the launch's error.
+ * fp32 has no 16-bit mma: it runs version 5's kernel with v6's early table
+ * read. */
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY> Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
+    } else if constexpr (mma_static(D, STAGES, TOK)) {
+        return {attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY>, 0};
     } else {
-        constexpr int bytes = v6_smem_bytes(D, STAGES) + kSmemAlign;
-        static const cudaError_t set = allow_smem(attn_v6<T, D, GT, PAGED, STAGES>, bytes, true);
+        constexpr int bytes = v6_smem_bytes(D, STAGES, TOK) + kSmemAlign;
+        static const cudaError_t set =
+            allow_smem(attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY>, bytes, true);
         (void)set;
-        return {attn_v6<T, D, GT, PAGED, STAGES>, bytes};
+        return {attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY>, bytes};
     }
 }
 
@@ -2096,12 +2222,13 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 3: return {attn_v2<T, D, GT, PAGED, 2, 4, true, false>, 0};
     case 4: return {attn_v2<T, D, GT, PAGED, 4, 2, true, false>, 0};
     case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
-    case 6: return pick_v6<T, D, GT, PAGED, 3>();
+    case 6: return pick_mma<T, D, GT, PAGED, 3, 16, false>();
     case 7: return pick_v7<T, D, GT, PAGED, 2>();
     case 8: return pick_v7<T, D, GT, PAGED, 3>();
     case 9: return pick_v7<T, D, GT, PAGED, 2, true>();
     case 10: return pick_v7<T, D, GT, PAGED, 4, true>();
-    default: return {attn_steal<T, D, GT, PAGED>, 0}; /* 11 */
+    case 11: return {attn_steal<T, D, GT, PAGED>, 0};
+    default: return pick_mma<T, D, GT, PAGED, 2, 8, true>(); /* 12 */
     }
 }
 

@@ -521,7 +521,7 @@ Test(gpu, lengths_of_zero_or_less_give_zeros_with_one_split_or_many)
     pcase_free(&c);
 }
 
-/* A plan from host lengths runs from its work list (versions 5-8, 11); the
+/* A plan from host lengths runs from its work list (versions 5-8, 11, 12); the
  * device lengths may differ: shorter (its later chunks find no tokens), 0
  * (zeros), or longer, read up to the end of the chunks planned for the
  * sequence (gpu.h). */
@@ -533,7 +533,7 @@ Test(gpu, work_list_reads_each_length_up_to_its_planned_chunks)
     pcase_make(&c, host);
     memcpy(c.lens, dev, sizeof dev);
     CK(pf_gpu_memcpy(c.dlens, dev, sizeof dev, PF_GPU_H2D));
-    const int listed[] = {5, 6, 7, 8, 11}; /* the versions with a work list */
+    const int listed[] = {5, 6, 7, 8, 11, 12}; /* the versions with a work list */
     for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++) {
         const int v = listed[i];
         cr_assert(pf_gpu_version_listed(v));
