@@ -5,8 +5,9 @@
 # ncu.txt, peers.txt. The end of stdout is a summary.
 #   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli (= ctest -L gpu)
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
-#                (SAN_KERNELS="1 4", SAN_DTYPES="bf16"; SAN_TESTS=0 skips
-#                memcheck over the whole device test suite)
+#                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
+#                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
+#                skips memcheck over the whole device test suite)
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
 #                the planner's split-KV overridden (bench --splits)
@@ -57,8 +58,8 @@ if [ "${SAN:-0}" = 1 ]; then
             for k in ${SAN_KERNELS:-1 4}; do
                 for dt in ${SAN_DTYPES:-bf16}; do
                     echo "== $tool, kernel $k: GQA $dt with splits and an empty tail"
-                    compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
-                        --lengths 1,17,300,5000 --q-heads 8 --kv-heads 2 --head-dim 128 --dtype $dt \
+                    timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
+                        --lengths ${SAN_LENGTHS:-1,17,300,5000} --q-heads 8 --kv-heads 2 --head-dim 128 --dtype $dt \
                         --iters 1 --no-read-bw 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result"
                     echo "$tool kernel $k $dt status ${PIPESTATUS[0]}"
                 done

@@ -928,25 +928,27 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
 /* c[0..1] += A B for the rows g of a m16n8k16 product whose rows g + 8 are
  * zero (a1 = a3 = 0): the padding half of C is neither kept nor passed.
  * run8 is the m16n8k8 product (A 16 x 8: a0 only; B 8 x 8: b0), version
- * 12's P V over an 8-token tile. */
+ * 12's P V over an 8-token tile. TY is the operands' PTX type. */
+#define PF_MMA_PRODUCTS(TY)                                                                  \
+    __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1) \
+    {                                                                                        \
+        float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */                      \
+        asm("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, "        \
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                       \
+            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                                     \
+            : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));                         \
+    }                                                                                        \
+    __device__ static void run8(float *c, unsigned a0, unsigned b0)                          \
+    {                                                                                        \
+        float d2 = 0.f, d3 = 0.f;                                                            \
+        asm("mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, "         \
+            "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                                \
+            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                                     \
+            : "r"(a0), "r"(0u), "r"(b0));                                                    \
+    }
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
-    __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1)
-    {
-        float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
-            : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
-    }
-    __device__ static void run8(float *c, unsigned a0, unsigned b0)
-    {
-        float d2 = 0.f, d3 = 0.f;
-        asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-            "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
-            : "r"(a0), "r"(0u), "r"(b0));
-    }
+    PF_MMA_PRODUCTS("bf16")
     /* P as two bf16 terms, hi + lo: bf16 keeps 8 bits, and P rounded once
      * moves an output by up to 2^-9 max |v|, which our check's allowance
      * (1e-3 + 2^-7 |ref|) does not always cover on short sequences (a
@@ -962,22 +964,7 @@ template <> struct Mma<__nv_bfloat16> {
     }
 };
 template <> struct Mma<__half> {
-    __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1)
-    {
-        float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
-            : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
-    }
-    __device__ static void run8(float *c, unsigned a0, unsigned b0)
-    {
-        float d2 = 0.f, d3 = 0.f;
-        asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-            "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)
-            : "r"(a0), "r"(0u), "r"(b0));
-    }
+    PF_MMA_PRODUCTS("f16")
     /* fp16 keeps 11 bits of P in [0, 1]: one term is enough (2^-12; with
      * version 12's lazy max P < 2^8, still 11 bits relative). */
     static constexpr bool kSplitP = false;
