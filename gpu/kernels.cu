@@ -928,23 +928,35 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
 /* c[0..1] += A B for the rows g of a m16n8k16 product whose rows g + 8 are
  * zero (a1 = a3 = 0): the padding half of C is neither kept nor passed.
  * run8 is the m16n8k8 product (A 16 x 8: a0 only; B 8 x 8: b0), version
- * 12's P V over an 8-token tile. TY is the operands' PTX type. */
+ * 12's P V over an 8-token tile. TY is the operands' PTX type.
+ *
+ * ORDERED (version 12) makes the mma volatile, so it stays in program
+ * order with the ldmatrix (volatile too) that feed it: left free, the
+ * compiler hoisted every ldmatrix of a tile above the products for
+ * latency, and at version 12's 128 registers that spilled. run8 is
+ * version 12's alone, so always ordered. */
+#define PF_MMA_K16(TY, VOLATILE)                                                         \
+    asm VOLATILE("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                              \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                            \
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1))
 #define PF_MMA_PRODUCTS(TY)                                                                  \
+    template <bool ORDERED = false>                                                          \
     __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1) \
     {                                                                                        \
         float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */                      \
-        asm("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, "        \
-            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                       \
-            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                                     \
-            : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));                         \
+        if constexpr (ORDERED)                                                               \
+            PF_MMA_K16(TY, volatile);                                                        \
+        else                                                                                 \
+            PF_MMA_K16(TY, );                                                                \
     }                                                                                        \
     __device__ static void run8(float *c, unsigned a0, unsigned b0)                          \
     {                                                                                        \
         float d2 = 0.f, d3 = 0.f;                                                            \
-        asm("mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, "         \
-            "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                                \
-            : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                                     \
-            : "r"(a0), "r"(0u), "r"(b0));                                                    \
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                       \
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                            \
+                     : "r"(a0), "r"(0u), "r"(b0));                                           \
     }
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
@@ -1025,7 +1037,9 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * multiplies a lane) would be a third of the loop. Per warp and 8 tokens
  * (4 KB of K and V) that is about 100 instructions (4 + 4 ldmatrix, D / 16
  * + 2 x D / 8 mma for bf16, the softmax of 2 scores a lane) against v7's
- * 445. */
+ * 445. Measured (docs/gpu.md, eighth session): its naive pass streams
+ * above v7's on every GQA workload, but at 128 registers the paged kernel
+ * spills (the table walk's few registers tip it over) and trails v7. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false) and 12 (TOK 8, STAGES 2, LAZY
  * true): see the two comments above. TOK is a warp's tile in tokens: 16
  * makes the scores two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of
@@ -1058,6 +1072,7 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
+    __shared__ __align__(128) uint4 sq[TOK == 8 ? 8 * CPR : 1]; /* version 12's Q, below */
 
     trace_mark(a, kTrStart);
     trace_mark(a, kTrSm);
@@ -1119,10 +1134,27 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     }
 
     /* Q as A fragments (rows g < GT; the other rows zero), unscaled: the
-     * fp32 scores are scaled instead, so Q is used exactly as stored. */
+     * fp32 scores are scaled instead, so Q is used exactly as stored.
+     * Version 6 keeps them in registers (D / 8 of them). Version 12 at 4
+     * blocks an SM has 128 registers a thread, and with Q held it spilled
+     * (eighth session: 88 bytes of stack, 4.3 million local requests a
+     * launch, llama 0.904), so it keeps the block's 8 rows of Q in shared
+     * memory (swizzled as the tiles) and loads each k-step's fragment by
+     * ldmatrix: D / 32 more instructions a tile, D / 8 registers fewer. */
     const int g = lane / 4, c = lane % 4;
-    unsigned qa[KS][2];
-    {
+    constexpr bool kQShared = TOK == 8;
+    unsigned qa[kQShared ? 1 : KS][2];
+    if constexpr (kQShared) {
+        if (tid < 8 * CPR) {
+            const int row = tid / CPR, pc = tid % CPR;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (row < GT)
+                v = *reinterpret_cast<const uint4 *>(a.q + ((size_t)seq * a.hq + qh0 + row) * D +
+                                                     pc * 8);
+            sq[row * CPR + (pc ^ row)] = v;
+        }
+        __syncthreads();
+    } else {
         const T *qrow = a.q + ((size_t)seq * a.hq + qh0 + (g < GT ? g : 0)) * D + 2 * c;
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
@@ -1169,14 +1201,15 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
                 Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
                 Mma<T>::run(&s[2], qa[ks][0], qa[ks][1], b[2], b[3]);
             }
-        } else {
+        } else { /* Q's and K's four matrices: (d lo | hi) x (k-step ks | ks + 1) */
 #pragma unroll
             for (int ks = 0; ks < KS; ks += 2) {
-                unsigned b[4];
+                unsigned b[4], q[4];
                 const int pc = ks * 2 + kpc;
+                ldsm_x4(q, sq + lr * CPR + (pc ^ lr));
                 ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
-                Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
-                Mma<T>::run(&s[0], qa[ks + 1][0], qa[ks + 1][1], b[2], b[3]);
+                Mma<T>::template run<true>(&s[0], q[0], q[1], b[0], b[1]);
+                Mma<T>::template run<true>(&s[0], q[2], q[3], b[2], b[3]);
             }
         }
         const int tb = t0 + (warp + k * W) * TOK + 2 * c;
