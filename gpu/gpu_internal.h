@@ -161,8 +161,8 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms), 11
  * (work stealing: slower on every workload in two calls of the sixth
  * session, and not bitwise reproducible) nor 12 (tensor cores in v7's
- * shape: its naive pass beats v7's, but its paged kernel spills registers
- * and trailed v7 paged on llama, batch and long, eighth session). */
+ * shape: its naive pass is level with v7's, its paged pass trailed v7's
+ * on llama, batch and long, eighth session). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its

@@ -1037,9 +1037,10 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * multiplies a lane) would be a third of the loop. Per warp and 8 tokens
  * (4 KB of K and V) that is about 100 instructions (4 + 4 ldmatrix, D / 16
  * + 2 x D / 8 mma for bf16, the softmax of 2 scores a lane) against v7's
- * 445. Measured (docs/gpu.md, eighth session): its naive pass streams
- * above v7's on every GQA workload, but at 128 registers the paged kernel
- * spills (the table walk's few registers tip it over) and trails v7. */
+ * 445. Measured (docs/gpu.md, eighth session): its naive pass is level
+ * with v7's or above it, but its paged pass trails v7's (llama 0.927
+ * against 0.933): a warp's own 2 KB copy and walk a tile gathers less
+ * well than v7's block-wide 8 KB a stage. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false) and 12 (TOK 8, STAGES 2, LAZY
  * true): see the two comments above. TOK is a warp's tile in tokens: 16
  * makes the scores two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of
@@ -1103,7 +1104,10 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
         }
         uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
         uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
-#pragma unroll
+        /* version 12: not unrolled. Unrolled, each row's 64-bit source
+         * address was live at once, and at 128 registers the paged kernel
+         * spilled (24 bytes of stack; ptxas: 122 registers and none without) */
+#pragma unroll(TOK == 8 ? 1 : TOK / RPI)
         for (int it = 0; it < TOK / RPI; it++) {
             const int rr = it * RPI + crow, u = u0 + rr;
             const bool ok = t0 + u < t1;
