@@ -1039,8 +1039,9 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * + 2 x D / 8 mma for bf16, the softmax of 2 scores a lane) against v7's
  * 445. Measured (docs/gpu.md, eighth session): its naive pass is level
  * with v7's or above it, but its paged pass trails v7's (llama 0.927
- * against 0.933): a warp's own 2 KB copy and walk a tile gathers less
- * well than v7's block-wide 8 KB a stage. */
+ * against 0.933): its gather costs about a point more than v7's, though
+ * each warp copies the same rows of a stage in both (docs: what differs
+ * is the copy's code, v7's fixed-offset path). */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false) and 12 (TOK 8, STAGES 2, LAZY
  * true): see the two comments above. TOK is a warp's tile in tokens: 16
  * makes the scores two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of
