@@ -931,9 +931,10 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
  * 12's P V over an 8-token tile. TY is the operands' PTX type.
  *
  * ORDERED (version 12) makes the mma volatile, so it stays in program
- * order with the ldmatrix (volatile too) that feed it: left free, the
- * compiler hoisted every ldmatrix of a tile above the products for
- * latency, and at version 12's 128 registers that spilled. run8 is
+ * order with the ldmatrix (volatile too) that feed it. It was tried
+ * against version 12's register spill and did not change it (ptxas: 24
+ * bytes of stack either way; the copy loop's unrolling was the cause); it
+ * stays because it is the build the eighth session measured. run8 is
  * version 12's alone, so always ordered. */
 #define PF_MMA_K16(TY, VOLATILE)                                                         \
     asm VOLATILE("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
@@ -990,8 +991,9 @@ template <> struct Mma<__half> {
 
 constexpr int kV6Warps = kThreads / 32;
 
-/* Dynamic shared memory of versions 6 and 12: per warp STAGES tiles of
- * `tok` rows of K and of V. */
+/* The pipeline buffer of versions 6 and 12: per warp STAGES tiles of
+ * `tok` rows of K and of V (dynamic shared memory for v6, static for v12,
+ * see mma_static). */
 __host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok)
 {
     return kV6Warps * stages * 2 * tok * D * 2;
@@ -1008,9 +1010,8 @@ __host__ __device__ constexpr bool mma_static(int D, int stages, int tok)
  * blocks; 108-128 at D = 64, 4 blocks; no spills). */
 constexpr int v6_min_blocks(int D, int stages, int tok)
 {
-    return 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096) < 4
-               ? 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096)
-               : 4;
+    const int fit = 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096);
+    return fit < 4 ? fit : 4;
 }
 
 /* ---- version 12: version 6's tensor cores in version 7's shape ---------
