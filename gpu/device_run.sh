@@ -16,11 +16,16 @@
 #                CSVs come back in timelines.tgz
 #   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
 #   NCU=1        Nsight Compute on one paged launch (NCU_KERNEL, default 0) of
-#                each of NCU_WORKLOADS (default llama)
+#                each of NCU_WORKLOADS (default llama); NCU_SKIP=3 NCU_COUNT=3
+#                takes the naive, ordered and shuffled launches of the first
+#                warm-up round (default 4 1: the ordered one); NCU_SECTIONS
+#                adds sections (e.g. "InstructionStats SchedulerStats")
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #                (PEERS_VERSIONS=0,7: our versions to run, default 0;
 #                PEERS_WORKLOADS=single,llama: default all)
 #   PROFILE=1    pagefault bench --profile-out
+#   SASS=1       cuobjdump -sass of version 0's llama kernel (SASS_FUN, a
+#                regex of the mangled name) -> sass.txt, with an opcode count
 #   PROBE=1      pagefault_stream_probe (v7's copy shape without the
 #                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt
 set -u
@@ -113,10 +118,13 @@ fi
 if [ "${NCU:-0}" = 1 ]; then
     : >"$OUT/ncu.txt"
     for w in ${NCU_WORKLOADS:-llama}; do
-        echo "### ncu, paged launch of pagefault bench --workload $w --kernel ${NCU_KERNEL:-0}" >>"$OUT/ncu.txt"
-        ncu --clock-control none -k regex:"attn_(v|mma|steal)" --launch-skip 4 --launch-count 1 \
+        echo "### ncu, launches ${NCU_SKIP:-4}+${NCU_COUNT:-1} of pagefault bench --workload $w --kernel ${NCU_KERNEL:-0}" >>"$OUT/ncu.txt"
+        extra=()
+        for sec in ${NCU_SECTIONS:-}; do extra+=(--section "$sec"); done
+        ncu --clock-control none -k regex:"attn_(v|mma|steal)" --launch-skip ${NCU_SKIP:-4} \
+            --launch-count ${NCU_COUNT:-1} \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-            --section LaunchStats --section WarpStateStats \
+            --section LaunchStats --section WarpStateStats "${extra[@]}" \
             $BIN bench --workload $w --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >>"$OUT/ncu.txt" 2>&1
         echo "ncu status $?" >>"$OUT/ncu.txt"
     done
@@ -131,6 +139,20 @@ if [ "${PROFILE:-0}" = 1 ]; then
     echo "profile status $?" >>"$OUT/env.txt"
 fi
 
+if [ "${SASS:-0}" = 1 ]; then
+    fun=$(cuobjdump --dump-resource-usage .dev-bin/libpagefault_gpu.so 2>/dev/null |
+        grep -oE "Function [^ :]+" | sed 's/Function //' |
+        grep -E "${SASS_FUN:-attn_mmaI13__nv_bfloat16Li128ELi4ELb1ELi2ELi8ELb1}" | head -1)
+    {
+        echo "### $fun"
+        cuobjdump -sass -fun "$fun" .dev-bin/libpagefault_gpu.so
+    } >"$OUT/sass.txt" 2>&1
+    {
+        echo "### opcodes of $fun (static count)"
+        grep -oE "^ +/\*[0-9a-f]+\*/ +(@!?U?P[0-9T] +)?[A-Z0-9_.]+" "$OUT/sass.txt" |
+            awk '{print $NF}' | sed 's/\..*//' | sort | uniq -c | sort -rn
+    } >>"$OUT/sass.txt"
+fi
 if [ "${PROBE:-0}" = 1 ]; then
     .dev-bin/pagefault_stream_probe >"$OUT/probe.txt" 2>&1
     echo "probe status $?" >>"$OUT/probe.txt"
@@ -146,4 +168,5 @@ grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
 [ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
 [ -f "$OUT/probe.txt" ] && cat "$OUT/probe.txt"
+[ -f "$OUT/sass.txt" ] && grep -A12 "^### opcodes" "$OUT/sass.txt"
 exit 0

@@ -146,28 +146,28 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 /* The kernel version 0 stands for, for a shape: the fastest measured
- * (docs/gpu.md, NVIDIA H200, 2026-12-03, one device call each, paged on
- * shuffled frames):
+ * (docs/gpu.md, NVIDIA H200, paged on shuffled frames):
  *   16-bit small launch (below) 9 (single 11.7 and 12.5 us against 13.5
- *                                 for v7 in two calls, fifth session; fp32
- *                                 seed 10.5 us against v7's 9.4: not there);
+ *                                 for v7 in two calls, fifth session);
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
  *                                 0.923 for v7; 0.239 ms beside v1's 0.243
  *                                 and cuDNN's 0.238 in gpu/peers.py);
- *   otherwise                  7 (llama 0.934 against 0.932 for v8, 0.934
- *                                 for v6 and 0.833 for v5; batch, long and
- *                                 single faster than v8; seed 9.5 us against
- *                                 9.9 for v8; small launches included).
- * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms), 11
+ *   16-bit, otherwise         12 (ninth session, one call, against v7:
+ *                                 llama 0.942 vs 0.936, batch 0.935 vs
+ *                                 0.926, long 0.911 vs 0.900; bf16 and fp16
+ *                                 at block sizes 8-256 0.937-0.969);
+ *   fp32                       7 (versions 6 and 12 are 16-bit only; seed
+ *                                 9.5 us against 9.9 for v8, and v9's
+ *                                 10.5 us: small launches included).
+ * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms) nor 11
  * (work stealing: slower on every workload in two calls of the sixth
- * session, and not bitwise reproducible) nor 12 (tensor cores in v7's
- * shape: its naive pass is level with v7's, its paged pass trailed v7's
- * on llama, batch and long, eighth session). */
+ * session, and not bitwise reproducible). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
- * critical path, so version 0 is 9 there (the planner falls back to 7 for a
- * sequence longer than one cluster's 8 chunks). */
+ * critical path, so version 0 is 9 there (the planner falls back to the
+ * large launch's version for a sequence longer than one cluster's 8
+ * chunks). */
 #define PF_GPU_SMALL_LAUNCH 32
 /* ... and there version 0 serves one query head a block (the chunking is
  * planned for the group's tile first, then each block's heads are cut to

@@ -348,14 +348,20 @@ int pf_gpu_group_tile(int group)
     return group % 8 == 0 ? 8 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
 }
 
+/* Version 0 for a launch that is not small (gpu_internal.h says why). */
+static int default_large(const pf_gpu_attn_shape *s)
+{
+    if (s->dtype == PF_GPU_F32)
+        return 7;
+    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 8 : 12;
+}
+
 int pf_gpu_default_version(const pf_gpu_attn_shape *s)
 {
     if (s->dtype != PF_GPU_F32 &&
         (long long)s->num_seqs * pf_gpu__head_tiles(s) <= PF_GPU_SMALL_LAUNCH)
         return 9;
-    if (s->dtype != PF_GPU_F32 && pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1)
-        return 8;
-    return 7;
+    return default_large(s);
 }
 
 /* ---- split-KV planning ---------------------------------------------------
@@ -686,7 +692,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     const int slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
     int v = version ? version : pf_gpu_default_version(s);
     if (!version && pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
-        v = 7; /* the default for a small launch, but too long for one cluster */
+        v = default_large(s); /* a small launch, but too long for one cluster */
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* a work list: the lengths known, a version that merges in place, a
      * list short enough to simulate (its first candidate has a unit per

@@ -1106,7 +1106,30 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
         }
         uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
         uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
-        /* version 12: not unrolled. Unrolled, each row's 64-bit source
+        if (TOK == 8 && (!PAGED || walk_per_tile) && t0 + u0 + TOK <= t1) {
+            /* version 12's common case, as version 7's: the whole tile is
+             * in the chunk and in one page, so one walk places every row,
+             * and the lane's rows are fixed offsets from one address (no
+             * bounds check, no per-row address arithmetic). Version 6
+             * keeps the loop below: with this path its D = 64 paged kernel
+             * spilled 8 bytes at its 128 registers (ptxas, ninth session) */
+            const T *pk = kb + e0 + (size_t)(crow * D + cpc * 8);
+            const T *pv = vb + e0 + (size_t)(crow * D + cpc * 8);
+            if (!PAGED) {
+                pk += (size_t)(t0 + u0) * D;
+                pv += (size_t)(t0 + u0) * D;
+            }
+#pragma unroll
+            for (int it = 0; it < TOK / RPI; it++) {
+                const int rr = it * RPI + crow;
+                const int slot = rr * CPR + (cpc ^ (rr & 7));
+                cp_async16(dk + slot, pk + it * RPI * D, true);
+                cp_async16(dv + slot, pv + it * RPI * D, true);
+            }
+            return;
+        }
+        /* the tail tile (and block sizes not a multiple of 8): row by
+         * row. Version 12: not unrolled. Unrolled, each row's 64-bit source
          * address was live at once, and at 128 registers the paged kernel
          * spilled (24 bytes of stack; ptxas: 122 registers and none without) */
 #pragma unroll(TOK == 8 ? 1 : TOK / RPI)

@@ -375,9 +375,9 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
     assert_covers(&p, 2049, 24);
     cr_assert_eq(p.version, 2);
-    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v7 for GQA */
+    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v12 for GQA */
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
-    cr_assert_eq(p.version, 7);
+    cr_assert_eq(p.version, 12);
     s.num_kv_heads = s.num_q_heads;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
     cr_assert_eq(p.version, 8);
@@ -515,20 +515,21 @@ Test(gpu_host, device_failures_are_not_bad_arguments)
 Test(gpu_host, default_version_follows_the_measurements)
 {
     pf_gpu_attn_shape s = llama_shape();
-    cr_assert_eq(pf_gpu_default_version(&s), 7); /* llama: 1 GiB of K+V */
+    cr_assert_eq(pf_gpu_default_version(&s), 12); /* llama: 1 GiB of K+V */
     s.num_seqs = 1;
     cr_assert_eq(pf_gpu_default_version(&s), 9); /* single: 8 head tiles, small */
     s.num_seqs = 4;
     cr_assert_eq(pf_gpu_default_version(&s), 9); /* 32 pairs */
     s.num_seqs = 5;
-    cr_assert_eq(pf_gpu_default_version(&s), 7);
-    /* small, but one sequence longer than a cluster's 8 chunks: version 7 */
+    cr_assert_eq(pf_gpu_default_version(&s), 12);
+    /* small, but one sequence longer than a cluster's 8 chunks: the large
+     * launch's version (12 for 16-bit GQA) */
     s.num_seqs = 1;
     s.max_blocks_per_seq = 4096;
     int len = 8 * PF_GPU_MAX_CHUNK + 16;
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
-    cr_assert_eq(p.version, 7);
+    cr_assert_eq(p.version, 12);
     len -= 16;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
@@ -556,6 +557,11 @@ Test(gpu_host, default_version_follows_the_measurements)
     s.num_q_heads = 12; /* group 3: tile 1 */
     s.num_kv_heads = 4;
     cr_assert_eq(pf_gpu_default_version(&s), 8);
+    s = llama_shape();
+    s.dtype = PF_GPU_F16; /* fp16 GQA: tensor cores as for bf16 */
+    cr_assert_eq(pf_gpu_default_version(&s), 12);
+    s.dtype = PF_GPU_F32; /* fp32 GQA: versions 6 and 12 are 16-bit only */
+    cr_assert_eq(pf_gpu_default_version(&s), 7);
 }
 
 Test(gpu_host, plan_split_count_can_be_forced)
