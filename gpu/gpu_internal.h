@@ -155,7 +155,10 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *   16-bit, otherwise         12 (ninth session, one call, against v7:
  *                                 llama 0.942 vs 0.936, batch 0.935 vs
  *                                 0.926, long 0.911 vs 0.900; bf16 and fp16
- *                                 at block sizes 8-256 0.937-0.969);
+ *                                 at block sizes 8-256 0.937-0.969; v13,
+ *                                 its whole-quad form, within +-0.3 points
+ *                                 of it in another call: not enough to
+ *                                 move the default);
  *   fp32                       7 (versions 6 and 12 are 16-bit only; seed
  *                                 9.5 us against 9.9 for v8, and v9's
  *                                 10.5 us: small launches included).

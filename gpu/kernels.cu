@@ -935,7 +935,19 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
  * against version 12's register spill and did not change it (ptxas: 24
  * bytes of stack either way; the copy loop's unrolling was the cause); it
  * stays because it is the build the eighth session measured. run8 is
- * version 12's alone, so always ordered. */
+ * version 12's alone, so always ordered.
+ *
+ * Version 13 passes whole quads instead. In version 12's SASS (ninth
+ * session) the forms above cost about 60 register moves a tile: A and C
+ * must each be consecutive registers, so before every mma the compiler
+ * puts a zero into the padding half of A and of C and copies P's fragment
+ * into a fresh pair. run_quad takes A's four registers as ldmatrix loaded
+ * them (rows g + 8 read from a zero row of shared memory) and all of C,
+ * whose padding rows then simply stay zero. The second run8 is the m16n8k8
+ * product on the C quad {x, y} (A: a0 rows g, a1 rows g + 8): with a1 = 0
+ * it adds P V to x and exactly nothing to y, with a0 = 0 the other way
+ * round, so two n-tiles of the output share one quad and every accumulator
+ * in it is real. */
 #define PF_MMA_K16(TY, VOLATILE)                                                         \
     asm VOLATILE("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                              \
@@ -958,6 +970,20 @@ __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
                      "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                       \
                      : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                            \
                      : "r"(a0), "r"(0u), "r"(b0));                                           \
+    }                                                                                        \
+    __device__ static void run_quad(float *c, const unsigned *a, unsigned b0, unsigned b1)   \
+    {                                                                                        \
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                              \
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                        \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));        \
+    }                                                                                        \
+    __device__ static void run8(float *x, float *y, unsigned a0, unsigned a1, unsigned b0)   \
+    {                                                                                        \
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                       \
+                     : "+f"(x[0]), "+f"(x[1]), "+f"(y[0]), "+f"(y[1])                        \
+                     : "r"(a0), "r"(a1), "r"(b0));                                           \
     }
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
@@ -1036,18 +1062,21 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * a stage, as in v7) and 4 blocks fit an SM in one wave; and v7's lazy
  * rescale, since at 8 tokens a tile the per-tile rescale of v6 (2 x D / 8
  * multiplies a lane) would be a third of the loop. Per warp and 8 tokens
- * (4 KB of K and V) that is about 100 instructions (4 + 4 ldmatrix, D / 16
- * + 2 x D / 8 mma for bf16, the softmax of 2 scores a lane) against v7's
- * 445. Measured (docs/gpu.md, eighth session): its naive pass is level
- * with v7's or above it, but its paged pass trails v7's (llama 0.927
- * against 0.933): its gather costs about a point more than v7's, though
- * each warp copies the same rows of a stage in both (docs: what differs
- * is the copy's code, v7's fixed-offset path). */
-/* Versions 6 (TOK 16, STAGES 3, LAZY false) and 12 (TOK 8, STAGES 2, LAZY
- * true): see the two comments above. TOK is a warp's tile in tokens: 16
- * makes the scores two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of
- * D; 8 makes the scores one n-tile and P V one m16n8k8 a slice. */
-template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY>
+ * (4 KB of K and V) the source asks about 100 instructions (4 + 4
+ * ldmatrix, D / 16 + 2 x D / 8 mma for bf16, the softmax of 2 scores a
+ * lane); Nsight Compute counted 315 (ninth session: register moves around
+ * the padded mma, swizzled addresses, the copy), against v7's 445.
+ * Measured (docs/gpu.md): in the eighth session its paged pass trailed
+ * v7's, its gather costing a point more; with v7's fixed-offset copy for
+ * whole tiles (ninth session) it leads v7 by 0.6-1.1 points, and is
+ * version 0 for 16-bit GQA. */
+/* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
+ * LAZY true; QUAD false or true): see the comments above. TOK is a warp's
+ * tile in tokens: 16 makes the scores two m16n8 n-tiles and P V one
+ * m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile and P V one
+ * m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
+ * PF_MMA_PRODUCTS). */
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     attn_mma(const AttnArgs<T> a)
 {
@@ -1059,6 +1088,7 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     constexpr int W = kV6Warps;
     constexpr int X = TOK / 4;        /* scores a lane holds a tile      */
     static_assert(TOK == 8 || TOK == 16, "a tile is one or two m16n8 n-tiles");
+    static_assert(!QUAD || TOK == 8, "version 13 is version 12 with quads");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -1075,7 +1105,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
-    __shared__ __align__(128) uint4 sq[TOK == 8 ? 8 * CPR : 1]; /* version 12's Q, below */
+    /* versions 12 and 13 keep Q here (below); 13 also a zero row */
+    __shared__ __align__(128) uint4 sq[TOK == 8 ? (QUAD ? 9 : 8) * CPR : 1];
 
     trace_mark(a, kTrStart);
     trace_mark(a, kTrSm);
@@ -1182,6 +1213,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
                                                      pc * 8);
             sq[row * CPR + (pc ^ row)] = v;
         }
+        if (QUAD && tid < CPR) /* version 13: row 8, A's rows g + 8 */
+            sq[8 * CPR + tid] = make_uint4(0u, 0u, 0u, 0u);
         __syncthreads();
     } else {
         const T *qrow = a.q + ((size_t)seq * a.hq + qh0 + (g < GT ? g : 0)) * D + 2 * c;
@@ -1204,6 +1237,9 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     const int lm = lane / 8, lr = lane % 8;
     const int ktok = TOK == 16 ? (lm >> 1) * 8 + lr : lr, kpc = TOK == 16 ? lm & 1 : lm;
     const int vtok = TOK == 16 ? (lm & 1) * 8 + lr : lr, vpc = TOK == 16 ? lm >> 1 : lm;
+    /* version 13: Q's matrices for one k-step are (rows 0-7 | the zero row)
+     * x (d lo | hi): the A operand of run_quad as loaded */
+    const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
 
     for (int k = 0; k < mine; k++) {
         const int st = k % STAGES;
@@ -1229,6 +1265,17 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
                 ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
                 Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
                 Mma<T>::run(&s[2], qa[ks][0], qa[ks][1], b[2], b[3]);
+            }
+        } else if constexpr (QUAD) { /* K's matrices (d lo | hi) x (k-step ks | ks + 1) */
+#pragma unroll
+            for (int ks = 0; ks < KS; ks += 2) {
+                unsigned b[4], q0[4], q1[4];
+                const int pc = ks * 2 + kpc;
+                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+                ldsm_x4(q0, sq + qrow * CPR + ((ks * 2 + qpc) ^ (qrow & 7)));
+                ldsm_x4(q1, sq + qrow * CPR + ((ks * 2 + 2 + qpc) ^ (qrow & 7)));
+                Mma<T>::run_quad(s, q0, b[0], b[1]);
+                Mma<T>::run_quad(s, q1, b[2], b[3]);
             }
         } else { /* Q's and K's four matrices: (d lo | hi) x (k-step ks | ks + 1) */
 #pragma unroll
@@ -1305,11 +1352,24 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
             } else {
                 const int pc = 4 * j + vpc;
                 ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
+                if constexpr (QUAD) {
 #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    Mma<T>::run8(o[4 * j + q], pa0, b[q]);
-                    if (Mma<T>::kSplitP)
-                        Mma<T>::run8(o[4 * j + q], pr0, b[q]);
+                    for (int q = 0; q < 4; q += 2) { /* n-tiles x, y in one C quad */
+                        float *x = o[4 * j + q], *y = o[4 * j + q + 1];
+                        Mma<T>::run8(x, y, pa0, 0u, b[q]);
+                        Mma<T>::run8(x, y, 0u, pa0, b[q + 1]);
+                        if (Mma<T>::kSplitP) {
+                            Mma<T>::run8(x, y, pr0, 0u, b[q]);
+                            Mma<T>::run8(x, y, 0u, pr0, b[q + 1]);
+                        }
+                    }
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        Mma<T>::run8(o[4 * j + q], pa0, b[q]);
+                        if (Mma<T>::kSplitP)
+                            Mma<T>::run8(o[4 * j + q], pr0, b[q]);
+                    }
                 }
             }
         }
@@ -2222,31 +2282,66 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
     return e;
 }
 
-/* Versions 6 and 12 (attn_mma). Version 6: STAGES 3 (per warp two tiles
- * being copied while one is used; STAGES 2, for 3 blocks an SM at D = 128,
- * spilled registers at the bound that needs and ran at half the speed,
- * docs/gpu.md). Version 12: 8-token tiles, 2 stages, 32 KB a block, 4
- * blocks an SM as version 7. The attributes are set once per kernel (first
- * use, a thread-safe C++ static); a refusal shows as the launch's error.
- * fp32 has no 16-bit mma: it runs version 5's kernel with v6's early table
- * read. */
-template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY> Kern<T> pick_mma()
+/* Dynamic shared memory that leaves room for 4 blocks of fn an SM and no
+ * more (0 if 4 is already the most): version 13 needs 94 registers and
+ * 36 KB, so 5 blocks would fit, and it keeps version 12's 4 (its plan,
+ * its one wave and the measurements assume them). A launch reserves the
+ * bytes; the kernel does not use them. The occupancy query sees the same
+ * bytes, so the planner counts 4 too. 0 on any error (the launch then
+ * shows it). */
+template <typename F> int reserve_for_four(F fn)
+{
+    cudaFuncAttributes fa;
+    int dev = 0, per_sm = 0, reserved = 0;
+    if (cudaFuncGetAttributes(&fa, fn) != cudaSuccess || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
+            cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    /* 5 blocks fit while 5 (static + dynamic + reserved) <= per_sm */
+    const int need = per_sm / 5 + 1 - reserved - (int)fa.sharedSizeBytes;
+    const int bytes = need > 0 ? (need + kSmemAlign - 1) / kSmemAlign * kSmemAlign : 0;
+    if (bytes && (int)fa.sharedSizeBytes + bytes > 48 * 1024 &&
+        allow_smem(fn, bytes, false) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return bytes;
+}
+
+/* Versions 6, 12 and 13 (attn_mma). Version 6: STAGES 3 (per warp two
+ * tiles being copied while one is used; STAGES 2, for 3 blocks an SM at D
+ * = 128, spilled registers at the bound that needs and ran at half the
+ * speed, docs/gpu.md). Version 12: 8-token tiles, 2 stages, 32 KB a
+ * block, 4 blocks an SM as version 7; 13: 12 with whole-quad mma, held to
+ * 4 blocks an SM (reserve_for_four). The attributes are set once per
+ * kernel (first use, a thread-safe C++ static); a refusal shows as the
+ * launch's error. fp32 has no 16-bit mma: it runs version 5's kernel with
+ * v6's early table read. */
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD>
+Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
     } else if constexpr (mma_static(D, STAGES, TOK)) {
-        return {attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY>, 0};
+        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD>;
+        if constexpr (QUAD) {
+            static const int bytes = reserve_for_four(fn);
+            return {fn, bytes};
+        }
+        return {fn, 0};
     } else {
+        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD>;
         constexpr int bytes = v6_smem_bytes(D, STAGES, TOK) + kSmemAlign;
-        static const cudaError_t set =
-            allow_smem(attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY>, bytes, true);
+        static const cudaError_t set = allow_smem(fn, bytes, true);
         (void)set;
-        return {attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY>, bytes};
+        return {fn, bytes};
     }
 }
 
-/* Versions 7-10: one kernel, 2, 3 or 4 pipeline stages of 16 KB, the
- * merge in place (7, 8) or in a cluster (9: 2 stages; 10: 4). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, bool CL = false> Kern<T> pick_v7()
 {
     if constexpr (STAGES == 2) {
@@ -2271,13 +2366,14 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 3: return {attn_v2<T, D, GT, PAGED, 2, 4, true, false>, 0};
     case 4: return {attn_v2<T, D, GT, PAGED, 4, 2, true, false>, 0};
     case 5: return {attn_v2<T, D, GT, PAGED, 4, 2, true, true>, 0};
-    case 6: return pick_mma<T, D, GT, PAGED, 3, 16, false>();
+    case 6: return pick_mma<T, D, GT, PAGED, 3, 16, false, false>();
     case 7: return pick_v7<T, D, GT, PAGED, 2>();
     case 8: return pick_v7<T, D, GT, PAGED, 3>();
     case 9: return pick_v7<T, D, GT, PAGED, 2, true>();
     case 10: return pick_v7<T, D, GT, PAGED, 4, true>();
     case 11: return {attn_steal<T, D, GT, PAGED>, 0};
-    default: return pick_mma<T, D, GT, PAGED, 2, 8, true>(); /* 12 */
+    case 12: return pick_mma<T, D, GT, PAGED, 2, 8, true, false>();
+    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, true>(); /* 13 */
     }
 }
 
