@@ -24,8 +24,9 @@
 #                (PEERS_VERSIONS=0,7: our versions to run, default 0;
 #                PEERS_WORKLOADS=single,llama: default all)
 #   PROFILE=1    pagefault bench --profile-out
-#   SASS=1       cuobjdump -sass of version 0's llama kernel (SASS_FUN, a
-#                regex of the mangled name) -> sass.txt, with an opcode count
+#   SASS=1       cuobjdump -sass of one kernel (SASS_FUN, a regex of the
+#                mangled name; default version 12's paged bf16 D128 tile-4
+#                kernel, version 0's for llama) -> sass.txt, with an opcode count
 #   PROBE=1      pagefault_stream_probe (v7's copy shape without the
 #                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt
 set -u
@@ -142,7 +143,7 @@ fi
 if [ "${SASS:-0}" = 1 ]; then
     fun=$(cuobjdump --dump-resource-usage .dev-bin/libpagefault_gpu.so 2>/dev/null |
         grep -oE "Function [^ :]+" | sed 's/Function //' |
-        grep -E "${SASS_FUN:-attn_mmaI13__nv_bfloat16Li128ELi4ELb1ELi2ELi8ELb1}" | head -1)
+        grep -E "${SASS_FUN:-attn_mmaI13__nv_bfloat16Li128ELi4ELb1ELi2ELi8ELb1ELb0E}" | head -1)
     {
         echo "### $fun"
         cuobjdump -sass -fun "$fun" .dev-bin/libpagefault_gpu.so

@@ -2283,9 +2283,12 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
 }
 
 /* Dynamic shared memory that leaves room for 4 blocks of fn an SM and no
- * more (0 if 4 is already the most): version 13 needs 94 registers and
- * 36 KB, so 5 blocks would fit, and it keeps version 12's 4 (its plan,
- * its one wave and the measurements assume them). A launch reserves the
+ * more (0 if 4 is already the most): version 13 keeps version 12's 4 (its
+ * plan, its one wave and the measurements assume them). At D = 128 its
+ * 100-102 registers already allow only 4 (Nsight Compute's block limit),
+ * but its 35-37 KB of shared memory would allow 5, and at D = 64 (70-80
+ * registers, 18-20 KB) both allow more; the first form of it, at 94
+ * registers, ran 5 an SM (docs/gpu.md, ninth session). A launch reserves the
  * bytes; the kernel does not use them. The occupancy query sees the same
  * bytes, so the planner counts 4 too. 0 on any error (the launch then
  * shows it). */
@@ -2326,22 +2329,25 @@ Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
-    } else if constexpr (mma_static(D, STAGES, TOK)) {
-        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD>;
-        if constexpr (QUAD) {
-            static const int bytes = reserve_for_four(fn);
-            return {fn, bytes};
-        }
-        return {fn, 0};
     } else {
         constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD>;
-        constexpr int bytes = v6_smem_bytes(D, STAGES, TOK) + kSmemAlign;
-        static const cudaError_t set = allow_smem(fn, bytes, true);
-        (void)set;
-        return {fn, bytes};
+        if constexpr (mma_static(D, STAGES, TOK)) {
+            if constexpr (QUAD) {
+                static const int bytes = reserve_for_four(fn);
+                return {fn, bytes};
+            }
+            return {fn, 0};
+        } else {
+            constexpr int bytes = v6_smem_bytes(D, STAGES, TOK) + kSmemAlign;
+            static const cudaError_t set = allow_smem(fn, bytes, true);
+            (void)set;
+            return {fn, bytes};
+        }
     }
 }
 
+/* Versions 7-10: one kernel, 2, 3 or 4 pipeline stages of 16 KB, the
+ * merge in place (7, 8) or in a cluster (9: 2 stages; 10: 4). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, bool CL = false> Kern<T> pick_v7()
 {
     if constexpr (STAGES == 2) {
