@@ -104,7 +104,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * bound, and with a work list a sequence's length only up to the end of the
  * chunks planned for it (its host length rounded up to plan->chunk): plan
  * again when the lengths grow past that. */
-#define PF_GPU_KERNEL_VERSIONS 13 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 14 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */

@@ -41,7 +41,8 @@ void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan);
 /* Head tiles of a shape: the blocks one chunk of a sequence launches. */
 int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
 /* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's
- * tiles of plan->group_tile query heads. */
+ * tiles of plan->group_tile query heads, divided among blocks of
+ * pf_gpu_version_heads tiles (rounded up). */
 int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan);
 /* Thread blocks the plan's attention launch has: in grid order, chunks x
  * head tiles x sequences; from a work list, units x head tiles; version 11,
@@ -162,9 +163,11 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *   fp32                       7 (versions 6 and 12 are 16-bit only; seed
  *                                 9.5 us against 9.9 for v8, and v9's
  *                                 10.5 us: small launches included).
- * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms) nor 11
+ * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms), 11
  * (work stealing: slower on every workload in two calls of the sixth
- * session, and not bitwise reproducible). */
+ * session, and not bitwise reproducible) nor 14 (a head tile a warp: below
+ * v12 on llama, long, mixed and mha, half a point above it on batch, in
+ * one call of the tenth session). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
@@ -180,21 +183,6 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
  * at the group's tile of 4 in `pagefault bench`, and in gpu/peers.py 9.7
  * against 10.1 us, cuDNN's SDPA 10.1 us in the same process. */
 #define PF_GPU_SMALL_TILE 1
-
-int pf_gpu__head_tiles(const pf_gpu_attn_shape *s);
-/* Blocks a (sequence, chunk) takes under the plan: KV heads x the group's
- * tiles of plan->group_tile query heads. */
-int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan);
-/* Thread blocks the plan's attention launch has: in grid order, chunks x
- * head tiles x sequences; from a work list, units x head tiles; version 11,
- * those items but at most one wave (sm_count x blocks_per_sm). The
- * launcher's grid and the bench's block timeline both size from it. */
-long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan);
-/* Serve `tile` query heads a block instead of the plan's (for measuring
- * it: `pagefault bench --group-tile`): 1, 2, 4 or 8, dividing the group.
- * The chunking stays; the workspace is sized again. PF_ERR_ARG otherwise
- * (the plan is then unchanged). */
-int pf_gpu__plan_set_group_tile(pf_gpu_attn_plan *plan, int tile);
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
  * through global memory (their workspace also holds one counter per
@@ -234,6 +222,18 @@ static inline int pf_gpu_version_steal(int version)
 static inline int pf_gpu_version_exact(int version)
 {
     return !pf_gpu_version_steal(version);
+}
+
+/* Head tiles one thread block serves: version 14's 16-bit kernel gives each
+ * of its 4 warps a head tile of its own over the block's chunk (so a block
+ * reads 4 heads' pages of every frame, which lie side by side in the pool);
+ * every other kernel (version 14's fp32 fallback too) serves one tile a
+ * block. */
+#define PF_GPU_MH_VERSION 14
+#define PF_GPU_MH_TILES 4
+static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
+{
+    return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1

@@ -557,7 +557,9 @@ int pf_gpu__head_tiles(const pf_gpu_attn_shape *s)
 int pf_gpu__plan_head_tiles(const pf_gpu_attn_plan *plan)
 {
     const pf_gpu_attn_shape *s = &plan->shape;
-    return s->num_kv_heads * (s->num_q_heads / s->num_kv_heads / plan->group_tile);
+    const int tiles = s->num_kv_heads * (s->num_q_heads / s->num_kv_heads / plan->group_tile);
+    const int per = pf_gpu_version_heads(plan->version, s->dtype);
+    return (tiles + per - 1) / per;
 }
 
 long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan)
@@ -686,13 +688,27 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (bound < 1)
         bound = 1;
     const int B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
-    const int heads = pf_gpu__head_tiles(s);
-    const double tok_bytes = 2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype);
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     const int slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
     int v = version ? version : pf_gpu_default_version(s);
     if (!version && pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
         v = default_large(s); /* a small launch, but too long for one cluster */
+    /* blocks per chunk of a sequence, and the bytes a block reads a token
+     * (version 14: a block serves several head tiles, each its own KV) */
+    const int tiles = pf_gpu__head_tiles(s), per = pf_gpu_version_heads(v, s->dtype);
+    const int heads = (tiles + per - 1) / per;
+    const double tok_bytes =
+        2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype) * (per < tiles ? per : tiles);
+    /* The model's SM shares. A block of a version serving `per` tiles has
+     * the bytes in flight of a one-tile block (2 stages of 4 warps), so it
+     * is modelled as one of `per` shares of an SM: the machine saturates at
+     * per x sm_count such blocks, each streaming at most 1/per of an SM's
+     * share. That cap is pessimistic (the seventh session's probe had a
+     * block draw at least twice it), but it plans as many blocks as slots;
+     * with one share an SM, the tenth session's first call planned llama at
+     * 2 chunks (256 blocks; 0.932 of the read bandwidth) and long at 9 (144
+     * blocks; 0.665). per = 1 leaves every other version's plan as it was. */
+    const int shares = sm_count * per;
     const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
     /* a work list: the lengths known, a version that merges in place, a
      * list short enough to simulate (its first candidate has a unit per
@@ -736,10 +752,10 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
                 break; /* finer chunks only make more */
             pf_gpu__plan_units(lens_host, s->num_seqs, bound, c, list);
             cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, tok_bytes,
-                             slots, sm_count, heap, merge_bytes, merge_ns);
+                             slots, shares, heap, merge_bytes, merge_ns);
         } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
             cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, NULL, 0, tok_bytes,
-                             slots, sm_count, heap, merge_bytes, merge_ns);
+                             slots, shares, heap, merge_bytes, merge_ns);
         else /* too many blocks to simulate: the machine stays saturated */
             cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / slots +
                    (double)s->num_seqs * heads * bound * tok_bytes / PLAN_BW_BYTES_PER_NS +

@@ -190,11 +190,12 @@ __device__ __forceinline__ const T *kv_base(const AttnArgs<T> &a, const T *p, in
  * (written by chunk 0 when there is one chunk; the merge writes them when
  * there are several). */
 template <typename T, int D, int GT>
-__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0, int chunk, bool fused = false)
+__device__ void write_zeros(const AttnArgs<T> &a, int seq, int qh0, int chunk, bool fused = false,
+                            int rows = GT)
 {
     if ((a.splits != 1 && !fused) || chunk != 0)
         return;
-    for (int i = threadIdx.x; i < GT * D; i += blockDim.x)
+    for (int i = threadIdx.x; i < rows * D; i += blockDim.x)
         a.out[((size_t)seq * a.hq + qh0) * D + i] = Elt<T>::store(0.f);
 }
 
@@ -518,7 +519,7 @@ __device__ __forceinline__ void load_q(const AttnArgs<T> &a, int seq, int qh0, i
  * sequence is empty); else len, t0, t1 and the table are ready. */
 template <typename T, int D, int GT, bool PAGED, bool FUSED>
 __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, const Work &job,
-                                            int qh0, int &len, int &t0, int &t1)
+                                            int qh0, int &len, int &t0, int &t1, int rows = GT)
 {
     const int seq = job.seq;
     t0 = job.chunk * a.chunk;
@@ -535,7 +536,7 @@ __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, cons
         if (PAGED)
             cp_async_wait<0>(); /* no copy outlives its thread */
         if (len <= 0)
-            write_zeros<T, D, GT>(a, seq, qh0, job.chunk, FUSED);
+            write_zeros<T, D, GT>(a, seq, qh0, job.chunk, FUSED, rows);
         return false;
     }
     t1 = min(len, t0 + a.chunk);
@@ -596,30 +597,108 @@ __device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *s
     }
 }
 
-/* The in-place split-KV merge (v5-v8's attn_finish, v11's attn_steal): the
- * np partials of each of the GT query heads qh0 .. of seq (slots 0 .. np-1
- * of `stride`), written by other SMs and so read through L2 (__ldcg), merged
- * by log-sum-exp into the output. The caller has fenced after learning
- * that every partial is written. */
-template <typename T, int D, int GT>
-__device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, int qh0, int stride,
-                                               int np)
+/* The in-place split-KV merge (v5-v8's and v12-v13's attn_finish, v11's
+ * attn_steal): the np partials of each of the `rows` query heads qh0 .. of seq
+ * (slots 0 .. np-1 of `stride`), written by other SMs and so read through
+ * L2 (__ldcg), merged by log-sum-exp into the output. The caller has
+ * fenced after learning that every partial is written.
+ *
+ * Why it is shaped so. This runs at the end of the last block of a split
+ * sequence, so its memory latencies add to the launch's tail (and, for
+ * shapes split into several waves, hold a block's slot without streaming).
+ * Until the tenth session each thread walked its elements one at a time
+ * and the partials one at a time, a loop of dependent L2 reads (two per
+ * partial per element: 4 x 16 for llama's tile at 8 chunks) in a memory
+ * system saturated by the other blocks' streams. Now a thread takes 4
+ * consecutive elements of one head (a float4 of each partial: at GT x D =
+ * 512, one group a thread) and loads up to kMergeBatch partials and their
+ * log2-sum-exps at once, so a sequence of at most kMergeBatch chunks (every
+ * plan of the named workloads) costs one round trip. More chunks are
+ * merged kMergeBatch at a time, online: the running sums rescaled to each
+ * batch's max. With one batch the sums are added in the order and against
+ * the max of the loop before, so the output is bitwise what it was. */
+constexpr int kMergeBatch = 8;
+template <typename T, int D>
+__device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, int qh0, int rows,
+                                               int stride, int np)
 {
-    for (int idx = threadIdx.x; idx < GT * D; idx += kThreads) {
-        const int g = idx / D, d = idx % D;
+    static_assert(D % 4 == 0, "a thread merges a float4 of a row");
+    for (int idx = threadIdx.x; idx < rows * D / 4; idx += kThreads) {
+        const int g = idx / (D / 4), d = idx % (D / 4) * 4;
         const size_t rowo = (size_t)seq * a.hq + qh0 + g;
         const float *lse = a.part_lse + rowo * stride;
-        float M = -INFINITY;
-        for (int i = 0; i < np; i++)
-            M = fmaxf(M, __ldcg(lse + i));
-        float L = 0.f, O = 0.f;
-        for (int i = 0; i < np; i++) {
-            const float w = fast_exp2(__ldcg(lse + i) - M);
-            L += w;
-            O = fmaf(w, __ldcg(a.part_o + (rowo * stride + i) * D + d), O);
+        const float4 *po = reinterpret_cast<const float4 *>(a.part_o + rowo * stride * D + d);
+        float M = -INFINITY, L = 0.f;
+        float4 O = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int i0 = 0; i0 < np; i0 += kMergeBatch) {
+            float ls[kMergeBatch];
+            float4 ov[kMergeBatch];
+#pragma unroll
+            for (int j = 0; j < kMergeBatch; j++) { /* every load issued before any use */
+                const bool ok = i0 + j < np;
+                ls[j] = ok ? __ldcg(lse + i0 + j) : -INFINITY;
+                ov[j] = ok ? __ldcg(po + (size_t)(i0 + j) * (D / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+            float Mn = M;
+#pragma unroll
+            for (int j = 0; j < kMergeBatch; j++)
+                Mn = fmaxf(Mn, ls[j]);
+            if (i0 > 0) { /* the sums so far, to the new max (M <= Mn, both finite) */
+                const float r = fast_exp2(M - Mn);
+                L *= r;
+                O.x *= r, O.y *= r, O.z *= r, O.w *= r;
+            }
+            M = Mn;
+#pragma unroll
+            for (int j = 0; j < kMergeBatch; j++) {
+                if (i0 + j < np) {
+                    const float w = fast_exp2(ls[j] - M);
+                    L += w;
+                    O.x = fmaf(w, ov[j].x, O.x);
+                    O.y = fmaf(w, ov[j].y, O.y);
+                    O.z = fmaf(w, ov[j].z, O.z);
+                    O.w = fmaf(w, ov[j].w, O.w);
+                }
+            }
         }
-        a.out[rowo * D + d] = Elt<T>::store(O / L);
+        T *out = a.out + rowo * D + d;
+        out[0] = Elt<T>::store(O.x / L);
+        out[1] = Elt<T>::store(O.y / L);
+        out[2] = Elt<T>::store(O.z / L);
+        out[3] = Elt<T>::store(O.w / L);
     }
+}
+
+/* v5: the split-KV merge without a second launch. Each block of a split
+ * sequence, its partials stored, counts itself done for its (sequence, head
+ * tile); the block that counts last merges all chunks (the `rows` query
+ * heads qh0 ..) and resets the counter to 0 for the next run (no other
+ * block of this launch touches it after that). Partials written by other
+ * SMs are read through L2 (__ldcg). The workspace's counters start at zero
+ * (pf_gpu_attn_workspace_init). Every thread of the block calls it. */
+template <typename T, int D>
+__device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last, int seq, int ht,
+                                              int qh0, int rows, int len)
+{
+    __syncthreads(); /* every thread's partials are stored ... */
+    const int nch = (len + a.chunk - 1) / a.chunk;
+    if (threadIdx.x == 0) {
+        /* ... and thread 0's fence, after the barrier, makes them all
+         * visible to the GPU before the count (the barrier-then-one-fence
+         * pattern of cooperative groups' grid sync: one fence a block, not
+         * one a thread) */
+        __threadfence();
+        unsigned *cnt = a.counters + (size_t)seq * a.htiles + ht;
+        const unsigned prev = atomicAdd(cnt, 1u);
+        *sm_last = prev == (unsigned)(nch - 1);
+        if (*sm_last)
+            *cnt = 0u;
+    }
+    __syncthreads();
+    if (!*sm_last)
+        return;
+    __threadfence();
+    merge_partials<T, D>(a, seq, qh0, rows, a.splits, nch);
 }
 
 /* The end every version from 2 on shares. The block's NP partial results
@@ -634,35 +713,14 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
                                             const float *sm_l, const float *sm_acc, int *sm_last,
                                             const Work &job, int qh0, int len)
 {
-    const int tid = threadIdx.x, seq = job.seq;
+    const int seq = job.seq;
     /* a sequence that fits in one chunk has nothing to merge: its one
      * block writes the output (every block of a sequence sees the same len) */
     const bool whole = a.splits == 1 || (FUSED && len <= a.chunk);
     write_block<T, D, GT, NP>(a, sm_m, sm_l, sm_acc, seq, qh0, whole, a.splits, job.chunk);
     if (!FUSED || whole)
         return;
-    /* v5: the split-KV merge without a second launch. Each block publishes
-     * its partials (fence), then counts itself done for its (sequence, head
-     * tile); the block that counts last merges all chunks and resets the
-     * counter to 0 for the next run (no other block of this launch touches
-     * it after that). Partials written by other SMs are read through L2
-     * (__ldcg). The workspace's counters must start at zero (the caller
-     * clears the workspace once). */
-    __threadfence();
-    __syncthreads();
-    const int nch = (len + a.chunk - 1) / a.chunk;
-    if (tid == 0) {
-        unsigned *cnt = a.counters + (size_t)seq * a.htiles + job.ht;
-        const unsigned prev = atomicAdd(cnt, 1u);
-        *sm_last = prev == (unsigned)(nch - 1);
-        if (*sm_last)
-            *cnt = 0u;
-    }
-    __syncthreads();
-    if (!*sm_last)
-        return;
-    __threadfence();
-    merge_partials<T, D, GT>(a, seq, qh0, a.splits, nch);
+    merge_if_last<T, D>(a, sm_last, seq, job.ht, qh0, GT, len);
 }
 
 template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED,
@@ -1070,13 +1128,40 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * v7's, its gather costing a point more; with v7's fixed-offset copy for
  * whole tiles (ninth session) it leads v7 by 0.6-1.1 points, and is
  * version 0 for 16-bit GQA. */
+/* ---- version 14: a head tile a warp -----------------------------------
+ *
+ * Why. The pool is [frame][kv head][block_size][D]: one head's page of a
+ * frame is B x D elements (4 KB for a 16-token bf16 page at D = 128) and
+ * the frame's other heads lie right after it. Version 12's block serves one
+ * head, so it reads 4 KB pieces scattered over the pool (2 KB at 8-token
+ * pages), and the seventh session's probe measured what such pieces cost
+ * a pure copy: 0.982 of the read bandwidth at 4 KB, 0.983 at 2 KB, 0.996
+ * at 32 KB, 1.00 contiguous. Version 12 shows the same slope: paged over
+ * naive 1.5 points at 8-16 tokens, none at 128 (ninth session).
+ *
+ * How. The block serves W = 4 consecutive head tiles and warp w takes tile
+ * W ht + w over the whole chunk, in 8-token tiles with its own 2 stages,
+ * its own Q rows and its own (m, l, O), as a v12 warp does. At a step the 4
+ * warps copy the same tokens of 4 neighbouring heads: with group tiles of
+ * a whole KV head (GQA groups up to 8) that is 4 consecutive pages of one
+ * frame, 16 KB of K and 16 KB of V in one piece at 16-token pages. Each
+ * warp then holds its tile's whole result over the chunk, so the block
+ * merge of versions 2-13 is gone: the output (or the chunk's partial) goes
+ * from the registers. The price is the split: a chunk of a sequence is a
+ * quarter of the blocks, so llama (64 x 8 heads) needs 4 chunks to fill
+ * 528 slots, with their partials and merge (the planner counts a block as
+ * a quarter of an SM, host.c). Its naive pass reads 4 separate per-head
+ * streams (the naive layout is [seq][head][cap][D]), so it is the paged
+ * pass that this version is for. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
- * LAZY true; QUAD false or true): see the comments above. TOK is a warp's
+ * LAZY true; QUAD false or true) and 14 (12 with MH: a head tile a warp, see
+ * below): see the comments above. TOK is a warp's
  * tile in tokens: 16 makes the scores two m16n8 n-tiles and P V one
  * m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile and P V one
  * m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
  * PF_MMA_PRODUCTS). */
-template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD>
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
+          bool MH>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     attn_mma(const AttnArgs<T> a)
 {
@@ -1089,6 +1174,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     constexpr int X = TOK / 4;        /* scores a lane holds a tile      */
     static_assert(TOK == 8 || TOK == 16, "a tile is one or two m16n8 n-tiles");
     static_assert(!QUAD || TOK == 8, "version 13 is version 12 with quads");
+    static_assert(!MH || (TOK == 8 && !QUAD), "version 14 is version 12 a warp a head tile");
+    static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -1105,21 +1192,32 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
-    /* versions 12 and 13 keep Q here (below); 13 also a zero row */
-    __shared__ __align__(128) uint4 sq[TOK == 8 ? (QUAD ? 9 : 8) * CPR : 1];
+    /* versions 12 and 13 keep Q here (below); 13 also a zero row; 14 8
+     * rows for each warp */
+    __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * CPR : 1];
 
     trace_mark(a, kTrStart);
     trace_mark(a, kTrSm);
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const Work job = work_of(a);
     const int seq = job.seq;
-    const int2 hd = head_of<T, GT>(a, job.ht);
+    /* Version 14 (MH): the block serves head tiles W ht .. W ht + W - 1,
+     * warp w tile W ht + w over the whole chunk (a warp past the last
+     * tile, when the tiles are not a multiple of W, copies and computes
+     * nothing); the block's query heads are bq0 .. bq0 + brows - 1. Else
+     * the block's W warps share head tile ht, a warp every W-th tile of
+     * the chunk. */
+    const int myht = MH ? job.ht * W + warp : job.ht;
+    const bool active = !MH || myht * GT < a.hq;
+    const int2 hd = head_of<T, GT>(a, active ? myht : job.ht * W);
     const int kvh = hd.x, qh0 = hd.y;
+    const int bq0 = MH ? job.ht * W * GT : qh0;
+    const int brows = MH ? min(W * GT, a.hq - bq0) : GT;
     int len, t0, t1;
-    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, qh0, len, t0, t1)) {
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, bq0, len, t0, t1, brows)) {
         trace_mark(a, kTrEnd);
         return;
     }
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int B = a.B;
     const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
     const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
@@ -1127,9 +1225,9 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
     const bool walk_per_tile = B % TOK == 0;
 
-    /* Copy this warp's k-th tile (chunk tile warp + k W) into slot st. */
+    /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st. */
     auto issue = [&](int k, int st) {
-        const int u0 = (warp + k * W) * TOK; /* first token, within the chunk */
+        const int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
         size_t e0 = 0;
         if (PAGED && walk_per_tile) {
             const int blk = a.bshift >= 0 ? u0 >> a.bshift : u0 / B;
@@ -1185,7 +1283,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
         }
     };
     const int nt_chunk = (t1 - t0 + TOK - 1) / TOK;
-    const int mine = nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+    const int mine = MH ? (active ? nt_chunk : 0)
+                        : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (i < mine)
@@ -1204,7 +1303,19 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     const int g = lane / 4, c = lane % 4;
     constexpr bool kQShared = TOK == 8;
     unsigned qa[kQShared ? 1 : KS][2];
-    if constexpr (kQShared) {
+    uint4 *const sqw = sq + (MH ? warp * 8 * CPR : 0); /* this warp's rows of Q */
+    if constexpr (MH) { /* a warp its own head tile's rows (none when inactive) */
+#pragma unroll
+        for (int i = lane; i < 8 * CPR; i += 32) {
+            const int row = i / CPR, pc = i % CPR;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (active && row < GT)
+                v = *reinterpret_cast<const uint4 *>(a.q + ((size_t)seq * a.hq + qh0 + row) * D +
+                                                     pc * 8);
+            sqw[row * CPR + (pc ^ row)] = v;
+        }
+        __syncwarp();
+    } else if constexpr (kQShared) {
         if (tid < 8 * CPR) {
             const int row = tid / CPR, pc = tid % CPR;
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -1282,13 +1393,13 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
             for (int ks = 0; ks < KS; ks += 2) {
                 unsigned b[4], q[4];
                 const int pc = ks * 2 + kpc;
-                ldsm_x4(q, sq + lr * CPR + (pc ^ lr));
+                ldsm_x4(q, sqw + lr * CPR + (pc ^ lr));
                 ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
                 Mma<T>::template run<true>(&s[0], q[0], q[1], b[0], b[1]);
                 Mma<T>::template run<true>(&s[0], q[2], q[3], b[2], b[3]);
             }
         }
-        const int tb = t0 + (warp + k * W) * TOK + 2 * c;
+        const int tb = t0 + (MH ? k : warp + k * W) * TOK + 2 * c;
         float x[X];
 #pragma unroll
         for (int i = 0; i < X; i++) {
@@ -1381,6 +1492,37 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     /* the quad's partial sums make the row's l; m is already the quad's */
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if constexpr (MH) {
+        /* version 14: each warp holds its head tile's whole result over
+         * the chunk (m, l and the output rows g < GT), so there is no block
+         * merge: the output, or the chunk's normalised partial and its
+         * log2-sum-exp, goes straight from the registers; then the count,
+         * and the merge of the block's brows query heads by the last chunk */
+        const bool whole = a.splits == 1 || len <= a.chunk;
+        if (active && g < GT) {
+            const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+            const float inv = 1.f / l;
+            if (whole) {
+                T *po = a.out + rowo * D + 2 * c;
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    po[n * 8] = Elt<T>::store(o[n][0] * inv);
+                    po[n * 8 + 1] = Elt<T>::store(o[n][1] * inv);
+                }
+            } else {
+                float *po = a.part_o + (rowo * a.splits + job.chunk) * D + 2 * c;
+#pragma unroll
+                for (int n = 0; n < NT; n++)
+                    *reinterpret_cast<float2 *>(po + n * 8) = make_float2(o[n][0] * inv, o[n][1] * inv);
+                if (c == 0)
+                    a.part_lse[rowo * a.splits + job.chunk] = m + log2f(l);
+            }
+        }
+        if (!whole)
+            merge_if_last<T, D>(a, &sm_last, seq, job.ht, bq0, brows, len);
+        trace_mark(a, kTrEnd);
+        return;
+    }
     float *sm_acc = reinterpret_cast<float *>(v6buf); /* [W][GT][D] */
     if (g < GT) {
         if (c == 0) {
@@ -2060,7 +2202,7 @@ __global__ void __launch_bounds__(kThreads) attn_steal(const AttnArgs<T> a)
                 __syncthreads();
                 if (sm_int) { /* the sequence's last tokens: merge every partial */
                     __threadfence();
-                    merge_partials<T, D, GT>(a, seq, qh0, a.slots, (int)__ldcg(&taken[pair]));
+                    merge_partials<T, D>(a, seq, qh0, GT, a.slots, (int)__ldcg(&taken[pair]));
                 }
             }
         }
@@ -2315,22 +2457,24 @@ template <typename F> int reserve_for_four(F fn)
     return bytes;
 }
 
-/* Versions 6, 12 and 13 (attn_mma). Version 6: STAGES 3 (per warp two
+/* Versions 6, 12, 13 and 14 (attn_mma). Version 6: STAGES 3 (per warp two
  * tiles being copied while one is used; STAGES 2, for 3 blocks an SM at D
  * = 128, spilled registers at the bound that needs and ran at half the
  * speed, docs/gpu.md). Version 12: 8-token tiles, 2 stages, 32 KB a
  * block, 4 blocks an SM as version 7; 13: 12 with whole-quad mma, held to
- * 4 blocks an SM (reserve_for_four). The attributes are set once per
+ * 4 blocks an SM (reserve_for_four); 14: 12 with a head tile a warp (MH).
+ * The attributes are set once per
  * kernel (first use, a thread-safe C++ static); a refusal shows as the
  * launch's error. fp32 has no 16-bit mma: it runs version 5's kernel with
  * v6's early table read. */
-template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD>
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
+          bool MH = false>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
     } else {
-        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD>;
+        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH>;
         if constexpr (mma_static(D, STAGES, TOK)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -2379,7 +2523,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 10: return pick_v7<T, D, GT, PAGED, 4, true>();
     case 11: return {attn_steal<T, D, GT, PAGED>, 0};
     case 12: return pick_mma<T, D, GT, PAGED, 2, 8, true, false>();
-    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, true>(); /* 13 */
+    case 13: return pick_mma<T, D, GT, PAGED, 2, 8, true, true>();
+    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, true>(); /* 14 */
     }
 }
 

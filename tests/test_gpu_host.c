@@ -300,8 +300,10 @@ static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
     cr_assert_geq((long long)p->chunk * p->splits, maxlen);
     cr_assert_lt((long long)p->chunk * (p->splits - 1), maxlen);
     const int group = p->shape.num_q_heads / p->shape.num_kv_heads;
-    const size_t pairs =
-        (size_t)p->shape.num_seqs * p->shape.num_kv_heads * (group / p->group_tile);
+    /* (sequence, block's head tiles) pairs: version 14 serves 4 tiles a block */
+    const int tiles = p->shape.num_kv_heads * (group / p->group_tile);
+    const int per = pf_gpu_version_heads(p->version, p->shape.dtype);
+    const size_t pairs = (size_t)p->shape.num_seqs * ((tiles + per - 1) / per);
     const size_t counters = pf_gpu_version_fused(p->version) ? pairs * sizeof(unsigned) : 0;
     size_t want = 0;
     if (pf_gpu_version_steal(p->version)) {
@@ -844,4 +846,55 @@ Test(gpu_host, plan_blocks_follow_the_launch_grid)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 3, 132, 4), PF_OK);
     cr_assert_eq(p.units, 0);
     cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)p.splits * 8 * N);
+}
+
+/* Version 14 serves 4 head tiles a block (a warp each): a sequence's chunk
+ * launches a quarter of the blocks, each reading 4 heads' bytes; llama is
+ * split to fill the machine, batch stays unsplit at 512 blocks, the counters are sized per block (in
+ * assert_covers), and fp32, which runs version 5's kernel under number 14,
+ * keeps one tile a block. */
+Test(gpu_host, version_14_serves_four_head_tiles_a_block)
+{
+    enum { N = 256 };
+    int lens[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = 4096;
+    pf_gpu_attn_shape s = llama_shape();
+    pf_gpu_attn_plan p, q;
+    cr_assert_eq(pf_gpu_version_heads(14, PF_GPU_BF16), 4);
+    cr_assert_eq(pf_gpu_version_heads(14, PF_GPU_F32), 1);
+    cr_assert_eq(pf_gpu_version_heads(12, PF_GPU_BF16), 1);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, lens, 0, 12, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_head_tiles(&q), 8);
+    cr_assert_eq(pf_gpu__plan_head_tiles(&p), 2, "8 KV heads' tiles, 4 a block");
+    cr_assert_eq(q.splits, 1);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)p.splits * 2 * 64);
+    /* 128 blocks of 4 heads would leave most of 528 slots empty (a block
+     * has one tile's bytes in flight): the plan splits to fill them */
+    cr_assert_geq(pf_gpu__plan_blocks(&p), 132 * 4 * 3 / 4, "%d chunks", p.splits);
+    cr_assert_leq(pf_gpu__plan_blocks(&p), 132 * 4);
+    assert_covers(&p, 4096, 16);
+    /* forced to 4 chunks of 1024 (the bench's --splits 4): 512 blocks,
+     * and a counter per (sequence, block of heads) */
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 4, lens), PF_OK);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 4 * 2 * 64);
+    assert_covers(&p, 4096, 16);
+    /* batch: 256 x 2 blocks of 1024 tokens already fill it */
+    for (int i = 0; i < N; i++)
+        lens[i] = 1024;
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 64;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)N * 2);
+    /* tiles that are not a multiple of 4 round up: 3 KV heads, group 2 */
+    s.num_kv_heads = 3;
+    s.num_q_heads = 6;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_head_tiles(&p), 1);
+    assert_covers(&p, 1024, 16);
+    s.dtype = PF_GPU_F32;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_head_tiles(&p), 3);
 }
