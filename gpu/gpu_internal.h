@@ -165,9 +165,9 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *                                 10.5 us: small launches included).
  * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms), 11
  * (work stealing: slower on every workload in two calls of the sixth
- * session, and not bitwise reproducible) nor 14 (a head tile a warp: below
- * v12 on llama, long, mixed and mha, half a point above it on batch, in
- * one call of the tenth session). */
+ * session, and not bitwise reproducible) nor 14 (a head tile a warp, tenth
+ * session: below v12 on llama, long, mixed and mha; 0.2-1.0 points above
+ * it on batch in three runs, within the run-to-run spread). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
