@@ -989,7 +989,8 @@ extern "C" int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, cons
                                void *out, void *workspace, void *stream)
 {
     if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !q || !k || !v || !seq_lens || !out ||
-        (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace))
+        (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace) ||
+        (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN)
         return PF_ERR_ARG;
     return pf_gpu_launch_attention(plan, q, k, v, block_tables, seq_lens, out, workspace, stream,
                                    NULL);

@@ -91,7 +91,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * workspace a run needs. It may query the device (SM count, occupancy).
  * workspace_init: prepare a workspace of plan->workspace_bytes for the
  * plan's runs, once (runs leave it as they found it). Given the host
- * lengths, versions 5-8 and 11-13 run from a work list (plan->units > 0): one
+ * lengths, versions 5-8 and 11-14 run from a work list (plan->units > 0): one
  * unit per chunk that holds tokens, longest first, so that blocks start in
  * longest-processing-time order and no block is launched for a short
  * sequence's empty chunks; workspace_init writes that list. Version 11
@@ -137,11 +137,15 @@ int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, in
  * PF_ERR_ARG when lens_host are not the plan's lengths; PF_ERR_NOMEM. */
 int pf_gpu_attn_workspace_init(const pf_gpu_attn_plan *plan, const int *lens_host,
                                void *workspace, void *stream);
+#define PF_GPU_WORKSPACE_ALIGN 16 /* bytes; init and run refuse less (PF_ERR_ARG) */
 
 /* k/v: pools (paged) or naive buffers; block_tables NULL when naive.
  * workspace: device memory of plan->workspace_bytes (NULL when 0),
- * prepared by pf_gpu_attn_workspace_init.
- * Returns PF_OK, PF_ERR_ARG (NULL pointer, plan not made by plan_make) or
+ * prepared by pf_gpu_attn_workspace_init, aligned to PF_GPU_WORKSPACE_ALIGN
+ * bytes (cudaMalloc's are; the split-KV merge reads its partials 16 bytes
+ * at a time).
+ * Returns PF_OK, PF_ERR_ARG (NULL or misaligned pointer, plan not made by
+ * plan_make) or
  * the launch's error (PF_ERR_UNAVAILABLE: the device refused the launch). */
 int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
                     const int *block_tables, const int *seq_lens, void *out, void *workspace,

@@ -75,7 +75,8 @@ long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, pf_gp
 int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *pairs);
 
 /* pf_gpu_attn_workspace_init's argument checks: PF_OK or PF_ERR_ARG (no
- * plan, no workspace where one is needed, lens_host not the plan's). */
+ * plan, no workspace where one is needed or one off PF_GPU_WORKSPACE_ALIGN,
+ * lens_host not the plan's). */
 int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
                            const void *workspace);
 
@@ -185,8 +186,9 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
- * through global memory (their workspace also holds one counter per
- * (sequence, head tile), zero at rest) and from a work list when planned
+ * and 11 to 14 through global memory (their workspace also holds one
+ * counter per (sequence, head tile), zero at rest; version 14: per block of
+ * 4 tiles) and from a work list when planned
  * from lengths; 9 and 10 inside a thread-block cluster, so their chunks
  * stay in grid order, at most PF_GPU_CLUSTER_MAX of them, and need no
  * workspace. */
@@ -225,8 +227,9 @@ static inline int pf_gpu_version_exact(int version)
 }
 
 /* Head tiles one thread block serves: version 14's 16-bit kernel gives each
- * of its 4 warps a head tile of its own over the block's chunk (so a block
- * reads 4 heads' pages of every frame, which lie side by side in the pool);
+ * of its 4 warps a head tile of its own over the block's chunk (so, when a
+ * tile is a whole GQA group, a block reads 4 heads' pages of every frame,
+ * which lie side by side in the pool);
  * every other kernel (version 14's fp32 fallback too) serves one tile a
  * block. */
 #define PF_GPU_MH_VERSION 14

@@ -127,8 +127,13 @@ int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, 
                     const int *block_tables, const int *seq_lens, void *out, void *workspace,
                     void *stream)
 {
-    (void)plan, (void)q, (void)k, (void)v, (void)block_tables, (void)seq_lens, (void)out,
-        (void)workspace, (void)stream;
+    (void)stream;
+    /* the CUDA build's argument checks (gpu.cu), so a caller learns of a bad
+     * argument without a device too */
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !q || !k || !v || !seq_lens || !out ||
+        (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace) ||
+        (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN)
+        return PF_ERR_ARG;
     return PF_ERR_UNAVAILABLE;
 }
 

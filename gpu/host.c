@@ -621,7 +621,8 @@ void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan)
 int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
                            const void *workspace)
 {
-    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || (plan->workspace_bytes && !workspace))
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || (plan->workspace_bytes && !workspace) ||
+        (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN)
         return PF_ERR_ARG;
     if (plan->units && (!lens_host || lens_hash(lens_host, plan->shape.num_seqs) != plan->lens_hash))
         return PF_ERR_ARG;

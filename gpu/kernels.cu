@@ -121,19 +121,21 @@ template <> struct Elt<__half> {
     __device__ static __half store(float x) { return __float2half_rn(x); }
 };
 
-/* The attention kernel. Grid: x = chunk index, y = KV head * (G / GT) + sub
- * group, z = sequence. Block: 128 threads. */
+/* The attention kernel. Grid (no work list): x = chunk index, y = head
+ * tile (KV head * (G / GT) + sub group; version 14: a block of 4 of them),
+ * z = sequence. Block: 128 threads. */
 /* Every attention kernel version takes these arguments (one launcher). */
 template <typename T> struct AttnArgs {
     const T *q, *k, *v;
     const int *tables, *lens;
     T *out;
     float *part_o, *part_lse;
-    unsigned *counters; /* v5: chunks done per (sequence, head tile)     */
+    unsigned *counters; /* v5 on: chunks done per (sequence, htiles)     */
     int hq, hkv, B, bshift, maxb, cap, chunk, splits;
     int lim;      /* device lengths are read up to this planned bound      */
     float qscale; /* scale * log2(e)                                       */
-    int htiles;   /* head tiles a sequence has (blocks per chunk)          */
+    int htiles;   /* blocks a chunk of a sequence has: its head tiles (v14:
+                     blocks of 4 tiles)                                    */
     const int2 *work; /* the plan's work list (versions 5-8), or null      */
     unsigned long long *trace; /* the block timeline (see trace_mark), or null */
     /* version 11 (attn_steal): a claim word per item (unit x head tile),
@@ -516,7 +518,8 @@ __device__ __forceinline__ void load_q(const AttnArgs<T> &a, int seq, int qh0, i
  * past the length are copied but never used: the slice stays inside the
  * caller's row of max_blocks_per_seq entries, chunks being whole pages.
  * Returns false when the block has no tokens (zeros written if the
- * sequence is empty); else len, t0, t1 and the table are ready. */
+ * sequence is empty: `rows` query heads from qh0, GT unless the block serves
+ * several head tiles); else len, t0, t1 and the table are ready. */
 template <typename T, int D, int GT, bool PAGED, bool FUSED>
 __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, const Work &job,
                                             int qh0, int &len, int &t0, int &t1, int rows = GT)
@@ -597,8 +600,8 @@ __device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *s
     }
 }
 
-/* The in-place split-KV merge (v5-v8's and v12-v13's attn_finish, v11's
- * attn_steal): the np partials of each of the `rows` query heads qh0 .. of seq
+/* The in-place split-KV merge (merge_if_last's, for v5-v8 and v12-v14;
+ * v11's attn_steal): the np partials of each of the `rows` query heads qh0 .. of seq
  * (slots 0 .. np-1 of `stride`), written by other SMs and so read through
  * L2 (__ldcg), merged by log-sum-exp into the output. The caller has
  * fenced after learning that every partial is written.
@@ -613,9 +616,13 @@ __device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *s
  * consecutive elements of one head (a float4 of each partial: at GT x D =
  * 512, one group a thread) and loads up to kMergeBatch partials and their
  * log2-sum-exps at once, so a sequence of at most kMergeBatch chunks (every
- * plan of the named workloads) costs one round trip. More chunks are
- * merged kMergeBatch at a time, online: the running sums rescaled to each
- * batch's max. With one batch the sums are added in the order and against
+ * version-0 plan of the named workloads) costs one round trip. More chunks
+ * are merged kMergeBatch at a time, online: the running sums rescaled to
+ * each batch's max (version 14 plans long in 33 chunks: 5 batches, one
+ * after another, for each of its 4 float4 groups a thread). The arrays
+ * cost registers: version 11's attn_steal, at its bound, spills 24 bytes in
+ * five of its instances (ptxas, tenth session; v11 is never version 0).
+ * With one batch the sums are added in the order and against
  * the max of the loop before, so the output is bitwise what it was. */
 constexpr int kMergeBatch = 8;
 template <typename T, int D>
@@ -637,7 +644,8 @@ __device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, in
             for (int j = 0; j < kMergeBatch; j++) { /* every load issued before any use */
                 const bool ok = i0 + j < np;
                 ls[j] = ok ? __ldcg(lse + i0 + j) : -INFINITY;
-                ov[j] = ok ? __ldcg(po + (size_t)(i0 + j) * (D / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+                ov[j] = ok ? __ldcg(po + (size_t)(i0 + j) * (D / 4))
+                           : make_float4(0.f, 0.f, 0.f, 0.f);
             }
             float Mn = M;
 #pragma unroll
@@ -669,7 +677,7 @@ __device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, in
     }
 }
 
-/* v5: the split-KV merge without a second launch. Each block of a split
+/* The split-KV merge without a second launch (version 5 on). Each block of a split
  * sequence, its partials stored, counts itself done for its (sequence, head
  * tile); the block that counts last merges all chunks (the `rows` query
  * heads qh0 ..) and resets the counter to 0 for the next run (no other
@@ -1154,8 +1162,8 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * streams (the naive layout is [seq][head][cap][D]), so it is the paged
  * pass that this version is for. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
- * LAZY true; QUAD false or true) and 14 (12 with MH: a head tile a warp, see
- * below): see the comments above. TOK is a warp's
+ * LAZY true; QUAD false or true) and 14 (12 with MH: a head tile a warp):
+ * see the comments above. TOK is a warp's
  * tile in tokens: 16 makes the scores two m16n8 n-tiles and P V one
  * m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile and P V one
  * m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
@@ -1192,8 +1200,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
-    /* versions 12 and 13 keep Q here (below); 13 also a zero row; 14 8
-     * rows for each warp */
+    /* versions 12 and 13 keep Q here (below); 13 also a zero row; 14 each
+     * warp's own 8 rows */
     __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * CPR : 1];
 
     trace_mark(a, kTrStart);
@@ -1487,7 +1495,9 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     }
     cp_async_wait<0>();
     trace_mark(a, kTrStreamed);
-    __syncthreads(); /* every warp is done with the pipeline buffer */
+    /* every warp is done with the pipeline buffer, which the block merge
+     * below reuses (version 14 does not; the barrier was kept as measured) */
+    __syncthreads();
 
     /* the quad's partial sums make the row's l; m is already the quad's */
     l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -1513,7 +1523,8 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
                 float *po = a.part_o + (rowo * a.splits + job.chunk) * D + 2 * c;
 #pragma unroll
                 for (int n = 0; n < NT; n++)
-                    *reinterpret_cast<float2 *>(po + n * 8) = make_float2(o[n][0] * inv, o[n][1] * inv);
+                    *reinterpret_cast<float2 *>(po + n * 8) =
+                        make_float2(o[n][0] * inv, o[n][1] * inv);
                 if (c == 0)
                     a.part_lse[rowo * a.splits + job.chunk] = m + log2f(l);
             }

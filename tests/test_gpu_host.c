@@ -657,6 +657,14 @@ Test(gpu_host, work_list_covers_each_chunk_once_longest_first)
     cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_ERR_ARG);
     cr_assert_eq(pf_gpu_attn_workspace_init(&p, NULL, (void *)pairs, NULL), PF_ERR_ARG);
     lens[3] -= 1;
+    /* a workspace off the 16-byte grid (the merge reads its partials as
+     * float4): refused by init and run, with or without a device */
+    char *odd = (char *)pairs + 8;
+    cr_assert_eq(pf_gpu__workspace_args(&p, lens, pairs), PF_OK);
+    cr_assert_eq(pf_gpu__workspace_args(&p, lens, odd), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_workspace_init(&p, lens, odd, NULL), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_run(&p, odd, odd, odd, (int *)odd, (int *)odd, odd, odd, NULL),
+                 PF_ERR_ARG);
     /* forcing the chunking rebuilds the count from the same lengths */
     cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK);
     assert_covers(&p, p.max_len, 16);
@@ -850,9 +858,9 @@ Test(gpu_host, plan_blocks_follow_the_launch_grid)
 
 /* Version 14 serves 4 head tiles a block (a warp each): a sequence's chunk
  * launches a quarter of the blocks, each reading 4 heads' bytes; llama is
- * split to fill the machine, batch stays unsplit at 512 blocks, the counters are sized per block (in
- * assert_covers), and fp32, which runs version 5's kernel under number 14,
- * keeps one tile a block. */
+ * split to fill the machine, batch stays unsplit at 512 blocks, the
+ * counters are sized per block (in assert_covers), and fp32, which runs
+ * version 5's kernel under number 14, keeps one tile a block. */
 Test(gpu_host, version_14_serves_four_head_tiles_a_block)
 {
     enum { N = 256 };
@@ -897,4 +905,5 @@ Test(gpu_host, version_14_serves_four_head_tiles_a_block)
     s.dtype = PF_GPU_F32;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
     cr_assert_eq(pf_gpu__plan_head_tiles(&p), 3);
+    assert_covers(&p, 1024, 16);
 }
