@@ -988,9 +988,7 @@ extern "C" int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, cons
                                const void *v, const int *block_tables, const int *seq_lens,
                                void *out, void *workspace, void *stream)
 {
-    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !q || !k || !v || !seq_lens || !out ||
-        (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace) ||
-        (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN)
+    if (pf_gpu__run_args(plan, q, k, v, block_tables, seq_lens, out, workspace) != PF_OK)
         return PF_ERR_ARG;
     return pf_gpu_launch_attention(plan, q, k, v, block_tables, seq_lens, out, workspace, stream,
                                    NULL);

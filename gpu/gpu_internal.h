@@ -79,6 +79,12 @@ int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *p
  * lens_host not the plan's). */
 int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
                            const void *workspace);
+/* pf_gpu_attn_run's argument checks (both builds): PF_OK or PF_ERR_ARG (no
+ * made plan, a NULL pointer, no block table when paged, a workspace missing
+ * or off PF_GPU_WORKSPACE_ALIGN). */
+int pf_gpu__run_args(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
+                     const int *block_tables, const int *seq_lens, const void *out,
+                     const void *workspace);
 
 /* Where the parts of a plan's workspace start (bytes): partial outputs
  * [num_seqs][hq][slots][D] floats at 0 and log2-sum-exps [..][slots] at

@@ -128,11 +128,9 @@ int pf_gpu_attn_run(const pf_gpu_attn_plan *plan, const void *q, const void *k, 
                     void *stream)
 {
     (void)stream;
-    /* the CUDA build's argument checks (gpu.cu), so a caller learns of a bad
+    /* the CUDA build's argument checks, so a caller learns of a bad
      * argument without a device too */
-    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !q || !k || !v || !seq_lens || !out ||
-        (plan->paged && !block_tables) || (plan->workspace_bytes && !workspace) ||
-        (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN)
+    if (pf_gpu__run_args(plan, q, k, v, block_tables, seq_lens, out, workspace) != PF_OK)
         return PF_ERR_ARG;
     return PF_ERR_UNAVAILABLE;
 }

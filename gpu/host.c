@@ -618,11 +618,27 @@ void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan)
     plan_workspace(plan);
 }
 
+/* a made plan, and a workspace where it needs one, on the merge's grid */
+static int plan_ws_ok(const pf_gpu_attn_plan *plan, const void *workspace)
+{
+    return plan && plan->magic == PF_GPU_PLAN_MAGIC && (!plan->workspace_bytes || workspace) &&
+           (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN == 0;
+}
+
+int pf_gpu__run_args(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
+                     const int *block_tables, const int *seq_lens, const void *out,
+                     const void *workspace)
+{
+    if (!plan_ws_ok(plan, workspace) || !q || !k || !v || !seq_lens || !out ||
+        (plan->paged && !block_tables))
+        return PF_ERR_ARG;
+    return PF_OK;
+}
+
 int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
                            const void *workspace)
 {
-    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || (plan->workspace_bytes && !workspace) ||
-        (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN)
+    if (!plan_ws_ok(plan, workspace))
         return PF_ERR_ARG;
     if (plan->units && (!lens_host || lens_hash(lens_host, plan->shape.num_seqs) != plan->lens_hash))
         return PF_ERR_ARG;
