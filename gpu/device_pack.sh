@@ -4,7 +4,7 @@
 # machine needs into .dev-bin/: pagefault, test_gpu, test_gpu_host,
 # libpagefault_gpu.so and the shared libraries the device image lacks
 # (ncursesw, Criterion and its dependencies), and packs them into
-# .dev-pack/bin.tgz. Carry the source copy with .dev-pack inside it (not
+# .dev-pack/bin.txz. Carry the source copy with .dev-pack inside it (not
 # .dev-bin); gpu/device_run.sh unpacks it. Both are git-ignored (.gitignore:
 # /.dev-*/).
 set -eu
@@ -19,9 +19,11 @@ for f in .dev-bin/pagefault .dev-bin/test_gpu .dev-bin/test_gpu_host; do
     ldd "$f" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" .dev-bin/lib/; done
-# The binaries hold every kernel (about 13 MB each): compressed, the
-# copy that travels stays under the device tool's 64 MiB; device_run.sh
-# unpacks it.
+# The five binaries each hold every kernel (about 13 MB each): gzip's 32 KB
+# window packs each copy again (61 MiB with 16 versions, near the device
+# tool's 64 MiB), while xz -9's 64 MiB dictionary sees that the copies are
+# the same and packs them about once; device_run.sh unpacks it.
 # written aside, then renamed: a copy taken meanwhile never sees half a file
-mkdir -p .dev-pack && tar czf .dev-pack/bin.tgz.new .dev-bin && mv .dev-pack/bin.tgz.new .dev-pack/bin.tgz
-du -sh .dev-bin .dev-pack/bin.tgz
+mkdir -p .dev-pack && rm -f .dev-pack/bin.tgz &&
+    XZ_OPT=-9 tar cJf .dev-pack/bin.txz.new .dev-bin && mv .dev-pack/bin.txz.new .dev-pack/bin.txz
+du -sh .dev-bin .dev-pack/bin.txz

@@ -34,7 +34,9 @@ OUT=${OUT:-/tmp/pagefault-device}
 ITERS=${ITERS:-30}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.." || exit 1
-[ -x .dev-bin/pagefault ] || [ ! -f .dev-pack/bin.tgz ] || tar xzf .dev-pack/bin.tgz
+# xz through tar, or through Python's lzma where the image lacks xz
+[ -x .dev-bin/pagefault ] || [ ! -f .dev-pack/bin.txz ] || tar xJf .dev-pack/bin.txz 2>/dev/null ||
+    python3 -c "import tarfile; tarfile.open('.dev-pack/bin.txz').extractall()"
 [ -x .dev-bin/pagefault ] || { echo "carry .dev-pack (run gpu/device_pack.sh first)"; exit 1; }
 export LD_LIBRARY_PATH=$PWD/.dev-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=$PWD/.dev-bin/pagefault
@@ -46,8 +48,8 @@ BIN=$PWD/.dev-bin/pagefault
     ldd "$BIN" | grep -i "not found"
     # registers and spills of the paged bf16 D128 group-4 kernels (llama's)
     cuobjdump --dump-resource-usage .dev-bin/libpagefault_gpu.so 2>&1 |
-        grep -A1 -E "Function .*(attn_v7|attn_steal|attn_mma)I13__nv_bfloat16Li128ELi4ELb1E" |
-        grep -oE "(attn_v7|attn_steal|attn_mma)I13__nv_bfloat16Li128ELi4ELb1E[^ :]*|REG:[0-9]+|STACK:[0-9]+|SHARED:[0-9]+|LOCAL:[0-9]+"
+        grep -A1 -E "Function .*(attn_v7|attn_steal|attn_mma|attn_tma)I13__nv_bfloat16Li128ELi4ELb1E" |
+        grep -oE "(attn_v7|attn_steal|attn_mma|attn_tma)I13__nv_bfloat16Li128ELi4ELb1E[^ :]*|REG:[0-9]+|STACK:[0-9]+|SHARED:[0-9]+|LOCAL:[0-9]+"
 } >"$OUT/env.txt" 2>&1
 
 if [ "${TESTS:-0}" = 1 ]; then
@@ -122,7 +124,7 @@ if [ "${NCU:-0}" = 1 ]; then
         echo "### ncu, launches ${NCU_SKIP:-4}+${NCU_COUNT:-1} of pagefault bench --workload $w --kernel ${NCU_KERNEL:-0}" >>"$OUT/ncu.txt"
         extra=()
         for sec in ${NCU_SECTIONS:-}; do extra+=(--section "$sec"); done
-        ncu --clock-control none -k regex:"attn_(v|mma|steal)" --launch-skip ${NCU_SKIP:-4} \
+        ncu --clock-control none -k regex:"attn_(v|mma|steal|tma)" --launch-skip ${NCU_SKIP:-4} \
             --launch-count ${NCU_COUNT:-1} \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
             --section LaunchStats --section WarpStateStats "${extra[@]}" \
@@ -160,7 +162,7 @@ if [ "${PROBE:-0}" = 1 ]; then
 fi
 
 echo "== summary"
-grep -A4 -E "attn_(v7|steal|mma)I" "$OUT/env.txt" | head -40
+grep -A4 -E "attn_(v7|steal|mma|tma)I" "$OUT/env.txt" | head -40
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
 grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result|thread blocks|SMs that|first start|start to first|block duration|median end to|SM time" "$OUT/bench.txt" |

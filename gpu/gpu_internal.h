@@ -273,6 +273,10 @@ int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new, const vo
                          int n_tokens, const int *block_tables, const int *seq_lens,
                          void *k_pool, void *v_pool, void *stream);
 
+/* A kernel that does nothing, launched with the attention kernels' argument
+ * block (one block): the floor under a run's host time, for the bench. */
+int pf_gpu_launch_empty(void *stream);
+
 /* Read-only streaming reduction over n16 16-byte words; sink: 1 device uint. */
 int pf_gpu_launch_read_bw(const void *buf, size_t n16, unsigned *sink, int sm_count,
                           void *stream);

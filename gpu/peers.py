@@ -80,6 +80,17 @@ def main():
                     help="query heads one block of ours serves (0: the planner's; else 1, 2, 4, "
                          "8 dividing the group, through pf_gpu__plan_set_group_tile)")
     args = ap.parse_args()
+    # bad input is named before any device work, with argparse's status 2
+    unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"--workloads: unknown {','.join(unknown)} (known: {','.join(WORKLOADS)})")
+    try:
+        runs = [(int(v), int(t)) for v in args.versions.split(",")
+                for t in args.group_tiles.split(",")]
+    except ValueError:
+        ap.error("--versions and --group-tiles take comma-separated integers")
+    if args.iters < 1:
+        ap.error("--iters must be at least 1")
     try:
         import torch
         import torch.nn.functional as F
@@ -97,7 +108,6 @@ def main():
     lib.pf_gpu_attn_run.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp, vp, vp, vp, vp, vp]
     lib.pf_gpu_attn_workspace_init.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp]
     lib.pf_gpu__plan_set_group_tile.argtypes = [ctypes.POINTER(AttnPlan), ctypes.c_int]
-    runs = [(int(v), int(t)) for v in args.versions.split(",") for t in args.group_tiles.split(",")]
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     sink = torch.zeros(1, dtype=torch.int64, device=dev)

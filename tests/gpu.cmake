@@ -26,3 +26,9 @@ if(PF_HAVE_CUDA)
                    $<TARGET_FILE:pagefault_stream_probe>)
   set_tests_properties(test_stream_probe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS gpu)
 endif()
+
+# gpu/peers.py (optional, needs PyTorch to run): bad arguments exit 2 with a
+# message, checked without PyTorch or a device.
+add_test(NAME test_gpu_peers_args
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_gpu_peers_args.sh
+                 ${PROJECT_SOURCE_DIR}/gpu/peers.py)

@@ -234,6 +234,8 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_section(r, "api", "Public API (plan once, run many times)");
     pf_report_num(r, "host_us_per_run", "host time per pf_gpu_attn_run (loop of 50, no sync)",
                   res->host_us_per_run, "%.2f", "us");
+    pf_report_num(r, "launch_floor_us", "host time per empty launch (same loop and arguments)",
+                  res->launch_floor_us, "%.2f", "us");
 
     if (res->have_timeline) {
         const pf_gpu_timeline *tl = &res->timeline;

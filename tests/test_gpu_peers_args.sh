@@ -1,0 +1,28 @@
+#!/bin/sh
+# tests/test_gpu_peers_args.sh PEERS_PY - gpu/peers.py refuses bad arguments
+# before it looks for PyTorch or a device: status 2, and a message on stderr
+# that names what was wrong (it once ended in a Python traceback on an
+# unknown workload name).
+peers="$1"
+fails=0
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+
+expect_usage() { # WANT ARGS...: status 2 and WANT in the message
+    want="$1"
+    shift
+    python3 "$peers" no-such-lib.so "$@" >/dev/null 2>"$err"
+    rc=$?
+    if [ $rc -ne 2 ] || ! grep -q -- "$want" "$err"; then
+        echo "FAIL: peers.py $* -> status $rc (want 2, a message naming $want):"
+        cat "$err"
+        fails=$((fails + 1))
+    fi
+}
+expect_usage "unknown seed" --workloads seed
+expect_usage "unknown nope,x" --workloads llama,nope,x
+expect_usage "comma-separated integers" --versions 0,twelve
+expect_usage "comma-separated integers" --group-tiles x
+expect_usage "at least 1" --iters 0
+[ $fails -eq 0 ] && echo "peers.py argument checks: all passed"
+exit $fails
