@@ -145,7 +145,7 @@ fi
 if [ "${SASS:-0}" = 1 ]; then
     fun=$(cuobjdump --dump-resource-usage .dev-bin/libpagefault_gpu.so 2>/dev/null |
         grep -oE "Function [^ :]+" | sed 's/Function //' |
-        grep -E "${SASS_FUN:-attn_mmaI13__nv_bfloat16Li128ELi4ELb1ELi2ELi8ELb1ELb0E}" | head -1)
+        grep -E "${SASS_FUN:-attn_mmaI13__nv_bfloat16Li128ELi4ELb1ELi2ELi8ELb1ELb0ELb0ELi0EE}" | head -1)
     {
         echo "### $fun"
         cuobjdump -sass -fun "$fun" .dev-bin/libpagefault_gpu.so

@@ -322,7 +322,9 @@ typedef struct {
                                   of calls with no sync in between (paged)  */
     double launch_floor_us;    /* the same loop launching a kernel that does
                                   nothing, with the attention kernels'
-                                  argument block: the driver's share of it   */
+                                  argument block (160 bytes; versions 15 and
+                                  16 pass 448 with their tensor maps): the
+                                  driver's share of it                      */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
 } pf_gpu_bench_result;

@@ -172,9 +172,11 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *                                 10.5 us: small launches included).
  * Never 10 (v9 with 4 stages: single no faster, llama 0.30 ms), 11
  * (work stealing: slower on every workload in two calls of the sixth
- * session, and not bitwise reproducible) nor 14 (a head tile a warp, tenth
+ * session, and not bitwise reproducible), 14 (a head tile a warp, tenth
  * session: below v12 on llama, long, mixed and mha; 0.2-1.0 points above
- * it on batch in three runs, within the run-to-run spread). */
+ * it on batch in three runs, within the run-to-run spread), 15 and 16 (the
+ * copy engine, eleventh session: below v12 everywhere) nor 17 (the L2
+ * prefetch hint, eleventh session: tied with v12 in three calls). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
@@ -192,7 +194,7 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
- * and 11 to 14 through global memory (their workspace also holds one
+ * and 11 to 17 through global memory (their workspace also holds one
  * counter per (sequence, head tile), zero at rest; version 14: per block of
  * 4 tiles) and from a work list when planned
  * from lengths; 9 and 10 inside a thread-block cluster, so their chunks

@@ -459,7 +459,7 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
 
 /* L2P (version 17): the L2 prefetch-size hint, 0 (none) or 128 bytes: the
  * L2 fetches the whole 128-byte line around the 16 bytes asked for, as
- * FlashInfer's decode kernels ask. (256 bytes was measured too and lost 5
+ * FlashInfer's decode kernels ask. (256 bytes was measured too and lost 4-5
  * points: docs/gpu.md, eleventh session.) */
 template <int L2P = 0>
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
@@ -620,7 +620,7 @@ __device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *s
     }
 }
 
-/* The in-place split-KV merge (merge_if_last's, for v5-v8 and v12-v14;
+/* The in-place split-KV merge (merge_if_last's, for v5-v8 and v12-v17;
  * v11's attn_steal): the np partials of each of the `rows` query heads qh0 .. of seq
  * (slots 0 .. np-1 of `stride`), written by other SMs and so read through
  * L2 (__ldcg), merged by log-sum-exp into the output. The caller has
@@ -1179,7 +1179,8 @@ __host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok)
 {
     return kV6Warps * stages * 2 * tok * D * 2;
 }
-/* (launched with kSmemAlign bytes more, see smem_align128, unless static) */
+/* (launched with kSmemAlign bytes more, see smem_align128, unless static;
+ * versions 15 and 16 with kTmaAlign more, see smem_align) */
 __host__ __device__ constexpr bool mma_static(int D, int stages, int tok)
 {
     return v6_smem_bytes(D, stages, tok) <= 32 * 1024;
@@ -1251,8 +1252,9 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * streams (the naive layout is [seq][head][cap][D]), so it is the paged
  * pass that this version is for. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
- * LAZY true; QUAD false or true) and 14 (12 with MH: a head tile a warp):
- * see the comments above. TOK is a warp's
+ * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
+ * and 16 (12 with TMA: the copy engine, 2 or 3 stages) and 17 (12 with
+ * L2P = 128, the L2 prefetch hint): see the comments above. TOK is a warp's
  * tile in tokens: 16 makes the scores two m16n8 n-tiles and P V one
  * m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile and P V one
  * m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
@@ -1295,8 +1297,8 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
-    /* versions 12 and 13 keep Q here (below); 13 also a zero row; 14 each
-     * warp's own 8 rows */
+    /* versions 12, 13 and 15-17 keep Q here (below); 13 also a zero row;
+     * 14 each warp's own 8 rows */
     __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * CPR : 1];
 
     trace_mark(a, kTrStart);
@@ -1491,7 +1493,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
      * x (d lo | hi): the A operand of run_quad as loaded */
     const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
     /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
-     * XOR-swizzled by r % 8 (versions 12-14); the copy engine's layout
+     * XOR-swizzled by r % 8 (versions 12-14, 17); the copy engine's layout
      * (versions 15, 16) is the same swizzle on 128-byte half rows: D / 64
      * boxes of 8 rows one after the other */
     auto piece = [](int r, int pc) {
@@ -1512,9 +1514,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 /* the chunk's last tile: its rows past the end were copied
                  * as the memory holds them. Their scores are masked below,
                  * but P = 0 times V = NaN is NaN, so V's rows are zeroed
-                 * (cp.async's zero-fill does this in versions 12-14). The
-                 * fence orders the stores before any later copy into the
-                 * slot (there is none: it is the warp's last tile). */
+                 * (cp.async's zero-fill does this in versions 12-14 and
+                 * 17). The fence orders the stores before any later copy
+                 * into the slot; there is none (it is the warp's last
+                 * tile), so it only keeps the order safe if that changes. */
                 uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
                 for (int i = lane; i < (TOK - valid) * CPR; i += 32)
                     vz[piece(valid + i / CPR, i % CPR)] = make_uint4(0u, 0u, 0u, 0u);
@@ -2649,13 +2652,13 @@ template <typename F> int reserve_for_four(F fn)
     return bytes;
 }
 
-/* Versions 6, 12, 13 and 14 (attn_mma). Version 6: STAGES 3 (per warp two
+/* Versions 6, 12, 13, 14 and 17 (attn_mma). Version 6: STAGES 3 (per warp two
  * tiles being copied while one is used; STAGES 2, for 3 blocks an SM at D
  * = 128, spilled registers at the bound that needs and ran at half the
  * speed, docs/gpu.md). Version 12: 8-token tiles, 2 stages, 32 KB a
  * block, 4 blocks an SM as version 7; 13: 12 with whole-quad mma, held to
- * 4 blocks an SM (reserve_for_four); 14: 12 with a head tile a warp (MH).
- * The attributes are set once per
+ * 4 blocks an SM (reserve_for_four); 14: 12 with a head tile a warp (MH);
+ * 17: 12 with the L2 prefetch hint (L2P). The attributes are set once per
  * kernel (first use, a thread-safe C++ static); a refusal shows as the
  * launch's error. fp32 has no 16-bit mma: it runs version 5's kernel with
  * v6's early table read. */
@@ -2725,6 +2728,17 @@ template <typename T, int D, int GT, bool PAGED, int STAGES> Kern<T> pick_tma()
         }
     }
     return k;
+}
+
+/* Whether versions 15 and 16 can run their copy-engine kernel on a shape:
+ * an 8-row box must lie in one page (8 divides the block size; chunks are
+ * whole pages) and, naive, within the capacity (a box no larger than the
+ * tensor, as the engine requires). Otherwise version 12 runs, as it does
+ * when the encoder refuses the buffers (tma_maps): same results, v12's
+ * speed. */
+bool tma_fits(const pf_gpu_attn_shape *s, int paged)
+{
+    return paged ? s->block_size % 8 == 0 : s->naive_cap >= 8;
 }
 
 /* K's and V's tensor maps for versions 15 and 16: 4-D, innermost first
@@ -2902,16 +2916,11 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
         cfg.numAttrs = 1;
         return pf_gpu_cuda_err((int)cudaLaunchKernelEx(&cfg, kern.fn, a));
     }
-    if (kern.tma && (!p->paged || s->block_size % 8 == 0)) {
-        /* versions 15, 16: an 8-row box lies in one page */
-        const TmaMaps *maps = nullptr;
-        const int e = tma_maps<T>(p, k, v, &maps);
-        if (e != PF_OK)
-            return e;
+    const TmaMaps *maps = nullptr;
+    if (kern.tma && tma_fits(s, p->paged) && tma_maps<T>(p, k, v, &maps) == PF_OK)
         kern.tma<<<grid, kThreads, (size_t)kern.tma_smem, st>>>(a, *maps);
-    } else {
+    else /* version 12 (what versions 15 and 16 fall back to) or any other */
         kern.fn<<<grid, kThreads, (size_t)kern.smem, st>>>(a);
-    }
     if (p->splits > 1 && !pf_gpu_version_fused(p->version))
         merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
             a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
@@ -2924,10 +2933,11 @@ template <typename T> int occupancy_t(const pf_gpu_attn_shape *s, int paged, int
     const Kern<T> kern =
         pick<T>(s, pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads), paged, version);
     const cudaError_t e =
-        kern.tma ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.tma, kThreads,
-                                                                 (size_t)kern.tma_smem)
-                 : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.fn, kThreads,
-                                                                 (size_t)kern.smem);
+        kern.tma && tma_fits(s, paged)
+            ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.tma, kThreads,
+                                                            (size_t)kern.tma_smem)
+            : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.fn, kThreads,
+                                                            (size_t)kern.smem);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;

@@ -1,9 +1,10 @@
 #!/bin/sh
-# tests/test_gpu_peers_args.sh PEERS_PY - gpu/peers.py refuses bad arguments
+# tests/test_gpu_peers_args.sh PYTHON PEERS_PY - gpu/peers.py refuses bad arguments
 # before it looks for PyTorch or a device: status 2, and a message on stderr
 # that names what was wrong (it once ended in a Python traceback on an
 # unknown workload name).
-peers="$1"
+python="$1"
+peers="$2"
 fails=0
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
@@ -11,7 +12,7 @@ trap 'rm -f "$err"' EXIT
 expect_usage() { # WANT ARGS...: status 2 and WANT in the message
     want="$1"
     shift
-    python3 "$peers" no-such-lib.so "$@" >/dev/null 2>"$err"
+    "$python" "$peers" no-such-lib.so "$@" >/dev/null 2>"$err"
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q -- "$want" "$err"; then
         echo "FAIL: peers.py $* -> status $rc (want 2, a message naming $want):"
