@@ -490,8 +490,9 @@ __device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
 }
 
-/* The dynamic shared memory with its start rounded up to 128 bytes (the
- * launch asks for kSmemAlign more). Dynamic shared memory follows the
+/* The dynamic shared memory with its start rounded up to N bytes: 128 (the
+ * launch asks for kSmemAlign more), or for the copy engine's swizzled boxes
+ * 1024 (kTmaAlign). Dynamic shared memory follows the
  * static variables, so it starts wherever they end (2352 bytes for v7's
  * table cache and merge scalars: 48 past a 128-byte line). cp.async into a
  * destination off the 128-byte grid costs twice the L2 requests: measured
@@ -505,10 +506,6 @@ template <int N> __device__ __forceinline__ uint4 *smem_align(uint4 *dyn)
 {
     const unsigned off = (unsigned)__cvta_generic_to_shared(dyn);
     return dyn + ((N - (off & (N - 1))) & (N - 1)) / 16;
-}
-__device__ __forceinline__ uint4 *smem_align128(uint4 *dyn)
-{
-    return smem_align<kSmemAlign>(dyn);
 }
 
 /* This lane's slice (16 bytes, EPV elements from r EPV) of the GT query
@@ -1179,7 +1176,7 @@ __host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok)
 {
     return kV6Warps * stages * 2 * tok * D * 2;
 }
-/* (launched with kSmemAlign bytes more, see smem_align128, unless static;
+/* (launched with kSmemAlign bytes more, see smem_align, unless static;
  * versions 15 and 16 with kTmaAlign more, see smem_align) */
 __host__ __device__ constexpr bool mma_static(int D, int stages, int tok)
 {
@@ -1339,6 +1336,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         __syncwarp();
     }
 
+    /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
+     * XOR-swizzled by r % 8 (versions 12-14, 17); the copy engine's layout
+     * (versions 15, 16) is the same swizzle on 128-byte half rows: D / 64
+     * boxes of 8 rows one after the other */
+    auto piece = [](int r, int pc) {
+        return TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
+                   : r * CPR + (pc ^ (r & 7));
+    };
+
     /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st. */
     auto issue = [&](int k, int st) {
         const int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
@@ -1391,7 +1397,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 #pragma unroll
             for (int it = 0; it < TOK / RPI; it++) {
                 const int rr = it * RPI + crow;
-                const int slot = rr * CPR + (cpc ^ (rr & 7));
+                const int slot = piece(rr, cpc);
                 cp_async16<L2P>(dk + slot, pk + it * RPI * D, true);
                 cp_async16<L2P>(dv + slot, pv + it * RPI * D, true);
             }
@@ -1417,7 +1423,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 }
                 e += cpc * 8;
             }
-            const int slot = rr * CPR + (cpc ^ (rr & 7));
+            const int slot = piece(rr, cpc);
             cp_async16<L2P>(dk + slot, kb + e, ok);
             cp_async16<L2P>(dv + slot, vb + e, ok);
         }
@@ -1492,14 +1498,6 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     /* version 13: Q's matrices for one k-step are (rows 0-7 | the zero row)
      * x (d lo | hi): the A operand of run_quad as loaded */
     const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
-    /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
-     * XOR-swizzled by r % 8 (versions 12-14, 17); the copy engine's layout
-     * (versions 15, 16) is the same swizzle on 128-byte half rows: D / 64
-     * boxes of 8 rows one after the other */
-    auto piece = [](int r, int pc) {
-        return TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
-                   : r * CPR + (pc ^ (r & 7));
-    };
 
     for (int k = 0; k < mine; k++) {
         const int st = k % STAGES;
@@ -2075,14 +2073,14 @@ __device__ __forceinline__ void attn_v7_body(const AttnArgs<T> &a)
     static_assert(v7_smem_bytes(kStages) == kStages * 2 * N * kThreads * 16, "one stage: N rows");
     static_assert(NG * GT * D * 4 <= v7_smem_bytes(kStages), "merge scratch must fit the buffer");
     /* the pipeline: 2 stages (v7) fit the static 48 KB, 3 (v8) go to dynamic
-     * memory; on the 128-byte grid either way (see smem_align128) */
+     * memory; on the 128-byte grid either way (see smem_align) */
     uint4 *buf;
     if constexpr (kStages == 2) {
         __shared__ __align__(128) uint4 sbuf[v7_smem_bytes(kStages) / 16];
         buf = sbuf;
     } else {
         extern __shared__ uint4 v7dyn[];
-        buf = smem_align128(v7dyn);
+        buf = smem_align<kSmemAlign>(v7dyn);
     }
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[NG][GT], sm_l[NG][GT];
