@@ -3,7 +3,8 @@
 # (binaries carried in .dev-bin by gpu/device_pack.sh). Logs under $OUT (at
 # most 8 files come back): env.txt, tests.log, bench.txt, extra.txt,
 # ncu.txt, peers.txt. The end of stdout is a summary.
-#   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli (= ctest -L gpu)
+#   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli, test_launch_probe
+#                (ctest -L gpu but the stream probe's)
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
 #                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
@@ -22,13 +23,16 @@
 #                adds sections (e.g. "InstructionStats SchedulerStats")
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #                (PEERS_VERSIONS=0,7: our versions to run, default 0;
-#                PEERS_WORKLOADS=single,llama: default all)
+#                PEERS_WORKLOADS=single,llama: default all; PEERS_ARGS more
+#                flags, e.g. --back-to-back)
 #   PROFILE=1    pagefault bench --profile-out
 #   SASS=1       cuobjdump -sass of one kernel (SASS_FUN, a regex of the
 #                mangled name; default version 12's paged bf16 D128 tile-4
 #                kernel, version 0's for llama) -> sass.txt, with an opcode count
 #   PROBE=1      pagefault_stream_probe (v7's copy shape without the
 #                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt
+#   LAUNCH=1     pagefault_launch_probe (a launch's host time by the way it is
+#                made; gpu/launch_probe.cu), as is and pinned to CPU 3 -> launch.txt
 set -u
 OUT=${OUT:-/tmp/pagefault-device}
 ITERS=${ITERS:-30}
@@ -57,6 +61,8 @@ if [ "${TESTS:-0}" = 1 ]; then
         echo "== test_gpu"; .dev-bin/test_gpu --jobs=1; echo "test_gpu status $?"
         echo "== test_gpu_host"; .dev-bin/test_gpu_host; echo "test_gpu_host status $?"
         echo "== test_gpu_bench_cli"; sh tests/test_gpu_bench_cli.sh "$BIN"; echo "bench_cli status $?"
+        echo "== test_launch_probe"; sh tests/test_launch_probe.sh .dev-bin/pagefault_launch_probe
+        echo "launch_probe test status $?"
     } >"$OUT/tests.log" 2>&1
 fi
 
@@ -134,7 +140,7 @@ if [ "${NCU:-0}" = 1 ]; then
 fi
 if [ "${PEERS:-0}" = 1 ]; then
     PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so --versions "${PEERS_VERSIONS:-0}" \
-        ${PEERS_WORKLOADS:+--workloads "$PEERS_WORKLOADS"} >"$OUT/peers.txt" 2>&1
+        ${PEERS_WORKLOADS:+--workloads "$PEERS_WORKLOADS"} ${PEERS_ARGS:-} >"$OUT/peers.txt" 2>&1
     echo "peers status $?" >>"$OUT/peers.txt"
 fi
 if [ "${PROFILE:-0}" = 1 ]; then
@@ -160,6 +166,15 @@ if [ "${PROBE:-0}" = 1 ]; then
     .dev-bin/pagefault_stream_probe >"$OUT/probe.txt" 2>&1
     echo "probe status $?" >>"$OUT/probe.txt"
 fi
+if [ "${LAUNCH:-0}" = 1 ]; then
+    {
+        .dev-bin/pagefault_launch_probe "${LAUNCH_ROUNDS:-30}"
+        echo "launch probe status $?"
+        echo "== pinned to CPU 3 (taskset -c 3)"
+        taskset -c 3 .dev-bin/pagefault_launch_probe "${LAUNCH_ROUNDS:-30}"
+        echo "launch probe (pinned) status $?"
+    } >"$OUT/launch.txt" 2>&1
+fi
 
 echo "== summary"
 grep -A4 -E "attn_(v7|steal|mma|tma)I" "$OUT/env.txt" | head -40
@@ -171,5 +186,6 @@ grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
 [ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
 [ -f "$OUT/probe.txt" ] && cat "$OUT/probe.txt"
+[ -f "$OUT/launch.txt" ] && cat "$OUT/launch.txt"
 [ -f "$OUT/sass.txt" ] && grep -A12 "^### opcodes" "$OUT/sass.txt"
 exit 0

@@ -254,6 +254,7 @@ struct Case {
     void *d_out[3], *d_ws, *d_flush;
     unsigned *d_sink;
     unsigned long long *d_trace, *trace_h; /* the block timeline's records */
+    pf_gpu_attn_graph *graph;              /* the host-time loop's captured run */
     pf_gpu_attn_plan plan[2]; /* naive, paged */
 };
 
@@ -308,6 +309,7 @@ void case_free(Case *c)
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
+    pf_gpu_attn_graph_free(c->graph);
     if (c->st)
         cudaStreamDestroy(c->st);
     void *host[] = {c->off,     c->tab_o,    c->qf,       c->kf,       c->vf,     c->qd,
@@ -729,18 +731,27 @@ double now_us(void)
 }
 
 /* Host time of a launch: the median of 5 loops of 50 calls with no sync in
- * between (what a serving loop pays per layer), of the paged run or, with
- * empty, of the driver's launch of an empty kernel with the same argument
- * block: the floor under the run. The device work queues up meanwhile; 50
- * launches do not fill the launch queue and block. */
-int host_loop_us(Case *c, bool empty, double *us)
+ * between (what a serving loop pays per layer) of
+ *   HOST_RUN    the paged run (pf_gpu_attn_run);
+ *   HOST_EMPTY  the launch of an empty kernel with the same argument block,
+ *               made as the run makes its launch: the floor under the run;
+ *   HOST_GRAPH  the replay of a CUDA graph holding one run
+ *               (pf_gpu_attn_graph_launch): what a serving loop that
+ *               captures its decode step, as vLLM does by default, pays.
+ * The device work queues up meanwhile; 50 launches do not fill the launch
+ * queue and block. */
+enum HostLoop { HOST_RUN, HOST_EMPTY, HOST_GRAPH };
+
+int host_loop_us(Case *c, HostLoop what, double *us)
 {
     double per[5];
     for (int rep = 0; rep < 5; rep++) {
         const double t0 = now_us();
         for (int i = 0; i < 50; i++) {
-            if (empty)
+            if (what == HOST_EMPTY)
                 CKP(pf_gpu_launch_empty(c->st), "empty kernel (host-time floor)");
+            else if (what == HOST_GRAPH)
+                CKP(pf_gpu_attn_graph_launch(c->graph, 1, c->st), "graph replay (host-time loop)");
             else
                 CKP(case_launch(c, 1), "paged attention (host-time loop)");
         }
@@ -753,8 +764,14 @@ int host_loop_us(Case *c, bool empty, double *us)
 
 int case_host_time(Case *c)
 {
-    const int e = host_loop_us(c, false, &c->res->host_us_per_run);
-    return e != PF_OK ? e : host_loop_us(c, true, &c->res->launch_floor_us);
+    pf_gpu_bench_result *r = c->res;
+    CKP(host_loop_us(c, HOST_RUN, &r->host_us_per_run), "host time of a run");
+    CKP(host_loop_us(c, HOST_EMPTY, &r->launch_floor_us), "host time of an empty launch");
+    /* the run case_launch(c, 1) makes, captured */
+    CKP(pf_gpu_attn_graph_make(&c->graph, &c->plan[1], c->d_q, c->d_pk[0], c->d_pv[0],
+                               c->d_tab[0], c->d_lens, c->d_out[1], c->d_ws),
+        "capture of a run in a CUDA graph");
+    return host_loop_us(c, HOST_GRAPH, &r->graph_us_per_replay);
 }
 
 /* The block timeline: one more paged launch on the last layout (shuffled

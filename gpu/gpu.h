@@ -325,6 +325,8 @@ typedef struct {
                                   argument block (160 bytes; versions 15 and
                                   16 pass 448 with their tensor maps): the
                                   driver's share of it                      */
+    double graph_us_per_replay; /* the same loop replaying a CUDA graph of
+                                  one run (pf_gpu_attn_graph_launch)        */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
 } pf_gpu_bench_result;

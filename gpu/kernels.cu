@@ -45,8 +45,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cooperative_groups.h>
-#include <cuda.h> /* CUtensorMap and its enums only: the driver is reached through
-                     cudaGetDriverEntryPointByVersion, not linked */
+#include <cuda.h> /* the driver's types only (CUtensorMap, CUfunction): the driver is
+                     reached through cudaGetDriverEntryPointByVersion, not linked */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -2683,27 +2683,101 @@ Kern<T> pick_mma()
     }
 }
 
+/* A driver entry point (CUDA 12.0's form of it), looked up through the
+ * runtime, so that the library does not link the driver library itself (a
+ * machine without a GPU still loads it); nullptr where there is none. */
+void *driver_entry(const char *name)
+{
+    void *f = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion(name, &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return f;
+}
+
 /* The driver's tensor-map encoder, looked up once (a thread-safe C++
- * static) through the runtime, so that the library does not link the
- * driver library itself (a machine without a GPU still loads it). */
+ * static). */
 typedef CUresult (*EncodeTiledFn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                                   const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
                                   const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 EncodeTiledFn tma_encoder()
 {
-    static const EncodeTiledFn fn = [] {
-        void *f = nullptr;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
-                                             cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess) {
-            (void)cudaGetLastError();
-            return (EncodeTiledFn) nullptr;
-        }
-        return (EncodeTiledFn)f;
-    }();
+    static const EncodeTiledFn fn = (EncodeTiledFn)driver_entry("cuTensorMapEncodeTiled");
     return fn;
+}
+
+/* ---- the launch ----------------------------------------------------------
+ *
+ * A run's host time is almost all the launch: the same loop launching an
+ * empty kernel cost 3.5-6.8 us on the device machine, a run a median 0.5 us
+ * more (docs/gpu.md, eleventh session). The runtime's launch (<<<>>>, or
+ * cudaLaunchKernel) finds the kernel's driver function from its host stub
+ * on every call, and its error comes back through a second call
+ * (cudaGetLastError). The driver's cuLaunchKernel, on a function found
+ * once, does neither: gpu/launch_probe.cu measured it 0.12-0.37 us (3-9%)
+ * cheaper a launch than <<<>>> in each of its four settings (160- or 8-byte
+ * arguments, pinned to a CPU or not), in two calls (twelfth session).
+ *
+ * A driver function belongs to one device's context, so the functions are
+ * cached per host thread and keyed by device (8 entries, replaced in turn:
+ * a thread runs a few kernels). Whatever the driver's path cannot do (no
+ * entry point, a lookup that fails, a launch it refuses, such as a stream
+ * of another context) falls to the runtime's launch, which makes the
+ * launch or reports its error as before; a refused launch enqueues
+ * nothing, so nothing runs twice. Streams are captured into CUDA graphs the
+ * same way by both. */
+typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void **, void **);
+
+CUfunction driver_function(const void *fn)
+{
+    struct Entry {
+        const void *fn;
+        int dev;
+        CUfunction f;
+    };
+    static thread_local Entry cache[8];
+    static thread_local unsigned next;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    for (const Entry &e : cache)
+        if (e.fn == fn && e.dev == dev)
+            return e.f;
+    cudaFunction_t f = nullptr;
+    if (cudaGetFuncBySymbol(&f, fn) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    cache[next++ % 8] = {fn, dev, (CUfunction)f};
+    return (CUfunction)f;
+}
+
+/* Launch fn on grid x kThreads threads with smem bytes of dynamic shared
+ * memory, its parameters as cudaLaunchKernel takes them. */
+int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params)
+{
+    /* PF_GPU_LAUNCH=runtime takes the runtime's path only, to compare the
+     * two (read once, so a run reads no environment) */
+    static const LaunchFn drv = [] {
+        const char *e = getenv("PF_GPU_LAUNCH");
+        return e && !strcmp(e, "runtime") ? (LaunchFn) nullptr
+                                          : (LaunchFn)driver_entry("cuLaunchKernel");
+    }();
+    const CUfunction f = drv ? driver_function(fn) : nullptr;
+    if (f && drv(f, grid.x, grid.y, grid.z, kThreads, 1, 1, (unsigned)smem, (CUstream)st, params,
+                 nullptr) == CUDA_SUCCESS)
+        return PF_OK;
+    const cudaError_t e = cudaLaunchKernel(fn, grid, dim3(kThreads), params, (size_t)smem, st);
+    if (e != cudaSuccess)
+        (void)cudaGetLastError(); /* reported here, not left for a later check */
+    return pf_gpu_cuda_err((int)e);
 }
 
 /* Versions 15 and 16: version 12 with the copy engine, 2 or 3 stages (3:
@@ -2915,13 +2989,18 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
         return pf_gpu_cuda_err((int)cudaLaunchKernelEx(&cfg, kern.fn, a));
     }
     const TmaMaps *maps = nullptr;
-    if (kern.tma && tma_fits(s, p->paged) && tma_maps<T>(p, k, v, &maps) == PF_OK)
-        kern.tma<<<grid, kThreads, (size_t)kern.tma_smem, st>>>(a, *maps);
-    else /* version 12 (what versions 15 and 16 fall back to) or any other */
-        kern.fn<<<grid, kThreads, (size_t)kern.smem, st>>>(a);
-    if (p->splits > 1 && !pf_gpu_version_fused(p->version))
-        merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
-            a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
+    int rc;
+    if (kern.tma && tma_fits(s, p->paged) && tma_maps<T>(p, k, v, &maps) == PF_OK) {
+        void *params[2] = {&a, const_cast<TmaMaps *>(maps)};
+        rc = launch_kernel((const void *)kern.tma, grid, kern.tma_smem, st, params);
+    } else { /* version 12 (what versions 15 and 16 fall back to) or any other */
+        void *params[1] = {&a};
+        rc = launch_kernel((const void *)kern.fn, grid, kern.smem, st, params);
+    }
+    if (rc != PF_OK || p->splits == 1 || pf_gpu_version_fused(p->version))
+        return rc;
+    merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
+        a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
     return pf_gpu_cuda_err((int)cudaGetLastError());
 }
 
@@ -2930,12 +3009,14 @@ template <typename T> int occupancy_t(const pf_gpu_attn_shape *s, int paged, int
     int n = 0;
     const Kern<T> kern =
         pick<T>(s, pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads), paged, version);
+    const bool tma = kern.tma && tma_fits(s, paged);
     const cudaError_t e =
-        kern.tma && tma_fits(s, paged)
-            ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.tma, kThreads,
+        tma ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.tma, kThreads,
                                                             (size_t)kern.tma_smem)
             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern.fn, kThreads,
                                                             (size_t)kern.smem);
+    /* the planning thread's runs then find their driver function cached */
+    (void)driver_function(tma ? (const void *)kern.tma : (const void *)kern.fn);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
@@ -2952,10 +3033,13 @@ __global__ void empty_kernel(const AttnArgs<__nv_bfloat16> a)
 
 } /* namespace */
 
+/* Launched as a run launches its kernel (launch_kernel), so that the two
+ * loops differ by the run's own work only. */
 extern "C" int pf_gpu_launch_empty(void *stream)
 {
-    empty_kernel<<<1, kThreads, 0, (cudaStream_t)stream>>>(AttnArgs<__nv_bfloat16>{});
-    return pf_gpu_cuda_err((int)cudaGetLastError());
+    AttnArgs<__nv_bfloat16> a = {};
+    void *params[1] = {&a};
+    return launch_kernel((const void *)empty_kernel, dim3(1), 0, (cudaStream_t)stream, params);
 }
 
 extern "C" int pf_gpu_cuda_err(int e)

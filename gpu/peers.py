@@ -2,7 +2,8 @@
 """gpu/peers.py - our decode-attention kernels beside PyTorch's, in one process.
 
     python3 gpu/peers.py build/gpu/libpagefault_gpu.so [--iters N] [--workloads a,b]
-                         [--versions 0,5,7]
+                         [--versions 0,5,7] [--group-tiles 0,1] [--no-flex]
+                         [--back-to-back]
 
 Optional: it needs PyTorch with CUDA (the device machine has it). For each
 workload it draws one set of q, K, V on the GPU and runs, on that same data:
@@ -15,7 +16,13 @@ workload it draws one set of q, K, V on the GPU and runs, on that same data:
   - PyTorch flex_attention on a paged cache (PagedAttention, page 128), llama
     only (it compiles a kernel per shape).
 Each launch is timed with CUDA events after an L2 flush (a read of 256 MB);
-the figure is the median. Every output is checked against a float32 SDPA
+the figure is the median. The streaming read bandwidth is measured in the same
+process by the probe `pagefault bench` divides by (pf_gpu_launch_read_bw over
+4 GiB, the median of 10 launches), before the first workload and after the
+last; each row's KV bandwidth is also given as a fraction of the first (the
+issue's targets are such fractions, and the read bandwidth differs from one
+start of the device machine to the next, so only a fraction from one process
+compares ours with the peers'). Every output is checked against a float32 SDPA
 (math backend) on the same inputs: max |out - ref| must stay under 2e-2
 (bf16/fp16 outputs of values of order 1). Exit status: 0 all checked
 outputs agree, 1 a mismatch, 3 no torch / no device.
@@ -74,6 +81,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--workloads", default="llama,batch,long,single,mha")
     ap.add_argument("--no-flex", action="store_true")
+    ap.add_argument("--back-to-back", action="store_true",
+                    help="queue the timed launches with no wait between them")
     ap.add_argument("--versions", default="0",
                     help="our kernel versions to run (0: the per-shape default)")
     ap.add_argument("--group-tiles", default="0",
@@ -108,15 +117,19 @@ def main():
     lib.pf_gpu_attn_run.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp, vp, vp, vp, vp, vp]
     lib.pf_gpu_attn_workspace_init.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp]
     lib.pf_gpu__plan_set_group_tile.argtypes = [ctypes.POINTER(AttnPlan), ctypes.c_int]
+    lib.pf_gpu_launch_read_bw.argtypes = [vp, ctypes.c_size_t, vp, ctypes.c_int, vp]
     dev = torch.device("cuda")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
     sink = torch.zeros(1, dtype=torch.int64, device=dev)
 
     def time_it(fn, iters):
-        """median of CUDA-event timings of fn(), the L2 flushed before each"""
+        """median of CUDA-event timings of fn(), the L2 flushed before each;
+        with --back-to-back the launches are queued with no wait between
+        them (as `pagefault bench` queues its timed rounds), else the host
+        waits for each before it queues the next"""
         for _ in range(3):
             fn()
-        ts = []
+        pairs = []
         for _ in range(iters):
             sink.add_(flush.view(torch.int64).sum())  # a 256 MB read
             a = torch.cuda.Event(enable_timing=True)
@@ -124,13 +137,44 @@ def main():
             a.record()
             fn()
             b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b))
-        ts.sort()
+            if not args.back_to_back:
+                b.synchronize()
+            pairs.append((a, b))
+        torch.cuda.synchronize()
+        ts = sorted(a.elapsed_time(b) for a, b in pairs)
         return ts[len(ts) // 2]
+
+    def read_bw():
+        """the bench's read-bandwidth probe (gpu/gpu.cu, case_read_bw), in TB/s"""
+        buf = torch.empty(4 << 30, dtype=torch.uint8, device=dev).fill_(0x5a)
+        usink = torch.zeros(1, dtype=torch.int32, device=dev)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        st = torch.cuda.current_stream().cuda_stream
+        ts = []
+        for i in range(12):
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            if lib.pf_gpu_launch_read_bw(buf.data_ptr(), buf.numel() // 16, usink.data_ptr(),
+                                         sms, st) != 0:
+                raise RuntimeError("pf_gpu_launch_read_bw failed")
+            b.record()
+            b.synchronize()
+            if i >= 2:
+                ts.append(a.elapsed_time(b))
+        ts.sort()
+        del buf
+        torch.cuda.empty_cache()
+        return tb_per_s(4 << 30, ts[len(ts) // 2])
+
+    def tb_per_s(n, ms):
+        """n bytes in ms milliseconds, in TB/s"""
+        return n / (ms * 1e-3) / 1e12
 
     torch.manual_seed(0)
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    bw0 = read_bw()
+    print(f"read bandwidth (pf_gpu_launch_read_bw, 4 GiB): {bw0:.3f} TB/s")
     rows = []
     bad = 0
     for name in args.workloads.split(","):
@@ -233,16 +277,18 @@ def main():
         base = res.get("cuDNN SDPA", (None,))[0]
         for label, (ms, err, ok) in res.items():
             if ms is None:
-                rows.append((name, label, "n/a", "", "", str(err)))
+                rows.append((name, label, "n/a", "", "", "", str(err)))
                 continue
-            rows.append((name, label, f"{ms:.4f}", f"{kv_bytes / (ms * 1e-3) / 1e12:.2f}",
+            tbs = tb_per_s(kv_bytes, ms)
+            rows.append((name, label, f"{ms:.4f}", f"{tbs:.2f}", f"{tbs / bw0:.3f}",
                          f"{ms / base:.3f}" if base else "", f"{err:.2e}" + ("" if ok else " BAD")))
         del q, k, v, ref
         torch.cuda.empty_cache()
 
+    print(f"read bandwidth after the last workload: {read_bw():.3f} TB/s")
     print()
-    print("| workload | kernel | median ms | KV TB/s | / cuDNN | max abs err vs fp32 |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | kernel | median ms | KV TB/s | / read BW | / cuDNN | max abs err vs fp32 |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     return 1 if bad else 0

@@ -25,6 +25,11 @@ if(PF_HAVE_CUDA)
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_stream_probe.sh
                    $<TARGET_FILE:pagefault_stream_probe>)
   set_tests_properties(test_stream_probe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS gpu)
+  # gpu/launch_probe.cu (a launch's host time by the way it is made): the same
+  add_test(NAME test_launch_probe
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_launch_probe.sh
+                   $<TARGET_FILE:pagefault_launch_probe>)
+  set_tests_properties(test_launch_probe PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS gpu)
 endif()
 
 # gpu/peers.py (optional, needs PyTorch to run): bad arguments exit 2 with a

@@ -55,6 +55,7 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
         cr_assert_eq(res.group_tile, tile);
     cr_assert_gt(res.host_us_per_run, 0.0);
     cr_assert_gt(res.launch_floor_us, 0.0);
+    cr_assert_gt(res.graph_us_per_replay, 0.0);
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
     /* same algorithm, same order of operations: the gather changes nothing

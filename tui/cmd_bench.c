@@ -236,6 +236,9 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
                   res->host_us_per_run, "%.2f", "us");
     pf_report_num(r, "launch_floor_us", "host time per empty launch (same loop and arguments)",
                   res->launch_floor_us, "%.2f", "us");
+    pf_report_num(r, "graph_us_per_replay",
+                  "host time per replay of a CUDA graph of one run (same loop)",
+                  res->graph_us_per_replay, "%.2f", "us");
 
     if (res->have_timeline) {
         const pf_gpu_timeline *tl = &res->timeline;
