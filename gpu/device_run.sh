@@ -61,7 +61,9 @@ if [ "${TESTS:-0}" = 1 ]; then
         echo "== test_gpu"; .dev-bin/test_gpu --jobs=1; echo "test_gpu status $?"
         echo "== test_gpu_host"; .dev-bin/test_gpu_host; echo "test_gpu_host status $?"
         echo "== test_gpu_bench_cli"; sh tests/test_gpu_bench_cli.sh "$BIN"; echo "bench_cli status $?"
-        echo "== test_launch_probe"; sh tests/test_launch_probe.sh .dev-bin/pagefault_launch_probe
+        echo "== test_launch_probe"  # as tests/gpu.cmake runs it
+        sh tests/test_probe_cli.sh launch_probe .dev-bin/pagefault_launch_probe 3 \
+            "^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$" 14 14 "0" "x" "12abc" "10001" "-3" "1 2"
         echo "launch_probe test status $?"
     } >"$OUT/tests.log" 2>&1
 fi

@@ -3,7 +3,8 @@
 
     python3 gpu/peers.py build/gpu/libpagefault_gpu.so [--iters N] [--workloads a,b]
                          [--versions 0,5,7] [--group-tiles 0,1] [--no-flex]
-                         [--back-to-back]
+                         [--back-to-back] [--flush sum|read_bw] [--data normal|uniform]
+                         [--probe-after-mb N]
 
 Optional: it needs PyTorch with CUDA (the device machine has it). For each
 workload it draws one set of q, K, V on the GPU and runs, on that same data:
@@ -83,6 +84,16 @@ def main():
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--back-to-back", action="store_true",
                     help="queue the timed launches with no wait between them")
+    # the ways `pagefault bench` measures differently, one at a time, to find
+    # which of them puts its figures about 2 points below these (docs/gpu.md)
+    ap.add_argument("--flush", choices=("sum", "read_bw"), default="sum",
+                    help="the L2 flush before each timed launch: a torch sum over 256 MB, or "
+                         "the bench's (pf_gpu_launch_read_bw over twice the L2)")
+    ap.add_argument("--data", choices=("normal", "uniform"), default="normal",
+                    help="q, K, V drawn normal, or uniform in [-1, 1) as the bench draws them")
+    ap.add_argument("--probe-after-mb", type=int, default=0,
+                    help="allocate this many MB before the first read-bandwidth probe's buffer "
+                         "(the bench allocates its probe after its pools)")
     ap.add_argument("--versions", default="0",
                     help="our kernel versions to run (0: the per-shape default)")
     ap.add_argument("--group-tiles", default="0",
@@ -100,6 +111,8 @@ def main():
         ap.error("--versions and --group-tiles take comma-separated integers")
     if args.iters < 1:
         ap.error("--iters must be at least 1")
+    if args.probe_after_mb < 0:
+        ap.error("--probe-after-mb must be at least 0")
     try:
         import torch
         import torch.nn.functional as F
@@ -119,8 +132,23 @@ def main():
     lib.pf_gpu__plan_set_group_tile.argtypes = [ctypes.POINTER(AttnPlan), ctypes.c_int]
     lib.pf_gpu_launch_read_bw.argtypes = [vp, ctypes.c_size_t, vp, ctypes.c_int, vp]
     dev = torch.device("cuda")
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
-    sink = torch.zeros(1, dtype=torch.int64, device=dev)
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    usink = torch.zeros(1, dtype=torch.int32, device=dev)
+    if args.flush == "sum":
+        flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+        sink = torch.zeros(1, dtype=torch.int64, device=dev)
+
+        def flush_l2():
+            sink.add_(flush.view(torch.int64).sum())  # a 256 MB read
+    else:
+        l2 = getattr(props, "L2_cache_size", 0) or (64 << 20)
+        flush = torch.full((2 * l2,), 0x5a, dtype=torch.uint8, device=dev)
+
+        def flush_l2():  # the bench's: gpu/gpu.cu, case_time
+            if lib.pf_gpu_launch_read_bw(flush.data_ptr(), flush.numel() // 16, usink.data_ptr(),
+                                         sms, torch.cuda.current_stream().cuda_stream) != 0:
+                raise RuntimeError("pf_gpu_launch_read_bw failed")
 
     def time_it(fn, iters):
         """median of CUDA-event timings of fn(), the L2 flushed before each;
@@ -131,7 +159,7 @@ def main():
             fn()
         pairs = []
         for _ in range(iters):
-            sink.add_(flush.view(torch.int64).sum())  # a 256 MB read
+            flush_l2()
             a = torch.cuda.Event(enable_timing=True)
             b = torch.cuda.Event(enable_timing=True)
             a.record()
@@ -147,8 +175,6 @@ def main():
     def read_bw():
         """the bench's read-bandwidth probe (gpu/gpu.cu, case_read_bw), in TB/s"""
         buf = torch.empty(4 << 30, dtype=torch.uint8, device=dev).fill_(0x5a)
-        usink = torch.zeros(1, dtype=torch.int32, device=dev)
-        sms = torch.cuda.get_device_properties(0).multi_processor_count
         st = torch.cuda.current_stream().cuda_stream
         ts = []
         for i in range(12):
@@ -173,16 +199,23 @@ def main():
 
     torch.manual_seed(0)
     print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
+    before = torch.empty(args.probe_after_mb << 20, dtype=torch.uint8, device=dev)
     bw0 = read_bw()
+    del before
     print(f"read bandwidth (pf_gpu_launch_read_bw, 4 GiB): {bw0:.3f} TB/s")
     rows = []
     bad = 0
     for name in args.workloads.split(","):
         S, L, HQ, HKV, D, dts = WORKLOADS[name]
         dt = torch.bfloat16 if dts == "bf16" else torch.float16
-        q = torch.randn(S, HQ, 1, D, device=dev, dtype=dt)
-        k = torch.randn(S, HKV, L, D, device=dev, dtype=dt)
-        v = torch.randn(S, HKV, L, D, device=dev, dtype=dt)
+        def draw(*shape):
+            if args.data == "uniform":
+                return (torch.rand(*shape, device=dev) * 2 - 1).to(dt)
+            return torch.randn(*shape, device=dev, dtype=dt)
+
+        q = draw(S, HQ, 1, D)
+        k = draw(S, HKV, L, D)
+        v = draw(S, HKV, L, D)
         kv_bytes = 2 * k.numel() * k.element_size()
         scale = 1.0 / math.sqrt(D)
         # reference: float32 SDPA, math backend, on the same (rounded) values;

@@ -25,5 +25,8 @@ expect_usage "unknown nope,x" --workloads llama,nope,x
 expect_usage "comma-separated integers" --versions 0,twelve
 expect_usage "comma-separated integers" --group-tiles x
 expect_usage "at least 1" --iters 0
+expect_usage "at least 0" --probe-after-mb -1
+expect_usage "invalid choice" --flush nope
+expect_usage "invalid choice" --data nope
 [ $fails -eq 0 ] && echo "peers.py argument checks: all passed"
 exit $fails
