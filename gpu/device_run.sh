@@ -3,8 +3,8 @@
 # (binaries carried in .dev-bin by gpu/device_pack.sh). Logs under $OUT (at
 # most 8 files come back): env.txt, tests.log, bench.txt, extra.txt,
 # ncu.txt, peers.txt. The end of stdout is a summary.
-#   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli, test_launch_probe
-#                (ctest -L gpu but the stream probe's)
+#   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli and the two
+#                probes' tests (ctest -L gpu)
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
 #                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
@@ -61,10 +61,10 @@ if [ "${TESTS:-0}" = 1 ]; then
         echo "== test_gpu"; .dev-bin/test_gpu --jobs=1; echo "test_gpu status $?"
         echo "== test_gpu_host"; .dev-bin/test_gpu_host; echo "test_gpu_host status $?"
         echo "== test_gpu_bench_cli"; sh tests/test_gpu_bench_cli.sh "$BIN"; echo "bench_cli status $?"
-        echo "== test_launch_probe"  # as tests/gpu.cmake runs it
-        sh tests/test_probe_cli.sh launch_probe .dev-bin/pagefault_launch_probe 3 \
-            "^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$" 14 14 "0" "x" "12abc" "10001" "-3" "1 2"
-        echo "launch_probe test status $?"
+        for probe in stream_probe launch_probe; do
+            echo "== test_$probe"; sh tests/test_probe_cli.sh $probe .dev-bin/pagefault_$probe
+            echo "$probe test status $?"
+        done
     } >"$OUT/tests.log" 2>&1
 fi
 

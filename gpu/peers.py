@@ -135,6 +135,12 @@ def main():
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     usink = torch.zeros(1, dtype=torch.int32, device=dev)
+    def launch_read_bw(buf):
+        """the bench's streaming read of buf (pf_gpu_launch_read_bw)"""
+        if lib.pf_gpu_launch_read_bw(buf.data_ptr(), buf.numel() // 16, usink.data_ptr(), sms,
+                                     torch.cuda.current_stream().cuda_stream) != 0:
+            raise RuntimeError("pf_gpu_launch_read_bw failed")
+
     if args.flush == "sum":
         flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
         sink = torch.zeros(1, dtype=torch.int64, device=dev)
@@ -146,26 +152,28 @@ def main():
         flush = torch.full((2 * l2,), 0x5a, dtype=torch.uint8, device=dev)
 
         def flush_l2():  # the bench's: gpu/gpu.cu, case_time
-            if lib.pf_gpu_launch_read_bw(flush.data_ptr(), flush.numel() // 16, usink.data_ptr(),
-                                         sms, torch.cuda.current_stream().cuda_stream) != 0:
-                raise RuntimeError("pf_gpu_launch_read_bw failed")
+            launch_read_bw(flush)
 
-    def time_it(fn, iters):
-        """median of CUDA-event timings of fn(), the L2 flushed before each;
-        with --back-to-back the launches are queued with no wait between
-        them (as `pagefault bench` queues its timed rounds), else the host
-        waits for each before it queues the next"""
+    def time_it(fn, iters, flushed=True, wait=None):
+        """median of CUDA-event timings of fn(), after 3 untimed calls, the
+        L2 flushed before each timed one unless not flushed; with
+        --back-to-back (wait None) the launches are queued with no wait
+        between them (as `pagefault bench` queues its timed rounds), else
+        the host waits for each before it queues the next"""
+        if wait is None:
+            wait = not args.back_to_back
         for _ in range(3):
             fn()
         pairs = []
         for _ in range(iters):
-            flush_l2()
+            if flushed:
+                flush_l2()
             a = torch.cuda.Event(enable_timing=True)
             b = torch.cuda.Event(enable_timing=True)
             a.record()
             fn()
             b.record()
-            if not args.back_to_back:
+            if wait:
                 b.synchronize()
             pairs.append((a, b))
         torch.cuda.synchronize()
@@ -173,25 +181,13 @@ def main():
         return ts[len(ts) // 2]
 
     def read_bw():
-        """the bench's read-bandwidth probe (gpu/gpu.cu, case_read_bw), in TB/s"""
+        """the bench's read-bandwidth probe (gpu/gpu.cu, case_read_bw: 4 GiB,
+        larger than any L2, so no flush; the median of 10), in TB/s"""
         buf = torch.empty(4 << 30, dtype=torch.uint8, device=dev).fill_(0x5a)
-        st = torch.cuda.current_stream().cuda_stream
-        ts = []
-        for i in range(12):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            if lib.pf_gpu_launch_read_bw(buf.data_ptr(), buf.numel() // 16, usink.data_ptr(),
-                                         sms, st) != 0:
-                raise RuntimeError("pf_gpu_launch_read_bw failed")
-            b.record()
-            b.synchronize()
-            if i >= 2:
-                ts.append(a.elapsed_time(b))
-        ts.sort()
+        ms = time_it(lambda: launch_read_bw(buf), 10, flushed=False, wait=True)
         del buf
         torch.cuda.empty_cache()
-        return tb_per_s(4 << 30, ts[len(ts) // 2])
+        return tb_per_s(4 << 30, ms)
 
     def tb_per_s(n, ms):
         """n bytes in ms milliseconds, in TB/s"""

@@ -1,17 +1,30 @@
 #!/bin/sh
-# tests/test_probe_cli.sh NAME PROBE "RUN ARGS" ROW_REGEX MIN_ROWS MAX_ROWS BAD...
-# A device probe's exit statuses (gpu/stream_probe.cu, gpu/launch_probe.cu):
-# each BAD (one string, split into words) must exit 2 with a usage line on
-# stderr; a short real run (RUN ARGS) must print between MIN_ROWS and
-# MAX_ROWS lines matching ROW_REGEX (its table of figures) and exit 0 on a
-# device, or exit 77 (ctest: skipped) without one.
+# tests/test_probe_cli.sh NAME PROBE - a device probe's exit statuses, with
+# each probe's expectations here, in one place (tests/gpu.cmake and
+# gpu/device_run.sh both run it): every bad argument list must exit 2 with
+# a usage line on stderr; a short real run must print its table (between
+# MIN and MAX lines matching ROWS) and exit 0 on a device, or exit 77
+# (ctest: skipped) without one.
+#   stream_probe (gpu/stream_probe.cu): 64 streams of 1 MB; every
+#                configuration row has a figure against read_bw
+#   launch_probe (gpu/launch_probe.cu): 3 rounds; 7 ways x 2 argument
+#                blocks, each with min, median, p90 and max
 name="$1"
 bin="$2"
-run="$3"
-rowre="$4"
-min="$5"
-max="$6"
-shift 6
+case "$name" in
+stream_probe)
+    run="64 1" rows='/SM +[0-9.]+ +[0-9]+ +[0-9.]+$' min=20 max=1000
+    set -- "0" "x" "12abc" "5000" "1 3" "1 1 1"
+    ;;
+launch_probe)
+    run="3" rows='^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' min=14 max=14
+    set -- "0" "x" "12abc" "10001" "-3" "1 2"
+    ;;
+*)
+    echo "usage: test_probe_cli.sh stream_probe|launch_probe PROBE" >&2
+    exit 2
+    ;;
+esac
 fails=0
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
@@ -32,9 +45,9 @@ if [ $rc -eq 77 ]; then
     echo "skipped: $(cat "$err")"
     exit 77
 fi
-rows=$(printf '%s\n' "$out" | grep -cE "$rowre")
-if [ $rc -ne 0 ] || [ "$rows" -lt "$min" ] || [ "$rows" -gt "$max" ]; then
-    echo "FAIL: $name $run -> status $rc, $rows rows (want 0 and $min to $max):"
+n=$(printf '%s\n' "$out" | grep -cE "$rows")
+if [ $rc -ne 0 ] || [ "$n" -lt "$min" ] || [ "$n" -gt "$max" ]; then
+    echo "FAIL: $name $run -> status $rc, $n rows (want 0 and $min to $max):"
     printf '%s\n' "$out"
     cat "$err"
     fails=$((fails + 1))
