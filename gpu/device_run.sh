@@ -30,7 +30,9 @@
 #                mangled name; default version 12's paged bf16 D128 tile-4
 #                kernel, version 0's for llama) -> sass.txt, with an opcode count
 #   PROBE=1      pagefault_stream_probe (v7's copy shape without the
-#                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt
+#                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt;
+#                PROBE_PADS="0 2 2600": instead, one process per figure, each
+#                allocating that many MB before its K and V (placement rows)
 #   LAUNCH=1     pagefault_launch_probe (a launch's host time by the way it is
 #                made; gpu/launch_probe.cu), as is and pinned to CPU 3 -> launch.txt
 set -u
@@ -165,8 +167,16 @@ if [ "${SASS:-0}" = 1 ]; then
     } >>"$OUT/sass.txt"
 fi
 if [ "${PROBE:-0}" = 1 ]; then
-    .dev-bin/pagefault_stream_probe >"$OUT/probe.txt" 2>&1
-    echo "probe status $?" >>"$OUT/probe.txt"
+    if [ -n "${PROBE_PADS:-}" ]; then # placement: one process per pad (MB before K, V)
+        for pad in $PROBE_PADS; do
+            echo "=== pad $pad MB"
+            .dev-bin/pagefault_stream_probe 512 1 "$pad"
+            echo "probe status $?"
+        done >"$OUT/probe.txt" 2>&1
+    else
+        .dev-bin/pagefault_stream_probe >"$OUT/probe.txt" 2>&1
+        echo "probe status $?" >>"$OUT/probe.txt"
+    fi
 fi
 if [ "${LAUNCH:-0}" = 1 ]; then
     {

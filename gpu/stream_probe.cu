@@ -35,10 +35,12 @@
  * and end time and print how the SMs' last ends spread.
  *
  * Built with the GPU targets (gpu/CMakeLists.txt) and run by
- * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [STREAMS [MB]], by
- * default 512 streams of 1 MB of K (and of V): llama's 64 sequences x 8
- * KV heads of 4096 tokens x 256 bytes. Exit status 2 for bad arguments,
- * 77 without a device. */
+ * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [STREAMS [MB [PAD]]],
+ * by default 512 streams of 1 MB of K (and of V): llama's 64 sequences x 8
+ * KV heads of 4096 tokens x 256 bytes. With PAD (MB allocated before K and
+ * V), it runs the thirteenth session's rows instead: placement, address
+ * translation, L2 prefetch, and the pool's frame layout (device_run.sh:
+ * PROBE_PADS). Exit status 2 for bad arguments, 77 without a device. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +76,11 @@ struct Probe {
     int streams;
     int active_sms;      /* subset: SMs with a smaller id stream                */
     int work;            /* rounds of arithmetic a vector (consume)             */
+    int l2_ahead;        /* static: prefetch stage i + S - 1 + this into L2 (0: none) */
+    int l2_line;         /* that prefetch: 0 the bulk 2 KB, 1 one line (prefetch.global.L2) */
+    int home;            /* static: a block takes its stream by the SM it runs on (home_stream) */
+    int sms;
+    unsigned *cur;       /* home: sms claim cursors, then a count of blocks out */
     long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
     unsigned long long *counter;
     unsigned long long *rec; /* per block: start, end (ns), SM; null: none   */
@@ -177,6 +184,25 @@ __device__ __forceinline__ unsigned consume(const uint4 *buf, int st, int work)
     return a;
 }
 
+/* Ask the L2 for stage `o` (logical K byte of its start) without copying
+ * it anywhere: threads 0-3 name its K, 4-7 its V, 2 KB each (the smallest
+ * piece), by the copy engine's bulk L2 prefetch (sm_90), or by one line's
+ * prefetch.global.L2 (which at least takes the piece's address translation
+ * early). The hope: the stage's own copies then hit in the L2. Measured
+ * (docs/gpu.md, thirteenth session): both are slower than no prefetch. */
+__device__ __forceinline__ void prefetch_l2(const Probe &p, const Place &place, long long o)
+{
+    const int t = threadIdx.x;
+    if (t < 8) {
+        const long long e = place(o + (long long)(t & 3) * 2048);
+        const char *src = (const char *)(t < 4 ? p.k : p.v) + e;
+        if (p.l2_line) /* the piece's first line: its translation, warmed early */
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(src) : "memory");
+        else
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], 2048;" ::"l"(src) : "memory");
+    }
+}
+
 /* Stream [o0, o1) of the K (and V) logical bytes through an S-stage pipeline. */
 template <int S>
 __device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, uint4 *buf,
@@ -190,7 +216,12 @@ __device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, u
             issue(p, place, buf, i, o0 + (long long)i * kStageK);
         commit();
     }
+    for (int i = 0; i < p.l2_ahead; i++)
+        if (S - 1 + i < n)
+            prefetch_l2(p, place, o0 + (long long)(S - 1 + i) * kStageK);
     for (int i = 0; i < n; i++) {
+        if (p.l2_ahead && i + S - 1 + p.l2_ahead < n)
+            prefetch_l2(p, place, o0 + (long long)(i + S - 1 + p.l2_ahead) * kStageK);
         if (i + S - 1 < n)
             issue(p, place, buf, (i + S - 1) % S, o0 + (long long)(i + S - 1) * kStageK);
         commit();
@@ -199,6 +230,41 @@ __device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, u
     }
     wait_groups<0>();
     return a;
+}
+
+/* Streams by SM ("home"): SM y's home is streams 4y .. 4y + 3, which in
+ * the frame layout are 4 heads of one sequence, reading the same frames at
+ * about the same time, so an SM's 4 blocks share their address
+ * translations. A block claims a slot of its own SM's home (an atomic
+ * cursor), or, that home full, of the next SM's, and so on: each stream is
+ * taken once, whichever SMs the blocks land on, as long as there are as
+ * many blocks as streams. The last block to claim resets the cursors for
+ * the next launch. With fewer streams than 4 an SM (512 on 132 SMs), the
+ * last SMs' homes are empty and their blocks displace the next SM's in a
+ * cascade: only 4 x SMs streams measure the sharing itself (docs/gpu.md,
+ * thirteenth session: it lost to the grid order). */
+__device__ int home_stream(const Probe &p)
+{
+    __shared__ int s_sh;
+    if (threadIdx.x == 0) {
+        const int x = (int)(sm_id() % (unsigned)p.sms);
+        int s = -1;
+        for (int k = 0; k < p.sms && s < 0; k++) {
+            const int y = (x + k) % p.sms;
+            if (*(volatile unsigned *)&p.cur[y] >= 4u)
+                continue;
+            const unsigned t = atomicAdd(&p.cur[y], 1u);
+            if (t < 4u && 4 * y + (int)t < p.streams)
+                s = 4 * y + (int)t;
+        }
+        if (atomicAdd(&p.cur[p.sms], 1u) == gridDim.x - 1) {
+            for (int y = 0; y <= p.sms; y++)
+                p.cur[y] = 0;
+        }
+        s_sh = s;
+    }
+    __syncthreads();
+    return s_sh;
 }
 
 template <int S> __global__ void __launch_bounds__(kThreads) static_kernel(Probe p)
@@ -212,9 +278,9 @@ template <int S> __global__ void __launch_bounds__(kThreads) static_kernel(Probe
     /* the stream's slice of the permutation first, as v7 copies its slice
      * of the block table */
     __shared__ int tbl[kTblMax];
-    const long long s = blockIdx.x;
+    const long long s = p.home ? home_stream(p) : (long long)blockIdx.x;
     unsigned a = 0;
-    if (s < p.streams) {
+    if (s >= 0 && s < p.streams) {
         Place place{&p, nullptr, 0};
         if (p.run_shift) {
             const long long i0 = (s * p.sbytes) >> p.run_shift;
@@ -442,10 +508,14 @@ int main(int argc, char **argv)
     /* llama's shape: 512 (sequence, KV head) streams of 4096 x 256 B of K */
     const long nstreams = argc > 1 ? whole_number(argv[1]) : 512;
     const long mb = argc > 2 ? whole_number(argv[2]) : 1;
+    /* placement: allocate this many MB before K and V, then run the few
+     * rows that tell whether where the buffers land moves the stream */
+    const long pad_mb = argc > 3 ? whole_number(argv[3]) : -1;
     /* at most 2 MB a stream: 1024 pages of 2 KB, the table slice (kTblMax) */
-    if (argc > 3 || nstreams < 1 || nstreams > 4096 || mb < 1 || mb > 2) {
+    if (argc > 4 || nstreams < 1 || nstreams > 4096 || mb < 1 || mb > 2 ||
+        (argc > 3 && (pad_mb < 0 || pad_mb > 65536))) {
         fprintf(stderr, "usage: pagefault_stream_probe [streams 1..4096] [MB of K a stream, 1"
-                        " or 2]\n");
+                        " or 2] [MB allocated first, 0..65536]\n");
         return 2;
     }
     const int streams = (int)nstreams;
@@ -462,6 +532,9 @@ int main(int argc, char **argv)
     long long kbytes = 1;
     while (kbytes < streams * sbytes)
         kbytes <<= 1;
+    void *pad = nullptr;
+    if (pad_mb > 0)
+        CK(cudaMalloc(&pad, (size_t)pad_mb << 20));
     uint4 *k, *v;
     CK(cudaMalloc(&k, kbytes));
     CK(cudaMalloc(&v, kbytes));
@@ -508,11 +581,32 @@ int main(int argc, char **argv)
      * shuffles its frames (one draw, fixed seed) */
     std::mt19937 rng(42);
     std::vector<int *> perms;
-    auto shuffled = [&](int shift) {
+    /* window: 0 shuffles over the whole buffer; else within each run of
+     * `window` pieces (2 MB of 4 KB pieces: the GPU's large page, so the
+     * pieces are scattered in memory but not across translations) */
+    auto shuffled = [&](int shift, size_t window = 0, int frame_heads = 0) {
         std::vector<int> h((size_t)((long long)streams * sbytes >> shift));
         for (size_t i = 0; i < h.size(); i++)
             h[i] = (int)i;
-        std::shuffle(h.begin(), h.end(), rng);
+        if (window)
+            for (size_t w0 = 0; w0 < h.size(); w0 += window)
+                std::shuffle(h.begin() + w0, h.begin() + std::min(h.size(), w0 + window), rng);
+        else
+            std::shuffle(h.begin(), h.end(), rng);
+        if (frame_heads) {
+            /* the pool's layout: stream s is head s % H of sequence s / H;
+             * the sequence's piece i lies in frame h[seq np + i] of the
+             * shuffled frames, each frame H pieces, one a head */
+            const size_t np = (size_t)(sbytes >> shift), frames = h.size() / frame_heads;
+            std::vector<int> f(frames);
+            for (size_t i = 0; i < frames; i++)
+                f[i] = (int)i;
+            std::shuffle(f.begin(), f.end(), rng);
+            for (size_t st = 0; st < (size_t)streams; st++)
+                for (size_t i = 0; i < np; i++)
+                    h[st * np + i] = f[st / frame_heads * np + i] * frame_heads +
+                                     (int)(st % frame_heads);
+        }
         int *d;
         CK(cudaMalloc(&d, h.size() * 4));
         CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
@@ -534,72 +628,144 @@ int main(int argc, char **argv)
         if (show_spread)
             spread(c, dyn, stages, grid, q);
     };
-    row("static, contiguous", false, 2, streams, cont, bytes, true);
-    row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, true);
-    for (int w : {1, 2, 4}) { /* v7's arithmetic between the waits: about 1.2 rounds */
-        char name[96];
-        Probe q = pg4k;
-        q.work = w;
-        snprintf(name, sizeof name, "static, shuffled 4 KB, %d round%s of arithmetic", w,
-                 w > 1 ? "s" : "");
-        row(name, false, 2, streams, q, bytes, false);
-        if (w == 1) {
-            snprintf(name, sizeof name, "static, shuffled 4 KB, 1 round, 3 stages");
-            row(name, false, 3, streams, q, bytes, false);
-        }
-    }
-    row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
-    row("static, shuffled 32 KB pages", false, 2, streams, pg32k, bytes, false);
-    row("static, 3 stages, shuffled 4 KB", false, 3, streams, pg4k, bytes, false);
-    row("static, 4 stages, shuffled 4 KB", false, 4, streams, pg4k, bytes, false);
-    {
-        /* the same bytes as 4x as many quarter streams: several waves */
-        Probe q = cont;
-        q.streams = streams * 4;
-        q.sbytes = sbytes / 4;
-        row("static, 4x streams of a quarter, contiguous", false, 2, q.streams, q, bytes, true);
-        q.run_shift = pg4k.run_shift;
-        q.perm = pg4k.perm;
-        row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
-        /* more in flight an SM: 6 blocks of 2 stages (32 KB each) */
-        for (int per : {3, 2, 0}) { /* fewer or more blocks an SM */
-            g_per_sm = per;
-            row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, false);
-        }
-        g_per_sm = 3;
-        row("static, 4 stages, 4x streams of a quarter, 4 KB", false, 4, q.streams, q, bytes,
-            false);
+    unsigned *cur = nullptr; /* the placement rows' home cursors */
+    if (pad_mb >= 0) {
+        /* The thirteenth session's rows (docs/gpu.md): does where the
+         * buffers land matter (run it with several pads), do the shuffled
+         * pages cost address translations (pages shuffled within 2 MB, the
+         * GPU's large page), does asking the L2 for later stages help, and
+         * the pool's own layout (8 heads a frame) in grid order or with an
+         * SM's blocks on one sequence. Where K and V landed, first. */
+        for (const uint4 *b : {k, v})
+            printf("%s after %ld MB: offset in 2 MB %llu KB, in 512 MB %llu MB\n",
+                   b == k ? "K" : "V", pad_mb,
+                   (unsigned long long)(((uintptr_t)b & ((2u << 20) - 1)) >> 10),
+                   (unsigned long long)(((uintptr_t)b & ((512ull << 20) - 1)) >> 20));
+        const Probe local = shuffled(12, 512);
+        Probe q = pg4k, qc = cont, ql = local;
+        q.work = qc.work = ql.work = 1;
+        row("static, contiguous", false, 2, streams, cont, bytes, false);
         row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, false);
-        g_per_sm = 4;
-    }
-    const long long pieces[] = {262144, 65536};
-    for (long long pc : pieces) {
-        char name[96];
-        Probe q = cont;
-        q.piece = pc;
-        snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, contiguous", wave,
-                 pc >> 10);
-        row(name, true, 2, wave, q, bytes, false);
-        q = pg4k;
-        q.piece = pc;
-        snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB", wave, pc >> 10);
-        row(name, true, 2, wave, q, bytes, false);
-    }
-    /* one wave of 4 blocks an SM; only the blocks on SMs below N stream
-     * (each its own contiguous stream) */
-    const int subsets[] = {c.sms, c.sms * 3 / 4, c.sms / 2};
-    for (int n : subsets) {
-        char name[96];
-        Probe q = cont;
-        q.active_sms = n;
-        q.streams = wave;
-        q.sbytes = std::min(sbytes, kbytes / wave / kStageK * kStageK);
-        const long long moved = 2LL * q.sbytes * 4 * n;
-        snprintf(name, sizeof name, "subset: %d of %d SMs stream, contiguous", n, c.sms);
-        row(name, false, 2, wave, q, moved, false);
+        row("static, 4 KB pages shuffled within 2 MB", false, 2, streams, local, bytes, false);
+        row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
+        row("static, contiguous, 1 round of arithmetic", false, 2, streams, qc, bytes, false);
+        row("static, shuffled 4 KB, 1 round of arithmetic", false, 2, streams, q, bytes, false);
+        row("static, 4 KB within 2 MB, 1 round", false, 2, streams, ql, bytes, false);
+        for (int line : {0, 1}) {
+            Probe r = q;
+            r.l2_ahead = 2;
+            r.l2_line = line;
+            row(line ? "static, shuffled 4 KB, 1 round, L2 line prefetch +2"
+                     : "static, shuffled 4 KB, 1 round, L2 bulk prefetch +2",
+                false, 2, streams, r, bytes, false);
+        }
+        {
+            /* batch's shape (4x the streams, a quarter each: several waves)
+             * against one wave of persistent blocks whose pipeline runs on
+             * from one piece to the next, with the arithmetic */
+            Probe r = q;
+            r.streams = streams * 4;
+            r.sbytes = sbytes / 4;
+            row("static, 4x streams of a quarter, 4 KB, 1 round", false, 2, r.streams, r, bytes,
+                false);
+            for (long long pc : {sbytes / 4, 131072LL, 65536LL, 32768LL, 16384LL}) {
+                char name[96];
+                Probe d = q;
+                d.piece = pc;
+                snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB, 1 round",
+                         wave, pc >> 10);
+                row(name, true, 2, wave, d, bytes, false);
+            }
+        }
+        if (streams % 8 == 0) { /* the pool's layout: 8 heads a frame, frames shuffled */
+            CK(cudaMalloc(&cur, (c.sms + 1) * sizeof(unsigned)));
+            CK(cudaMemset(cur, 0, (c.sms + 1) * sizeof(unsigned)));
+            Probe fr = shuffled(12, 0, 8);
+            fr.sms = c.sms;
+            fr.cur = cur;
+            for (int work : {0, 1})
+                for (int home : {0, 1}) {
+                    if (home && streams > 4 * c.sms) /* home_stream needs a block a stream */
+                        continue;
+                    char name[96];
+                    Probe r = fr;
+                    r.work = work;
+                    r.home = home;
+                    snprintf(name, sizeof name, "frames of 8 heads, 4 KB, %s, %d round%s",
+                             home ? "by SM" : "grid order", work, work == 1 ? "" : "s");
+                    row(name, false, 2, streams, r, bytes, false);
+                }
+        }
+    } else {
+        row("static, contiguous", false, 2, streams, cont, bytes, true);
+        row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, true);
+        for (int w : {1, 2, 4}) { /* v7's arithmetic between the waits: about 1.2 rounds */
+            char name[96];
+            Probe q = pg4k;
+            q.work = w;
+            snprintf(name, sizeof name, "static, shuffled 4 KB, %d round%s of arithmetic", w,
+                     w > 1 ? "s" : "");
+            row(name, false, 2, streams, q, bytes, false);
+            if (w == 1) {
+                snprintf(name, sizeof name, "static, shuffled 4 KB, 1 round, 3 stages");
+                row(name, false, 3, streams, q, bytes, false);
+            }
+        }
+        row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
+        row("static, shuffled 32 KB pages", false, 2, streams, pg32k, bytes, false);
+        row("static, 3 stages, shuffled 4 KB", false, 3, streams, pg4k, bytes, false);
+        row("static, 4 stages, shuffled 4 KB", false, 4, streams, pg4k, bytes, false);
+        {
+            /* the same bytes as 4x as many quarter streams: several waves */
+            Probe q = cont;
+            q.streams = streams * 4;
+            q.sbytes = sbytes / 4;
+            row("static, 4x streams of a quarter, contiguous", false, 2, q.streams, q, bytes, true);
+            q.run_shift = pg4k.run_shift;
+            q.perm = pg4k.perm;
+            row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
+            /* more in flight an SM: 6 blocks of 2 stages (32 KB each) */
+            for (int per : {3, 2, 0}) { /* fewer or more blocks an SM */
+                g_per_sm = per;
+                row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, false);
+            }
+            g_per_sm = 3;
+            row("static, 4 stages, 4x streams of a quarter, 4 KB", false, 4, q.streams, q, bytes,
+                false);
+            row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, false);
+            g_per_sm = 4;
+        }
+        const long long pieces[] = {262144, 65536};
+        for (long long pc : pieces) {
+            char name[96];
+            Probe q = cont;
+            q.piece = pc;
+            snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, contiguous", wave,
+                     pc >> 10);
+            row(name, true, 2, wave, q, bytes, false);
+            q = pg4k;
+            q.piece = pc;
+            snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB", wave, pc >> 10);
+            row(name, true, 2, wave, q, bytes, false);
+        }
+        /* one wave of 4 blocks an SM; only the blocks on SMs below N stream
+         * (each its own contiguous stream) */
+        const int subsets[] = {c.sms, c.sms * 3 / 4, c.sms / 2};
+        for (int n : subsets) {
+            char name[96];
+            Probe q = cont;
+            q.active_sms = n;
+            q.streams = wave;
+            q.sbytes = std::min(sbytes, kbytes / wave / kStageK * kStageK);
+            const long long moved = 2LL * q.sbytes * 4 * n;
+            snprintf(name, sizeof name, "subset: %d of %d SMs stream, contiguous", n, c.sms);
+            row(name, false, 2, wave, q, moved, false);
+        }
     }
     for (int *d : perms)
         CK(cudaFree(d));
+    CK(cudaFree(cur));
+    CK(cudaFree(pad));
     CK(cudaFree(k));
     CK(cudaFree(v));
     CK(cudaFree(whole));

@@ -6,18 +6,19 @@
 # MIN and MAX lines matching ROWS) and exit 0 on a device, or exit 77
 # (ctest: skipped) without one.
 #   stream_probe (gpu/stream_probe.cu): 64 streams of 1 MB; every
-#                configuration row has a figure against read_bw
+#                configuration row has a figure against read_bw; then the
+#                same with a pad of 0 MB (the placement rows: 19 of them)
 #   launch_probe (gpu/launch_probe.cu): 3 rounds; 7 ways x 2 argument
 #                blocks, each with min, median, p90 and max
 name="$1"
 bin="$2"
 case "$name" in
 stream_probe)
-    run="64 1" rows='/SM +[0-9.]+ +[0-9]+ +[0-9.]+$' min=20 max=1000
-    set -- "0" "x" "12abc" "5000" "1 3" "1 1 1"
+    runs="64 1:20:1000;64 1 0:19:19" rows='/SM +[0-9.]+ +[0-9]+ +[0-9.]+$'
+    set -- "0" "x" "12abc" "5000" "1 3" "1 1 -1" "1 1 x" "1 1 1 1"
     ;;
 launch_probe)
-    run="3" rows='^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' min=14 max=14
+    runs="3:14:14" rows='^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$'
     set -- "0" "x" "12abc" "10001" "-3" "1 2"
     ;;
 *)
@@ -37,20 +38,28 @@ for args in "$@"; do
         fails=$((fails + 1))
     fi
 done
-# shellcheck disable=SC2086
-out=$("$bin" $run 2>"$err")
-rc=$?
-if [ $rc -eq 77 ]; then
-    [ $fails -eq 0 ] || exit 1
-    echo "skipped: $(cat "$err")"
-    exit 77
-fi
-n=$(printf '%s\n' "$out" | grep -cE "$rows")
-if [ $rc -ne 0 ] || [ "$n" -lt "$min" ] || [ "$n" -gt "$max" ]; then
-    echo "FAIL: $name $run -> status $rc, $n rows (want 0 and $min to $max):"
-    printf '%s\n' "$out"
-    cat "$err"
-    fails=$((fails + 1))
-fi
+# each real run is ARGS:MIN:MAX, the runs separated by ';'
+old_ifs=$IFS
+IFS=';'
+for spec in $runs; do
+    IFS=$old_ifs
+    run=${spec%%:*} rest=${spec#*:}
+    min=${rest%%:*} max=${rest#*:}
+    # shellcheck disable=SC2086
+    out=$("$bin" $run 2>"$err")
+    rc=$?
+    if [ $rc -eq 77 ]; then
+        [ $fails -eq 0 ] || exit 1
+        echo "skipped: $(cat "$err")"
+        exit 77
+    fi
+    n=$(printf '%s\n' "$out" | grep -cE "$rows")
+    if [ $rc -ne 0 ] || [ "$n" -lt "$min" ] || [ "$n" -gt "$max" ]; then
+        echo "FAIL: $name $run -> status $rc, $n rows (want 0 and $min to $max):"
+        printf '%s\n' "$out"
+        cat "$err"
+        fails=$((fails + 1))
+    fi
+done
 [ $fails -eq 0 ] && echo ok
 [ $fails -eq 0 ]
