@@ -1133,10 +1133,16 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
                 PF_GPU_TRACE_MIN_VERSION, PF_GPU_KERNEL_VERSIONS, cfg->version);
         return PF_ERR_ARG;
     }
+    if (cfg->shuffle_window < 0) {
+        set_err(err, errlen, "shuffle window %d: must be 0 (the whole pool) or positive",
+                cfg->shuffle_window);
+        return PF_ERR_ARG;
+    }
     int *tab_b = NULL;
     if (cfg->shuffle_seed) {
         /* shuffled frames: the ordered numbering sent through a random
-         * permutation of the pool (Fisher-Yates on pf_rng) */
+         * permutation of the pool (Fisher-Yates on pf_rng), or of each run
+         * of shuffle_window frames (the last run may be shorter) */
         int *perm = (int *)malloc(sizeof(int) * (size_t)frames);
         tab_b = (int *)calloc((size_t)cfg->num_seqs * maxb, sizeof(int));
         if (!perm || !tab_b) {
@@ -1149,12 +1155,14 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         pf_rng_seed(&r, cfg->shuffle_seed);
         for (int i = 0; i < frames; i++)
             perm[i] = i;
-        for (int i = frames - 1; i > 0; i--) {
-            int j = (int)pf_rng_range(&r, 0, i);
-            int t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
+        const int win = cfg->shuffle_window > 0 ? cfg->shuffle_window : frames;
+        for (int w0 = 0; w0 < frames; w0 += win)
+            for (int i = (frames - w0 < win ? frames - w0 : win) - 1; i > 0; i--) {
+                int j = (int)pf_rng_range(&r, 0, i);
+                int t = perm[w0 + i];
+                perm[w0 + i] = perm[w0 + j];
+                perm[w0 + j] = t;
+            }
         int next = 0;
         for (int s = 0; s < cfg->num_seqs; s++)
             for (int b = 0; b < pf_page_blocks_for(cfg->seq_lens[s], cfg->block_size); b++)

@@ -274,6 +274,10 @@ typedef struct {
     int iters;             /* timed iterations per pass (>= 1)               */
     unsigned long long seed;         /* data (q, K, V)                       */
     unsigned long long shuffle_seed; /* frame permutation; 0: ordered only   */
+    int shuffle_window;    /* 0: the permutation spans the pool; N: frames
+                              move only within runs of N (an allocator that
+                              keeps a sequence near its other frames: fewer
+                              address translations; `--shuffle-window`)     */
     double tolerance;      /* max |paged - naive| and base of the ref check  */
     int ref_all_heads;     /* 1: CPU reference on every head; 0: one q head
                               per kv head and sequence when the workload is

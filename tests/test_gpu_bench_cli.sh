@@ -32,6 +32,9 @@ expect_usage --timeline /nonexistent-dir/timeline.csv
 expect_usage --kernel 11 --grid-order
 expect_usage --workload llama --group-tile 3
 expect_usage --workload llama --group-tile 8
+expect_usage --shuffle-window 0
+expect_usage --shuffle-window x
+expect_usage --shuffle-seed 0 --shuffle-window 8
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"
 [ -e "$tlu" ] && { echo "FAIL: a usage error left a timeline behind"; fails=$((fails + 1)); rm -f "$tlu"; }
@@ -59,6 +62,24 @@ case $rc in
     ;;
 *)
     echo "FAIL: bench --workload seed -> status $rc"
+    cat "$err"
+    fails=$((fails + 1))
+    ;;
+esac
+
+# frames shuffled within runs of 3: still every frame once (the pool
+# read-back and the checks pass), and the report names the window
+"$bin" bench --workload seed --seqs 8 --iters 2 --no-read-bw --shuffle-window 3 --format json \
+    >"$out" 2>"$err"
+rc=$?
+case $rc in
+0)
+    grep -q '"result": *"PASS"' "$out" && grep -q '"shuffle_window": *3' "$out" ||
+        { echo "FAIL: --shuffle-window 3"; cat "$out" "$err"; fails=$((fails + 1)); }
+    ;;
+3) ;;
+*)
+    echo "FAIL: bench --shuffle-window 3 -> status $rc"
     cat "$err"
     fails=$((fails + 1))
     ;;

@@ -63,6 +63,7 @@ typedef struct {
     int hq, hkv, head_dim, block_size, dtype;
     int iters;
     long long seed, shuffle_seed;
+    int shuffle_window;
     double tolerance;
     int ref_all_heads;
     int no_read_bw;
@@ -182,6 +183,8 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
     pf_report_num(r, "seed", "data seed", (double)a->seed, "%.0f", NULL);
     pf_report_num(r, "shuffle_seed", "shuffle seed", (double)a->shuffle_seed, "%.0f", NULL);
+    pf_report_num(r, "shuffle_window", "shuffle window, frames (0: the whole pool)",
+                  a->shuffle_window, "%.0f", NULL);
 
     pf_report_section(r, "memory", "KV memory reserved (decimal MB)");
     pf_report_num(r, "naive_mb", "naive (seqs x capacity)", res->naive_reserved / 1e6, "%.2f",
@@ -335,6 +338,8 @@ int pf_cmd_bench(int argc, char **argv)
          "seed of the lengths and the data", 0},
         {"shuffle-seed", PF_OPT_I64, &a.shuffle_seed, 0, 9007199254740991.0, NULL, "S",
          "frame permutation seed; 0: ordered frames only", 0},
+        {"shuffle-window", PF_OPT_INT, &a.shuffle_window, 1, 1 << 30, NULL, "N",
+         "shuffle frames only within runs of N (default: across the whole pool)", 0},
         {"tolerance", PF_OPT_DOUBLE, &a.tolerance, 0, 1, NULL, "F",
          "max |paged - naive|, and the absolute part of the reference check", 0},
         {"ref-all-heads", PF_OPT_FLAG, &a.ref_all_heads, 0, 0, NULL, NULL,
@@ -388,6 +393,8 @@ int pf_cmd_bench(int argc, char **argv)
     if (a.group_tile && ((a.group_tile & (a.group_tile - 1)) || (a.hq / a.hkv) % a.group_tile))
         return pf_cli_error(PROG, "--group-tile %d: a block serves 1, 2, 4 or 8 query heads "
                                   "dividing the group of %d", a.group_tile, a.hq / a.hkv);
+    if (a.shuffle_window && !a.shuffle_seed)
+        return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
     if (a.grid_order && a.kernel == 11)
         return pf_cli_error(PROG, "--grid-order: kernel version 11 runs from its work list only");
     if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
@@ -452,7 +459,8 @@ int pf_cmd_bench(int argc, char **argv)
         .num_seqs = n, .seq_lens = lens, .naive_cap = a.max_len, .num_q_heads = a.hq,
         .num_kv_heads = a.hkv, .head_dim = a.head_dim, .block_size = a.block_size,
         .dtype = (pf_gpu_dtype)a.dtype, .iters = a.iters, .seed = (unsigned long long)a.seed,
-        .shuffle_seed = (unsigned long long)a.shuffle_seed, .tolerance = a.tolerance,
+        .shuffle_seed = (unsigned long long)a.shuffle_seed, .shuffle_window = a.shuffle_window,
+        .tolerance = a.tolerance,
         .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
         .grid_order = a.grid_order,
         .splits = a.splits,
