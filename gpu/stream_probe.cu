@@ -79,7 +79,7 @@ struct Probe {
     int l2_ahead;        /* static: prefetch stage i + S - 1 + this into L2 (0: none) */
     int l2_line;         /* that prefetch: 0 the bulk 2 KB, 1 one line (prefetch.global.L2) */
     int home;            /* static: a block takes its stream by the SM it runs on (home_stream) */
-    int sms;
+    int sms;             /* home: the device's SMs                              */
     unsigned *cur;       /* home: sms claim cursors, then a count of blocks out */
     long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
     unsigned long long *counter;
@@ -583,7 +583,8 @@ int main(int argc, char **argv)
     std::vector<int *> perms;
     /* window: 0 shuffles over the whole buffer; else within each run of
      * `window` pieces (2 MB of 4 KB pieces: the GPU's large page, so the
-     * pieces are scattered in memory but not across translations) */
+     * pieces are scattered in memory but not across translations).
+     * frame_heads H (no window): the pool's layout, frames of H heads */
     auto shuffled = [&](int shift, size_t window = 0, int frame_heads = 0) {
         std::vector<int> h((size_t)((long long)streams * sbytes >> shift));
         for (size_t i = 0; i < h.size(); i++)
@@ -591,11 +592,11 @@ int main(int argc, char **argv)
         if (window)
             for (size_t w0 = 0; w0 < h.size(); w0 += window)
                 std::shuffle(h.begin() + w0, h.begin() + std::min(h.size(), w0 + window), rng);
-        else
+        else if (!frame_heads)
             std::shuffle(h.begin(), h.end(), rng);
-        if (frame_heads) {
+        else {
             /* the pool's layout: stream s is head s % H of sequence s / H;
-             * the sequence's piece i lies in frame h[seq np + i] of the
+             * the sequence's piece i lies in frame f[seq np + i] of the
              * shuffled frames, each frame H pieces, one a head */
             const size_t np = (size_t)(sbytes >> shift), frames = h.size() / frame_heads;
             std::vector<int> f(frames);
