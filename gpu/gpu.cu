@@ -96,6 +96,7 @@ struct CaseIn {
     int version;   /* kernel version, 0: default      */
     int splits;    /* 0: the planner's; else forced   */
     int grid_order; /* 1: drop the plan's work list   */
+    int tail;      /* pf_gpu__plan_set_tail: 0 none  */
     int host_time; /* measure the host time of a run */
     int timeline;  /* one more launch, traced          */
     int group_tile; /* 0: the plan's; else forced      */
@@ -252,6 +253,8 @@ struct Case {
     void *d_q, *d_sk, *d_sv, *d_nk, *d_nv, *d_pk[2], *d_pv[2];
     int *d_tab[2], *d_lens;
     void *d_out[3], *d_ws, *d_flush;
+    void *d_stream;  /* kv_bytes to stream beside the passes (case_time) */
+    size_t stream_bytes;
     unsigned *d_sink;
     unsigned long long *d_trace, *trace_h; /* the block timeline's records */
     pf_gpu_attn_graph *graph;              /* the host-time loop's captured run */
@@ -305,7 +308,7 @@ void case_free(Case *c)
     void *dev[] = {c->d_q,      c->d_sk,     c->d_sv,     c->d_nk,     c->d_nv,
                    c->d_pk[0],  c->d_pv[0],  c->d_pk[1],  c->d_pv[1],  c->d_tab[0],
                    c->d_tab[1], c->d_lens,   c->d_out[0], c->d_out[1], c->d_out[2],
-                   c->d_ws,     c->d_flush,  c->d_sink,   c->d_trace};
+                   c->d_ws,     c->d_flush,  c->d_sink,   c->d_trace, c->d_stream};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -529,6 +532,15 @@ int case_plan(Case *c)
     CKP(pf_gpu_attn_plan_make(&c->plan[1], &sh, 1, in.lens, 0, in.version), "plan");
     if (in.splits > 0)
         CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits, in.lens), "--splits");
+    if (in.tail > 0 && pf_gpu__plan_set_tail(&c->plan[1], in.tail, in.lens) != PF_OK) {
+        set_err(c->err, c->errlen,
+                "--tail %d: version %d's plan (%d-token chunks, %s) cannot take one: it needs a "
+                "work list, a version that merges in place (5-8, 12, 13, 15-17) and chunks "
+                "that cut into %d pieces of whole pages of at least 16 tokens",
+                in.tail, c->plan[1].version, c->plan[1].chunk,
+                c->plan[1].units ? "a work list" : "grid order", 8 * in.tail);
+        return PF_ERR_ARG;
+    }
     if (in.grid_order)
         pf_gpu__plan_drop_list(&c->plan[1]);
     if (in.group_tile > 0)
@@ -547,9 +559,13 @@ int case_plan(Case *c)
     return PF_OK;
 }
 
-/* Pass p: 0 naive, 1 paged on ordered frames, 2 paged on the second layout. */
+/* Pass p: 0 naive, 1 paged on ordered frames, 2 paged on the second layout;
+ * np (case_time only): the stream of the same bytes. */
 int case_launch(Case *c, int p)
 {
+    if (p == c->np)
+        return pf_gpu_launch_read_bw(c->d_stream, c->stream_bytes / 16, c->d_sink,
+                                     c->prop.multiProcessorCount, c->st);
     if (p == 0)
         return pf_gpu_attn_run(&c->plan[0], c->d_q, c->d_nk, c->d_nv, NULL, c->d_lens,
                                c->d_out[0], c->d_ws, c->st);
@@ -664,8 +680,19 @@ int case_read_bw(Case *c)
  * write back); then the timed outputs must be bitwise what was checked. */
 int case_time(Case *c)
 {
-    const int np = c->np, iters = c->in->iters;
-    const int nev = 2 * np * iters;
+    /* with the read probe on, a stream of the pass's bytes runs as one
+     * more pass (np): the same flushes, the same interleaving */
+    if (c->in->measure_bw && !c->d_stream) {
+        c->stream_bytes = ((size_t)c->res->kv_bytes + 15) / 16 * 16;
+        if (cudaMalloc(&c->d_stream, c->stream_bytes) != cudaSuccess) {
+            (void)cudaGetLastError(); /* no room: no stream row */
+            c->d_stream = NULL;
+        } else if (cudaMemsetAsync(c->d_stream, 0x5a, c->stream_bytes, c->st) != cudaSuccess) {
+            return cuda_fail(c, cudaGetLastError(), "the stream's buffer");
+        }
+    }
+    const int np = c->np, iters = c->in->iters, nt = np + (c->d_stream != NULL);
+    const int nev = 2 * nt * iters;
     cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)nev, sizeof(cudaEvent_t));
     double *ms = (double *)malloc(sizeof(double) * (size_t)iters);
     int rc = PF_OK, made = 0;
@@ -682,7 +709,7 @@ int case_time(Case *c)
         rc = cuda_fail(c, e, "cudaEventCreate");
     }
     for (int it = -2; it < iters && rc == PF_OK; it++) /* two warm-up rounds */
-        for (int p = 0; p < np && rc == PF_OK; p++) {
+        for (int p = 0; p < nt && rc == PF_OK; p++) {
             rc = pf_gpu_launch_read_bw(c->d_flush, c->flush_bytes / 16, c->d_sink,
                                        c->prop.multiProcessorCount, c->st);
             if (rc == PF_OK && it >= 0)
@@ -696,8 +723,10 @@ int case_time(Case *c)
         }
     if (rc == PF_OK && (e = cudaStreamSynchronize(c->st)) != cudaSuccess)
         rc = cuda_fail(c, e, "cudaStreamSynchronize");
-    pf_gpu_timing *dst[3] = {&c->res->naive, &c->res->ordered, &c->res->shuffled};
-    for (int p = 0; p < np && rc == PF_OK; p++) {
+    pf_gpu_timing *dst[4] = {&c->res->naive, &c->res->ordered, &c->res->shuffled, NULL};
+    dst[np] = &c->res->stream;
+    c->res->have_stream = nt > np;
+    for (int p = 0; p < nt && rc == PF_OK; p++) {
         for (int it = 0; it < iters && rc == PF_OK; it++) {
             float f = 0;
             e = cudaEventElapsedTime(&f, ev[2 * (p * iters + it)], ev[2 * (p * iters + it) + 1]);
@@ -1114,6 +1143,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.version = cfg->version;
     in.splits = cfg->splits;
     in.grid_order = cfg->grid_order;
+    in.tail = cfg->tail;
     in.host_time = 1;
     in.timeline = cfg->timeline;
     in.group_tile = cfg->group_tile;

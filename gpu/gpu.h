@@ -118,6 +118,10 @@ typedef struct {
                                 of num_q_heads / num_kv_heads: 1, 2, 4, 8) */
     size_t workspace_bytes;  /* 0 when splits == 1 and no work list         */
     int units;               /* work-list units (0: every chunk of the grid) */
+    int tail;                /* 0, or each block's worth of tokens cut into
+                                a unit of its first 7/8 and `tail` units of
+                                its last 1/8, balanced by the block
+                                scheduler (gpu_internal.h)                 */
     unsigned long long lens_hash; /* of the host lengths the list is made of */
     unsigned magic;          /* set by plan; run refuses anything else     */
 } pf_gpu_attn_plan;
@@ -197,6 +201,10 @@ int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *
  * first data), how long they stream and merge, and how ragged the end is
  * (the tail, and the share of SM time spent holding a block). Host code:
  * works in every build (the records come from a CUDA build's bench). */
+/* 1 when kernel version v can run a plan with a tail (pf_gpu_bench_cfg's
+ * tail; `pagefault bench --tail`): versions 5-8, 12, 13 and 15-17. */
+int pf_gpu_version_takes_tail(int version);
+
 #define PF_GPU_TRACE_WORDS 5
 #define PF_GPU_TRACE_MIN_VERSION 7 /* the first version that records it      */
 typedef struct {
@@ -289,6 +297,8 @@ typedef struct {
                               planner's choice, `pagefault bench --splits`) */
     int grid_order;        /* 1: no work list, blocks in grid order (for
                               measuring the list, `--grid-order`)           */
+    int tail;              /* 0: none; N: each block's last 1/8 as N units
+                              of its own (`--tail`, pf_gpu__plan_set_tail) */
     int timeline;          /* 1: one more paged launch (the last layout)
                               with the block timeline on, summarized in
                               res->timeline; versions 7 on (see (f))        */
@@ -311,6 +321,11 @@ typedef struct {
     int units;                 /* work-list units (0: grid order)           */
     pf_gpu_timing naive, ordered, shuffled; /* shuffled: if shuffle_seed    */
     int have_shuffled;
+    /* with measure_bw: the read probe's kernel over a buffer of the pass's
+     * own K+V bytes, timed beside the passes (flushed, interleaved): what
+     * a perfect stream of this size reaches, launch ramp and tail included */
+    pf_gpu_timing stream;
+    int have_stream;
     double max_err_ref;        /* max |naive - CPU reference (double)|      */
     double ref_allowed;        /* the allowance it is checked against at its
                                   worst element: tol + dtype eps * |ref|     */

@@ -55,23 +55,43 @@ long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan);
  * (the plan is then unchanged). */
 int pf_gpu__plan_set_group_tile(pf_gpu_attn_plan *plan, int tile);
 
-/* One unit of a work list (host.c, "the work list"): chunk `chunk` of
- * sequence `seq`, tok tokens of it at the planned lengths, nch the chunks
- * the sequence was planned with. */
+/* One unit of a work list (host.c, "the work list"): `span` chunks from
+ * chunk `chunk` of sequence `seq` (1 unless the plan has a tail), tok
+ * tokens of them at the planned lengths, nch the chunks the sequence was
+ * planned with. */
 typedef struct {
-    int tok, seq, chunk, nch;
+    int tok, seq, chunk, nch, span;
 } pf_gpu_unit;
 
 /* The work list of lens[0..n) (read up to bound) at `chunk` tokens:
  * written to out (room for every unit: at most n * ceil(bound / chunk),
- * and n at least), longest first. Returns the number of units. */
-long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, pf_gpu_unit *out);
+ * and n at least), longest first. Returns the number of units. tail 0:
+ * a unit a chunk. tail > 0 (pf_gpu__plan_set_tail): the chunks of each run
+ * of 8 x tail (a block's worth before the cut) go out as one unit of all
+ * but the run's last `tail` chunks that hold tokens, and a unit for each
+ * of those. */
+long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, int tail,
+                             pf_gpu_unit *out);
+
+/* Cut a made plan's blocks (its work list's units, at their chunk) each
+ * into a unit of its first 7/8 and `tail` units of its last 1/8 (chunks of
+ * chunk / (8 x tail) tokens), longest first, so that the tail units go to
+ * the SMs that finish early (the block scheduler balances them, and the
+ * split, being fixed, sums in the same order every run). tail 0 undoes
+ * nothing: plan again. PF_ERR_ARG when tail is outside 1..8, the plan
+ * has no work list or a version that cannot run one (it must merge in
+ * place, without a cluster or work stealing, and not be version 14),
+ * lens_host are not the plan's lengths, or the chunk does not cut into
+ * whole pages of at least 16 tokens. For measuring it: the bench's --tail. */
+int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host);
 
 /* The list as the kernels read it, int pairs: {PF_GPU_WORK_MAGIC, units},
- * then {sequence, chunk + 65536 * the sequence's chunks} per unit; pairs
- * has room for 2 * (plan->units + 1) ints. PF_ERR_ARG when the plan has no
- * list or lens_host are not the lengths it was made from; PF_ERR_NOMEM. */
+ * then {sequence, PF_GPU_WORK_Y(chunk, span, the sequence's chunks)} per
+ * unit (chunk < 256 and span <= 256, as splits <= 256); pairs has room for
+ * 2 * (plan->units + 1) ints. PF_ERR_ARG when the plan has no list or
+ * lens_host are not the lengths it was made from; PF_ERR_NOMEM. */
 #define PF_GPU_WORK_MAGIC 0x6b726f77 /* "work" */
+#define PF_GPU_WORK_Y(chunk, span, nch) ((chunk) | ((span) - 1) << 8 | (nch) << 16)
 int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *pairs);
 
 /* pf_gpu_attn_workspace_init's argument checks: PF_OK or PF_ERR_ARG (no
@@ -242,6 +262,14 @@ static inline int pf_gpu_version_exact(int version)
  * block. */
 #define PF_GPU_MH_VERSION 14
 #define PF_GPU_MH_TILES 4
+/* Versions whose plans can take a tail (pf_gpu__plan_set_tail): those
+ * that merge in place, without a cluster, work stealing or version 14's
+ * head tiles (their slots are by chunk). */
+static inline int pf_gpu_version_tail(int version)
+{
+    return pf_gpu_version_fused(version) && !pf_gpu_version_cluster(version) &&
+           !pf_gpu_version_steal(version) && version != PF_GPU_MH_VERSION;
+}
 static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
 {
     return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;

@@ -460,30 +460,49 @@ static int unit_cmp(const void *pa, const void *pb)
     return (a->chunk > b->chunk) - (a->chunk < b->chunk);
 }
 
-/* Units a list at `chunk` tokens has: one per chunk with tokens, at least
- * one per sequence; lengths read up to bound. */
-static long long plan_units_count(const int *lens, int n, int bound, int chunk)
+/* The units of sequence `seq` (length len, read up to its bound) at
+ * `chunk` tokens, written to out when it is not NULL; returns how many.
+ * Without a tail, a unit a chunk with tokens (one for an empty sequence).
+ * With one, each run of 8 x tail chunks (a block's worth before the cut;
+ * the sequence's last run may hold fewer) is a unit of all but its last
+ * `tail` chunks, then a unit for each of those: the big units start
+ * first (longest first), the small ones fill the SMs that finish early. */
+static int seq_units(int len, int seq, int chunk, int tail, pf_gpu_unit *out)
 {
-    long long u = 0;
-    for (int i = 0; i < n; i++) {
-        const int len = lens[i] > bound ? bound : lens[i];
-        u += len > 0 ? (len + chunk - 1) / chunk : 1;
+    const int nch = len > 0 ? (len + chunk - 1) / chunk : 1;
+    const int run = tail ? 8 * tail : 1;
+    int u = 0;
+    for (int c0 = 0; c0 < nch; c0 += run) {
+        const int n = nch - c0 < run ? nch - c0 : run;
+        const int head = n > tail ? n - tail : 0; /* tail 0: n (= 1) */
+        for (int c = c0; c < c0 + n; c += c == c0 && head ? head : 1) {
+            const int span = c == c0 && head ? head : 1;
+            if (out) {
+                int tok = len - c * chunk;
+                tok = tok < 0 ? 0 : tok > span * chunk ? span * chunk : tok;
+                out[u] = (pf_gpu_unit){tok, seq, c, nch, span};
+            }
+            u++;
+        }
     }
     return u;
 }
 
-long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, pf_gpu_unit *out)
+/* Units a list at `chunk` tokens has; lengths read up to bound. */
+static long long plan_units_count(const int *lens, int n, int bound, int chunk, int tail)
 {
     long long u = 0;
-    for (int i = 0; i < n; i++) {
-        const int len = lens[i] > bound ? bound : lens[i];
-        const int nch = len > 0 ? (len + chunk - 1) / chunk : 1;
-        for (int c = 0; c < nch; c++) {
-            int tok = len - c * chunk;
-            tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
-            out[u++] = (pf_gpu_unit){tok, i, c, nch};
-        }
-    }
+    for (int i = 0; i < n; i++)
+        u += seq_units(lens[i] > bound ? bound : lens[i], i, chunk, tail, NULL);
+    return u;
+}
+
+long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, int tail,
+                             pf_gpu_unit *out)
+{
+    long long u = 0;
+    for (int i = 0; i < n; i++)
+        u += seq_units(lens[i] > bound ? bound : lens[i], i, chunk, tail, out + u);
     qsort(out, (size_t)u, sizeof *out, unit_cmp);
     return u;
 }
@@ -578,7 +597,11 @@ void pf_gpu__ws_layout(const pf_gpu_attn_plan *plan, pf_gpu_ws_layout *l)
     const int steal = pf_gpu_version_steal(plan->version);
     const size_t pairs = (size_t)s->num_seqs * pf_gpu__plan_head_tiles(plan);
     size_t at = 0;
+    /* a tail: a slot a unit, 1 + tail a run of 8 x tail chunks (kernels.cu,
+     * slot_of) */
+    const int runs = plan->tail ? (plan->splits + 8 * plan->tail - 1) / (8 * plan->tail) : 0;
     l->slots = steal ? plan->splits * PF_GPU_STEAL_VISITS
+               : plan->tail ? runs * (1 + plan->tail)
                : plan->splits > 1 && !pf_gpu_version_cluster(plan->version) ? plan->splits
                                                                              : 0;
     if (l->slots) {
@@ -655,14 +678,15 @@ int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *p
     pf_gpu_unit *u = malloc(sizeof *u * (size_t)plan->units);
     if (!u)
         return PF_ERR_NOMEM;
-    const long long units = pf_gpu__plan_units(lens_host, n, plan->max_len, plan->chunk, u);
+    const long long units =
+        pf_gpu__plan_units(lens_host, n, plan->max_len, plan->chunk, plan->tail, u);
     int rc = units == plan->units ? PF_OK : PF_ERR_ARG;
     if (rc == PF_OK) {
         pairs[0] = PF_GPU_WORK_MAGIC;
         pairs[1] = (int)units;
         for (long long i = 0; i < units; i++) {
             pairs[2 * i + 2] = u[i].seq;
-            pairs[2 * i + 3] = u[i].chunk + 65536 * u[i].nch;
+            pairs[2 * i + 3] = PF_GPU_WORK_Y(u[i].chunk, u[i].span, u[i].nch);
         }
     }
     free(u);
@@ -764,10 +788,10 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         long long units = 0;
         double cost;
         if (listed) {
-            units = plan_units_count(lens_host, s->num_seqs, bound, c);
+            units = plan_units_count(lens_host, s->num_seqs, bound, c, 0);
             if (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS)
                 break; /* finer chunks only make more */
-            pf_gpu__plan_units(lens_host, s->num_seqs, bound, c, list);
+            pf_gpu__plan_units(lens_host, s->num_seqs, bound, c, 0, list);
             cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, tok_bytes,
                              slots, shares, heap, merge_bytes, merge_ns);
         } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
@@ -829,13 +853,43 @@ int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_
         if (lens_hash(lens_host, plan->shape.num_seqs) != plan->lens_hash)
             return PF_ERR_ARG;
         const long long units =
-            plan_units_count(lens_host, plan->shape.num_seqs, plan->max_len, c);
+            plan_units_count(lens_host, plan->shape.num_seqs, plan->max_len, c, 0);
         if (units > PLAN_MAX_UNITS || units * pf_gpu__plan_head_tiles(plan) > INT_MAX)
             return PF_ERR_ARG;
         plan->units = (int)units;
     }
     plan->chunk = c;
     plan->splits = (plan->max_len + c - 1) / c;
+    plan->tail = 0;
+    plan_workspace(plan);
+    return PF_OK;
+}
+
+int pf_gpu_version_takes_tail(int version)
+{
+    return version >= 1 && version <= PF_GPU_KERNEL_VERSIONS && pf_gpu_version_tail(version);
+}
+
+int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || tail < 1 || tail > 8 || plan->tail ||
+        !plan->units || !lens_host || !pf_gpu_version_tail(plan->version) ||
+        lens_hash(lens_host, plan->shape.num_seqs) != plan->lens_hash)
+        return PF_ERR_ARG;
+    const int B = plan->paged ? plan->shape.block_size : 16;
+    const int run = 8 * tail, c = plan->chunk / run;
+    if (plan->chunk % run || c % B || c < 16)
+        return PF_ERR_ARG;
+    const int splits = (plan->max_len + c - 1) / c;
+    const long long units =
+        plan_units_count(lens_host, plan->shape.num_seqs, plan->max_len, c, tail);
+    if (splits > 256 || units > PLAN_MAX_UNITS ||
+        units * pf_gpu__plan_head_tiles(plan) > INT_MAX)
+        return PF_ERR_ARG;
+    plan->chunk = c;
+    plan->splits = splits;
+    plan->units = (int)units;
+    plan->tail = tail;
     plan_workspace(plan);
     return PF_OK;
 }

@@ -147,14 +147,18 @@ template <typename T> struct AttnArgs {
      * the items, sequences, and partial slots per (sequence, query head) */
     unsigned long long *claims;
     int items, nseq, slots;
+    /* the plan's tail (pf_gpu__plan_set_tail; 0: none): units span
+     * several chunks, and their partials go to slots by unit (slot_of) */
+    int tail;
 };
 
 /* What one thread block works on: a chunk of one sequence for one head
  * tile, and the bound its length is read up to. In grid order (no work
  * list) blockIdx is (chunk, head tile, sequence). With a work list (host.c,
  * "the work list") the grid is 1-D: blockIdx.x / htiles picks the unit
- * (an entry {sequence, chunk + 65536 * the chunks the plan gave that
- * sequence}) and blockIdx.x % htiles the head tile, so the hardware, which
+ * (an entry {sequence, PF_GPU_WORK_Y(chunk, span, the chunks the plan gave
+ * that sequence)}: `span` chunks from `chunk`, one unless the plan has a
+ * tail) and blockIdx.x % htiles the head tile, so the hardware, which
  * hands out blocks in index order, starts the longest units first; the
  * sequence's length is read up to the end of its planned chunks. The list's
  * header, work[-1] = {kWorkMagic, units}, is checked by block 0: a workspace
@@ -162,18 +166,19 @@ template <typename T> struct AttnArgs {
  * computing garbage. */
 constexpr int kWorkMagic = PF_GPU_WORK_MAGIC;
 struct Work {
-    int seq, chunk, ht, lim;
+    int seq, chunk, ht, lim, span;
 };
 
 template <typename T> __device__ __forceinline__ Work work_of(const AttnArgs<T> &a)
 {
     if (!a.work)
-        return {(int)blockIdx.z, (int)blockIdx.x, (int)blockIdx.y, a.lim};
+        return {(int)blockIdx.z, (int)blockIdx.x, (int)blockIdx.y, a.lim, 1};
     const int i = (int)blockIdx.x / a.htiles;
     if (blockIdx.x == 0 && a.work[-1].x != kWorkMagic)
         __trap();
     const int2 w = a.work[i];
-    return {w.x, w.y & 0xffff, (int)blockIdx.x - i * a.htiles, min((w.y >> 16) * a.chunk, a.lim)};
+    return {w.x, w.y & 0xff, (int)blockIdx.x - i * a.htiles, min((w.y >> 16) * a.chunk, a.lim),
+            ((w.y >> 8) & 0xff) + 1};
 }
 
 /* Head tile ht's KV head (x) and first query head (y): a group's query
@@ -545,7 +550,7 @@ __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, cons
     t0 = job.chunk * a.chunk;
     if (PAGED) {
         const int b0 = t0 / a.B;
-        const int nb = min(a.chunk / a.B, a.maxb - b0);
+        const int nb = min(job.span * a.chunk / a.B, a.maxb - b0);
         const int *row = a.tables + (size_t)seq * a.maxb + b0;
         for (int i = threadIdx.x; i < nb; i += kThreads)
             cp_async4(&tbl[i], row + i);
@@ -559,7 +564,7 @@ __device__ __forceinline__ bool block_begin(const AttnArgs<T> &a, int *tbl, cons
             write_zeros<T, D, GT>(a, seq, qh0, job.chunk, FUSED, rows);
         return false;
     }
-    t1 = min(len, t0 + a.chunk);
+    t1 = min(len, t0 + job.span * a.chunk);
     if (PAGED) {
         cp_async_wait<0>();
         __syncthreads();
@@ -615,6 +620,23 @@ __device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *s
                 a.part_lse[rowo * stride + slot] = M + log2f(L);
         }
     }
+}
+
+/* The partial slot of the unit that holds chunk c of a sequence planned
+ * in nch chunks: the chunk itself, or, with a tail, the unit's ordinal in
+ * its sequence (host.c, seq_units: each run of 8 x tail chunks is a unit
+ * of all but its last `tail` chunks, then a unit for each of those; a run
+ * of at most `tail` chunks, a unit for each). So a sequence's units fill
+ * slots 0, 1, 2 ... in chunk order, and the merge reads a few slots, not
+ * one a chunk (the first form, one a chunk with the unused ones skipped,
+ * read 32-64 slots in 4-8 rounds and cost llama 2-10 points). */
+template <typename T> __device__ __forceinline__ int slot_of(const AttnArgs<T> &a, int c, int nch)
+{
+    if (!a.tail)
+        return c;
+    const int run = 8 * a.tail, j = c / run, off = c - j * run;
+    const int n = min(run, nch - j * run), head = n > a.tail ? n - a.tail : 0;
+    return j * (1 + a.tail) + (head ? (off < head ? 0 : 1 + off - head) : off);
 }
 
 /* The in-place split-KV merge (merge_if_last's, for v5-v8 and v12-v17;
@@ -702,11 +724,18 @@ __device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, in
  * SMs are read through L2 (__ldcg). The workspace's counters start at zero
  * (pf_gpu_attn_workspace_init). Every thread of the block calls it. */
 template <typename T, int D>
-__device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last, int seq, int ht,
+__device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last, const Work &job,
                                               int qh0, int rows, int len)
 {
     __syncthreads(); /* every thread's partials are stored ... */
+    const int seq = job.seq, ht = job.ht;
+    /* the count is of chunks: a unit counts those of its span that hold
+     * tokens (it holds tokens, so job.chunk < nch) */
     const int nch = (len + a.chunk - 1) / a.chunk;
+    const unsigned mine = (unsigned)min(job.span, nch - job.chunk);
+    /* the slots filled: those of the units up to the one holding the last
+     * chunk with tokens (nch itself without a tail) */
+    const int np = slot_of(a, nch - 1, (job.lim + a.chunk - 1) / a.chunk) + 1;
     if (threadIdx.x == 0) {
         /* ... and thread 0's fence, after the barrier, makes them all
          * visible to the GPU before the count (the barrier-then-one-fence
@@ -714,8 +743,8 @@ __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last
          * one a thread) */
         __threadfence();
         unsigned *cnt = a.counters + (size_t)seq * a.htiles + ht;
-        const unsigned prev = atomicAdd(cnt, 1u);
-        *sm_last = prev == (unsigned)(nch - 1);
+        const unsigned prev = atomicAdd(cnt, mine);
+        *sm_last = prev + mine == (unsigned)nch;
         if (*sm_last)
             *cnt = 0u;
     }
@@ -723,7 +752,7 @@ __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last
     if (!*sm_last)
         return;
     __threadfence();
-    merge_partials<T, D>(a, seq, qh0, rows, a.splits, nch);
+    merge_partials<T, D>(a, seq, qh0, rows, a.slots, np);
 }
 
 /* The end every version from 2 on shares. The block's NP partial results
@@ -741,11 +770,12 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
     const int seq = job.seq;
     /* a sequence that fits in one chunk has nothing to merge: its one
      * block writes the output (every block of a sequence sees the same len) */
-    const bool whole = a.splits == 1 || (FUSED && len <= a.chunk);
-    write_block<T, D, GT, NP>(a, sm_m, sm_l, sm_acc, seq, qh0, whole, a.splits, job.chunk);
+    const bool whole = a.splits == 1 || (FUSED && len <= job.span * a.chunk);
+    write_block<T, D, GT, NP>(a, sm_m, sm_l, sm_acc, seq, qh0, whole, a.slots,
+                              slot_of(a, job.chunk, (job.lim + a.chunk - 1) / a.chunk));
     if (!FUSED || whole)
         return;
-    merge_if_last<T, D>(a, sm_last, seq, job.ht, qh0, GT, len);
+    merge_if_last<T, D>(a, sm_last, job, qh0, GT, len);
 }
 
 template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED,
@@ -784,7 +814,7 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
         t0 = job.chunk * a.chunk;
         if (t0 >= len)
             return;
-        t1 = min(len, t0 + a.chunk);
+        t1 = min(len, t0 + job.span * a.chunk);
         if (PAGED) { /* the chunk's slice of the block table, read ahead of use */
             const int *row = a.tables + (size_t)seq * a.maxb + t0 / B;
             const int nb = pf_page_blocks_for(t1 - t0, B);
@@ -1667,7 +1697,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
          * merge: the output, or the chunk's normalised partial and its
          * log2-sum-exp, goes straight from the registers; then the count,
          * and the merge of the block's brows query heads by the last chunk */
-        const bool whole = a.splits == 1 || len <= a.chunk;
+        const bool whole = a.splits == 1 || len <= job.span * a.chunk;
         if (active && g < GT) {
             const size_t rowo = (size_t)seq * a.hq + qh0 + g;
             const float inv = 1.f / l;
@@ -1689,7 +1719,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             }
         }
         if (!whole)
-            merge_if_last<T, D>(a, &sm_last, seq, job.ht, bq0, brows, len);
+            merge_if_last<T, D>(a, &sm_last, job, bq0, brows, len);
         trace_mark(a, kTrEnd);
         return;
     }
@@ -2224,7 +2254,7 @@ struct Item {
 template <typename T> __device__ __forceinline__ Item item_of(const AttnArgs<T> &a, int i)
 {
     const int2 w = a.work[i / a.htiles];
-    const int chunk = w.y & 0xffff, nch = w.y >> 16;
+    const int chunk = w.y & 0xff, nch = w.y >> 16; /* version 11 plans no tail: span 1 */
     const int len = min(min(__ldg(a.lens + w.x), nch * a.chunk), a.lim);
     return {w.x, chunk, len, min(len, chunk * a.chunk + a.chunk) - chunk * a.chunk};
 }
@@ -2969,6 +2999,7 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.cap = s->naive_cap;
     a.chunk = p->chunk;
     a.splits = p->splits;
+    a.tail = p->tail;
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
     const Kern<T> kern = pick<T>(s, p->group_tile, p->paged, p->version);

@@ -61,6 +61,7 @@ class AttnPlan(ctypes.Structure):  # pf_gpu_attn_plan (gpu/gpu.h)
         ("group_tile", ctypes.c_int),
         ("workspace_bytes", ctypes.c_size_t),
         ("units", ctypes.c_int),
+        ("tail", ctypes.c_int),
         ("lens_hash", ctypes.c_ulonglong),
         ("magic", ctypes.c_uint),
     ]

@@ -38,9 +38,11 @@
  * gpu/device_run.sh (PROBE=1): pagefault_stream_probe [STREAMS [MB [PAD]]],
  * by default 512 streams of 1 MB of K (and of V): llama's 64 sequences x 8
  * KV heads of 4096 tokens x 256 bytes. With PAD (MB allocated before K and
- * V), it runs the thirteenth session's rows instead: placement, address
- * translation, L2 prefetch, and the pool's frame layout (device_run.sh:
- * PROBE_PADS). Exit status 2 for bad arguments, 77 without a device. */
+ * V), it runs the thirteenth and fourteenth sessions' rows instead:
+ * placement, address translation, L2 prefetch, balance by the block
+ * scheduler (each stream's tail as blocks of its own) and the pool's frame
+ * layout (device_run.sh: PROBE_PADS). Exit status 2 for bad arguments, 77
+ * without a device. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +84,8 @@ struct Probe {
     int sms;             /* home: the device's SMs                              */
     unsigned *cur;       /* home: sms claim cursors, then a count of blocks out */
     long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
+    int tail_pieces;     /* static: each stream's last tail_bytes as this many blocks */
+    long long tail_bytes; /* (after the streams' own blocks; 0: no tail blocks)  */
     unsigned long long *counter;
     unsigned long long *rec; /* per block: start, end (ns), SM; null: none   */
     unsigned *sink;
@@ -278,20 +282,31 @@ template <int S> __global__ void __launch_bounds__(kThreads) static_kernel(Probe
     /* the stream's slice of the permutation first, as v7 copies its slice
      * of the block table */
     __shared__ int tbl[kTblMax];
-    const long long s = p.home ? home_stream(p) : (long long)blockIdx.x;
+    long long s = p.home ? home_stream(p) : (long long)blockIdx.x;
+    /* the block's bytes of its stream: all of them, or, with tail blocks,
+     * all but the tail; block streams + j takes piece j / streams of
+     * stream j % streams's tail (the hardware hands these out as the big
+     * blocks end: balance by the block scheduler, in a fixed split) */
+    long long o0 = s * p.sbytes, o1 = o0 + p.sbytes - p.tail_bytes;
+    if (p.tail_pieces && s >= p.streams) {
+        const long long j = s - p.streams, tp = p.tail_bytes / p.tail_pieces;
+        s = j % p.streams;
+        o0 = (s + 1) * p.sbytes - p.tail_bytes + j / p.streams * tp;
+        o1 = o0 + tp;
+    }
     unsigned a = 0;
     if (s >= 0 && s < p.streams) {
         Place place{&p, nullptr, 0};
         if (p.run_shift) {
-            const long long i0 = (s * p.sbytes) >> p.run_shift;
-            const int n = (int)(p.sbytes >> p.run_shift);
+            const long long i0 = o0 >> p.run_shift;
+            const int n = (int)((o1 - o0) >> p.run_shift);
             for (int i = threadIdx.x; i < n; i += kThreads)
                 tbl[i] = p.perm[i0 + i];
             __syncthreads();
             place.tbl = tbl;
             place.tbl0 = i0;
         }
-        a = stream<S>(p, place, buf, s * p.sbytes, (s + 1) * p.sbytes);
+        a = stream<S>(p, place, buf, o0, o1);
     }
     if (p.rec && threadIdx.x == 0) {
         p.rec[3 * blockIdx.x + 1] = now_ns();
@@ -678,6 +693,24 @@ int main(int argc, char **argv)
                 row(name, true, 2, wave, d, bytes, false);
             }
         }
+        /* Balance by the block scheduler with a fixed split (a
+         * deterministic reduction): each stream's block stops short of a
+         * tail, cut into pieces that later blocks take as SMs free up.
+         * (Attention would add a partial output and its merge a piece.) */
+        /* {1 / the tail's share of a stream, its blocks}: pieces of 16-64 KB
+         * at 1 MB a stream, each whole stages */
+        const int tails[][2] = {{16, 2}, {16, 4}, {8, 2}, {8, 4}, {8, 8}, {4, 4}, {4, 8}};
+        for (const auto &t : tails) {
+            Probe r = q;
+            r.tail_bytes = sbytes / t[0];
+            r.tail_pieces = t[1];
+            char name[96];
+            snprintf(name, sizeof name, "tail 1/%d as %d blocks of %lld KB, 4 KB, 1 round", t[0],
+                     t[1], r.tail_bytes / t[1] >> 10);
+            row(name, false, 2, streams * (1 + t[1]), r, bytes, true);
+        }
+        row("static, shuffled 4 KB, 1 round of arithmetic (again)", false, 2, streams, q, bytes,
+            true);
         if (streams % 8 == 0) { /* the pool's layout: 8 heads a frame, frames shuffled */
             CK(cudaMalloc(&cur, (c.sms + 1) * sizeof(unsigned)));
             CK(cudaMemset(cur, 0, (c.sms + 1) * sizeof(unsigned)));

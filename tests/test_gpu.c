@@ -422,6 +422,8 @@ typedef struct {
     void *dq, *dk, *dv, *dout, *dws;
     int *dtab, *dlens;
     pf_gpu_attn_shape sh;
+    int keep_ws;               /* 1: run on the workspace as the last run
+                                  left it (no new one, no init)            */
 } pcase;
 
 static void pcase_make(pcase *c, const int *lens)
@@ -493,11 +495,11 @@ static void pcase_free(pcase *c)
 static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
 {
     float out[PS * PHQ * PD];
-    if (c->dws) {
+    if (c->dws && !c->keep_ws) {
         CK(pf_gpu_free(c->dws));
         c->dws = NULL;
     }
-    if (p->workspace_bytes) { /* prepared once before first use, as gpu.h asks */
+    if (p->workspace_bytes && !c->keep_ws) { /* prepared once before first use, as gpu.h asks */
         CK(pf_gpu_malloc(&c->dws, p->workspace_bytes));
         CK(pf_gpu_memset(c->dws, 0x5a, p->workspace_bytes)); /* init must clear it */
         CK(pf_gpu_attn_workspace_init(p, c->host, c->dws, NULL));
@@ -583,6 +585,55 @@ Test(gpu, work_list_reads_each_length_up_to_its_planned_chunks)
         }
         cr_assert_lt(c.want[3], dev[3], "the test must cut one length (chunk %d)", p.chunk);
         pcase_check(&c, &p, "work list");
+    }
+    pcase_free(&c);
+}
+
+/* A plan with a tail (pf_gpu__plan_set_tail): units of several chunks
+ * and single chunks, their partial slots sparse. Every version that can
+ * run one gives the reference on the plan's lengths; then, on the same
+ * workspace without a new init, on other device lengths (shorter, zero,
+ * longer up to the planned chunks), so a slot a unit of the first run
+ * wrote and no unit of the second does must not enter the merge. */
+Test(gpu, tail_units_cover_every_token_once_run_after_run)
+{
+    const int host[PS] = {256, 40, 200, 1};
+    const int dev[PS] = {150, 0, 250, 37};
+    pcase c;
+    pcase_make(&c, host);
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        pf_gpu_attn_plan p;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &c.sh, 1, host, 0, v, 132, 8), PF_OK);
+        if (!pf_gpu_version_tail(v)) {
+            cr_assert_eq(pf_gpu__plan_set_tail(&p, 1, host), PF_ERR_ARG, "v%d", v);
+            continue;
+        }
+        /* 128-token blocks (2 of the longest), each 7 units of 16 tokens
+         * and 1 of its own */
+        cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, host), PF_OK);
+        cr_assert_eq(p.chunk, 128);
+        cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, host), PF_ERR_ARG, "8-token chunks");
+        cr_assert_eq(pf_gpu__plan_set_tail(&p, 1, host), PF_OK, "v%d", v);
+        cr_assert_eq(p.chunk, 16);
+        cr_assert_eq(p.splits, 16);
+        cr_assert_eq(p.tail, 1);
+        cr_assert_eq(pf_gpu__plan_set_tail(&p, 1, host), PF_ERR_ARG, "a tail already");
+        memcpy(c.lens, host, sizeof host);
+        memcpy(c.want, host, sizeof host);
+        CK(pf_gpu_memcpy(c.dlens, host, sizeof host, PF_GPU_H2D));
+        c.keep_ws = 0;
+        pcase_check(&c, &p, "tail, the plan's lengths");
+        memcpy(c.lens, dev, sizeof dev);
+        CK(pf_gpu_memcpy(c.dlens, dev, sizeof dev, PF_GPU_H2D));
+        for (int s = 0; s < PS; s++) {
+            const int nch = host[s] > 0 ? (host[s] + p.chunk - 1) / p.chunk : 1;
+            c.want[s] = dev[s] < nch * p.chunk ? dev[s] : nch * p.chunk;
+        }
+        cr_assert_eq(c.want[2], 208, "read up to its planned chunks");
+        cr_assert_eq(c.want[3], 16);
+        c.keep_ws = 1;
+        pcase_check(&c, &p, "tail, other device lengths, same workspace");
+        c.keep_ws = 0;
     }
     pcase_free(&c);
 }

@@ -35,6 +35,11 @@ expect_usage --workload llama --group-tile 8
 expect_usage --shuffle-window 0
 expect_usage --shuffle-window x
 expect_usage --shuffle-seed 0 --shuffle-window 8
+expect_usage --tail 0
+expect_usage --tail 9
+expect_usage --tail 2 --grid-order
+expect_usage --tail 2 --kernel 9
+expect_usage --tail 2 --kernel 14
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"
 [ -e "$tlu" ] && { echo "FAIL: a usage error left a timeline behind"; fails=$((fails + 1)); rm -f "$tlu"; }
@@ -67,23 +72,38 @@ case $rc in
     ;;
 esac
 
+# expect_pass LABEL PATTERNS ARGS...: bench ARGS --format json must, on a
+# device, exit 0 with PASS and every line of PATTERNS (grep regexes) in its
+# report; without one, exit 3 (the no-device case is checked above)
+expect_pass() {
+    label=$1 pats=$2
+    shift 2
+    "$bin" bench "$@" --format json >"$out" 2>"$err"
+    rc=$?
+    case $rc in
+    0)
+        missing=$(printf '%s\n"result": *"PASS"\n' "$pats" | while IFS= read -r p; do
+            grep -q -- "$p" "$out" || echo "$p"
+        done)
+        [ -z "$missing" ] || { echo "FAIL: $label: no $missing"; cat "$out" "$err"; fails=$((fails + 1)); }
+        ;;
+    3) ;;
+    *)
+        echo "FAIL: bench $label -> status $rc"
+        cat "$err"
+        fails=$((fails + 1))
+        ;;
+    esac
+}
+
 # frames shuffled within runs of 3: still every frame once (the pool
 # read-back and the checks pass), and the report names the window
-"$bin" bench --workload seed --seqs 8 --iters 2 --no-read-bw --shuffle-window 3 --format json \
-    >"$out" 2>"$err"
-rc=$?
-case $rc in
-0)
-    grep -q '"result": *"PASS"' "$out" && grep -q '"shuffle_window": *3' "$out" ||
-        { echo "FAIL: --shuffle-window 3"; cat "$out" "$err"; fails=$((fails + 1)); }
-    ;;
-3) ;;
-*)
-    echo "FAIL: bench --shuffle-window 3 -> status $rc"
-    cat "$err"
-    fails=$((fails + 1))
-    ;;
-esac
+expect_pass "--shuffle-window 3" '"shuffle_window": *3' --workload seed --seqs 8 --iters 2 \
+    --no-read-bw --shuffle-window 3
+# a tail (each block's last eighth as 4 blocks of its own, 128-token
+# chunks): the checks pass on the units' partials, and the report names it
+expect_pass "--tail 4" '"tail": *4
+"chunk": *128' --workload llama --seqs 4 --kernel 12 --splits 1 --tail 4 --iters 2 --no-read-bw
 
 # the block timeline: on a device, one CSV line a block, each block's
 # start <= first tile <= last tile <= end, as many as the report's tl_blocks

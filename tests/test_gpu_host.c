@@ -672,6 +672,97 @@ Test(gpu_host, work_list_covers_each_chunk_once_longest_first)
     free(pairs);
 }
 
+/* A tail (pf_gpu__plan_set_tail): each block's worth of chunks (8 x tail
+ * of the new chunk) becomes one unit of all but its last `tail` chunks
+ * with tokens and a unit for each of those; every chunk with tokens is in
+ * exactly one unit, the units longest first, their pairs encoded as the
+ * kernels decode them. Refused where it cannot run. */
+Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
+{
+    enum { N = 6 };
+    /* whole blocks, a short last block, shorter than one tail, empty */
+    int lens[N] = {4096, 4000, 1000, 100, 0, 8192};
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 8192 / 16;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 12, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK);
+    cr_assert_eq(p.chunk, 4096);
+    const int units_before = p.units;
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 0, lens), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 9, lens), PF_ERR_ARG);
+    lens[1]++;
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 4, lens), PF_ERR_ARG, "not the plan's lengths");
+    lens[1]--;
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 4, NULL), PF_ERR_ARG);
+    cr_assert_eq(p.units, units_before, "a refused tail leaves the plan");
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 4, lens), PF_OK);
+    cr_assert_eq(p.tail, 4);
+    cr_assert_eq(p.chunk, 128, "4096 / (8 x 4)");
+    cr_assert_eq(p.splits, 64);
+    pf_gpu_ws_layout l;
+    pf_gpu__ws_layout(&p, &l);
+    cr_assert_eq(l.slots, 2 * (1 + 4), "a slot a unit: 2 runs of 32 chunks, 5 units each");
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 4, lens), PF_ERR_ARG, "one tail a plan");
+    int *pairs = malloc(sizeof(int) * 2 * (size_t)(p.units + 1));
+    cr_assert_not_null(pairs);
+    cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_OK);
+    cr_assert_eq(pairs[1], p.units);
+    int seen[N][64] = {{0}}, spans[N][64] = {{0}};
+    int prev_tok = INT32_MAX;
+    for (int u = 0; u < p.units; u++) {
+        const int seq = pairs[2 * u + 2], y = pairs[2 * u + 3];
+        const int chunk = y & 0xff, span = ((y >> 8) & 0xff) + 1, nch = y >> 16;
+        cr_assert(seq >= 0 && seq < N && chunk + span <= 64, "unit %d", u);
+        cr_assert_eq(y, PF_GPU_WORK_Y(chunk, span, nch));
+        const int len = lens[seq];
+        cr_assert_eq(nch, len > 0 ? (len + 127) / 128 : 1, "seq %d", seq);
+        cr_assert_eq(chunk / 32, (chunk + span - 1) / 32, "unit %d crosses a block", u);
+        int tok = len - chunk * 128;
+        tok = tok < 0 ? 0 : tok > span * 128 ? span * 128 : tok;
+        cr_assert(tok > 0 || (len <= 0 && chunk == 0), "unit %d is empty", u);
+        cr_assert_leq(tok, prev_tok, "unit %d: longest first", u);
+        prev_tok = tok;
+        for (int c = chunk; c < chunk + span; c++)
+            seen[seq][c]++;
+        spans[seq][chunk] = span;
+    }
+    for (int i = 0; i < N; i++) {
+        const int nch = lens[i] > 0 ? (lens[i] + 127) / 128 : 1;
+        for (int c = 0; c < 64; c++)
+            cr_assert_eq(seen[i][c], c < nch, "seq %d chunk %d seen %d times", i, c, seen[i][c]);
+    }
+    /* 4096: 28 + 4 x 1; 4000 (32 chunks, the last short): the same;
+     * 1000 (8 chunks): 4 + 4 x 1; 100 (1 chunk): 1; 8192: twice 28 + 4 */
+    cr_assert_eq(spans[0][0], 28);
+    cr_assert_eq(spans[0][28], 1);
+    cr_assert_eq(spans[1][0], 28);
+    cr_assert_eq(spans[2][0], 4);
+    cr_assert_eq(spans[2][4], 1);
+    cr_assert_eq(spans[3][0], 1);
+    cr_assert_eq(spans[5][32], 28);
+    cr_assert_eq(p.units, 5 + 5 + 5 + 1 + 1 + 10);
+    free(pairs);
+    /* what cannot run one: no list, cluster, stealing, 4 head tiles a block */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 4096, 12, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 1, lens), PF_ERR_ARG);
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
+        cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK, "v%d", v); /* 4096 */
+        const int can = v >= 5 && v != 9 && v != 10 && v != 11 && v != 14;
+        cr_assert_eq(pf_gpu_version_tail(v), can, "v%d", v);
+        cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), can ? PF_OK : PF_ERR_ARG, "v%d", v);
+    }
+    /* 256-token pages: 4096 / 32 = 128 is half a page */
+    s.block_size = 256;
+    s.max_blocks_per_seq = 8192 / 256;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 12, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 4, lens), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), PF_OK, "256-token chunks");
+}
+
 /* Without lengths, or with a version that merges in a second launch or in
  * a cluster, the blocks run in grid order: no list. */
 Test(gpu_host, work_list_only_from_lengths_and_fused_versions)

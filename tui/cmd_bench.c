@@ -70,6 +70,7 @@ typedef struct {
     int kernel;
     int splits;
     int grid_order;
+    int tail;
     int group_tile;
     const char *timeline;
     const char *profile_out;
@@ -178,6 +179,7 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "chunk", "split-KV chunk", res->chunk_tokens, "%.0f", "tokens");
     pf_report_num(r, "splits", "chunks of the longest sequence", res->splits, "%.0f", NULL);
     pf_report_num(r, "units", "work-list units (0: grid order)", res->units, "%.0f", NULL);
+    pf_report_num(r, "tail", "tail units a block's worth (0: none)", a->tail, "%.0f", NULL);
     pf_report_num(r, "kernel", "kernel version", res->version, "%.0f", NULL);
     pf_report_num(r, "group_tile", "query heads a block serves", res->group_tile, "%.0f", NULL);
     pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
@@ -206,9 +208,11 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     static const char *const labels[] = {"pass", "median ms", "mean ms", "sd ms", "min ms",
                                          "KV GB/s", "of read BW"};
     pf_report_table(r, "timing", "Attention latency (CUDA events)", 7, keys, labels);
-    const pf_gpu_timing *t[3] = {&res->naive, &res->ordered, &res->shuffled};
-    const char *names[3] = {"naive", "paged-ordered", "paged-shuffled"};
-    for (int i = 0; i < (res->have_shuffled ? 3 : 2); i++) {
+    const pf_gpu_timing *t[4] = {&res->naive, &res->ordered, &res->shuffled, &res->stream};
+    const char *names[4] = {"naive", "paged-ordered", "paged-shuffled", "stream, same bytes"};
+    for (int i = 0; i < 4; i++) {
+        if ((i == 2 && !res->have_shuffled) || (i == 3 && !res->have_stream))
+            continue;
         pf_report_cell_str(r, names[i]);
         pf_report_cell_num(r, t[i]->median_ms, "%.4f");
         pf_report_cell_num(r, t[i]->mean_ms, "%.4f");
@@ -218,6 +222,9 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
         pf_report_cell_num(r, t[i]->frac_bw, "%.3f");
     }
     pf_report_note(r, "KV GB/s = K+V bytes of the real tokens / median time (1 GB = 1e9 B)");
+    if (res->have_stream)
+        pf_report_note(r, "stream, same bytes: the read probe's kernel over a buffer of the pass's "
+                          "K+V bytes, flushed and interleaved with the passes");
 
     pf_report_section(r, "ratios", "Ratios (medians of this run)");
     const double paged = res->have_shuffled ? res->shuffled.median_ms : res->ordered.median_ms;
@@ -231,6 +238,9 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
                       res->ordered.median_ms > 0 ? res->shuffled.median_ms / res->ordered.median_ms
                                                  : 0,
                       "%.3f", "x");
+    if (res->have_stream)
+        pf_report_num(r, "paged_vs_stream", "paged / a stream of the same bytes (throughput)",
+                      paged > 0 ? res->stream.median_ms / paged : 0, "%.3f", NULL);
     if (!res->have_shuffled)
         pf_report_note(r, "--shuffle-seed 0: ordered frames only; slowdown is ordered / naive");
 
@@ -352,6 +362,8 @@ int pf_cmd_bench(int argc, char **argv)
          "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
         {"grid-order", PF_OPT_FLAG, &a.grid_order, 0, 0, NULL, NULL,
          "launch every chunk in grid order, without the planner's work list", 0},
+        {"tail", PF_OPT_INT, &a.tail, 1, 8, NULL, "N",
+         "cut each block's last 1/8 into N blocks of its own (balanced by the hardware)", 0},
         {"group-tile", PF_OPT_INT, &a.group_tile, 0, 8, NULL, "N",
          "query heads one block serves (1, 2, 4, 8 dividing the group); 0: the planner's", 0},
         {"timeline", PF_OPT_STRING, &a.timeline, 0, 0, NULL, "FILE",
@@ -395,6 +407,11 @@ int pf_cmd_bench(int argc, char **argv)
                                   "dividing the group of %d", a.group_tile, a.hq / a.hkv);
     if (a.shuffle_window && !a.shuffle_seed)
         return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
+    if (a.tail && a.grid_order)
+        return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
+    if (a.tail && a.kernel && !pf_gpu_version_takes_tail(a.kernel))
+        return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions 5-8, 12, "
+                                  "13 and 15-17 can)", a.kernel);
     if (a.grid_order && a.kernel == 11)
         return pf_cli_error(PROG, "--grid-order: kernel version 11 runs from its work list only");
     if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
@@ -463,6 +480,7 @@ int pf_cmd_bench(int argc, char **argv)
         .tolerance = a.tolerance,
         .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
         .grid_order = a.grid_order,
+        .tail = a.tail,
         .splits = a.splits,
         .timeline = a.timeline != NULL,
         .group_tile = a.group_tile,
@@ -486,6 +504,8 @@ int pf_cmd_bench(int argc, char **argv)
     }
     if (rc != PF_OK) {
         fprintf(stderr, "%s: %s\n", PROG, err[0] ? err : pf_strerror(rc));
+        if (rc == PF_ERR_ARG) /* flags the plan refused (--splits, --tail): usage */
+            status = 2;
         goto out;
     }
     r = pf_report_new();
