@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -863,6 +864,14 @@ int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_
     plan->tail = 0;
     plan_workspace(plan);
     return PF_OK;
+}
+
+void pf_gpu_attn_plan_layout(size_t *bytes, size_t *magic_at)
+{
+    if (bytes)
+        *bytes = sizeof(pf_gpu_attn_plan);
+    if (magic_at)
+        *magic_at = offsetof(pf_gpu_attn_plan, magic);
 }
 
 int pf_gpu_version_takes_tail(int version)

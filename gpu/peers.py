@@ -126,6 +126,16 @@ def main():
         return 3
     lib = ctypes.CDLL(args.lib)
     vp = ctypes.c_void_p
+    # the hand-made mirror of pf_gpu_attn_plan must be the library's
+    size_t = ctypes.c_size_t
+    lib.pf_gpu_attn_plan_layout.argtypes = [ctypes.POINTER(size_t), ctypes.POINTER(size_t)]
+    nbytes, magic_at = size_t(), size_t()
+    lib.pf_gpu_attn_plan_layout(ctypes.byref(nbytes), ctypes.byref(magic_at))
+    if (nbytes.value, magic_at.value) != (ctypes.sizeof(AttnPlan), AttnPlan.magic.offset):
+        print(f"peers.py: AttnPlan ({ctypes.sizeof(AttnPlan)} bytes, magic at "
+              f"{AttnPlan.magic.offset}) is not the library's pf_gpu_attn_plan ({nbytes.value} "
+              f"bytes, magic at {magic_at.value}): update its _fields_ from gpu/gpu.h")
+        return 2
     lib.pf_gpu_attn_plan_make.argtypes = [ctypes.POINTER(AttnPlan), ctypes.POINTER(AttnShape),
                                           ctypes.c_int, vp, ctypes.c_int, ctypes.c_int]
     lib.pf_gpu_attn_run.argtypes = [ctypes.POINTER(AttnPlan), vp, vp, vp, vp, vp, vp, vp, vp]

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -754,6 +755,11 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
         cr_assert_eq(pf_gpu_version_tail(v), can, "v%d", v);
         cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), can ? PF_OK : PF_ERR_ARG, "v%d", v);
     }
+    /* bindings check their mirror of the plan against this */
+    size_t bytes = 0, magic_at = 0;
+    pf_gpu_attn_plan_layout(&bytes, &magic_at);
+    cr_assert_eq(bytes, sizeof(pf_gpu_attn_plan));
+    cr_assert_eq(magic_at, offsetof(pf_gpu_attn_plan, magic));
     /* 256-token pages: 4096 / 32 = 128 is half a page */
     s.block_size = 256;
     s.max_blocks_per_seq = 8192 / 256;
