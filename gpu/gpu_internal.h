@@ -34,8 +34,8 @@ int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int p
  * pf_gpu_attn_plan_compute. */
 int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_host);
 
-/* Run a made plan in grid order: no work list, the workspace it then needs
- * (for measuring the list: the bench's --grid-order). */
+/* Run a made plan in grid order: no work list (nor tail), the workspace it
+ * then needs (for measuring the list: the bench's --grid-order). */
 void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan);
 
 /* Head tiles of a shape: the blocks one chunk of a sequence launches. */

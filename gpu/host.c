@@ -638,6 +638,7 @@ static void plan_workspace(pf_gpu_attn_plan *plan)
 void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan)
 {
     plan->units = 0;
+    plan->tail = 0; /* a tail is units of the list: its chunks stay, each a block */
     plan->lens_hash = 0;
     plan_workspace(plan);
 }
