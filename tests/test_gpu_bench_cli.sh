@@ -50,6 +50,11 @@ rc=$?
 case $rc in
 0)
     grep -q '"result": *"PASS"' "$out" || { echo "FAIL: status 0 without PASS"; cat "$out"; fails=$((fails + 1)); }
+    # the read probe on: a stream of the pass's bytes beside the passes,
+    # which no kernel that reads those bytes can beat by much
+    pvs=$(sed -n 's/.*"paged_vs_stream": *\([0-9.e+-]*\).*/\1/p' "$out")
+    awk -v v="$pvs" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 1.2) }' ||
+        { echo "FAIL: paged_vs_stream = '$pvs'"; fails=$((fails + 1)); }
     # the profile: the format line, then each figure finite and positive
     grep -qx 'format = pagefault-gpu-profile/1' "$prof" || { echo "FAIL: profile format"; cat "$prof"; fails=$((fails + 1)); }
     for k in mem_read_gbps attn_kv_gbps attn_fixed_us; do
