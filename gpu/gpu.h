@@ -191,6 +191,15 @@ int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *
                      int n_tokens, const int *block_tables, const int *seq_lens,
                      void *k_pool, void *v_pool, void *stream);
 
+/* pf_gpu_attn_plan as this library was built: its size and the offset of
+ * its last field (magic). Bindings that mirror the struct by hand
+ * (gpu/peers.py, ctypes) check theirs against it before the first call. */
+void pf_gpu_attn_plan_layout(size_t *bytes, size_t *magic_at);
+
+/* 1 when kernel version v can run a plan with a tail (pf_gpu_bench_cfg's
+ * tail; `pagefault bench --tail`): versions 5-8, 12, 13 and 15-17. */
+int pf_gpu_version_takes_tail(int version);
+
 /* The block timeline of one launch (`pagefault bench --timeline`, (f) below).
  * Kernel versions 7 on can record, per thread block of a launch, five words
  * (PF_GPU_TRACE_WORDS): the global nanosecond timer (%globaltimer) when the
@@ -201,15 +210,6 @@ int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *
  * first data), how long they stream and merge, and how ragged the end is
  * (the tail, and the share of SM time spent holding a block). Host code:
  * works in every build (the records come from a CUDA build's bench). */
-/* pf_gpu_attn_plan as this library was built: its size and the offset of
- * its last field (magic). Bindings that mirror the struct by hand
- * (gpu/peers.py, ctypes) check theirs against it before the first call. */
-void pf_gpu_attn_plan_layout(size_t *bytes, size_t *magic_at);
-
-/* 1 when kernel version v can run a plan with a tail (pf_gpu_bench_cfg's
- * tail; `pagefault bench --tail`): versions 5-8, 12, 13 and 15-17. */
-int pf_gpu_version_takes_tail(int version);
-
 #define PF_GPU_TRACE_WORDS 5
 #define PF_GPU_TRACE_MIN_VERSION 7 /* the first version that records it      */
 typedef struct {

@@ -476,8 +476,8 @@ static int seq_units(int len, int seq, int chunk, int tail, pf_gpu_unit *out)
     for (int c0 = 0; c0 < nch; c0 += run) {
         const int n = nch - c0 < run ? nch - c0 : run;
         const int head = n > tail ? n - tail : 0; /* tail 0: n (= 1) */
-        for (int c = c0; c < c0 + n; c += c == c0 && head ? head : 1) {
-            const int span = c == c0 && head ? head : 1;
+        for (int c = c0, span; c < c0 + n; c += span) {
+            span = c == c0 && head ? head : 1;
             if (out) {
                 int tok = len - c * chunk;
                 tok = tok < 0 ? 0 : tok > span * chunk ? span * chunk : tok;

@@ -622,18 +622,20 @@ __device__ __forceinline__ void write_block(const AttnArgs<T> &a, const float *s
     }
 }
 
-/* The partial slot of the unit that holds chunk c of a sequence planned
- * in nch chunks: the chunk itself, or, with a tail, the unit's ordinal in
+/* The partial slot of the unit that holds chunk c of job's sequence: the
+ * chunk itself, or, with a tail, the unit's ordinal in
  * its sequence (host.c, seq_units: each run of 8 x tail chunks is a unit
  * of all but its last `tail` chunks, then a unit for each of those; a run
  * of at most `tail` chunks, a unit for each). So a sequence's units fill
  * slots 0, 1, 2 ... in chunk order, and the merge reads a few slots, not
  * one a chunk (the first form, one a chunk with the unused ones skipped,
  * read 32-64 slots in 4-8 rounds and cost llama 2-10 points). */
-template <typename T> __device__ __forceinline__ int slot_of(const AttnArgs<T> &a, int c, int nch)
+template <typename T>
+__device__ __forceinline__ int slot_of(const AttnArgs<T> &a, const Work &job, int c)
 {
     if (!a.tail)
         return c;
+    const int nch = (job.lim + a.chunk - 1) / a.chunk; /* the sequence's planned chunks */
     const int run = 8 * a.tail, j = c / run, off = c - j * run;
     const int n = min(run, nch - j * run), head = n > a.tail ? n - a.tail : 0;
     return j * (1 + a.tail) + (head ? (off < head ? 0 : 1 + off - head) : off);
@@ -735,7 +737,7 @@ __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last
     const unsigned mine = (unsigned)min(job.span, nch - job.chunk);
     /* the slots filled: those of the units up to the one holding the last
      * chunk with tokens (nch itself without a tail) */
-    const int np = slot_of(a, nch - 1, (job.lim + a.chunk - 1) / a.chunk) + 1;
+    const int np = slot_of(a, job, nch - 1) + 1;
     if (threadIdx.x == 0) {
         /* ... and thread 0's fence, after the barrier, makes them all
          * visible to the GPU before the count (the barrier-then-one-fence
@@ -772,7 +774,7 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
      * block writes the output (every block of a sequence sees the same len) */
     const bool whole = a.splits == 1 || (FUSED && len <= job.span * a.chunk);
     write_block<T, D, GT, NP>(a, sm_m, sm_l, sm_acc, seq, qh0, whole, a.slots,
-                              slot_of(a, job.chunk, (job.lim + a.chunk - 1) / a.chunk));
+                              slot_of(a, job, job.chunk));
     if (!FUSED || whole)
         return;
     merge_if_last<T, D>(a, sm_last, job, qh0, GT, len);
