@@ -21,6 +21,8 @@
 #                takes the naive, ordered and shuffled launches of the first
 #                warm-up round (default 4 1: the ordered one); NCU_SECTIONS
 #                adds sections (e.g. "InstructionStats SchedulerStats")
+#   NCU_CUDNN="llama long"  Nsight Compute on PyTorch's cuDNN SDPA: one decode
+#                call a workload (after 3 untimed), inside an NVTX range -> ncu.txt
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #                (PEERS_VERSIONS=0,7: our versions to run, default 0;
 #                PEERS_WORKLOADS=single,llama: default all; PEERS_ARGS more
@@ -142,6 +144,28 @@ if [ "${NCU:-0}" = 1 ]; then
         echo "ncu status $?" >>"$OUT/ncu.txt"
     done
 fi
+for w in ${NCU_CUDNN:-}; do
+    # the fifteenth session's look at cuDNN's decode kernel (docs/gpu-journal.md)
+    echo "### ncu, PyTorch cuDNN SDPA on $w" >>"$OUT/ncu.txt"
+    ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --section WarpStateStats --section SchedulerStats python3 - "$w" >>"$OUT/ncu.txt" 2>&1 <<'PY'
+import sys, torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+S, L = {"llama": (64, 4096), "long": (8, 32768), "batch": (256, 1024), "single": (1, 1024)}[sys.argv[1]]
+q = torch.randn(S, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+k, v = (torch.randn(S, 8, L, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("prof")
+    F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+PY
+    echo "ncu status $?" >>"$OUT/ncu.txt"
+done
 if [ "${PEERS:-0}" = 1 ]; then
     PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so --versions "${PEERS_VERSIONS:-0}" \
         ${PEERS_WORKLOADS:+--workloads "$PEERS_WORKLOADS"} ${PEERS_ARGS:-} >"$OUT/peers.txt" 2>&1

@@ -164,17 +164,19 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 
 /* ---- planning constants shared by the planner (host.c) and the kernels */
 #define PF_GPU_THREADS 128       /* threads per attention block              */
-/* Fewest tokens a split-KV chunk holds. 128: on the H200 (docs/gpu.md,
- * third session) chunks of 64 tokens lost to 128 on both small launches,
- * whatever the planner's model said: seed 11.2 vs 10.4 us (v5), single
- * 14.9 vs 14.4 (v5) and 14.4 vs 13.2 (v6); a block's fixed latency (table,
- * first rows, its share of the merge) outweighs the 64 tokens it saves. */
+/* Fewest tokens a split-KV chunk holds. 128: on the H200
+ * (docs/gpu-journal.md, third session) chunks of 64 tokens lost to 128 on
+ * both small launches, whatever the planner's model said: seed 11.2 vs 10.4
+ * us (v5), single 14.9 vs 14.4 (v5) and 14.4 vs 13.2 (v6); a block's fixed
+ * latency (table, first rows, its share of the merge) outweighs the 64
+ * tokens it saves. */
 #define PF_GPU_MIN_CHUNK 128
 #define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most: the table cache holds one */
 #define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 /* The kernel version 0 stands for, for a shape: the fastest measured
- * (docs/gpu.md, NVIDIA H200, paged on shuffled frames):
+ * (docs/gpu.md's versions table, docs/gpu-journal.md session by session;
+ * NVIDIA H200, paged on shuffled frames):
  *   16-bit small launch (below) 9 (single 11.7 and 12.5 us against 13.5
  *                                 for v7 in two calls, fifth session);
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
@@ -195,8 +197,11 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * session, and not bitwise reproducible), 14 (a head tile a warp, tenth
  * session: below v12 on llama, long, mixed and mha; 0.2-1.0 points above
  * it on batch in three runs, within the run-to-run spread), 15 and 16 (the
- * copy engine, eleventh session: below v12 everywhere) nor 17 (the L2
- * prefetch hint, eleventh session: tied with v12 in three calls). */
+ * copy engine, eleventh session: below v12 everywhere), 17 (the L2
+ * prefetch hint, eleventh session: tied with v12 in three calls) nor 18
+ * (version 6 in cuDNN's decode shape, 2 blocks an SM, fifteenth session:
+ * ahead of v12 on one machine start, behind it on the next, and 1-2
+ * points behind at 8-token pages). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
@@ -208,13 +213,14 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
  * planned for the group's tile first, then each block's heads are cut to
  * this): a small launch leaves SMs idle, so more, shorter blocks cost no
  * bandwidth and shorten each block's arithmetic and merge. Measured on the
- * H200 (docs/gpu.md, sixth session, one call): single 9.8 us against 10.0
- * at the group's tile of 4 in `pagefault bench`, and in gpu/peers.py 9.7
- * against 10.1 us, cuDNN's SDPA 10.1 us in the same process. */
+ * H200 (docs/gpu-journal.md, sixth session, one call): single 9.8 us
+ * against 10.0 at the group's tile of 4 in `pagefault bench`, and in
+ * gpu/peers.py 9.7 against 10.1 us, cuDNN's SDPA 10.1 us in the same
+ * process. */
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
- * and 11 to 17 through global memory (their workspace also holds one
+ * and 11 to 18 through global memory (their workspace also holds one
  * counter per (sequence, head tile), zero at rest; version 14: per block of
  * 4 tiles) and from a work list when planned
  * from lengths; 9 and 10 inside a thread-block cluster, so their chunks

@@ -374,18 +374,18 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s)
  * chunk that cuts the longest sequence into 1, 2, 3... equal whole pages.
  *
  * The model is processor sharing: the blocks resident at a time share the
- * memory bandwidth equally, but one block streams at most one SM's share
- * (BW / sm_count), so the machine is saturated only while about one block
- * per SM is resident. (Until the fifth session the cap was half an SM's
- * share, from version 5, which was bound by issuing instructions; with
- * version 7's fewer instructions and the work list, the H200 measured the
- * mixed workload at 0.219 ms in one chunk against 0.227 in two, 0.236 in
- * four, where the half-share model preferred two: with one SM's share the
- * model orders all three as measured, and keeps every other workload's
- * choice, docs/gpu.md.) Each block also pays a fixed start-up (table
- * read, first loads in flight); more than one chunk per sequence adds the
- * merge (a second launch, the partial outputs written and read back). So a
- * few long sequences get split until every SM has work, and a batch that
+ * memory bandwidth equally, but one block streams at most one SM's share (BW
+ * / sm_count), so the machine is saturated only while about one block per SM
+ * is resident. (Until the fifth session the cap was half an SM's share, from
+ * version 5, which was bound by issuing instructions; with version 7's fewer
+ * instructions and the work list, the H200 measured the mixed workload at
+ * 0.219 ms in one chunk against 0.227 in two, 0.236 in four, where the
+ * half-share model preferred two: with one SM's share the model orders all
+ * three as measured, and keeps every other workload's choice,
+ * docs/gpu-journal.md, fifth session.) Each block also pays a fixed start-up
+ * (table read, first loads in flight); more than one chunk per sequence adds
+ * the merge (a second launch, the partial outputs written and read back). So
+ * a few long sequences get split until every SM has work, and a batch that
  * already fills the machine is not split for nothing: a partial last wave
  * costs only what it leaves idle. (Issue 4's rule, eight blocks per SM from
  * the capacity, split llama into 3 chunks and mha not at all whatever the

@@ -1,5 +1,5 @@
 /* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
- * versions 1-17 in llm.c's manner, docs/gpu.md has each one's figures), the
+ * versions 1-18 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
@@ -37,7 +37,7 @@
  * first copies the chunk's slice of the block table to shared memory (read
  * ahead of use, one coalesced load), then finds each row through it (v1 by
  * a shift and the frame stride; v2-v6 through core/paging.h). Versions 6
- * and 12-17 move the scores and the V sums to tensor cores (attn_mma; 15
+ * and 12-18 move the scores and the V sums to tensor cores (attn_mma; 15
  * and 16, attn_tma, bring their tiles by Hopper's copy engine). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
@@ -465,7 +465,7 @@ __global__ void __launch_bounds__(kThreads) attn_v1(const AttnArgs<T> a)
 /* L2P (version 17): the L2 prefetch-size hint, 0 (none) or 128 bytes: the
  * L2 fetches the whole 128-byte line around the 16 bytes asked for, as
  * FlashInfer's decode kernels ask. (256 bytes was measured too and lost 4-5
- * points: docs/gpu.md, eleventh session.) */
+ * points: docs/gpu-journal.md, eleventh session.) */
 template <int L2P = 0>
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
 {
@@ -501,7 +501,7 @@ __device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
  * static variables, so it starts wherever they end (2352 bytes for v7's
  * table cache and merge scalars: 48 past a 128-byte line). cp.async into a
  * destination off the 128-byte grid costs twice the L2 requests: measured
- * on the H200 (docs/gpu.md, fourth session), v7 copying into such a buffer
+ * on the H200 (docs/gpu-journal.md, fourth session), v7 copying into such a buffer
  * ran the llama shape at 0.73 of the read bandwidth with an L2 hit rate of
  * 49% (every sector asked for twice) against 0.93 and 1.5% from an aligned
  * static buffer, and version 6, which had the same flaw since it was
@@ -993,7 +993,7 @@ constexpr float kLazy = 8.f;
  * groups >= 4: S = Q K^T and O += P V take D / 4 mma instructions per 16
  * tokens of a warp (D / 8 more for bf16's P, see Mma), where v5 issues about
  * D x GT warp-wide FMAs for the same tokens (512 at D = 128, GT = 4).
- * Measured on the H200 it is slower than v5 all the same (docs/gpu.md,
+ * Measured on the H200 it is slower than v5 all the same (docs/gpu-journal.md,
  * third session: 8 warps an SM keep too few requests in flight).
  *
  * Work split: a block (4 warps) owns the same (chunk, KV head, GQA tile) as
@@ -1251,7 +1251,7 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * ldmatrix, D / 16 + 2 x D / 8 mma for bf16, the softmax of 2 scores a
  * lane); Nsight Compute counted 315 (ninth session: register moves around
  * the padded mma, swizzled addresses, the copy), against v7's 445.
- * Measured (docs/gpu.md): in the eighth session its paged pass trailed
+ * Measured (docs/gpu-journal.md): in the eighth session its paged pass trailed
  * v7's, its gather costing a point more; with v7's fixed-offset copy for
  * whole tiles (ninth session) it leads v7 by 0.6-1.1 points, and is
  * version 0 for 16-bit GQA. */
@@ -1308,8 +1308,8 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
-     * no dynamic shared memory costs the host less (docs/gpu.md, eighth
-     * session); version 6's 96 KB are dynamic, on the 128-byte grid */
+     * no dynamic shared memory costs the host less (docs/gpu-journal.md,
+     * eighth session); version 6's 96 KB are dynamic, on the 128-byte grid */
     uint4 *v6buf;
     if constexpr (mma_static(D, STAGES, TOK)) {
         /* the copy engine's swizzle needs each tile on the 1024-byte grid */
@@ -1358,6 +1358,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
     const bool walk_per_tile = B % TOK == 0;
+    /* whole tiles copied at fixed offsets (below): every version but 6, the
+     * only one without the lazy rescale, kept as measured (with this path
+     * its D = 64 paged kernel spilled 8 bytes at its 128 registers, ptxas,
+     * ninth session); version 18 is version 6 with both */
+    constexpr bool kFixedRows = TOK == 8 || LAZY;
     if constexpr (TMA) {
         if (lane == 0) {
 #pragma unroll
@@ -1406,39 +1411,53 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             }
             return;
         }
-        size_t e0 = 0;
-        if (PAGED && walk_per_tile) {
-            const int blk = a.bshift >= 0 ? u0 >> a.bshift : u0 / B;
-            e0 = pf_page_pool_index(tbl[blk], kvh, u0 - blk * B, a.hkv, B, D);
-        }
         uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
         uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
-        if (TOK == 8 && (!PAGED || walk_per_tile) && t0 + u0 + TOK <= t1) {
+        /* Rows r0 .. r0 + n of the tile from the address of row r0 (e: its
+         * element offset in K's buffer and V's), at fixed offsets. */
+        auto copy_rows = [&](size_t e, int r0, int n) {
+            const T *pk = kb + e + (size_t)(crow * D + cpc * 8);
+            const T *pv = vb + e + (size_t)(crow * D + cpc * 8);
+#pragma unroll
+            for (int it = r0 / RPI; it < (r0 + n) / RPI; it++) {
+                const int slot = piece(it * RPI + crow, cpc);
+                cp_async16<L2P>(dk + slot, pk + (it * RPI - r0) * D, true);
+                cp_async16<L2P>(dv + slot, pv + (it * RPI - r0) * D, true);
+            }
+        };
+        /* the pool offset of chunk token u's row */
+        auto walk = [&](int u) {
+            const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+            return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+        };
+        if (kFixedRows && t0 + u0 + TOK <= t1) {
             /* version 12's common case, as version 7's: the whole tile is
              * in the chunk and in one page, so one walk places every row,
              * and the lane's rows are fixed offsets from one address (no
-             * bounds check, no per-row address arithmetic). Version 6
-             * keeps the loop below: with this path its D = 64 paged kernel
-             * spilled 8 bytes at its 128 registers (ptxas, ninth session) */
-            const T *pk = kb + e0 + (size_t)(crow * D + cpc * 8);
-            const T *pv = vb + e0 + (size_t)(crow * D + cpc * 8);
+             * bounds check, no per-row address arithmetic). Version 18's
+             * 16-token tile at 8-token pages lies in two pages: a walk
+             * for each half. */
             if (!PAGED) {
-                pk += (size_t)(t0 + u0) * D;
-                pv += (size_t)(t0 + u0) * D;
+                copy_rows((size_t)(t0 + u0) * D, 0, TOK);
+                return;
             }
-#pragma unroll
-            for (int it = 0; it < TOK / RPI; it++) {
-                const int rr = it * RPI + crow;
-                const int slot = piece(rr, cpc);
-                cp_async16<L2P>(dk + slot, pk + it * RPI * D, true);
-                cp_async16<L2P>(dv + slot, pv + it * RPI * D, true);
+            if (walk_per_tile) {
+                copy_rows(walk(u0), 0, TOK);
+                return;
             }
-            return;
+            if constexpr (TOK == 16) {
+                if (B == 8) {
+                    copy_rows(walk(u0), 0, 8);
+                    copy_rows(walk(u0 + 8), 8, 8);
+                    return;
+                }
+            }
         }
         /* the tail tile (and block sizes not a multiple of 8): row by
          * row. Version 12: not unrolled. Unrolled, each row's 64-bit source
          * address was live at once, and at 128 registers the paged kernel
          * spilled (24 bytes of stack; ptxas: 122 registers and none without) */
+        const size_t e0 = PAGED && walk_per_tile ? walk(u0) : 0;
 #pragma unroll(TOK == 8 ? 1 : TOK / RPI)
         for (int it = 0; it < TOK / RPI; it++) {
             const int rr = it * RPI + crow, u = u0 + rr;
@@ -1450,8 +1469,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 } else if (walk_per_tile) {
                     e = e0 + (size_t)rr * D;
                 } else {
-                    const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
-                    e = pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+                    e = walk(u);
                 }
                 e += cpc * 8;
             }
@@ -1761,14 +1779,15 @@ __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, 8))
 
 /* ---- version 7: version 5 with a third fewer instructions ---------------
  *
- * v5 is limited by issuing instructions as much as by memory (docs/gpu.md:
- * Nsight Compute gives it 72.9% SM throughput beside 77.8% DRAM; its naive
- * pass, the same code minus the page walk, is 10% faster). Per 16 bytes of
- * K/V a v5 thread does the unavoidable (unpack, GT x 8 FMAs) and much that
- * is not: a page walk per row, log2(TG) shuffles per score and GT exps per
- * row on every lane of the row (each lane ends holding every score), and a
- * rescale of its whole accumulator every tile. Version 7 keeps v5's work
- * split, pipeline and in-place merge and removes those:
+ * v5 is limited by issuing instructions as much as by memory
+ * (docs/gpu-journal.md, fourth session: Nsight Compute gives it 72.9% SM
+ * throughput beside 77.8% DRAM; its naive pass, the same code minus the page
+ * walk, is 10% faster). Per 16 bytes of K/V a v5 thread does the unavoidable
+ * (unpack, GT x 8 FMAs) and much that is not: a page walk per row, log2(TG)
+ * shuffles per score and GT exps per row on every lane of the row (each lane
+ * ends holding every score), and a rescale of its whole accumulator every
+ * tile. Version 7 keeps v5's work split, pipeline and in-place merge and
+ * removes those:
  *
  *  1. Rows. Row group grp takes N consecutive tokens of a tile (v5: rows NG
  *     apart). When N divides the block size the N rows lie in one page, so
@@ -2201,8 +2220,8 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
 /* Version 11: version 7's pipeline and arithmetic in a persistent kernel
  * whose blocks balance the work among themselves at run time.
  *
- * Why. The block timeline of version 7 on llama (docs/gpu.md, sixth
- * session) shows every block starting within 0.2 us, but the SMs finishing
+ * Why. The block timeline of version 7 on llama (docs/gpu-journal.md,
+ * sixth session) shows every block starting within 0.2 us, but the SMs finishing
  * over 40 us: a fifth of them are done 25-30 us (10%) before the median
  * and then idle, while the last block ends 15 us after the median. The
  * early SMs are not the ones with fewer blocks: equal work per block does
@@ -2655,7 +2674,7 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
  * 100-102 registers already allow only 4 (Nsight Compute's block limit),
  * but its 35-37 KB of shared memory would allow 5, and at D = 64 (70-80
  * registers, 18-20 KB) both allow more; the first form of it, at 94
- * registers, ran 5 an SM (docs/gpu.md, ninth session). A launch reserves the
+ * registers, ran 5 an SM (docs/gpu-journal.md, ninth session). A launch reserves the
  * bytes; the kernel does not use them. The occupancy query sees the same
  * bytes, so the planner counts 4 too. 0 on any error (the launch then
  * shows it). */
@@ -2682,13 +2701,22 @@ template <typename F> int reserve_for_four(F fn)
     return bytes;
 }
 
-/* Versions 6, 12, 13, 14 and 17 (attn_mma). Version 6: STAGES 3 (per warp two
+/* Versions 6, 12, 13, 14, 17 and 18 (attn_mma). Version 6: STAGES 3 (per warp two
  * tiles being copied while one is used; STAGES 2, for 3 blocks an SM at D
  * = 128, spilled registers at the bound that needs and ran at half the
- * speed, docs/gpu.md). Version 12: 8-token tiles, 2 stages, 32 KB a
+ * speed, docs/gpu-journal.md). Version 12: 8-token tiles, 2 stages, 32 KB a
  * block, 4 blocks an SM as version 7; 13: 12 with whole-quad mma, held to
  * 4 blocks an SM (reserve_for_four); 14: 12 with a head tile a warp (MH);
- * 17: 12 with the L2 prefetch hint (L2P). The attributes are set once per
+ * 17: 12 with the L2 prefetch hint (L2P); 18: 6 with 12's lazy rescale and
+ * fixed-offset copy (two walks a tile at 8-token pages), which is cuDNN's
+ * decode shape: Nsight Compute (fifteenth session) has cuDNN's SDPA
+ * kernel in 128-thread blocks of 86 KB and 183 registers, 2 an SM,
+ * streaming llama at 91.8% of the DRAM's peak against v12's 90.0% on
+ * contiguous KV; v18 runs 202-220 registers, 2 blocks an SM, at 92.1%.
+ * In `pagefault bench` over three machine starts its naive pass led v12's
+ * on batch and mixed but its paged pass did not lead v12's, and trailed
+ * it by 1-3 points at 8-token pages: not version 0 (docs/gpu.md). The
+ * attributes are set once per
  * kernel (first use, a thread-safe C++ static); a refusal shows as the
  * launch's error. fp32 has no 16-bit mma: it runs version 5's kernel with
  * v6's early table read. */
@@ -2746,7 +2774,7 @@ EncodeTiledFn tma_encoder()
  *
  * A run's host time is almost all the launch: the same loop launching an
  * empty kernel cost 3.5-6.8 us on the device machine, a run a median 0.5 us
- * more (docs/gpu.md, eleventh session). The runtime's launch (<<<>>>, or
+ * more (docs/gpu-journal.md, eleventh session). The runtime's launch (<<<>>>, or
  * cudaLaunchKernel) finds the kernel's driver function from its host stub
  * on every call, and its error comes back through a second call
  * (cudaGetLastError). The driver's cuLaunchKernel, on a function found
@@ -2935,7 +2963,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 14: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, true>();
     case 15: return pick_tma<T, D, GT, PAGED, 2>();
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
-    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>(); /* 17 */
+    case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
+    default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>(); /* 18 */
     }
 }
 

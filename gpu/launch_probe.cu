@@ -4,7 +4,7 @@
  * `pagefault bench` reports a run's host time beside the same loop launching
  * an empty kernel with the attention kernels' 160-byte argument block
  * (pf_gpu_launch_empty): on the device machine the empty launch alone took
- * 3.5-6.8 us (docs/gpu.md, eleventh session), so the issue's 5 us target
+ * 3.5-6.8 us (docs/gpu-journal.md, eleventh session), so the issue's 5 us target
  * is set by the launch, not by our run. This program asks whether another
  * way of launching the same kernel costs less:
  *

@@ -86,7 +86,8 @@ def main():
     ap.add_argument("--back-to-back", action="store_true",
                     help="queue the timed launches with no wait between them")
     # the ways `pagefault bench` measures differently, one at a time, to find
-    # which of them puts its figures about 2 points below these (docs/gpu.md)
+    # which of them puts its figures about 2 points below these
+    # (docs/gpu-journal.md, twelfth session)
     ap.add_argument("--flush", choices=("sum", "read_bw"), default="sum",
                     help="the L2 flush before each timed launch: a torch sum over 256 MB, or "
                          "the bench's (pf_gpu_launch_read_bw over twice the L2)")

@@ -3,15 +3,15 @@
  *
  * Version 7 streams llama's K/V at 0.93-0.95 of the read bandwidth, its
  * naive pass at 0.95; cuDNN reaches 0.97 on contiguous K/V. The block
- * timeline (docs/gpu.md) shows the SMs finishing over 40 us. This program
- * asks, on the device alone and without any attention arithmetic, what a
- * pipeline of the same shape reaches: 128-thread blocks, each thread
- * copying 4 K and 4 V vectors of 16 bytes a stage by cp.async into its own
- * shared-memory slots (16 KB a stage), 2 stages in flight (v7), 3 (v8) or
- * 4, then reading back what it copied. Each configuration is timed beside
- * read_bw (pf_gpu_launch_read_bw: plain 16-byte streaming loads over the
- * whole buffer, the figure `pagefault bench` divides by), in one process,
- * each launch after an L2 flush, median of 15 CUDA-event timings.
+ * timeline (docs/gpu-journal.md, sixth session) shows the SMs finishing over
+ * 40 us. This program asks, on the device alone and without any attention
+ * arithmetic, what a pipeline of the same shape reaches: 128-thread blocks,
+ * each thread copying 4 K and 4 V vectors of 16 bytes a stage by cp.async
+ * into its own shared-memory slots (16 KB a stage), 2 stages in flight (v7),
+ * 3 (v8) or 4, then reading back what it copied. Each configuration is timed
+ * beside read_bw (pf_gpu_launch_read_bw: plain 16-byte streaming loads over
+ * the whole buffer, the figure `pagefault bench` divides by), in one
+ * process, each launch after an L2 flush, median of 15 CUDA-event timings.
  *
  * The K/V of "stream" s (one block's work: one sequence's KV head) are
  * contiguous (the naive layout) or pages of 2, 4 or 32 KB (bf16 D=128
@@ -106,7 +106,8 @@ __device__ __forceinline__ unsigned sm_id()
 }
 
 /* The dynamic buffer rounded up to the 128-byte grid: a cp.async target off
- * it makes the L2 serve every sector twice (docs/gpu.md, fourth session). */
+ * it makes the L2 serve every sector twice (docs/gpu-journal.md, fourth
+ * session). */
 __device__ __forceinline__ uint4 *align128(uint4 *p)
 {
     return (uint4 *)(((uintptr_t)p + 127) & ~(uintptr_t)127);
@@ -159,7 +160,7 @@ __device__ __forceinline__ void issue(const Probe &p, const Place &place, uint4 
  * rounds of 4 independent FMA chains (v7's 4 query heads) and a shuffle
  * reduction step for each: 32 FMAs, 8 unpacking operations, 4 shuffles
  * and 4 adds a vector, about 380 instructions a stage a round; v7's whole
- * tile is about 445 (docs/gpu.md, fourth session). */
+ * tile is about 445 (docs/gpu-journal.md, fourth session). */
 __device__ __forceinline__ unsigned consume(const uint4 *buf, int st, int work)
 {
     unsigned a = 0;
@@ -193,7 +194,8 @@ __device__ __forceinline__ unsigned consume(const uint4 *buf, int st, int work)
  * piece), by the copy engine's bulk L2 prefetch (sm_90), or by one line's
  * prefetch.global.L2 (which at least takes the piece's address translation
  * early). The hope: the stage's own copies then hit in the L2. Measured
- * (docs/gpu.md, thirteenth session): both are slower than no prefetch. */
+ * (docs/gpu-journal.md, thirteenth session): both are slower than no
+ * prefetch. */
 __device__ __forceinline__ void prefetch_l2(const Probe &p, const Place &place, long long o)
 {
     const int t = threadIdx.x;
@@ -245,8 +247,8 @@ __device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, u
  * many blocks as streams. The last block to claim resets the cursors for
  * the next launch. With fewer streams than 4 an SM (512 on 132 SMs), the
  * last SMs' homes are empty and their blocks displace the next SM's in a
- * cascade: only 4 x SMs streams measure the sharing itself (docs/gpu.md,
- * thirteenth session: it lost to the grid order). */
+ * cascade: only 4 x SMs streams measure the sharing itself
+ * (docs/gpu-journal.md, thirteenth session: it lost to the grid order). */
 __device__ int home_stream(const Probe &p)
 {
     __shared__ int s_sh;
@@ -646,7 +648,7 @@ int main(int argc, char **argv)
     };
     unsigned *cur = nullptr; /* the placement rows' home cursors */
     if (pad_mb >= 0) {
-        /* The thirteenth session's rows (docs/gpu.md): does where the
+        /* The thirteenth session's rows (docs/gpu-journal.md): does where the
          * buffers land matter (run it with several pads), do the shuffled
          * pages cost address translations (pages shuffled within 2 MB, the
          * GPU's large page), does asking the L2 for later stages help, and

@@ -127,6 +127,10 @@ Test(gpu, block_sizes)
     const int bs[] = {8, 10, 24, 32, 128, 256};
     for (int i = 0; i < 6; i++)
         run_ok(7, lens, 4, 2, 64, bs[i], PF_GPU_BF16);
+    /* D = 128 at 8-token pages: version 18's 16-token tile lies in two
+     * pages (a walk for each half), and its rows are 2 a warp step, not 4 */
+    for (int v = 12; v <= PF_GPU_KERNEL_VERSIONS; v++)
+        run_ok_v(7, lens, 8, 2, 128, 8, PF_GPU_F16, v);
 }
 
 Test(gpu, split_kv_long_sequences)

@@ -411,7 +411,7 @@ int pf_cmd_bench(int argc, char **argv)
         return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
     if (a.tail && a.kernel && !pf_gpu_version_takes_tail(a.kernel))
         return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions 5-8, 12, "
-                                  "13 and 15-17 can)", a.kernel);
+                                  "13 and 15-18 can)", a.kernel);
     if (a.grid_order && a.kernel == 11)
         return pf_cli_error(PROG, "--grid-order: kernel version 11 runs from its work list only");
     if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
