@@ -22,7 +22,8 @@
 #                warm-up round (default 4 1: the ordered one); NCU_SECTIONS
 #                adds sections (e.g. "InstructionStats SchedulerStats")
 #   NCU_CUDNN="llama long"  Nsight Compute on PyTorch's cuDNN SDPA: one decode
-#                call a workload (after 3 untimed), inside an NVTX range -> ncu.txt
+#                call a workload (llama, long, batch or single; after 3
+#                untimed), inside an NVTX range -> ncu.txt
 #   PEERS=1      gpu/peers.py (PyTorch SDPA, flex_attention) beside ours
 #                (PEERS_VERSIONS=0,7: our versions to run, default 0;
 #                PEERS_WORKLOADS=single,llama: default all; PEERS_ARGS more
@@ -149,10 +150,14 @@ for w in ${NCU_CUDNN:-}; do
     echo "### ncu, PyTorch cuDNN SDPA on $w" >>"$OUT/ncu.txt"
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
         --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-        --section WarpStateStats --section SchedulerStats python3 - "$w" >>"$OUT/ncu.txt" 2>&1 <<'PY'
+        --section WarpStateStats --section SchedulerStats \
+        python3 - "$w" >>"$OUT/ncu.txt" 2>&1 <<'PY'
 import sys, torch, torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-S, L = {"llama": (64, 4096), "long": (8, 32768), "batch": (256, 1024), "single": (1, 1024)}[sys.argv[1]]
+shapes = {"llama": (64, 4096), "long": (8, 32768), "batch": (256, 1024), "single": (1, 1024)}
+if sys.argv[1] not in shapes:
+    sys.exit(f"NCU_CUDNN: unknown workload {sys.argv[1]} (known: {', '.join(shapes)})")
+S, L = shapes[sys.argv[1]]
 q = torch.randn(S, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
 k, v = (torch.randn(S, 8, L, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -218,7 +223,7 @@ grep -A4 -E "attn_(v7|steal|mma|tma)I" "$OUT/env.txt" | head -40
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
 grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result|thread blocks|SMs that|first start|start to first|block duration|median end to|SM time" "$OUT/bench.txt" |
     sed -E 's/  +/ /g' | head -400
-[ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status" "$OUT/ncu.txt" | head -40
+[ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status|unknown workload" "$OUT/ncu.txt" | head -100
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"
 [ -f "$OUT/profile.txt" ] && cat "$OUT/profile.txt"
 [ -f "$OUT/probe.txt" ] && cat "$OUT/probe.txt"

@@ -200,8 +200,8 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * copy engine, eleventh session: below v12 everywhere), 17 (the L2
  * prefetch hint, eleventh session: tied with v12 in three calls) nor 18
  * (version 6 in cuDNN's decode shape, 2 blocks an SM, fifteenth session:
- * ahead of v12 on one machine start, behind it on the next, and 1-2
- * points behind at 8-token pages). */
+ * ahead of v12 on llama on two machine starts, behind it on the next two,
+ * and 1.5-2.3 points behind at 8-token pages). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its

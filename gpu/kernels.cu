@@ -1283,7 +1283,8 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages) and 17 (12 with
- * L2P = 128, the L2 prefetch hint): see the comments above. TOK is a warp's
+ * L2P = 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma):
+ * see the comments above. TOK is a warp's
  * tile in tokens: 16 makes the scores two m16n8 n-tiles and P V one
  * m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile and P V one
  * m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
@@ -1358,11 +1359,13 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
     const bool walk_per_tile = B % TOK == 0;
-    /* whole tiles copied at fixed offsets (below): every version but 6, the
-     * only one without the lazy rescale, kept as measured (with this path
-     * its D = 64 paged kernel spilled 8 bytes at its 128 registers, ptxas,
-     * ninth session); version 18 is version 6 with both */
-    constexpr bool kFixedRows = TOK == 8 || LAZY;
+    /* Whole tiles copied at fixed offsets (below): every 8-token tile, and
+     * version 18's 16-token ones at D = 128. Version 6 (LAZY false, the only
+     * version without the lazy rescale) keeps the row loop as measured: with
+     * the fixed offsets its D = 64 paged kernel spilled 8 bytes at its 128
+     * registers (ptxas, ninth session), and so do version 18's bf16 D = 64
+     * paged kernels (4 bytes, fifteenth session), which keep it too. */
+    constexpr bool kFixedRows = TOK == 8 || (LAZY && D == 128);
     if constexpr (TMA) {
         if (lane == 0) {
 #pragma unroll
@@ -1374,7 +1377,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     }
 
     /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
-     * XOR-swizzled by r % 8 (versions 12-14, 17); the copy engine's layout
+     * XOR-swizzled by r % 8 (versions 6, 12-14, 17, 18); the copy engine's layout
      * (versions 15, 16) is the same swizzle on 128-byte half rows: D / 64
      * boxes of 8 rows one after the other */
     auto piece = [](int r, int pc) {
@@ -1453,8 +1456,9 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 }
             }
         }
-        /* the tail tile (and block sizes not a multiple of 8): row by
-         * row. Version 12: not unrolled. Unrolled, each row's 64-bit source
+        /* the tail tile, block sizes the tile's rows do not divide (other
+         * than version 18's 8), and every tile of version 6 and of version
+         * 18 at D = 64: row by row. Version 12: not unrolled. Unrolled, each row's 64-bit source
          * address was live at once, and at 128 registers the paged kernel
          * spilled (24 bytes of stack; ptxas: 122 registers and none without) */
         const size_t e0 = PAGED && walk_per_tile ? walk(u0) : 0;
@@ -1562,8 +1566,8 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 /* the chunk's last tile: its rows past the end were copied
                  * as the memory holds them. Their scores are masked below,
                  * but P = 0 times V = NaN is NaN, so V's rows are zeroed
-                 * (cp.async's zero-fill does this in versions 12-14 and
-                 * 17). The fence orders the stores before any later copy
+                 * (cp.async's zero-fill does this in versions 6, 12-14,
+                 * 17 and 18). The fence orders the stores before any later copy
                  * into the slot; there is none (it is the warp's last
                  * tile), so it only keeps the order safe if that changes. */
                 uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
@@ -2712,14 +2716,15 @@ template <typename F> int reserve_for_four(F fn)
  * decode shape: Nsight Compute (fifteenth session) has cuDNN's SDPA
  * kernel in 128-thread blocks of 86 KB and 183 registers, 2 an SM,
  * streaming llama at 91.8% of the DRAM's peak against v12's 90.0% on
- * contiguous KV; v18 runs 202-220 registers, 2 blocks an SM, at 92.1%.
- * In `pagefault bench` over three machine starts its naive pass led v12's
- * on batch and mixed but its paged pass did not lead v12's, and trailed
- * it by 1-3 points at 8-token pages: not version 0 (docs/gpu.md). The
- * attributes are set once per
- * kernel (first use, a thread-safe C++ static); a refusal shows as the
- * launch's error. fp32 has no 16-bit mma: it runs version 5's kernel with
- * v6's early table read. */
+ * contiguous KV. v18 (bf16 D = 128: 202-220 registers, 2 blocks an SM)
+ * ran llama as fast as cuDNN on one machine start (246.6 us against
+ * 246.9), long slower than v12 (two waves: our chunks stop at 4096
+ * tokens). In `pagefault bench` over four machine starts its naive pass
+ * led v12's on batch and mixed, its paged pass did not lead v12's, and it
+ * trailed by 1.5-2.3 points at 8-token pages: not version 0 (docs/gpu.md).
+ * The attributes are set once per kernel (first use, a thread-safe C++
+ * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
+ * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
           bool MH = false, int L2P = 0>
 Kern<T> pick_mma()
