@@ -533,12 +533,14 @@ int case_plan(Case *c)
     if (in.splits > 0)
         CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits, in.lens), "--splits");
     if (in.tail > 0 && pf_gpu__plan_set_tail(&c->plan[1], in.tail, in.lens) != PF_OK) {
+        char can[64];
+        pf_gpu_tail_versions(can, sizeof can);
         set_err(c->err, c->errlen,
                 "--tail %d: version %d's plan (%d-token chunks, %s) cannot take one: it needs a "
-                "work list, a version that merges in place (5-8, 12, 13, 15-18) and chunks "
+                "work list, a version that merges in place (%s) and chunks "
                 "that cut into %d pieces of whole pages of at least 16 tokens",
                 in.tail, c->plan[1].version, c->plan[1].chunk,
-                c->plan[1].units ? "a work list" : "grid order", 8 * in.tail);
+                c->plan[1].units ? "a work list" : "grid order", can, 8 * in.tail);
         return PF_ERR_ARG;
     }
     if (in.grid_order)

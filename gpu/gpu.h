@@ -197,8 +197,12 @@ int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *
 void pf_gpu_attn_plan_layout(size_t *bytes, size_t *magic_at);
 
 /* 1 when kernel version v can run a plan with a tail (pf_gpu_bench_cfg's
- * tail; `pagefault bench --tail`): versions 5-8, 12, 13 and 15-18. */
+ * tail; `pagefault bench --tail`): those that merge in place, without a
+ * cluster, work stealing or version 14's head tiles. */
 int pf_gpu_version_takes_tail(int version);
+/* Those versions as ranges ("5-8, 12, 13, 15-18"), for messages: written to
+ * buf (n bytes, NUL-terminated; if short, the whole entries that fit). */
+void pf_gpu_tail_versions(char *buf, size_t n);
 
 /* The block timeline of one launch (`pagefault bench --timeline`, (f) below).
  * Kernel versions 7 on can record, per thread block of a launch, five words

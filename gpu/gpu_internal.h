@@ -92,6 +92,10 @@ int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host
  * lens_host are not the lengths it was made from; PF_ERR_NOMEM. */
 #define PF_GPU_WORK_MAGIC 0x6b726f77 /* "work" */
 #define PF_GPU_WORK_Y(chunk, span, nch) ((chunk) | ((span) - 1) << 8 | (nch) << 16)
+/* ... and its fields back (the kernels' work_of and item_of) */
+#define PF_GPU_WORK_CHUNK(y) ((y) & 0xff)
+#define PF_GPU_WORK_SPAN(y) ((((y) >> 8) & 0xff) + 1)
+#define PF_GPU_WORK_NCH(y) ((y) >> 16)
 int pf_gpu__work_list(const pf_gpu_attn_plan *plan, const int *lens_host, int *pairs);
 
 /* pf_gpu_attn_workspace_init's argument checks: PF_OK or PF_ERR_ARG (no

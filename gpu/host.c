@@ -880,6 +880,31 @@ int pf_gpu_version_takes_tail(int version)
     return version >= 1 && version <= PF_GPU_KERNEL_VERSIONS && pf_gpu_version_tail(version);
 }
 
+void pf_gpu_tail_versions(char *buf, size_t n)
+{
+    if (!buf || !n)
+        return;
+    buf[0] = '\0';
+    size_t at = 0;
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        if (!pf_gpu_version_tail(v))
+            continue;
+        int end = v; /* the run of versions that can, from v */
+        while (end < PF_GPU_KERNEL_VERSIONS && pf_gpu_version_tail(end + 1))
+            end++;
+        const char *sep = at ? ", " : "";
+        const int k = end - v >= 2 ? snprintf(buf + at, n - at, "%s%d-%d", sep, v, end)
+                      : end > v    ? snprintf(buf + at, n - at, "%s%d, %d", sep, v, end)
+                                   : snprintf(buf + at, n - at, "%s%d", sep, v);
+        if (k < 0 || (size_t)k >= n - at) {
+            buf[at] = '\0'; /* no room: the list so far, no half entry */
+            return;
+        }
+        at += (size_t)k;
+        v = end;
+    }
+}
+
 int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host)
 {
     if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || tail < 1 || tail > 8 || plan->tail ||

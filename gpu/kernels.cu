@@ -177,8 +177,8 @@ template <typename T> __device__ __forceinline__ Work work_of(const AttnArgs<T> 
     if (blockIdx.x == 0 && a.work[-1].x != kWorkMagic)
         __trap();
     const int2 w = a.work[i];
-    return {w.x, w.y & 0xff, (int)blockIdx.x - i * a.htiles, min((w.y >> 16) * a.chunk, a.lim),
-            ((w.y >> 8) & 0xff) + 1};
+    return {w.x, PF_GPU_WORK_CHUNK(w.y), (int)blockIdx.x - i * a.htiles,
+            min(PF_GPU_WORK_NCH(w.y) * a.chunk, a.lim), PF_GPU_WORK_SPAN(w.y)};
 }
 
 /* Head tile ht's KV head (x) and first query head (y): a group's query
@@ -501,11 +501,11 @@ __device__ __forceinline__ void cp_async4(void *smem, const void *gmem)
  * static variables, so it starts wherever they end (2352 bytes for v7's
  * table cache and merge scalars: 48 past a 128-byte line). cp.async into a
  * destination off the 128-byte grid costs twice the L2 requests: measured
- * on the H200 (docs/gpu-journal.md, fourth session), v7 copying into such a buffer
- * ran the llama shape at 0.73 of the read bandwidth with an L2 hit rate of
- * 49% (every sector asked for twice) against 0.93 and 1.5% from an aligned
- * static buffer, and version 6, which had the same flaw since it was
- * written, went from 0.74 to 0.93 once aligned. */
+ * on the H200 (docs/gpu-journal.md, fourth session), v7 copying into such
+ * a buffer ran the llama shape at 0.73 of the read bandwidth with an L2
+ * hit rate of 49% (every sector asked for twice) against 0.93 and 1.5%
+ * from an aligned static buffer, and version 6, which had the same flaw
+ * since it was written, went from 0.74 to 0.93 once aligned. */
 constexpr int kSmemAlign = 128;
 template <int N> __device__ __forceinline__ uint4 *smem_align(uint4 *dyn)
 {
@@ -1282,12 +1282,11 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * pass that this version is for. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
- * and 16 (12 with TMA: the copy engine, 2 or 3 stages) and 17 (12 with
- * L2P = 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma):
- * see the comments above. TOK is a warp's
- * tile in tokens: 16 makes the scores two m16n8 n-tiles and P V one
- * m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile and P V one
- * m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
+ * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
+ * 128, the L2 prefetch hint) and 18 (6 with LAZY true, see pick_mma): see
+ * the comments above. TOK is a warp's tile in tokens: 16 makes the scores
+ * two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of D; 8 makes the
+ * scores one n-tile and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
  * PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
           bool MH, bool TMA, int L2P>
@@ -1377,9 +1376,9 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     }
 
     /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
-     * XOR-swizzled by r % 8 (versions 6, 12-14, 17, 18); the copy engine's layout
-     * (versions 15, 16) is the same swizzle on 128-byte half rows: D / 64
-     * boxes of 8 rows one after the other */
+     * XOR-swizzled by r % 8 (versions 6, 12-14, 17, 18); the copy engine's
+     * layout (versions 15, 16) is the same swizzle on 128-byte half rows:
+     * D / 64 boxes of 8 rows one after the other */
     auto piece = [](int r, int pc) {
         return TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
                    : r * CPR + (pc ^ (r & 7));
@@ -1458,9 +1457,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         }
         /* the tail tile, block sizes the tile's rows do not divide (other
          * than version 18's 8), and every tile of version 6 and of version
-         * 18 at D = 64: row by row. Version 12: not unrolled. Unrolled, each row's 64-bit source
-         * address was live at once, and at 128 registers the paged kernel
-         * spilled (24 bytes of stack; ptxas: 122 registers and none without) */
+         * 18 at D = 64: row by row. Version 12: not unrolled. Unrolled, each
+         * row's 64-bit source address was live at once, and at 128 registers
+         * the paged kernel spilled (24 bytes of stack; ptxas: 122 registers
+         * and none without) */
         const size_t e0 = PAGED && walk_per_tile ? walk(u0) : 0;
 #pragma unroll(TOK == 8 ? 1 : TOK / RPI)
         for (int it = 0; it < TOK / RPI; it++) {
@@ -1567,8 +1567,8 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                  * as the memory holds them. Their scores are masked below,
                  * but P = 0 times V = NaN is NaN, so V's rows are zeroed
                  * (cp.async's zero-fill does this in versions 6, 12-14,
-                 * 17 and 18). The fence orders the stores before any later copy
-                 * into the slot; there is none (it is the warp's last
+                 * 17 and 18). The fence orders the stores before any later
+                 * copy into the slot; there is none (it is the warp's last
                  * tile), so it only keeps the order safe if that changes. */
                 uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
                 for (int i = lane; i < (TOK - valid) * CPR; i += 32)
@@ -2225,9 +2225,9 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
  * whose blocks balance the work among themselves at run time.
  *
  * Why. The block timeline of version 7 on llama (docs/gpu-journal.md,
- * sixth session) shows every block starting within 0.2 us, but the SMs finishing
- * over 40 us: a fifth of them are done 25-30 us (10%) before the median
- * and then idle, while the last block ends 15 us after the median. The
+ * sixth session) shows every block starting within 0.2 us, but the SMs
+ * finishing over 40 us: a fifth of them are done 25-30 us (10%) before the
+ * median and then idle, while the last block ends 15 us after the median. The
  * early SMs are not the ones with fewer blocks: equal work per block does
  * not end together. Smaller blocks would let the hardware balance them,
  * but each block start costs ~3.7 us before its first K/V arrive, and
@@ -2279,7 +2279,8 @@ struct Item {
 template <typename T> __device__ __forceinline__ Item item_of(const AttnArgs<T> &a, int i)
 {
     const int2 w = a.work[i / a.htiles];
-    const int chunk = w.y & 0xff, nch = w.y >> 16; /* version 11 plans no tail: span 1 */
+    /* version 11 plans no tail: span 1 */
+    const int chunk = PF_GPU_WORK_CHUNK(w.y), nch = PF_GPU_WORK_NCH(w.y);
     const int len = min(min(__ldg(a.lens + w.x), nch * a.chunk), a.lim);
     return {w.x, chunk, len, min(len, chunk * a.chunk + a.chunk) - chunk * a.chunk};
 }
@@ -2678,8 +2679,8 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
  * 100-102 registers already allow only 4 (Nsight Compute's block limit),
  * but its 35-37 KB of shared memory would allow 5, and at D = 64 (70-80
  * registers, 18-20 KB) both allow more; the first form of it, at 94
- * registers, ran 5 an SM (docs/gpu-journal.md, ninth session). A launch reserves the
- * bytes; the kernel does not use them. The occupancy query sees the same
+ * registers, ran 5 an SM (docs/gpu-journal.md, ninth session). A launch
+ * reserves the bytes; the kernel does not use them. The occupancy query sees the same
  * bytes, so the planner counts 4 too. 0 on any error (the launch then
  * shows it). */
 template <typename F> int reserve_for_four(F fn)
@@ -2705,10 +2706,10 @@ template <typename F> int reserve_for_four(F fn)
     return bytes;
 }
 
-/* Versions 6, 12, 13, 14, 17 and 18 (attn_mma). Version 6: STAGES 3 (per warp two
- * tiles being copied while one is used; STAGES 2, for 3 blocks an SM at D
- * = 128, spilled registers at the bound that needs and ran at half the
- * speed, docs/gpu-journal.md). Version 12: 8-token tiles, 2 stages, 32 KB a
+/* Versions 6, 12, 13, 14, 17 and 18 (attn_mma). Version 6: STAGES 3 (per
+ * warp two tiles being copied while one is used; STAGES 2, for 3 blocks an
+ * SM at D = 128, spilled registers at the bound that needs and ran at half
+ * the speed, docs/gpu-journal.md). Version 12: 8-token tiles, 2 stages, 32 KB a
  * block, 4 blocks an SM as version 7; 13: 12 with whole-quad mma, held to
  * 4 blocks an SM (reserve_for_four); 14: 12 with a head tile a warp (MH);
  * 17: 12 with the L2 prefetch hint (L2P); 18: 6 with 12's lazy rescale and

@@ -755,6 +755,12 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
         cr_assert_eq(pf_gpu_version_tail(v), can, "v%d", v);
         cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), can ? PF_OK : PF_ERR_ARG, "v%d", v);
     }
+    /* the messages' list of them, as ranges; cut short, still a string */
+    char can[64];
+    pf_gpu_tail_versions(can, sizeof can);
+    cr_assert_str_eq(can, "5-8, 12, 13, 15-18");
+    pf_gpu_tail_versions(can, 6);
+    cr_assert_str_eq(can, "5-8");
     /* bindings check their mirror of the plan against this */
     size_t bytes = 0, magic_at = 0;
     pf_gpu_attn_plan_layout(&bytes, &magic_at);

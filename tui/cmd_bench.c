@@ -409,9 +409,12 @@ int pf_cmd_bench(int argc, char **argv)
         return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
     if (a.tail && a.grid_order)
         return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
-    if (a.tail && a.kernel && !pf_gpu_version_takes_tail(a.kernel))
-        return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions 5-8, 12, "
-                                  "13 and 15-18 can)", a.kernel);
+    if (a.tail && a.kernel && !pf_gpu_version_takes_tail(a.kernel)) {
+        char can[64];
+        pf_gpu_tail_versions(can, sizeof can);
+        return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions %s can)",
+                            a.kernel, can);
+    }
     if (a.grid_order && a.kernel == 11)
         return pf_cli_error(PROG, "--grid-order: kernel version 11 runs from its work list only");
     if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
