@@ -12,7 +12,8 @@
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
 #                the planner's split-KV overridden (bench --splits)
-#   BENCH_EXTRA="--grid-order"  more flags for those bench runs
+#   BENCH_EXTRA="--grid-order"  more flags for those bench runs and BLOCKS
+#                (e.g. "--compare 18,12": versions side by side in one process)
 #   TIMELINE="llama single"  TL_KERNELS="0 10"  bench --timeline runs; the
 #                CSVs come back in timelines.tgz
 #   BLOCKS=1     llama at block sizes 8..256, fp16 and bf16 (BLOCK_KERNEL, default 0)
@@ -125,8 +126,8 @@ done
 if [ "${BLOCKS:-0}" = 1 ]; then
     for dt in ${BLOCK_DTYPES:-bf16 fp16}; do
         for b in ${BLOCK_SIZES:-8 16 32 64 128 256}; do
-            echo "### pagefault bench --workload llama --dtype $dt --block-size $b --iters $ITERS" >>"$OUT/bench.txt"
-            $BIN bench --workload llama --dtype $dt --block-size $b --kernel ${BLOCK_KERNEL:-0} --iters "$ITERS" >>"$OUT/bench.txt" 2>&1
+            echo "### pagefault bench --workload llama --dtype $dt --block-size $b --kernel ${BLOCK_KERNEL:-0} --iters $ITERS ${BENCH_EXTRA:-}" >>"$OUT/bench.txt"
+            $BIN bench --workload llama --dtype $dt --block-size $b --kernel ${BLOCK_KERNEL:-0} --iters "$ITERS" ${BENCH_EXTRA:-} >>"$OUT/bench.txt" 2>&1
             echo "exit status $?" >>"$OUT/bench.txt"
         done
     done
@@ -221,7 +222,7 @@ echo "== summary"
 grep -A4 -E "attn_(v7|steal|mma|tma)I" "$OUT/env.txt" | head -40
 [ -f "$OUT/tests.log" ] && grep -E "status|Synthesis|FAIL" "$OUT/tests.log"
 [ -f "$OUT/extra.txt" ] && grep -E "status|SUMMARY" "$OUT/extra.txt"
-grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-shuffled|host time|result|thread blocks|SMs that|first start|start to first|block duration|median end to|SM time" "$OUT/bench.txt" |
+grep -E "^### |exit status|read bandwidth|split-KV chunk|chunks of the|work-list|naive  |paged-ordered|paged-shuffled|/ v[0-9]+, |host time|result|thread blocks|SMs that|first start|start to first|block duration|median end to|SM time" "$OUT/bench.txt" |
     sed -E 's/  +/ /g' | head -400
 [ -f "$OUT/ncu.txt" ] && grep -E "^### ncu|DRAM Throughput|Duration|SM Active Cycles|Elapsed Cycles|Achieved Occupancy|Registers Per|ncu status|unknown workload" "$OUT/ncu.txt" | head -100
 [ -f "$OUT/peers.txt" ] && tail -30 "$OUT/peers.txt"

@@ -101,6 +101,8 @@ struct CaseIn {
     int timeline;  /* one more launch, traced          */
     int group_tile; /* 0: the plan's; else forced      */
     const char *timeline_csv; /* its records (or NULL) */
+    int rivals[PF_GPU_BENCH_MAX_RIVALS]; /* more versions, timed beside */
+    int num_rivals;
 };
 
 double median_of(double *x, int n)
@@ -233,7 +235,21 @@ int share_rows(const CaseIn &in, const size_t *off, int maxb, size_t el, void *s
 /* ---- the runner: one Case, one function per step ------------------------
  * Every buffer a case owns is a member, NULL until allocated, freed by
  * case_free whatever step failed. Each step returns PF_OK or a pf_err with
- * err filled; a failed check is not an error (fail() records it in res). */
+ * err filled; a failed check is not an error (fail() records it in res).
+ *
+ * A case runs one or more kernel versions on the same data (`--compare`):
+ * each has its own plans, workspace and outputs (a Ver). The passes are
+ * numbered version by version: pass p is layout p % np (0 naive, 1 paged
+ * on ordered frames, 2 paged on the second layout) of version p / np, and
+ * pass np * nv, with the read probe on, is the stream of the same bytes. */
+struct Ver {
+    int version;              /* as asked: 0 is the default pick      */
+    pf_gpu_attn_plan plan[2]; /* naive, paged                         */
+    void *d_ws;               /* the paged plan's workspace (or NULL) */
+    void *d_out[3];           /* by layout                            */
+    void *out_h[3];           /* the checked outputs, by layout       */
+};
+
 struct Case {
     const CaseIn *in;
     pf_gpu_bench_result *res;
@@ -248,25 +264,26 @@ struct Case {
     int *tab_o;               /* ordered tables [S][maxb]                    */
     float *qf, *kf, *vf;      /* reference floats (head-major K/V)           */
     void *qd, *stage_k, *stage_v; /* token-major staging in the element type */
-    void *out_h[3], *out_chk;
+    void *out_chk;
     /* device */
     void *d_q, *d_sk, *d_sv, *d_nk, *d_nv, *d_pk[2], *d_pv[2];
     int *d_tab[2], *d_lens;
-    void *d_out[3], *d_ws, *d_flush;
+    void *d_flush;
     void *d_stream;  /* kv_bytes to stream beside the passes (case_time) */
     size_t stream_bytes;
     unsigned *d_sink;
     unsigned long long *d_trace, *trace_h; /* the block timeline's records */
     pf_gpu_attn_graph *graph;              /* the host-time loop's captured run */
-    pf_gpu_attn_plan plan[2]; /* naive, paged */
+    Ver ver[1 + PF_GPU_BENCH_MAX_RIVALS]; /* [0]: in->version, then the rivals */
+    int nv;
 };
 
 /* A run's output against the output checked before it: bitwise for a
  * version whose sums are added in a fixed order, within the tolerance of
  * paged vs naive for one that shares its work out at run time (v11). */
-int same_output(const Case *c, const void *a, const void *b)
+int same_output(const Case *c, const Ver *v, const void *a, const void *b)
 {
-    if (pf_gpu_version_exact(c->plan[1].version))
+    if (pf_gpu_version_exact(v->plan[1].version))
         return !memcmp(a, b, c->q_elems * c->el);
     return max_abs_diff(c->in->dt, a, b, c->q_elems) <= c->in->tol;
 }
@@ -305,19 +322,26 @@ int nomem(Case *c, const char *what)
 
 void case_free(Case *c)
 {
-    void *dev[] = {c->d_q,      c->d_sk,     c->d_sv,     c->d_nk,     c->d_nv,
-                   c->d_pk[0],  c->d_pv[0],  c->d_pk[1],  c->d_pv[1],  c->d_tab[0],
-                   c->d_tab[1], c->d_lens,   c->d_out[0], c->d_out[1], c->d_out[2],
-                   c->d_ws,     c->d_flush,  c->d_sink,   c->d_trace, c->d_stream};
+    void *dev[] = {c->d_q,      c->d_sk,     c->d_sv,    c->d_nk,     c->d_nv,
+                   c->d_pk[0],  c->d_pv[0],  c->d_pk[1], c->d_pv[1],  c->d_tab[0],
+                   c->d_tab[1], c->d_lens,   c->d_flush, c->d_sink,   c->d_trace,
+                   c->d_stream};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
+    for (Ver &v : c->ver) {
+        void *vd[] = {v.d_ws, v.d_out[0], v.d_out[1], v.d_out[2]};
+        for (void *p : vd)
+            if (p)
+                cudaFree(p);
+        for (void *p : v.out_h)
+            free(p);
+    }
     pf_gpu_attn_graph_free(c->graph);
     if (c->st)
         cudaStreamDestroy(c->st);
-    void *host[] = {c->off,     c->tab_o,    c->qf,       c->kf,       c->vf,     c->qd,
-                    c->stage_k, c->stage_v,  c->out_h[0], c->out_h[1], c->out_h[2], c->out_chk,
-                    c->trace_h};
+    void *host[] = {c->off,     c->tab_o,     c->qf,     c->kf,     c->vf,
+                    c->qd,      c->stage_k,   c->stage_v, c->out_chk, c->trace_h};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
 }
@@ -370,12 +394,13 @@ int case_host_data(Case *c)
     c->vf = (float *)malloc(kv * sizeof(float));
     c->stage_k = malloc(kv * el);
     c->stage_v = malloc(kv * el);
-    for (int i = 0; i < 3; i++)
-        c->out_h[i] = malloc(qn * el);
     c->out_chk = malloc(qn * el);
-    if (!c->qf || !c->qd || !c->kf || !c->vf || !c->stage_k || !c->stage_v || !c->out_h[0] ||
-        !c->out_h[1] || !c->out_h[2] || !c->out_chk)
+    if (!c->qf || !c->qd || !c->kf || !c->vf || !c->stage_k || !c->stage_v || !c->out_chk)
         return nomem(c, "the KV data");
+    for (int k = 0; k < c->nv; k++)
+        for (int i = 0; i < c->np; i++)
+            if (!(c->ver[k].out_h[i] = malloc(qn * el)))
+                return nomem(c, "the outputs");
     pf_rng rng;
     pf_rng_seed(&rng, in.seed);
     for (size_t i = 0; i < qn; i++)
@@ -426,8 +451,9 @@ int case_upload(Case *c)
         CKC(cudaMemsetAsync(c->d_pv[i], 0xff, pool_bytes(c, i), c->st));
     }
     CKC(cudaMalloc((void **)&c->d_lens, (size_t)in.S * sizeof(int)));
-    for (int i = 0; i < 3; i++)
-        CKC(cudaMalloc(&c->d_out[i], qb));
+    for (int k = 0; k < c->nv; k++)
+        for (int i = 0; i < c->np; i++)
+            CKC(cudaMalloc(&c->ver[k].d_out[i], qb));
     CKC(cudaMalloc((void **)&c->d_sink, sizeof(unsigned)));
     c->flush_bytes = (size_t)(c->prop.l2CacheSize > 0 ? c->prop.l2CacheSize : (64 << 20)) * 2;
     CKC(cudaMalloc(&c->d_flush, c->flush_bytes));
@@ -521,73 +547,106 @@ int case_readback(Case *c)
     return rc;
 }
 
-/* Plans from the real lengths, the requested version. The naive pass runs
- * the paged plan's chunking (any chunk suits contiguous rows), so the two
- * passes do the same floating-point operations in the same order: their
- * outputs are bitwise equal and their times differ by the gather alone. */
-int case_plan(Case *c)
+/* Plans from the real lengths, for each version asked. The naive pass
+ * runs the paged plan's chunking (any chunk suits contiguous rows), so a
+ * version's two passes do the same floating-point operations in the same
+ * order: their outputs are bitwise equal and their times differ by the
+ * gather alone. The forcing flags (splits, tail, grid order, group tile)
+ * apply to every version; one whose plan refuses is a bad argument. */
+int plan_version(Case *c, Ver *v)
 {
     const CaseIn &in = *c->in;
     const pf_gpu_attn_shape sh = case_shape(c, in.S);
-    CKP(pf_gpu_attn_plan_make(&c->plan[1], &sh, 1, in.lens, 0, in.version), "plan");
+    pf_gpu_attn_plan *pl = &v->plan[1];
+    CKP(pf_gpu_attn_plan_make(pl, &sh, 1, in.lens, 0, v->version), "plan");
     if (in.splits > 0)
-        CKP(pf_gpu__plan_set_splits(&c->plan[1], in.splits, in.lens), "--splits");
-    if (in.tail > 0 && pf_gpu__plan_set_tail(&c->plan[1], in.tail, in.lens) != PF_OK) {
+        CKP(pf_gpu__plan_set_splits(pl, in.splits, in.lens), "--splits");
+    if (in.tail > 0 && pf_gpu__plan_set_tail(pl, in.tail, in.lens) != PF_OK) {
         char can[64];
         pf_gpu_tail_versions(can, sizeof can);
         set_err(c->err, c->errlen,
                 "--tail %d: version %d's plan (%d-token chunks, %s) cannot take one: it needs a "
                 "work list, a version that merges in place (%s) and chunks "
                 "that cut into %d pieces of whole pages of at least 16 tokens",
-                in.tail, c->plan[1].version, c->plan[1].chunk,
-                c->plan[1].units ? "a work list" : "grid order", can, 8 * in.tail);
+                in.tail, pl->version, pl->chunk, pl->units ? "a work list" : "grid order", can,
+                8 * in.tail);
         return PF_ERR_ARG;
     }
     if (in.grid_order)
-        pf_gpu__plan_drop_list(&c->plan[1]);
+        pf_gpu__plan_drop_list(pl);
     if (in.group_tile > 0)
-        CKP(pf_gpu__plan_set_group_tile(&c->plan[1], in.group_tile), "--group-tile");
-    c->plan[0] = c->plan[1];
-    c->plan[0].paged = 0;
-    c->res->chunk_tokens = c->plan[1].chunk;
-    c->res->splits = c->plan[1].splits;
-    c->res->units = c->plan[1].units;
-    c->res->version = c->plan[1].version;
-    c->res->group_tile = c->plan[1].group_tile;
-    if (c->plan[1].workspace_bytes) {
-        CKC(cudaMalloc(&c->d_ws, c->plan[1].workspace_bytes));
-        CKP(pf_gpu_attn_workspace_init(&c->plan[1], in.lens, c->d_ws, c->st), "workspace_init");
+        CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile), "--group-tile");
+    v->plan[0] = *pl;
+    v->plan[0].paged = 0;
+    if (pl->workspace_bytes) {
+        CKC(cudaMalloc(&v->d_ws, pl->workspace_bytes));
+        CKP(pf_gpu_attn_workspace_init(pl, in.lens, v->d_ws, c->st), "workspace_init");
     }
     return PF_OK;
 }
 
-/* Pass p: 0 naive, 1 paged on ordered frames, 2 paged on the second layout;
- * np (case_time only): the stream of the same bytes. */
-int case_launch(Case *c, int p)
+int case_plan(Case *c)
 {
-    if (p == c->np)
-        return pf_gpu_launch_read_bw(c->d_stream, c->stream_bytes / 16, c->d_sink,
-                                     c->prop.multiProcessorCount, c->st);
-    if (p == 0)
-        return pf_gpu_attn_run(&c->plan[0], c->d_q, c->d_nk, c->d_nv, NULL, c->d_lens,
-                               c->d_out[0], c->d_ws, c->st);
-    return pf_gpu_attn_run(&c->plan[1], c->d_q, c->d_pk[p - 1], c->d_pv[p - 1], c->d_tab[p - 1],
-                           c->d_lens, c->d_out[p], c->d_ws, c->st);
+    for (int k = 0; k < c->nv; k++) {
+        const int rc = plan_version(c, &c->ver[k]);
+        if (rc != PF_OK)
+            return rc;
+        const pf_gpu_attn_plan *pl = &c->ver[k].plan[1];
+        if (k == 0) {
+            c->res->chunk_tokens = pl->chunk;
+            c->res->splits = pl->splits;
+            c->res->units = pl->units;
+            c->res->version = pl->version;
+            c->res->group_tile = pl->group_tile;
+        } else {
+            pf_gpu_bench_rival *r = &c->res->rival[k - 1];
+            r->chunk_tokens = pl->chunk;
+            r->splits = pl->splits;
+            r->units = pl->units;
+            r->version = pl->version;
+            r->group_tile = pl->group_tile;
+        }
+    }
+    c->res->num_rivals = c->nv - 1;
+    return PF_OK;
 }
 
-/* One run of each pass on NaN-poisoned outputs, then: naive against the
- * CPU reference for every sequence, each paged pass against naive. */
-int case_check(Case *c)
+/* Pass p (see Ver): layout p % np of version p / np; np * nv (case_time
+ * only): the stream of the same bytes. */
+int case_launch(Case *c, int p)
+{
+    if (p == c->np * c->nv)
+        return pf_gpu_launch_read_bw(c->d_stream, c->stream_bytes / 16, c->d_sink,
+                                     c->prop.multiProcessorCount, c->st);
+    const Ver &v = c->ver[p / c->np];
+    const int L = p % c->np;
+    if (L == 0)
+        return pf_gpu_attn_run(&v.plan[0], c->d_q, c->d_nk, c->d_nv, NULL, c->d_lens, v.d_out[0],
+                               v.d_ws, c->st);
+    return pf_gpu_attn_run(&v.plan[1], c->d_q, c->d_pk[L - 1], c->d_pv[L - 1], c->d_tab[L - 1],
+                           c->d_lens, v.d_out[L], v.d_ws, c->st);
+}
+
+/* Version k's checks: one run of each of its passes on NaN-poisoned
+ * outputs, then its naive output against the CPU reference for every
+ * sequence and each paged output against its naive one. The first
+ * version's figures go to the result's own fields, a rival's to its
+ * entry; a failure names the version when there are several. */
+int check_version(Case *c, int k)
 {
     const CaseIn &in = *c->in;
     pf_gpu_bench_result *res = c->res;
+    Ver *v = &c->ver[k];
     const size_t qb = c->q_elems * c->el;
-    for (int p = 0; p < c->np; p++) {
-        CKC(cudaMemsetAsync(c->d_out[p], 0xff, qb, c->st));
-        CKP(case_launch(c, p), p ? "paged attention" : "naive attention");
+    for (int L = 0; L < c->np; L++) {
+        CKC(cudaMemsetAsync(v->d_out[L], 0xff, qb, c->st));
+        CKP(case_launch(c, k * c->np + L), L ? "paged attention" : "naive attention");
         CKC(cudaStreamSynchronize(c->st));
-        CKC(cudaMemcpy(c->out_h[p], c->d_out[p], qb, cudaMemcpyDeviceToHost));
+        CKC(cudaMemcpy(v->out_h[L], v->d_out[L], qb, cudaMemcpyDeviceToHost));
     }
+    char who[32] = "";
+    if (c->nv > 1)
+        snprintf(who, sizeof who, "version %d: ", v->plan[1].version);
     pf_gpu_refcheck rin;
     pf_gpu_refcheck_out rout;
     memset(&rin, 0, sizeof rin);
@@ -601,7 +660,7 @@ int case_check(Case *c)
     rin.k = c->kf;
     rin.v = c->vf;
     rin.off = c->off;
-    rin.out = c->out_h[0];
+    rin.out = v->out_h[0];
     rin.dtype = in.dt;
     rin.all_heads = in.ref_all_heads;
     rin.tol = in.tol;
@@ -610,23 +669,43 @@ int case_check(Case *c)
         set_err(c->err, c->errlen, "CPU reference failed: %s", pf_strerror(rc));
         return rc;
     }
+    if (rout.bad)
+        fail(res, "%snaive vs CPU reference: %lld of %lld elements off (first: seq %d, head %d), "
+                  "max |err| %.3g", who, rout.bad, rout.checked, rout.first_bad_seq,
+             rout.first_bad_head, rout.max_err);
+    const double ordered = max_abs_diff(in.dt, v->out_h[1], v->out_h[0], c->q_elems);
+    if (!(ordered <= in.tol))
+        fail(res, "%spaged (ordered) vs naive: max |diff| %.3g over tolerance %.3g", who, ordered,
+             in.tol);
+    double shuffled = 0;
+    if (c->have_b) {
+        shuffled = max_abs_diff(in.dt, v->out_h[2], v->out_h[0], c->q_elems);
+        if (!(shuffled <= in.tol))
+            fail(res, "%spaged (second layout) vs naive: max |diff| %.3g over tolerance %.3g",
+                 who, shuffled, in.tol);
+    }
+    if (k > 0) {
+        pf_gpu_bench_rival *r = &res->rival[k - 1];
+        r->max_err_ref = rout.max_err;
+        r->max_diff_ordered = ordered;
+        r->max_diff_shuffled = shuffled;
+        return PF_OK;
+    }
     res->max_err_ref = rout.max_err;
     res->ref_allowed = rout.allowed_at_max;
     res->ref_checked = rout.checked;
-    if (rout.bad)
-        fail(res, "naive vs CPU reference: %lld of %lld elements off (first: seq %d, head %d), "
-                  "max |err| %.3g", rout.bad, rout.checked, rout.first_bad_seq,
-             rout.first_bad_head, rout.max_err);
-    res->max_diff_ordered = max_abs_diff(in.dt, c->out_h[1], c->out_h[0], c->q_elems);
-    if (!(res->max_diff_ordered <= in.tol))
-        fail(res, "paged (ordered) vs naive: max |diff| %.3g over tolerance %.3g",
-             res->max_diff_ordered, in.tol);
-    if (c->have_b) {
-        res->have_shuffled = 1;
-        res->max_diff_shuffled = max_abs_diff(in.dt, c->out_h[2], c->out_h[0], c->q_elems);
-        if (!(res->max_diff_shuffled <= in.tol))
-            fail(res, "paged (second layout) vs naive: max |diff| %.3g over tolerance %.3g",
-                 res->max_diff_shuffled, in.tol);
+    res->max_diff_ordered = ordered;
+    res->max_diff_shuffled = shuffled;
+    res->have_shuffled = c->have_b;
+    return PF_OK;
+}
+
+int case_check(Case *c)
+{
+    for (int k = 0; k < c->nv; k++) {
+        const int rc = check_version(c, k);
+        if (rc != PF_OK)
+            return rc;
     }
     return PF_OK;
 }
@@ -676,6 +755,20 @@ int case_read_bw(Case *c)
     return PF_OK;
 }
 
+/* Where pass p's timings go: the result's own fields for the first
+ * version and the stream, a rival's entry for the others. */
+pf_gpu_timing *pass_timing(Case *c, int p)
+{
+    pf_gpu_bench_result *r = c->res;
+    if (p == c->np * c->nv)
+        return &r->stream;
+    const int k = p / c->np, L = p % c->np;
+    if (k == 0)
+        return L == 0 ? &r->naive : L == 1 ? &r->ordered : &r->shuffled;
+    pf_gpu_bench_rival *v = &r->rival[k - 1];
+    return L == 0 ? &v->naive : L == 1 ? &v->ordered : &v->shuffled;
+}
+
 /* Passes interleaved round-robin, one CUDA-event pair per launch, the L2
  * flushed before each launch by a read over twice its size (a read, not a
  * memset: a write flush would leave dirty lines the timed kernel pays to
@@ -683,7 +776,7 @@ int case_read_bw(Case *c)
 int case_time(Case *c)
 {
     /* with the read probe on, a stream of the pass's bytes runs as one
-     * more pass (np): the same flushes, the same interleaving */
+     * more pass (np * nv): the same flushes, the same interleaving */
     if (c->in->measure_bw && !c->d_stream) {
         c->stream_bytes = ((size_t)c->res->kv_bytes + 15) / 16 * 16;
         if (cudaMalloc(&c->d_stream, c->stream_bytes) != cudaSuccess) {
@@ -693,7 +786,7 @@ int case_time(Case *c)
             return cuda_fail(c, cudaGetLastError(), "the stream's buffer");
         }
     }
-    const int np = c->np, iters = c->in->iters, nt = np + (c->d_stream != NULL);
+    const int np = c->np * c->nv, iters = c->in->iters, nt = np + (c->d_stream != NULL);
     const int nev = 2 * nt * iters;
     cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)nev, sizeof(cudaEvent_t));
     double *ms = (double *)malloc(sizeof(double) * (size_t)iters);
@@ -725,8 +818,6 @@ int case_time(Case *c)
         }
     if (rc == PF_OK && (e = cudaStreamSynchronize(c->st)) != cudaSuccess)
         rc = cuda_fail(c, e, "cudaStreamSynchronize");
-    pf_gpu_timing *dst[4] = {&c->res->naive, &c->res->ordered, &c->res->shuffled, NULL};
-    dst[np] = &c->res->stream;
     c->res->have_stream = nt > np;
     for (int p = 0; p < nt && rc == PF_OK; p++) {
         for (int it = 0; it < iters && rc == PF_OK; it++) {
@@ -737,15 +828,18 @@ int case_time(Case *c)
             ms[it] = f;
         }
         if (rc == PF_OK)
-            stats(ms, iters, (double)c->res->kv_bytes, c->res->read_bw_gbps, dst[p]);
+            stats(ms, iters, (double)c->res->kv_bytes, c->res->read_bw_gbps, pass_timing(c, p));
     }
     for (int p = 0; p < np && rc == PF_OK; p++) {
-        e = cudaMemcpy(c->out_chk, c->d_out[p], c->q_elems * c->el, cudaMemcpyDeviceToHost);
+        const Ver &v = c->ver[p / c->np];
+        const int L = p % c->np;
+        e = cudaMemcpy(c->out_chk, v.d_out[L], c->q_elems * c->el, cudaMemcpyDeviceToHost);
         if (e != cudaSuccess)
             rc = cuda_fail(c, e, "cudaMemcpy of a timed output");
-        else if (!same_output(c, c->out_chk, c->out_h[p]))
-            fail(c->res, "the %s pass gave a different output when timed than when checked",
-                 p == 0 ? "naive" : p == 1 ? "paged-ordered" : "paged (second layout)");
+        else if (!same_output(c, &v, c->out_chk, v.out_h[L]))
+            fail(c->res, "version %d: the %s pass gave a different output when timed than when "
+                         "checked", v.plan[1].version,
+                 L == 0 ? "naive" : L == 1 ? "paged-ordered" : "paged (second layout)");
     }
     for (int i = 0; i < made; i++)
         cudaEventDestroy(ev[i]);
@@ -799,8 +893,8 @@ int case_host_time(Case *c)
     CKP(host_loop_us(c, HOST_RUN, &r->host_us_per_run), "host time of a run");
     CKP(host_loop_us(c, HOST_EMPTY, &r->launch_floor_us), "host time of an empty launch");
     /* the run case_launch(c, 1) makes, captured */
-    CKP(pf_gpu_attn_graph_make(&c->graph, &c->plan[1], c->d_q, c->d_pk[0], c->d_pv[0],
-                               c->d_tab[0], c->d_lens, c->d_out[1], c->d_ws),
+    CKP(pf_gpu_attn_graph_make(&c->graph, &c->ver[0].plan[1], c->d_q, c->d_pk[0], c->d_pv[0],
+                               c->d_tab[0], c->d_lens, c->ver[0].d_out[1], c->ver[0].d_ws),
         "capture of a run in a CUDA graph");
     return host_loop_us(c, HOST_GRAPH, &r->graph_us_per_replay);
 }
@@ -814,7 +908,8 @@ int case_host_time(Case *c)
 int case_timeline(Case *c)
 {
     const CaseIn &in = *c->in;
-    const pf_gpu_attn_plan *p = &c->plan[1];
+    const Ver &v = c->ver[0];
+    const pf_gpu_attn_plan *p = &v.plan[1];
     if (p->version < PF_GPU_TRACE_MIN_VERSION) { /* only version 0's pick gets here */
         set_err(c->err, c->errlen, "the block timeline needs kernel version %d or later, not %d",
                 PF_GPU_TRACE_MIN_VERSION, p->version);
@@ -828,17 +923,17 @@ int case_timeline(Case *c)
         return nomem(c, "the block timeline");
     CKC(cudaMalloc(&c->d_trace, words * sizeof *c->d_trace));
     CKC(cudaMemsetAsync(c->d_trace, 0, words * sizeof *c->d_trace, c->st));
-    CKC(cudaMemsetAsync(c->d_out[L], 0xff, c->q_elems * c->el, c->st));
+    CKC(cudaMemsetAsync(v.d_out[L], 0xff, c->q_elems * c->el, c->st));
     CKP(pf_gpu_launch_read_bw(c->d_flush, c->flush_bytes / 16, c->d_sink,
                               c->prop.multiProcessorCount, c->st),
         "L2 flush");
     CKP(pf_gpu_launch_attention(p, c->d_q, c->d_pk[L - 1], c->d_pv[L - 1], c->d_tab[L - 1],
-                                c->d_lens, c->d_out[L], c->d_ws, c->st, c->d_trace),
+                                c->d_lens, v.d_out[L], v.d_ws, c->st, c->d_trace),
         "traced paged attention");
     CKC(cudaStreamSynchronize(c->st));
     CKC(cudaMemcpy(c->trace_h, c->d_trace, words * sizeof *c->trace_h, cudaMemcpyDeviceToHost));
-    CKC(cudaMemcpy(c->out_chk, c->d_out[L], c->q_elems * c->el, cudaMemcpyDeviceToHost));
-    if (!same_output(c, c->out_chk, c->out_h[L]))
+    CKC(cudaMemcpy(c->out_chk, v.d_out[L], c->q_elems * c->el, cudaMemcpyDeviceToHost));
+    if (!same_output(c, &v, c->out_chk, v.out_h[L]))
         fail(c->res, "the traced launch gave a different output than the checked one");
     CKP(pf_gpu_timeline_summarize(c->trace_h, (int)blocks, &c->res->timeline),
         "the block timeline (a block left no record)");
@@ -874,6 +969,10 @@ int run_case(const CaseIn &in, pf_gpu_bench_result *res, char *err, size_t errle
     c.q_elems = (size_t)in.S * in.hq * in.D;
     c.have_b = in.tables_b != NULL;
     c.np = c.have_b ? 3 : 2;
+    c.nv = 1 + in.num_rivals;
+    c.ver[0].version = in.version;
+    for (int k = 1; k < c.nv; k++)
+        c.ver[k].version = in.rivals[k - 1];
     memset(res, 0, sizeof *res);
     res->pass = 1;
     cudaError_t e = cudaGetDeviceProperties(&c.prop, 0);
@@ -1150,15 +1249,25 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.timeline = cfg->timeline;
     in.group_tile = cfg->group_tile;
     in.timeline_csv = cfg->timeline_csv;
-    if (cfg->version < 0 || cfg->version > PF_GPU_KERNEL_VERSIONS) {
-        set_err(err, errlen, "kernel version %d: there are versions 1 to %d", cfg->version,
-                PF_GPU_KERNEL_VERSIONS);
+    if (cfg->num_rivals < 0 || cfg->num_rivals > PF_GPU_BENCH_MAX_RIVALS) {
+        set_err(err, errlen, "%d versions to compare: at most %d", cfg->num_rivals,
+                PF_GPU_BENCH_MAX_RIVALS);
         return PF_ERR_ARG;
     }
-    if (cfg->grid_order && pf_gpu_version_steal(cfg->version)) {
-        set_err(err, errlen, "version %d runs from its work list only (no grid order)",
-                cfg->version);
-        return PF_ERR_ARG;
+    in.num_rivals = cfg->num_rivals;
+    for (int k = 0; k <= cfg->num_rivals; k++) {
+        const int v = k ? cfg->rivals[k - 1] : cfg->version;
+        if (k)
+            in.rivals[k - 1] = v;
+        if (v < 0 || v > PF_GPU_KERNEL_VERSIONS) {
+            set_err(err, errlen, "kernel version %d: there are versions 1 to %d", v,
+                    PF_GPU_KERNEL_VERSIONS);
+            return PF_ERR_ARG;
+        }
+        if (cfg->grid_order && pf_gpu_version_steal(v)) {
+            set_err(err, errlen, "version %d runs from its work list only (no grid order)", v);
+            return PF_ERR_ARG;
+        }
     }
     if (cfg->timeline && cfg->version > 0 && cfg->version < PF_GPU_TRACE_MIN_VERSION) {
         set_err(err, errlen, "the block timeline is recorded by kernel versions %d to %d, not %d",

@@ -282,6 +282,9 @@ typedef struct {
  * its chunk's slice of the block table in shared memory. */
 #define PF_GPU_CHUNK_MAX_TOKENS 4096
 
+/* Most versions one bench run compares beside its own (`--compare`). */
+#define PF_GPU_BENCH_MAX_RIVALS 3
+
 typedef struct {
     int num_seqs;
     const int *seq_lens;   /* host [num_seqs], each >= 1                     */
@@ -315,7 +318,27 @@ typedef struct {
                               NULL                                          */
     int group_tile;        /* 0: the plan's; N: N query heads a block (1, 2,
                               4, 8 dividing the group; `--group-tile`)      */
+    /* `--compare`: more kernel versions (0: the default pick; a repeat is
+     * allowed: two copies of one version measure the noise) run on the
+     * same data in the same process, each checked as `version` is (its
+     * naive pass against the CPU reference, its paged passes against its
+     * naive), their passes timed in the same round-robin as version's, so
+     * that drifts and the machine's start hit them alike. splits, tail,
+     * grid_order and group_tile apply to every version. */
+    int rivals[PF_GPU_BENCH_MAX_RIVALS];
+    int num_rivals;        /* 0..PF_GPU_BENCH_MAX_RIVALS                    */
 } pf_gpu_bench_cfg;
+
+/* One compared version's plan, timings and checks (the first version's
+ * are the result's own fields below). */
+typedef struct {
+    int version;               /* kernel version that ran                   */
+    int chunk_tokens, splits, units, group_tile; /* its plan                */
+    pf_gpu_timing naive, ordered, shuffled;
+    double max_err_ref;        /* max |its naive - CPU reference|           */
+    double max_diff_ordered;   /* max |its paged ordered - its naive|       */
+    double max_diff_shuffled;  /* max |its paged shuffled - its naive|      */
+} pf_gpu_bench_rival;
 
 typedef struct {
     char device[64];
@@ -357,14 +380,18 @@ typedef struct {
                                   one run (pf_gpu_attn_graph_launch)        */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
+    int num_rivals;            /* cfg->num_rivals                           */
+    pf_gpu_bench_rival rival[PF_GPU_BENCH_MAX_RIVALS];
 } pf_gpu_bench_result;
 
 /* Run one workload: upload, check (poisoned outputs, NaN never passes,
  * naive vs CPU reference for every sequence, paged vs naive on ordered and
  * shuffled frames, pool read-back) and time naive, paged-ordered and
- * paged-shuffled. Returns PF_OK when it ran (check res->pass), or a pf_err
- * (PF_ERR_UNAVAILABLE without CUDA/device, PF_ERR_ARG for a bad shape,
- * PF_ERR_NOMEM when device or host memory runs out) with err filled. */
+ * paged-shuffled, for cfg->version and each of cfg->rivals. Returns PF_OK
+ * when it ran (check res->pass), or a pf_err (PF_ERR_UNAVAILABLE without
+ * CUDA/device, PF_ERR_ARG for a bad shape, version or flag a version's plan
+ * refuses, PF_ERR_NOMEM when device or host memory runs out) with err
+ * filled. */
 int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
                      size_t errlen);
 

@@ -13,7 +13,7 @@
  * attention) against core's CPU reference; plan/run with lengths of zero or
  * less (zeros, one split or many) and captured in a CUDA graph replayed 100
  * times; pf_gpu_run_layout with a shared frame and its error answers; the
- * block timeline of versions 7 on.
+ * block timeline of versions 7 on; several versions compared in one run.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -263,6 +263,63 @@ Test(gpu, runner_refuses_bad_input)
     cfg.head_dim = 80;
     cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
     cr_assert(strstr(err, "head dim") != NULL, "%s", err);
+}
+
+/* --compare: more versions in one run. Each is planned, checked and timed
+ * on its own (its fields filled, its plan its own), and the first
+ * version's figures are those of a run without rivals: its outputs are
+ * bitwise the same, so are its errors. A rival that breaks a rule the
+ * runner enforces (grid order on v11) or out of range is refused. */
+Test(gpu, runner_compares_versions)
+{
+    int lens[] = {1, 17, 300, 700};
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 4, .seq_lens = lens, .naive_cap = 700, .num_q_heads = 8, .num_kv_heads = 2,
+        .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16, .iters = 2, .seed = 5,
+        .shuffle_seed = 3, .tolerance = 1e-3, .ref_all_heads = 1, .version = 12,
+    };
+    pf_gpu_bench_result alone, res;
+    char err[300] = "";
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &alone, err, sizeof err), PF_OK, "%s", err);
+    cr_assert(alone.pass, "%s", alone.failure);
+    cr_assert_eq(alone.num_rivals, 0);
+    cfg.num_rivals = 3;
+    cfg.rivals[0] = 18;
+    cfg.rivals[1] = 6;
+    cfg.rivals[2] = 12; /* a repeat: the noise floor */
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+    cr_assert(res.pass, "%s", res.failure);
+    cr_assert_eq(res.version, 12);
+    cr_assert_eq(res.num_rivals, 3);
+    cr_assert_eq(res.max_err_ref, alone.max_err_ref);
+    cr_assert_eq(res.max_diff_shuffled, 0.0);
+    for (int k = 0; k < 3; k++) {
+        const pf_gpu_bench_rival *v = &res.rival[k];
+        cr_assert_eq(v->version, cfg.rivals[k]);
+        cr_assert_gt(v->chunk_tokens, 0);
+        cr_assert_gt(v->naive.median_ms, 0.0);
+        cr_assert_gt(v->ordered.median_ms, 0.0);
+        cr_assert_gt(v->shuffled.median_ms, 0.0, "rival %d (v%d) timed", k, v->version);
+        /* checked against the reference (res.pass says within bounds):
+         * bf16's rounding leaves an error, so a zero would mean no check */
+        cr_assert_gt(v->max_err_ref, 0.0, "v%d checked", v->version);
+        cr_assert_eq(v->max_diff_ordered, 0.0, "v%d: same chunks, same sums", v->version);
+        cr_assert_eq(v->max_diff_shuffled, 0.0);
+    }
+    /* the repeat runs version 12's plan and kernel: its error is the same */
+    cr_assert_eq(res.rival[2].max_err_ref, res.max_err_ref);
+    cr_assert_eq(res.rival[2].chunk_tokens, res.chunk_tokens);
+    cfg.num_rivals = PF_GPU_BENCH_MAX_RIVALS + 1;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "compare"), "%s", err);
+    cfg.num_rivals = 1;
+    cfg.rivals[0] = PF_GPU_KERNEL_VERSIONS + 1;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "kernel version"), "%s", err);
+    cfg.rivals[0] = 11;
+    cfg.grid_order = 1;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "version 11"), "%s", err);
 }
 
 /* The public API on device pointers, checked against core's CPU reference:

@@ -40,6 +40,18 @@ expect_usage --tail 9
 expect_usage --tail 2 --grid-order
 expect_usage --tail 2 --kernel 9
 expect_usage --tail 2 --kernel 14
+expect_usage --compare ""
+expect_usage --compare 999
+expect_usage --compare 12,
+expect_usage --compare ,12
+expect_usage --compare 12,,18
+expect_usage --compare -1
+expect_usage --compare " 12"
+expect_usage --compare 12x
+expect_usage --compare 1,2,3,4
+expect_usage --compare 99999999999999999999
+expect_usage --kernel 12 --tail 2 --compare 14
+expect_usage --compare 11 --grid-order
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"
 [ -e "$tlu" ] && { echo "FAIL: a usage error left a timeline behind"; fails=$((fails + 1)); rm -f "$tlu"; }
@@ -109,6 +121,15 @@ expect_pass "--shuffle-window 3" '"shuffle_window": *3' --workload seed --seqs 8
 # chunks): the checks pass on the units' partials, and the report names it
 expect_pass "--tail 4" '"tail": *4
 "chunk": *128' --workload llama --seqs 4 --kernel 12 --splits 1 --tail 4 --iters 2 --no-read-bw
+
+# --compare: each version checked (its keys in the report) and timed in
+# the same round-robin; a repeat of --kernel is allowed (the noise floor)
+expect_pass "--compare" '"c1_version": *18
+"c2_version": *12
+"c1_shuffled_ratio": *[0-9]
+"c2_max_err_ref"
+"pass": *"v18 paged-shuffled"' --workload llama --seqs 4 --len 1000 --kernel 12 --compare 18,12 \
+    --iters 3 --no-read-bw
 
 # the block timeline: on a device, one CSV line a block, each block's
 # start <= first tile <= last tile <= end, as many as the report's tl_blocks

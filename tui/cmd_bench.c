@@ -9,8 +9,12 @@
  * naive, cost of scattering = shuffled / ordered); and the checks (naive vs
  * the CPU reference for every sequence, max |paged - naive|, pool read-back).
  *
- * --kernel N selects a numbered kernel version (gpu/kernels.cu); --profile-out
- * FILE also writes the simulator's cost-model figures (gpu/gpu.h, (e)).
+ * --kernel N selects a numbered kernel version (gpu/kernels.cu); --compare
+ * LIST times more versions on the same data in the same process, their
+ * passes interleaved with --kernel's, and gives each one's times against
+ * --kernel's (a comparison that a machine's start, which moves a figure by
+ * about a point on the shared H200, cannot tilt); --profile-out FILE also
+ * writes the simulator's cost-model figures (gpu/gpu.h, (e)).
  *
  * Exit status: 0 all checks passed, 1 a check failed (or the run failed),
  * 2 usage error, 3 no usable GPU (built without CUDA, or no device): the
@@ -68,6 +72,9 @@ typedef struct {
     int ref_all_heads;
     int no_read_bw;
     int kernel;
+    const char *compare;
+    int rivals[PF_GPU_BENCH_MAX_RIVALS];
+    int num_rivals;
     int splits;
     int grid_order;
     int tail;
@@ -83,8 +90,11 @@ static const char bench_summary[] =
     "1 head, D=64, fp32), llama (64 x 4096, GQA 32/8, D=128, bf16), mixed (256 seqs, seed mix\n"
     "x2), long (8 x 32768), single (1 x 1024), batch (256 x 1024), mha (32 x 2048, 32/32\n"
     "heads, fp16); any shape flag overrides the workload's value. --kernel N picks a numbered\n"
-    "kernel version (docs/gpu.md); every version is checked before it is timed. --splits N\n"
-    "cuts the longest sequence into N split-KV chunks instead of the planner's choice.\n"
+    "kernel version (docs/gpu.md); every version is checked before it is timed. --compare\n"
+    "V1,V2 also runs those versions on the same data, their passes interleaved with --kernel's,\n"
+    "and gives each one's time against --kernel's (a repeat of --kernel measures the noise).\n"
+    "--splits N cuts the longest sequence into N split-KV chunks instead of the planner's\n"
+    "choice.\n"
     "Every pass is checked before it is timed: naive vs a CPU reference (double) for every\n"
     "sequence, paged vs naive within --tolerance, pool read-back through the page tables;\n"
     "outputs are NaN-poisoned first. Times are CUDA-event timings with the L2 flushed before\n"
@@ -95,6 +105,29 @@ static const char bench_summary[] =
     "first K/V and ended, on which SM; it prints a summary (start spread, first data, tail,\n"
     "SM busy) and writes the blocks as CSV. Exit status: 0 pass, 1 a check failed, 2 usage,\n"
     "3 no GPU.";
+
+/* --compare's list: 1 to PF_GPU_BENCH_MAX_RIVALS versions 0..
+ * PF_GPU_KERNEL_VERSIONS, comma-separated, nothing else. 0, or -1 when
+ * the list is not that. */
+static int parse_versions(const char *s, int *out, int *n)
+{
+    *n = 0;
+    for (;;) {
+        char *end = NULL;
+        if (*s < '0' || *s > '9')
+            return -1; /* no sign, no space, no empty item */
+        errno = 0;
+        const long v = strtol(s, &end, 10);
+        if (errno || v > PF_GPU_KERNEL_VERSIONS || *n == PF_GPU_BENCH_MAX_RIVALS)
+            return -1;
+        out[(*n)++] = (int)v;
+        if (*end == '\0')
+            return 0;
+        if (*end != ',')
+            return -1;
+        s = end + 1;
+    }
+}
 
 /* Resolve the lengths: --lengths, else --len, else the workload's. */
 static int *bench_lengths(const bench_args *a, const bench_workload *w, int *n_out)
@@ -141,6 +174,66 @@ static int *bench_lengths(const bench_args *a, const bench_workload *w, int *n_o
     }
     *n_out = n;
     return lens;
+}
+
+/* One row of the timing table. */
+static void timing_row(pf_report *r, const char *name, const pf_gpu_timing *t)
+{
+    pf_report_cell_str(r, name);
+    pf_report_cell_num(r, t->median_ms, "%.4f");
+    pf_report_cell_num(r, t->mean_ms, "%.4f");
+    pf_report_cell_num(r, t->sd_ms, "%.4f");
+    pf_report_cell_num(r, t->min_ms, "%.4f");
+    pf_report_cell_num(r, t->gbps, "%.0f");
+    pf_report_cell_num(r, t->frac_bw, "%.3f");
+}
+
+/* One figure of compared version k: key c<k+1>_<name> (the position in
+ * the list, so a repeated version keeps its own keys), label given. */
+static void compare_num(pf_report *r, int k, const char *name, const char *label, double v,
+                        const char *fmt, const char *unit)
+{
+    char key[48];
+    snprintf(key, sizeof key, "c%d_%s", k + 1, name);
+    pf_report_num(r, key, label, v, fmt, unit);
+}
+
+/* --compare: each version's plan, its time against --kernel's pass by
+ * pass (below 1: faster) and its checks. */
+static void add_compare(pf_report *r, const pf_gpu_bench_result *res)
+{
+    pf_report_section(r, "compare", "Versions compared (same process, passes interleaved)");
+    pf_report_num(r, "base_version", "against version", res->version, "%.0f", NULL);
+    static const char *const pass[3] = {"naive", "ordered", "shuffled"};
+    const double base[3] = {res->naive.median_ms, res->ordered.median_ms,
+                            res->shuffled.median_ms};
+    for (int k = 0; k < res->num_rivals; k++) {
+        const pf_gpu_bench_rival *v = &res->rival[k];
+        const double t[3] = {v->naive.median_ms, v->ordered.median_ms, v->shuffled.median_ms};
+        const int n = v->version;
+        char name[32], label[96];
+        snprintf(label, sizeof label, "version %d (compared #%d)", n, k + 1);
+        compare_num(r, k, "version", label, n, "%.0f", NULL);
+        snprintf(label, sizeof label, "  v%d split-KV chunk", n);
+        compare_num(r, k, "chunk", label, v->chunk_tokens, "%.0f", "tokens");
+        for (int i = 0; i < 3; i++) {
+            if (i == 2 && !res->have_shuffled)
+                continue;
+            snprintf(name, sizeof name, "%s_ratio", pass[i]);
+            snprintf(label, sizeof label, "  v%d / v%d, %s time", n, res->version, pass[i]);
+            compare_num(r, k, name, label, base[i] > 0 ? t[i] / base[i] : 0, "%.3f", "x");
+        }
+        snprintf(label, sizeof label, "  v%d max |naive - CPU reference|", n);
+        compare_num(r, k, "max_err_ref", label, v->max_err_ref, "%.3g", NULL);
+        snprintf(label, sizeof label, "  v%d max |paged-ordered - naive|", n);
+        compare_num(r, k, "max_diff_ordered", label, v->max_diff_ordered, "%.3g", NULL);
+        if (res->have_shuffled) {
+            snprintf(label, sizeof label, "  v%d max |paged-shuffled - naive|", n);
+            compare_num(r, k, "max_diff_shuffled", label, v->max_diff_shuffled, "%.3g", NULL);
+        }
+    }
+    pf_report_note(r, "a ratio is the compared version's median over --kernel's for the same "
+                      "pass, both timed in one round-robin; a repeat of --kernel shows the noise");
 }
 
 static void add_results(pf_report *r, const bench_args *a, const bench_workload *w,
@@ -208,20 +301,26 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     static const char *const labels[] = {"pass", "median ms", "mean ms", "sd ms", "min ms",
                                          "KV GB/s", "of read BW"};
     pf_report_table(r, "timing", "Attention latency (CUDA events)", 7, keys, labels);
-    const pf_gpu_timing *t[4] = {&res->naive, &res->ordered, &res->shuffled, &res->stream};
-    const char *names[4] = {"naive", "paged-ordered", "paged-shuffled", "stream, same bytes"};
-    for (int i = 0; i < 4; i++) {
-        if ((i == 2 && !res->have_shuffled) || (i == 3 && !res->have_stream))
-            continue;
-        pf_report_cell_str(r, names[i]);
-        pf_report_cell_num(r, t[i]->median_ms, "%.4f");
-        pf_report_cell_num(r, t[i]->mean_ms, "%.4f");
-        pf_report_cell_num(r, t[i]->sd_ms, "%.4f");
-        pf_report_cell_num(r, t[i]->min_ms, "%.4f");
-        pf_report_cell_num(r, t[i]->gbps, "%.0f");
-        pf_report_cell_num(r, t[i]->frac_bw, "%.3f");
+    const pf_gpu_timing *t[3] = {&res->naive, &res->ordered, &res->shuffled};
+    const char *names[3] = {"naive", "paged-ordered", "paged-shuffled"};
+    const int npass = res->have_shuffled ? 3 : 2;
+    for (int i = 0; i < npass; i++)
+        timing_row(r, names[i], t[i]);
+    for (int k = 0; k < res->num_rivals; k++) {
+        const pf_gpu_bench_rival *v = &res->rival[k];
+        const pf_gpu_timing *vt[3] = {&v->naive, &v->ordered, &v->shuffled};
+        for (int i = 0; i < npass; i++) {
+            char name[48];
+            snprintf(name, sizeof name, "v%d %s", v->version, names[i]);
+            timing_row(r, name, vt[i]);
+        }
     }
+    if (res->have_stream)
+        timing_row(r, "stream, same bytes", &res->stream);
     pf_report_note(r, "KV GB/s = K+V bytes of the real tokens / median time (1 GB = 1e9 B)");
+    if (res->num_rivals)
+        pf_report_note(r, "vN rows: --compare's versions, their passes interleaved with the "
+                          "others' (the unnamed rows are --kernel's)");
     if (res->have_stream)
         pf_report_note(r, "stream, same bytes: the read probe's kernel over a buffer of the pass's "
                           "K+V bytes, flushed and interleaved with the passes");
@@ -243,6 +342,9 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
                       paged > 0 ? res->stream.median_ms / paged : 0, "%.3f", NULL);
     if (!res->have_shuffled)
         pf_report_note(r, "--shuffle-seed 0: ordered frames only; slowdown is ordered / naive");
+
+    if (res->num_rivals)
+        add_compare(r, res);
 
     pf_report_section(r, "api", "Public API (plan once, run many times)");
     pf_report_num(r, "host_us_per_run", "host time per pf_gpu_attn_run (loop of 50, no sync)",
@@ -358,6 +460,8 @@ int pf_cmd_bench(int argc, char **argv)
          "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
         {"kernel", PF_OPT_INT, &a.kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
          "kernel version, 0: the default (docs/gpu.md)", 0},
+        {"compare", PF_OPT_STRING, &a.compare, 0, 0, NULL, "V1,V2,...",
+         "also time these versions (at most 3) on the same data, interleaved", 0},
         {"splits", PF_OPT_INT, &a.splits, 0, 256, NULL, "N",
          "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
         {"grid-order", PF_OPT_FLAG, &a.grid_order, 0, 0, NULL, NULL,
@@ -409,14 +513,23 @@ int pf_cmd_bench(int argc, char **argv)
         return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
     if (a.tail && a.grid_order)
         return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
-    if (a.tail && a.kernel && !pf_gpu_version_takes_tail(a.kernel)) {
-        char can[64];
-        pf_gpu_tail_versions(can, sizeof can);
-        return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions %s can)",
-                            a.kernel, can);
+    if (a.compare && parse_versions(a.compare, a.rivals, &a.num_rivals) != 0)
+        return pf_cli_error(PROG, "--compare: expected 1 to %d comma-separated kernel versions "
+                                  "0..%d, got '%s'", PF_GPU_BENCH_MAX_RIVALS,
+                            PF_GPU_KERNEL_VERSIONS, a.compare);
+    /* the flags that force a plan apply to every version timed */
+    for (int k = 0; k <= a.num_rivals; k++) {
+        const int v = k ? a.rivals[k - 1] : a.kernel;
+        if (a.tail && v && !pf_gpu_version_takes_tail(v)) {
+            char can[64];
+            pf_gpu_tail_versions(can, sizeof can);
+            return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions %s can)",
+                                v, can);
+        }
+        if (a.grid_order && v == 11)
+            return pf_cli_error(PROG,
+                                "--grid-order: kernel version 11 runs from its work list only");
     }
-    if (a.grid_order && a.kernel == 11)
-        return pf_cli_error(PROG, "--grid-order: kernel version 11 runs from its work list only");
     if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
         return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
                                   "%d to %d do)", a.kernel, PF_GPU_TRACE_MIN_VERSION,
@@ -488,7 +601,9 @@ int pf_cmd_bench(int argc, char **argv)
         .timeline = a.timeline != NULL,
         .group_tile = a.group_tile,
         .timeline_csv = a.timeline,
+        .num_rivals = a.num_rivals,
     };
+    memcpy(cfg.rivals, a.rivals, sizeof cfg.rivals);
     /* every sequence is always checked; heads are sampled (one q head per
      * kv head) only when all of them would cost the CPU too long */
     long long work = 0;
