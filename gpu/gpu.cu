@@ -103,6 +103,7 @@ struct CaseIn {
     const char *timeline_csv; /* its records (or NULL) */
     int rivals[PF_GPU_BENCH_MAX_RIVALS]; /* more versions, timed beside */
     int num_rivals;
+    int interleave; /* pools in FlashInfer's layout (pf_gpu_bench_cfg) */
 };
 
 double median_of(double *x, int n)
@@ -262,6 +263,9 @@ struct Case {
     /* host */
     size_t *off;              /* element offset of sequence i, packed arrays */
     int *tab_o;               /* ordered tables [S][maxb]                    */
+    const int *tab_h[2];      /* the tables as the device gets them: tab_o and
+                                 in->tables_b, or tab_x when interleaved    */
+    int *tab_x[2];            /* interleaved: each frame f as 2 f            */
     float *qf, *kf, *vf;      /* reference floats (head-major K/V)           */
     void *qd, *stage_k, *stage_v; /* token-major staging in the element type */
     void *out_chk;
@@ -322,6 +326,8 @@ int nomem(Case *c, const char *what)
 
 void case_free(Case *c)
 {
+    if (c->in->interleave) /* a V pool lies inside its K pool's allocation */
+        c->d_pv[0] = c->d_pv[1] = NULL;
     void *dev[] = {c->d_q,      c->d_sk,     c->d_sv,    c->d_nk,     c->d_nv,
                    c->d_pk[0],  c->d_pv[0],  c->d_pk[1], c->d_pv[1],  c->d_tab[0],
                    c->d_tab[1], c->d_lens,   c->d_flush, c->d_sink,   c->d_trace,
@@ -340,7 +346,7 @@ void case_free(Case *c)
     pf_gpu_attn_graph_free(c->graph);
     if (c->st)
         cudaStreamDestroy(c->st);
-    void *host[] = {c->off,     c->tab_o,     c->qf,     c->kf,     c->vf,
+    void *host[] = {c->off,     c->tab_o,     c->tab_x[0], c->tab_x[1], c->qf, c->kf, c->vf,
                     c->qd,      c->stage_k,   c->stage_v, c->out_chk, c->trace_h};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
@@ -373,6 +379,20 @@ int case_layout(Case *c)
     for (int s = 0; s < in.S; s++)
         for (int b = 0; b < pf_page_blocks_for(in.lens[s], in.B); b++)
             c->tab_o[(size_t)s * c->maxb + b] = next++;
+    c->tab_h[0] = c->tab_o;
+    c->tab_h[1] = in.tables_b;
+    if (in.interleave)
+        for (int i = 0; i < 1 + c->have_b; i++) {
+            /* FlashInfer's [page][K|V] layout from two pool views: the
+             * table names frame 2 f, K's view starts at the allocation and
+             * V's one frame later, so page f's K and V lie side by side */
+            const size_t n = (size_t)in.S * c->maxb;
+            if (!(c->tab_x[i] = (int *)malloc(n * sizeof(int))))
+                return nomem(c, "block tables");
+            for (size_t j = 0; j < n; j++)
+                c->tab_x[i][j] = 2 * c->tab_h[i][j];
+            c->tab_h[i] = c->tab_x[i];
+        }
     pf_gpu_bench_result *res = c->res;
     res->frames = c->frames_o;
     res->kv_bytes = (long long)(2 * c->total_tok * in.hkv * c->row_bytes);
@@ -425,10 +445,18 @@ int case_host_data(Case *c)
     return PF_OK;
 }
 
+/* A frame's bytes of K (or of V), and the bytes of a pool as the kernels
+ * index it: its frames, twice as many views of them when interleaved (K's
+ * even, V's odd, one frame later). */
+size_t frame_bytes(const Case *c)
+{
+    return (size_t)c->in->hkv * c->in->B * c->row_bytes;
+}
+
 size_t pool_bytes(const Case *c, int which)
 {
     const int frames = which == 0 ? c->frames_o : c->in->frames_b;
-    return (size_t)frames * c->in->hkv * c->in->B * c->row_bytes;
+    return (size_t)frames * (c->in->interleave ? 2 : 1) * frame_bytes(c);
 }
 
 /* Device buffers, uploads, and NaN everywhere a pass could read by mistake. */
@@ -444,11 +472,18 @@ int case_upload(Case *c)
     CKC(cudaMalloc(&c->d_nk, naive));
     CKC(cudaMalloc(&c->d_nv, naive));
     for (int i = 0; i < 1 + c->have_b; i++) {
-        CKC(cudaMalloc(&c->d_pk[i], pool_bytes(c, i)));
-        CKC(cudaMalloc(&c->d_pv[i], pool_bytes(c, i)));
+        if (in.interleave) { /* one allocation, V's view a frame in */
+            const size_t all = pool_bytes(c, i) + frame_bytes(c);
+            CKC(cudaMalloc(&c->d_pk[i], all));
+            c->d_pv[i] = (char *)c->d_pk[i] + frame_bytes(c);
+            CKC(cudaMemsetAsync(c->d_pk[i], 0xff, all, c->st));
+        } else {
+            CKC(cudaMalloc(&c->d_pk[i], pool_bytes(c, i)));
+            CKC(cudaMalloc(&c->d_pv[i], pool_bytes(c, i)));
+            CKC(cudaMemsetAsync(c->d_pk[i], 0xff, pool_bytes(c, i), c->st));
+            CKC(cudaMemsetAsync(c->d_pv[i], 0xff, pool_bytes(c, i), c->st));
+        }
         CKC(cudaMalloc((void **)&c->d_tab[i], tabb));
-        CKC(cudaMemsetAsync(c->d_pk[i], 0xff, pool_bytes(c, i), c->st));
-        CKC(cudaMemsetAsync(c->d_pv[i], 0xff, pool_bytes(c, i), c->st));
     }
     CKC(cudaMalloc((void **)&c->d_lens, (size_t)in.S * sizeof(int)));
     for (int k = 0; k < c->nv; k++)
@@ -463,9 +498,8 @@ int case_upload(Case *c)
     CKC(cudaMemcpy(c->d_q, c->qd, qb, cudaMemcpyHostToDevice));
     CKC(cudaMemcpy(c->d_sk, c->stage_k, kvb, cudaMemcpyHostToDevice));
     CKC(cudaMemcpy(c->d_sv, c->stage_v, kvb, cudaMemcpyHostToDevice));
-    CKC(cudaMemcpy(c->d_tab[0], c->tab_o, tabb, cudaMemcpyHostToDevice));
-    if (c->have_b)
-        CKC(cudaMemcpy(c->d_tab[1], in.tables_b, tabb, cudaMemcpyHostToDevice));
+    for (int i = 0; i < 1 + c->have_b; i++)
+        CKC(cudaMemcpy(c->d_tab[i], c->tab_h[i], tabb, cudaMemcpyHostToDevice));
     CKC(cudaMemcpy(c->d_lens, in.lens, (size_t)in.S * sizeof(int), cudaMemcpyHostToDevice));
     return PF_OK;
 }
@@ -536,7 +570,7 @@ int case_readback(Case *c)
             break;
         }
         if (!pool_readback_ok(h, (const unsigned char *)(i % 2 ? c->stage_v : c->stage_k), c->off,
-                              in.lens, in.S, pool ? in.tables_b : c->tab_o, c->maxb, in.hkv, in.B,
+                              in.lens, in.S, c->tab_h[pool], c->maxb, in.hkv, in.B,
                               c->row_bytes, in.D)) {
             c->res->readback_ok = 0;
             fail(c->res, "pool read-back: the %s %s pool differs from what was written",
@@ -1255,6 +1289,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         return PF_ERR_ARG;
     }
     in.num_rivals = cfg->num_rivals;
+    in.interleave = cfg->kv_interleaved != 0;
     for (int k = 0; k <= cfg->num_rivals; k++) {
         const int v = k ? cfg->rivals[k - 1] : cfg->version;
         if (k)

@@ -19,6 +19,9 @@
  *   q        [num_seqs][num_q_heads][head_dim]
  *   out      [num_seqs][num_q_heads][head_dim]
  *   k_pool   [pool_frames][num_kv_heads][block_size][head_dim]  (v_pool same)
+ *            or one pool with each page's K and V side by side (FlashInfer's
+ *            [page][2][...]): k_pool its start, v_pool one frame later, and
+ *            the tables name page p as frame 2 p (`--kv-layout interleaved`)
  *   block_tables [num_seqs][max_blocks_per_seq] int32 frame ids
  *   seq_lens [num_seqs] int32 (<= 0: the output row is zeros; lengths are
  *            read up to the plan's bound, never past the table or capacity)
@@ -327,6 +330,15 @@ typedef struct {
      * grid_order and group_tile apply to every version. */
     int rivals[PF_GPU_BENCH_MAX_RIVALS];
     int num_rivals;        /* 0..PF_GPU_BENCH_MAX_RIVALS                    */
+    /* The paged passes' pools. 0: a K pool and a V pool, [frame][Hkv][B][D]
+     * each (the split of vLLM's FlashAttention backend, [2][page][...]).
+     * 1: one pool, a page's K and V side by side, [page][2][Hkv][B][D]
+     * (FlashInfer's single-tensor layout, HND; vLLM's FlashInfer backend
+     * allocates its cache [page][2][...]), so that one address translation
+     * serves both (`--kv-layout interleaved`). The kernels run it as they
+     * are: the tables name frame 2 p, and V's pool pointer is K's plus one
+     * frame (see pf_gpu_paged_attention). */
+    int kv_interleaved;
 } pf_gpu_bench_cfg;
 
 /* One compared version's plan, timings and checks (the first version's

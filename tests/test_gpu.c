@@ -13,7 +13,8 @@
  * attention) against core's CPU reference; plan/run with lengths of zero or
  * less (zeros, one split or many) and captured in a CUDA graph replayed 100
  * times; pf_gpu_run_layout with a shared frame and its error answers; the
- * block timeline of versions 7 on; several versions compared in one run.
+ * block timeline of versions 7 on; several versions compared in one run;
+ * the pools in FlashInfer's layout (a page's K and V side by side).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -320,6 +321,46 @@ Test(gpu, runner_compares_versions)
     cfg.grid_order = 1;
     cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
     cr_assert(strstr(err, "version 11"), "%s", err);
+}
+
+/* FlashInfer's pool layout (a page's K and V side by side, the tables
+ * naming frame 2 p, V's pool a frame into K's): every kernel family reads
+ * it through its own walk, checked as the split pools are (the pool
+ * read-back walks the doubled tables, so K and V in the wrong halves
+ * fail), and gives the naive pass's output bitwise on both layouts. */
+Test(gpu, interleaved_pool)
+{
+    int lens[] = {1, 7, 8, 9, 300, 1000};
+    static const struct {
+        int version, B, hq, hkv, D;
+        pf_gpu_dtype dt;
+    } cases[] = {
+        {12, 16, 8, 2, 128, PF_GPU_BF16}, {12, 8, 8, 2, 128, PF_GPU_BF16},
+        {18, 16, 8, 2, 128, PF_GPU_F16},  {18, 8, 8, 2, 128, PF_GPU_BF16},
+        {7, 32, 4, 4, 64, PF_GPU_F32},    {1, 16, 4, 1, 64, PF_GPU_F16},
+        {0, 24, 8, 2, 128, PF_GPU_BF16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_gpu_bench_cfg cfg = {
+            .num_seqs = 6, .seq_lens = lens, .naive_cap = 1000, .num_q_heads = cases[i].hq,
+            .num_kv_heads = cases[i].hkv, .head_dim = cases[i].D, .block_size = cases[i].B,
+            .dtype = cases[i].dt, .iters = 2, .seed = 9, .shuffle_seed = 4, .tolerance = 1e-3,
+            .ref_all_heads = 1, .version = cases[i].version,
+        };
+        pf_gpu_bench_result split, inter;
+        char err[300] = "";
+        cr_assert_eq(pf_gpu_bench_run(&cfg, &split, err, sizeof err), PF_OK, "%s", err);
+        cfg.kv_interleaved = 1;
+        cr_assert_eq(pf_gpu_bench_run(&cfg, &inter, err, sizeof err), PF_OK, "case %zu: %s", i,
+                     err);
+        cr_assert(inter.pass, "case %zu (v%d, B %d): %s", i, cases[i].version, cases[i].B,
+                  inter.failure);
+        cr_assert(inter.readback_ok);
+        cr_assert_eq(inter.max_err_ref, split.max_err_ref, "case %zu: the same naive pass", i);
+        cr_assert_eq(inter.max_diff_ordered, 0.0, "case %zu", i);
+        cr_assert_eq(inter.max_diff_shuffled, 0.0, "case %zu", i);
+        cr_assert_eq(inter.paged_reserved, split.paged_reserved, "the same frames in use");
+    }
 }
 
 /* The public API on device pointers, checked against core's CPU reference:

@@ -52,6 +52,7 @@ expect_usage --compare 1,2,3,4
 expect_usage --compare 99999999999999999999
 expect_usage --kernel 12 --tail 2 --compare 14
 expect_usage --compare 11 --grid-order
+expect_usage --kv-layout nope
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"
 [ -e "$tlu" ] && { echo "FAIL: a usage error left a timeline behind"; fails=$((fails + 1)); rm -f "$tlu"; }
@@ -130,6 +131,10 @@ expect_pass "--compare" '"c1_version": *18
 "c2_max_err_ref"
 "pass": *"v18 paged-shuffled"' --workload llama --seqs 4 --len 1000 --kernel 12 --compare 18,12 \
     --iters 3 --no-read-bw
+
+# the pools in FlashInfer's layout: the checks pass and the report names it
+expect_pass "--kv-layout interleaved" '"kv_layout": *"interleaved' --workload seed --seqs 8 \
+    --iters 2 --no-read-bw --kv-layout interleaved
 
 # the block timeline: on a device, one CSV line a block, each block's
 # start <= first tile <= last tile <= end, as many as the report's tl_blocks

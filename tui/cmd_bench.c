@@ -59,6 +59,8 @@ static const bench_workload workloads[] = {
 static const char *const workload_names[] = {"seed", "llama", "mixed", "long", "single",
                                              "batch", "mha", NULL};
 static const char *const dtype_names[] = {"fp32", "fp16", "bf16", NULL};
+/* --kv-layout: the paged pools, pf_gpu_bench_cfg's kv_interleaved */
+static const char *const kv_layout_names[] = {"split", "interleaved", NULL};
 
 typedef struct {
     int workload;
@@ -73,6 +75,7 @@ typedef struct {
     int no_read_bw;
     int kernel;
     const char *compare;
+    int kv_layout;
     int rivals[PF_GPU_BENCH_MAX_RIVALS];
     int num_rivals;
     int splits;
@@ -280,6 +283,9 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "shuffle_seed", "shuffle seed", (double)a->shuffle_seed, "%.0f", NULL);
     pf_report_num(r, "shuffle_window", "shuffle window, frames (0: the whole pool)",
                   a->shuffle_window, "%.0f", NULL);
+    pf_report_str(r, "kv_layout", "paged pools (K, V)",
+                  a->kv_layout ? "interleaved: a page's K and V side by side"
+                               : "split: a K pool and a V pool");
 
     pf_report_section(r, "memory", "KV memory reserved (decimal MB)");
     pf_report_num(r, "naive_mb", "naive (seqs x capacity)", res->naive_reserved / 1e6, "%.2f",
@@ -462,6 +468,8 @@ int pf_cmd_bench(int argc, char **argv)
          "kernel version, 0: the default (docs/gpu.md)", 0},
         {"compare", PF_OPT_STRING, &a.compare, 0, 0, NULL, "V1,V2,...",
          "also time these versions (at most 3) on the same data, interleaved", 0},
+        {"kv-layout", PF_OPT_CHOICE, &a.kv_layout, 0, 0, kv_layout_names, NULL,
+         "paged pools: split (a K and a V pool) or interleaved (a page's K and V together)", 0},
         {"splits", PF_OPT_INT, &a.splits, 0, 256, NULL, "N",
          "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
         {"grid-order", PF_OPT_FLAG, &a.grid_order, 0, 0, NULL, NULL,
@@ -602,6 +610,7 @@ int pf_cmd_bench(int argc, char **argv)
         .group_tile = a.group_tile,
         .timeline_csv = a.timeline,
         .num_rivals = a.num_rivals,
+        .kv_interleaved = a.kv_layout,
     };
     memcpy(cfg.rivals, a.rivals, sizeof cfg.rivals);
     /* every sequence is always checked; heads are sampled (one q head per
