@@ -472,11 +472,15 @@ int case_upload(Case *c)
     CKC(cudaMalloc(&c->d_nk, naive));
     CKC(cudaMalloc(&c->d_nv, naive));
     for (int i = 0; i < 1 + c->have_b; i++) {
-        if (in.interleave) { /* one allocation, V's view a frame in */
+        if (in.interleave) {
+            /* one allocation, V's view a frame in. The kernels touch frames
+             * 0 .. 2 F - 1 through either view; the spare frame at the end
+             * lets the read-back copy pool_bytes from V's view as from K's */
             const size_t all = pool_bytes(c, i) + frame_bytes(c);
             CKC(cudaMalloc(&c->d_pk[i], all));
             c->d_pv[i] = (char *)c->d_pk[i] + frame_bytes(c);
             CKC(cudaMemsetAsync(c->d_pk[i], 0xff, all, c->st));
+            c->res->kv_interleaved = 1; /* what ran, for the report */
         } else {
             CKC(cudaMalloc(&c->d_pk[i], pool_bytes(c, i)));
             CKC(cudaMalloc(&c->d_pv[i], pool_bytes(c, i)));
@@ -592,9 +596,17 @@ int plan_version(Case *c, Ver *v)
     const CaseIn &in = *c->in;
     const pf_gpu_attn_shape sh = case_shape(c, in.S);
     pf_gpu_attn_plan *pl = &v->plan[1];
-    CKP(pf_gpu_attn_plan_make(pl, &sh, 1, in.lens, 0, v->version), "plan");
+    /* with --compare, a refusal names the version that refused */
+    char what[3][64];
+    const char *const step[3] = {"plan", "--splits", "--group-tile"};
+    for (int i = 0; i < 3; i++)
+        if (c->nv > 1)
+            snprintf(what[i], sizeof what[i], "version %d's %s", v->version, step[i]);
+        else
+            snprintf(what[i], sizeof what[i], "%s", step[i]);
+    CKP(pf_gpu_attn_plan_make(pl, &sh, 1, in.lens, 0, v->version), what[0]);
     if (in.splits > 0)
-        CKP(pf_gpu__plan_set_splits(pl, in.splits, in.lens), "--splits");
+        CKP(pf_gpu__plan_set_splits(pl, in.splits, in.lens), what[1]);
     if (in.tail > 0 && pf_gpu__plan_set_tail(pl, in.tail, in.lens) != PF_OK) {
         char can[64];
         pf_gpu_tail_versions(can, sizeof can);
@@ -609,7 +621,7 @@ int plan_version(Case *c, Ver *v)
     if (in.grid_order)
         pf_gpu__plan_drop_list(pl);
     if (in.group_tile > 0)
-        CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile), "--group-tile");
+        CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile), what[2]);
     v->plan[0] = *pl;
     v->plan[0].paged = 0;
     if (pl->workspace_bytes) {
@@ -1238,11 +1250,14 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
                           err, errlen);
     if (ready != PF_OK)
         return ready;
-    if (cfg->num_seqs < 1 || cfg->num_seqs > 65535 || !cfg->seq_lens || cfg->iters < 1) {
-        set_err(err, errlen, "need 1..65535 sequences with lengths and iters >= 1");
+    if (cfg->num_seqs < 1 || cfg->num_seqs > 65535 || !cfg->seq_lens || cfg->iters < 1 ||
+        cfg->iters > PF_GPU_BENCH_MAX_ITERS) {
+        set_err(err, errlen, "need 1..65535 sequences with lengths and 1..%d iters",
+                PF_GPU_BENCH_MAX_ITERS);
         return PF_ERR_ARG;
     }
-    int maxlen = 0, maxb = 1, frames = 0;
+    int maxlen = 0, maxb = 1;
+    long long all_frames = 0;
     for (int i = 0; i < cfg->num_seqs; i++) {
         if (cfg->seq_lens[i] < 1) {
             set_err(err, errlen, "sequence %d has length %d (must be >= 1)", i, cfg->seq_lens[i]);
@@ -1253,13 +1268,20 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         int nb = pf_page_blocks_for(cfg->seq_lens[i], cfg->block_size);
         if (nb > maxb)
             maxb = nb;
-        frames += nb;
+        all_frames += nb;
     }
     if (cfg->naive_cap < maxlen) {
         set_err(err, errlen, "naive capacity %d is below the longest sequence (%d)",
                 cfg->naive_cap, maxlen);
         return PF_ERR_ARG;
     }
+    /* frame numbers are int32 in the tables, doubled in the interleaved pool */
+    if (all_frames * (cfg->kv_interleaved ? 2 : 1) > INT_MAX) {
+        set_err(err, errlen, "%lld frames: a table names at most %d", all_frames,
+                cfg->kv_interleaved ? INT_MAX / 2 : INT_MAX);
+        return PF_ERR_ARG;
+    }
+    const int frames = (int)all_frames;
     CaseIn in;
     memset(&in, 0, sizeof in);
     in.S = cfg->num_seqs;
@@ -1295,8 +1317,8 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         if (k)
             in.rivals[k - 1] = v;
         if (v < 0 || v > PF_GPU_KERNEL_VERSIONS) {
-            set_err(err, errlen, "kernel version %d: there are versions 1 to %d", v,
-                    PF_GPU_KERNEL_VERSIONS);
+            set_err(err, errlen, "kernel version %d%s: there are versions 1 to %d (0: the default)",
+                    v, k ? " (compared)" : "", PF_GPU_KERNEL_VERSIONS);
             return PF_ERR_ARG;
         }
         if (cfg->grid_order && pf_gpu_version_steal(v)) {

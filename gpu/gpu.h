@@ -1,10 +1,11 @@
 /* gpu/gpu.h - PageFault's GPU stage behind a plain C API.
  *
- * What it is: a device block pool (one allocation holding K and V of every
- * frame), a kernel that appends tokens' K/V through the block table, a naive
- * decode-attention kernel over contiguous per-sequence buffers and a paged
- * one that reads every K/V through the block table (numbered kernel versions,
- * docs/gpu.md), a plan/run split in FlashInfer's manner, and the checked,
+ * What it is: a device block pool (K and V of every frame: a K pool and a V
+ * pool, or one pool with each page's K and V side by side), a kernel that
+ * appends tokens' K/V through the block table, a naive decode-attention
+ * kernel over contiguous per-sequence buffers and a paged one that reads
+ * every K/V through the block table (numbered kernel versions, docs/gpu.md),
+ * a plan/run split in FlashInfer's manner, and the checked,
  * timed benchmark. Implemented in CUDA (gpu/gpu.cu and gpu/kernels.cu,
  * extern "C"); host-only parts (validation, planning, the profile writer,
  * the block timeline's summary) in gpu/host.c. Without a CUDA compiler the
@@ -287,6 +288,8 @@ typedef struct {
 
 /* Most versions one bench run compares beside its own (`--compare`). */
 #define PF_GPU_BENCH_MAX_RIVALS 3
+/* Most timed iterations a pass (each is an event pair per pass). */
+#define PF_GPU_BENCH_MAX_ITERS 1000000
 
 typedef struct {
     int num_seqs;
@@ -294,7 +297,7 @@ typedef struct {
     int naive_cap;         /* naive reservation per sequence, >= max length  */
     int num_q_heads, num_kv_heads, head_dim, block_size;
     pf_gpu_dtype dtype;
-    int iters;             /* timed iterations per pass (>= 1)               */
+    int iters;             /* timed iterations per pass, 1..PF_GPU_BENCH_MAX_ITERS */
     unsigned long long seed;         /* data (q, K, V)                       */
     unsigned long long shuffle_seed; /* frame permutation; 0: ordered only   */
     int shuffle_window;    /* 0: the permutation spans the pool; N: frames
@@ -337,7 +340,7 @@ typedef struct {
      * allocates its cache [page][2][...]), so that one address translation
      * serves both (`--kv-layout interleaved`). The kernels run it as they
      * are: the tables name frame 2 p, and V's pool pointer is K's plus one
-     * frame (see pf_gpu_paged_attention). */
+     * frame (see *Layouts* at the top of this header). */
     int kv_interleaved;
 } pf_gpu_bench_cfg;
 
@@ -393,6 +396,7 @@ typedef struct {
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
     int num_rivals;            /* cfg->num_rivals                           */
+    int kv_interleaved;        /* the paged pools the run used (cfg's)      */
     pf_gpu_bench_rival rival[PF_GPU_BENCH_MAX_RIVALS];
 } pf_gpu_bench_result;
 

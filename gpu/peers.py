@@ -4,14 +4,18 @@
     python3 gpu/peers.py build/gpu/libpagefault_gpu.so [--iters N] [--workloads a,b]
                          [--versions 0,5,7] [--group-tiles 0,1] [--no-flex]
                          [--back-to-back] [--flush sum|read_bw] [--data normal|uniform]
-                         [--probe-after-mb N]
+                         [--probe-after-mb N] [--kv-layouts split,interleaved]
 
 Optional: it needs PyTorch with CUDA (the device machine has it). For each
 workload it draws one set of q, K, V on the GPU and runs, on that same data:
   - ours, paged: pf_gpu_attn_plan_make + pf_gpu_attn_run through
     libpagefault_gpu.so, K/V in a pool of shuffled pages (block 16, and 128
     for llama), the workspace a torch tensor; each kernel version of
-    --versions (default 0, the per-shape default), on the same pool;
+    --versions (default 0, the per-shape default), on the same pool; with
+    --kv-layouts, each pool layout: split (a K pool and a V pool, vLLM's
+    FlashAttention backend) and/or interleaved (one pool [page][2][Hkv][B][D],
+    FlashInfer's: the tables name page p as frame 2 p, V's pointer is K's
+    plus one frame; docs/gpu.md, *Layouts*);
   - PyTorch SDPA on contiguous K/V [S, Hkv, L, D] with enable_gqa, forced to
     the cuDNN backend and to the FlashAttention backend;
   - PyTorch flex_attention on a paged cache (PagedAttention, page 128), llama
@@ -101,8 +105,14 @@ def main():
     ap.add_argument("--group-tiles", default="0",
                     help="query heads one block of ours serves (0: the planner's; else 1, 2, 4, "
                          "8 dividing the group, through pf_gpu__plan_set_group_tile)")
+    ap.add_argument("--kv-layouts", default="split",
+                    help="our pools' layouts, comma-separated: split (a K and a V pool), "
+                         "interleaved (a page's K and V side by side)")
     args = ap.parse_args()
     # bad input is named before any device work, with argparse's status 2
+    layouts = args.kv_layouts.split(",")
+    if not layouts or any(x not in ("split", "interleaved") for x in layouts):
+        ap.error(f"--kv-layouts: expected split and/or interleaved, got '{args.kv_layouts}'")
     unknown = [w for w in args.workloads.split(",") if w not in WORKLOADS]
     if unknown:
         ap.error(f"--workloads: unknown {','.join(unknown)} (known: {','.join(WORKLOADS)})")
@@ -243,16 +253,29 @@ def main():
 
         res = {}
         # -- ours, paged, shuffled pages
-        for B in ([16, 128] if name == "llama" else [16]):
+        for B, layout in [(b, x) for b in ([16, 128] if name == "llama" else [16])
+                          for x in layouts]:
             nb = L // B
             frames = S * nb
             perm = torch.randperm(frames, device=dev)
             # [S, Hkv, nb, B, D] -> [S * nb, Hkv, B, D], scattered by perm
-            kp = torch.empty(frames, HKV, B, D, device=dev, dtype=dt)
-            vpool = torch.empty_like(kp)
-            kp[perm] = k.view(S, HKV, nb, B, D).permute(0, 2, 1, 3, 4).reshape(frames, HKV, B, D)
-            vpool[perm] = v.view(S, HKV, nb, B, D).permute(0, 2, 1, 3, 4).reshape(frames, HKV, B, D)
-            tables = perm.to(torch.int32).view(S, nb).contiguous()
+            pages_k = k.view(S, HKV, nb, B, D).permute(0, 2, 1, 3, 4).reshape(frames, HKV, B, D)
+            pages_v = v.view(S, HKV, nb, B, D).permute(0, 2, 1, 3, 4).reshape(frames, HKV, B, D)
+            if layout == "split":
+                kp = torch.empty(frames, HKV, B, D, device=dev, dtype=dt)
+                vpool = torch.empty_like(kp)
+                kp[perm] = pages_k
+                vpool[perm] = pages_v
+                k_ptr, v_ptr, fmul = kp.data_ptr(), vpool.data_ptr(), 1
+            else:  # one pool, page p's K at frame 2p, its V one frame later
+                kp = torch.empty(frames, 2, HKV, B, D, device=dev, dtype=dt)
+                vpool = kp
+                kp[perm, 0] = pages_k
+                kp[perm, 1] = pages_v
+                k_ptr = kp.data_ptr()
+                v_ptr, fmul = k_ptr + HKV * B * D * kp.element_size(), 2
+            del pages_k, pages_v
+            tables = (perm * fmul).to(torch.int32).view(S, nb).contiguous()
             lens_h = (ctypes.c_int * S)(*([L] * S))
             lens_d = torch.full((S,), L, dtype=torch.int32, device=dev)
             shape = AttnShape(S, HQ, HKV, D, B, nb, L, 2 if dts == "bf16" else 1, 0.0)
@@ -281,8 +304,8 @@ def main():
                 out = torch.empty(S, HQ, D, device=dev, dtype=dt)
 
                 def ours():
-                    r = lib.pf_gpu_attn_run(ctypes.byref(plan), qc.data_ptr(), kp.data_ptr(),
-                                            vpool.data_ptr(), tables.data_ptr(),
+                    r = lib.pf_gpu_attn_run(ctypes.byref(plan), qc.data_ptr(), k_ptr, v_ptr,
+                                            tables.data_ptr(),
                                             lens_d.data_ptr(), out.data_ptr(), ws.data_ptr(), st)
                     if r != 0:
                         raise RuntimeError(f"pf_gpu_attn_run: {r}")
@@ -291,6 +314,7 @@ def main():
                 torch.cuda.synchronize()
                 err, ok = check(out, "ours")
                 label = (f"ours v{plan.version} paged B{B}" + (f" tile {tile}" if tile else "") +
+                         (" interleaved" if layout == "interleaved" else "") +
                          (" (default)" if ver == 0 and not tile else ""))
                 res[label] = (time_it(ours, args.iters), err, ok)
             del kp, vpool

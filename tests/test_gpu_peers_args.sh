@@ -28,5 +28,7 @@ expect_usage "at least 1" --iters 0
 expect_usage "at least 0" --probe-after-mb -1
 expect_usage "invalid choice" --flush nope
 expect_usage "invalid choice" --data nope
+expect_usage "split and/or interleaved" --kv-layouts split,nope
+expect_usage "split and/or interleaved" --kv-layouts ""
 [ $fails -eq 0 ] && echo "peers.py argument checks: all passed"
 exit $fails

@@ -33,6 +33,8 @@
 #include "tui/report.h"
 
 #define PROG "pagefault bench"
+#define PF_BENCH_STR_(x) #x
+#define PF_BENCH_STR(x) PF_BENCH_STR_(x) /* a number macro as a string literal */
 #define BENCH_MAX_SEQS 65535
 #define BENCH_MAX_LEN (1 << 20)
 
@@ -112,20 +114,22 @@ static const char bench_summary[] =
 /* --compare's list: 1 to PF_GPU_BENCH_MAX_RIVALS versions 0..
  * PF_GPU_KERNEL_VERSIONS, comma-separated, nothing else. 0, or -1 when
  * the list is not that. */
-static int parse_versions(const char *s, int *out, int *n)
+static int bench_parse_versions(const char *s, int *out, int *n)
 {
-    *n = 0;
+    int k = 0;
     for (;;) {
         char *end = NULL;
         if (*s < '0' || *s > '9')
             return -1; /* no sign, no space, no empty item */
         errno = 0;
         const long v = strtol(s, &end, 10);
-        if (errno || v > PF_GPU_KERNEL_VERSIONS || *n == PF_GPU_BENCH_MAX_RIVALS)
+        if (errno || v > PF_GPU_KERNEL_VERSIONS || k == PF_GPU_BENCH_MAX_RIVALS)
             return -1;
-        out[(*n)++] = (int)v;
-        if (*end == '\0')
+        out[k++] = (int)v;
+        if (*end == '\0') {
+            *n = k;
             return 0;
+        }
         if (*end != ',')
             return -1;
         s = end + 1;
@@ -180,7 +184,7 @@ static int *bench_lengths(const bench_args *a, const bench_workload *w, int *n_o
 }
 
 /* One row of the timing table. */
-static void timing_row(pf_report *r, const char *name, const pf_gpu_timing *t)
+static void bench_timing_row(pf_report *r, const char *name, const pf_gpu_timing *t)
 {
     pf_report_cell_str(r, name);
     pf_report_cell_num(r, t->median_ms, "%.4f");
@@ -193,7 +197,7 @@ static void timing_row(pf_report *r, const char *name, const pf_gpu_timing *t)
 
 /* One figure of compared version k: key c<k+1>_<name> (the position in
  * the list, so a repeated version keeps its own keys), label given. */
-static void compare_num(pf_report *r, int k, const char *name, const char *label, double v,
+static void bench_compare_num(pf_report *r, int k, const char *name, const char *label, double v,
                         const char *fmt, const char *unit)
 {
     char key[48];
@@ -203,7 +207,7 @@ static void compare_num(pf_report *r, int k, const char *name, const char *label
 
 /* --compare: each version's plan, its time against --kernel's pass by
  * pass (below 1: faster) and its checks. */
-static void add_compare(pf_report *r, const pf_gpu_bench_result *res)
+static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
 {
     pf_report_section(r, "compare", "Versions compared (same process, passes interleaved)");
     pf_report_num(r, "base_version", "against version", res->version, "%.0f", NULL);
@@ -216,23 +220,23 @@ static void add_compare(pf_report *r, const pf_gpu_bench_result *res)
         const int n = v->version;
         char name[32], label[96];
         snprintf(label, sizeof label, "version %d (compared #%d)", n, k + 1);
-        compare_num(r, k, "version", label, n, "%.0f", NULL);
+        bench_compare_num(r, k, "version", label, n, "%.0f", NULL);
         snprintf(label, sizeof label, "  v%d split-KV chunk", n);
-        compare_num(r, k, "chunk", label, v->chunk_tokens, "%.0f", "tokens");
+        bench_compare_num(r, k, "chunk", label, v->chunk_tokens, "%.0f", "tokens");
         for (int i = 0; i < 3; i++) {
             if (i == 2 && !res->have_shuffled)
                 continue;
             snprintf(name, sizeof name, "%s_ratio", pass[i]);
             snprintf(label, sizeof label, "  v%d / v%d, %s time", n, res->version, pass[i]);
-            compare_num(r, k, name, label, base[i] > 0 ? t[i] / base[i] : 0, "%.3f", "x");
+            bench_compare_num(r, k, name, label, base[i] > 0 ? t[i] / base[i] : 0, "%.3f", "x");
         }
         snprintf(label, sizeof label, "  v%d max |naive - CPU reference|", n);
-        compare_num(r, k, "max_err_ref", label, v->max_err_ref, "%.3g", NULL);
+        bench_compare_num(r, k, "max_err_ref", label, v->max_err_ref, "%.3g", NULL);
         snprintf(label, sizeof label, "  v%d max |paged-ordered - naive|", n);
-        compare_num(r, k, "max_diff_ordered", label, v->max_diff_ordered, "%.3g", NULL);
+        bench_compare_num(r, k, "max_diff_ordered", label, v->max_diff_ordered, "%.3g", NULL);
         if (res->have_shuffled) {
             snprintf(label, sizeof label, "  v%d max |paged-shuffled - naive|", n);
-            compare_num(r, k, "max_diff_shuffled", label, v->max_diff_shuffled, "%.3g", NULL);
+            bench_compare_num(r, k, "max_diff_shuffled", label, v->max_diff_shuffled, "%.3g", NULL);
         }
     }
     pf_report_note(r, "a ratio is the compared version's median over --kernel's for the same "
@@ -283,9 +287,10 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "shuffle_seed", "shuffle seed", (double)a->shuffle_seed, "%.0f", NULL);
     pf_report_num(r, "shuffle_window", "shuffle window, frames (0: the whole pool)",
                   a->shuffle_window, "%.0f", NULL);
-    pf_report_str(r, "kv_layout", "paged pools (K, V)",
-                  a->kv_layout ? "interleaved: a page's K and V side by side"
-                               : "split: a K pool and a V pool");
+    pf_report_str(r, "kv_layout",
+                  res->kv_interleaved ? "paged pools (interleaved: a page's K and V side by side)"
+                                      : "paged pools (split: a K pool and a V pool)",
+                  kv_layout_names[res->kv_interleaved ? 1 : 0]);
 
     pf_report_section(r, "memory", "KV memory reserved (decimal MB)");
     pf_report_num(r, "naive_mb", "naive (seqs x capacity)", res->naive_reserved / 1e6, "%.2f",
@@ -311,18 +316,26 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     const char *names[3] = {"naive", "paged-ordered", "paged-shuffled"};
     const int npass = res->have_shuffled ? 3 : 2;
     for (int i = 0; i < npass; i++)
-        timing_row(r, names[i], t[i]);
+        bench_timing_row(r, names[i], t[i]);
     for (int k = 0; k < res->num_rivals; k++) {
         const pf_gpu_bench_rival *v = &res->rival[k];
         const pf_gpu_timing *vt[3] = {&v->naive, &v->ordered, &v->shuffled};
+        /* a version named twice (or --kernel's own) keeps its place in the
+         * list in its rows' names, as in the c<k>_ keys: "v12 #2 naive" */
+        int repeat = v->version == res->version;
+        for (int j = 0; j < k; j++)
+            repeat |= res->rival[j].version == v->version;
+        char tag[16] = "";
+        if (repeat)
+            snprintf(tag, sizeof tag, " #%d", k + 1);
         for (int i = 0; i < npass; i++) {
             char name[48];
-            snprintf(name, sizeof name, "v%d %s", v->version, names[i]);
-            timing_row(r, name, vt[i]);
+            snprintf(name, sizeof name, "v%d%s %s", v->version, tag, names[i]);
+            bench_timing_row(r, name, vt[i]);
         }
     }
     if (res->have_stream)
-        timing_row(r, "stream, same bytes", &res->stream);
+        bench_timing_row(r, "stream, same bytes", &res->stream);
     pf_report_note(r, "KV GB/s = K+V bytes of the real tokens / median time (1 GB = 1e9 B)");
     if (res->num_rivals)
         pf_report_note(r, "vN rows: --compare's versions, their passes interleaved with the "
@@ -350,7 +363,7 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
         pf_report_note(r, "--shuffle-seed 0: ordered frames only; slowdown is ordered / naive");
 
     if (res->num_rivals)
-        add_compare(r, res);
+        bench_add_compare(r, res);
 
     pf_report_section(r, "api", "Public API (plan once, run many times)");
     pf_report_num(r, "host_us_per_run", "host time per pf_gpu_attn_run (loop of 50, no sync)",
@@ -467,7 +480,8 @@ int pf_cmd_bench(int argc, char **argv)
         {"kernel", PF_OPT_INT, &a.kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
          "kernel version, 0: the default (docs/gpu.md)", 0},
         {"compare", PF_OPT_STRING, &a.compare, 0, 0, NULL, "V1,V2,...",
-         "also time these versions (at most 3) on the same data, interleaved", 0},
+         "also time these versions (at most " PF_BENCH_STR(PF_GPU_BENCH_MAX_RIVALS)
+         ") on the same data, interleaved", 0},
         {"kv-layout", PF_OPT_CHOICE, &a.kv_layout, 0, 0, kv_layout_names, NULL,
          "paged pools: split (a K and a V pool) or interleaved (a page's K and V together)", 0},
         {"splits", PF_OPT_INT, &a.splits, 0, 256, NULL, "N",
@@ -521,7 +535,7 @@ int pf_cmd_bench(int argc, char **argv)
         return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
     if (a.tail && a.grid_order)
         return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
-    if (a.compare && parse_versions(a.compare, a.rivals, &a.num_rivals) != 0)
+    if (a.compare && bench_parse_versions(a.compare, a.rivals, &a.num_rivals) != 0)
         return pf_cli_error(PROG, "--compare: expected 1 to %d comma-separated kernel versions "
                                   "0..%d, got '%s'", PF_GPU_BENCH_MAX_RIVALS,
                             PF_GPU_KERNEL_VERSIONS, a.compare);
