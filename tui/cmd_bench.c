@@ -198,7 +198,7 @@ static void bench_timing_row(pf_report *r, const char *name, const pf_gpu_timing
 /* One figure of compared version k: key c<k+1>_<name> (the position in
  * the list, so a repeated version keeps its own keys), label given. */
 static void bench_compare_num(pf_report *r, int k, const char *name, const char *label, double v,
-                        const char *fmt, const char *unit)
+                              const char *fmt, const char *unit)
 {
     char key[48];
     snprintf(key, sizeof key, "c%d_%s", k + 1, name);
@@ -236,7 +236,8 @@ static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
         bench_compare_num(r, k, "max_diff_ordered", label, v->max_diff_ordered, "%.3g", NULL);
         if (res->have_shuffled) {
             snprintf(label, sizeof label, "  v%d max |paged-shuffled - naive|", n);
-            bench_compare_num(r, k, "max_diff_shuffled", label, v->max_diff_shuffled, "%.3g", NULL);
+            bench_compare_num(r, k, "max_diff_shuffled", label, v->max_diff_shuffled, "%.3g",
+                              NULL);
         }
     }
     pf_report_note(r, "a ratio is the compared version's median over --kernel's for the same "
