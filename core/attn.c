@@ -111,6 +111,12 @@ int pf_attn_ref_paged(const pf_attn_shape *s, const float *q, const float *k_poo
 int pf_attn_ref_contig_f64(const pf_attn_shape *s, const float *q, const float *k,
                            const float *v, int len, int cap, double *out)
 {
+    return pf_attn_ref_contig_f64_abs(s, q, k, v, len, cap, out, NULL);
+}
+
+int pf_attn_ref_contig_f64_abs(const pf_attn_shape *s, const float *q, const float *k,
+                               const float *v, int len, int cap, double *out, double *out_abs)
+{
     if (!shape_valid(s) || !q || !k || !v || !out || len < 1 || cap < len)
         return PF_ERR_ARG;
     const int D = s->head_dim, group = s->num_q_heads / s->num_kv_heads;
@@ -119,6 +125,7 @@ int pf_attn_ref_contig_f64(const pf_attn_shape *s, const float *q, const float *
         const int g = h / group;
         const float *qh = q + (size_t)h * D;
         double *oh = out + (size_t)h * D;
+        double *ah = out_abs ? out_abs + (size_t)h * D : NULL;
         double m = -INFINITY;
         for (int t = 0; t < len; t++) {
             const float *kr = k + pf_page_contig_index(t, g, cap, D);
@@ -130,6 +137,9 @@ int pf_attn_ref_contig_f64(const pf_attn_shape *s, const float *q, const float *
         }
         for (int d = 0; d < D; d++)
             oh[d] = 0.0;
+        if (ah)
+            for (int d = 0; d < D; d++)
+                ah[d] = 0.0;
         double sum = 0.0;
         for (int t = 0; t < len; t++) {
             size_t row = pf_page_contig_index(t, g, cap, D);
@@ -140,9 +150,15 @@ int pf_attn_ref_contig_f64(const pf_attn_shape *s, const float *q, const float *
             sum += p;
             for (int d = 0; d < D; d++)
                 oh[d] += p * (double)v[row + d];
+            if (ah)
+                for (int d = 0; d < D; d++)
+                    ah[d] += p * fabs((double)v[row + d]);
         }
         for (int d = 0; d < D; d++)
             oh[d] /= sum;
+        if (ah)
+            for (int d = 0; d < D; d++)
+                ah[d] /= sum;
     }
     return PF_OK;
 }

@@ -34,5 +34,11 @@ int pf_attn_ref_paged(const pf_attn_shape *s, const float *q, const float *k_poo
 /* Same as the contiguous version with double accumulation (ground truth). */
 int pf_attn_ref_contig_f64(const pf_attn_shape *s, const float *q, const float *k,
                            const float *v, int len, int cap, double *out);
+/* ... and into out_abs (same shape) the same weights applied to |V|: each
+ * output element's sum p |v| / sum p, which bounds how far rounding the
+ * weights p (relative error u each) can move it: by u times that. The GPU
+ * check (gpu/host.c) allows for it in kernels that round p to 16 bits. */
+int pf_attn_ref_contig_f64_abs(const pf_attn_shape *s, const float *q, const float *k,
+                               const float *v, int len, int cap, double *out, double *out_abs);
 
 #endif

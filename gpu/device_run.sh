@@ -36,7 +36,9 @@
 #   PROBE=1      pagefault_stream_probe (v7's copy shape without the
 #                arithmetic, beside read_bw; gpu/stream_probe.cu) -> probe.txt;
 #                PROBE_PADS="0 2 2600": instead, one process per figure, each
-#                allocating that many MB before its K and V (placement rows)
+#                allocating that many MB before its K and V (placement rows);
+#                PROBE_TRANSLATION=1: instead, the translation rows (cudaMalloc
+#                against a 512 MB-aligned driver mapping, shuffle windows)
 #   LAUNCH=1     pagefault_launch_probe (a launch's host time by the way it is
 #                made; gpu/launch_probe.cu), as is and pinned to CPU 3 -> launch.txt
 set -u
@@ -197,7 +199,10 @@ if [ "${SASS:-0}" = 1 ]; then
     } >>"$OUT/sass.txt"
 fi
 if [ "${PROBE:-0}" = 1 ]; then
-    if [ -n "${PROBE_PADS:-}" ]; then # placement: one process per pad (MB before K, V)
+    if [ "${PROBE_TRANSLATION:-0}" = 1 ]; then
+        .dev-bin/pagefault_stream_probe 512 1 translation >"$OUT/probe.txt" 2>&1
+        echo "probe status $?" >>"$OUT/probe.txt"
+    elif [ -n "${PROBE_PADS:-}" ]; then # placement: one process per pad (MB before K, V)
         for pad in $PROBE_PADS; do
             echo "=== pad $pad MB"
             .dev-bin/pagefault_stream_probe 512 1 "$pad"

@@ -267,6 +267,10 @@ struct Case {
                                  in->tables_b, or tab_x when interleaved    */
     int *tab_x[2];            /* interleaved: each frame f as 2 f            */
     float *qf, *kf, *vf;      /* reference floats (head-major K/V)           */
+    double *ref, *ref_abs;    /* with several versions: the CPU reference
+                                 and its weights over |V|, computed by the
+                                 first one's check and read by the others'
+                                 ([S][hq][D] each)                        */
     void *qd, *stage_k, *stage_v; /* token-major staging in the element type */
     void *out_chk;
     /* device */
@@ -346,8 +350,9 @@ void case_free(Case *c)
     pf_gpu_attn_graph_free(c->graph);
     if (c->st)
         cudaStreamDestroy(c->st);
-    void *host[] = {c->off,     c->tab_o,     c->tab_x[0], c->tab_x[1], c->qf, c->kf, c->vf,
-                    c->qd,      c->stage_k,   c->stage_v, c->out_chk, c->trace_h};
+    void *host[] = {c->off,     c->tab_o,   c->tab_x[0], c->tab_x[1], c->qf,
+                    c->kf,      c->vf,      c->ref,      c->ref_abs,  c->qd,
+                    c->stage_k, c->stage_v, c->out_chk,  c->trace_h};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
 }
@@ -417,6 +422,9 @@ int case_host_data(Case *c)
     c->out_chk = malloc(qn * el);
     if (!c->qf || !c->qd || !c->kf || !c->vf || !c->stage_k || !c->stage_v || !c->out_chk)
         return nomem(c, "the KV data");
+    if (c->nv > 1 && (!(c->ref = (double *)malloc(qn * sizeof(double))) ||
+                      !(c->ref_abs = (double *)malloc(qn * sizeof(double)))))
+        return nomem(c, "the CPU reference");
     for (int k = 0; k < c->nv; k++)
         for (int i = 0; i < c->np; i++)
             if (!(c->ver[k].out_h[i] = malloc(qn * el)))
@@ -591,22 +599,27 @@ int case_readback(Case *c)
  * order: their outputs are bitwise equal and their times differ by the
  * gather alone. The forcing flags (splits, tail, grid order, group tile)
  * apply to every version; one whose plan refuses is a bad argument. */
+/* A planning step's name for its error: with --compare, "version 9's
+ * --splits", so that a refusal names the version that refused. Built only
+ * on failure (CKP evaluates its label then). */
+const char *step_name(const Case *c, const Ver *v, const char *step, char (&buf)[64])
+{
+    if (c->nv == 1)
+        return step;
+    snprintf(buf, sizeof buf, "version %d's %s", v->version, step);
+    return buf;
+}
+
 int plan_version(Case *c, Ver *v)
 {
     const CaseIn &in = *c->in;
     const pf_gpu_attn_shape sh = case_shape(c, in.S);
     pf_gpu_attn_plan *pl = &v->plan[1];
-    /* with --compare, a refusal names the version that refused */
-    char what[3][64];
-    const char *const step[3] = {"plan", "--splits", "--group-tile"};
-    for (int i = 0; i < 3; i++)
-        if (c->nv > 1)
-            snprintf(what[i], sizeof what[i], "version %d's %s", v->version, step[i]);
-        else
-            snprintf(what[i], sizeof what[i], "%s", step[i]);
-    CKP(pf_gpu_attn_plan_make(pl, &sh, 1, in.lens, 0, v->version), what[0]);
+    char name[64];
+    CKP(pf_gpu_attn_plan_make(pl, &sh, 1, in.lens, 0, v->version),
+        step_name(c, v, "plan", name));
     if (in.splits > 0)
-        CKP(pf_gpu__plan_set_splits(pl, in.splits, in.lens), what[1]);
+        CKP(pf_gpu__plan_set_splits(pl, in.splits, in.lens), step_name(c, v, "--splits", name));
     if (in.tail > 0 && pf_gpu__plan_set_tail(pl, in.tail, in.lens) != PF_OK) {
         char can[64];
         pf_gpu_tail_versions(can, sizeof can);
@@ -621,7 +634,8 @@ int plan_version(Case *c, Ver *v)
     if (in.grid_order)
         pf_gpu__plan_drop_list(pl);
     if (in.group_tile > 0)
-        CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile), what[2]);
+        CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile),
+            step_name(c, v, "--group-tile", name));
     v->plan[0] = *pl;
     v->plan[0].paged = 0;
     if (pl->workspace_bytes) {
@@ -675,7 +689,8 @@ int case_launch(Case *c, int p)
 
 /* Version k's checks: one run of each of its passes on NaN-poisoned
  * outputs, then its naive output against the CPU reference for every
- * sequence and each paged output against its naive one. The first
+ * sequence (computed once, in the first version's check, and kept for the
+ * others) and each paged output against its naive one. The first
  * version's figures go to the result's own fields, a rival's to its
  * entry; a failure names the version when there are several. */
 int check_version(Case *c, int k)
@@ -710,6 +725,10 @@ int check_version(Case *c, int k)
     rin.dtype = in.dt;
     rin.all_heads = in.ref_all_heads;
     rin.tol = in.tol;
+    rin.p_eps = pf_gpu_version_p_eps(v->plan[1].version, in.dt);
+    rin.ref = c->ref; /* computed by the first version's check, read by the rivals' */
+    rin.ref_abs = c->ref_abs;
+    rin.ref_ready = k > 0;
     int rc = pf_gpu_ref_check(&rin, &rout);
     if (rc != PF_OK) {
         set_err(c->err, c->errlen, "CPU reference failed: %s", pf_strerror(rc));

@@ -152,7 +152,19 @@ typedef struct {
     pf_gpu_dtype dtype;
     int all_heads;         /* 0: one q head per kv head, rotating         */
     double tol;            /* absolute part of the allowance             */
+    double p_eps;          /* the relative rounding of the weights p as the
+                              kernel feeds them to P V (pf_gpu_version_p_eps);
+                              the allowance gains p_eps x sum p |v| / sum p */
     int threads;           /* 0: one per online CPU, at most 32          */
+    /* Optional, for several outputs of one problem (pagefault bench
+     * --compare): ref and ref_abs, [num_seqs][hq][D] doubles each, owned by
+     * the caller, keep the reference and its weights over |V| between
+     * calls. With ref_ready 0 the call computes the rows it checks into
+     * them; with 1 it reads them instead of computing them again (same
+     * inputs and all_heads as the call that filled them). Without ref_abs,
+     * p_eps must be 0 when ref_ready is 1. */
+    double *ref, *ref_abs;
+    int ref_ready;
 } pf_gpu_refcheck;
 
 typedef struct {
@@ -224,7 +236,7 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
- * and 11 to 18 through global memory (their workspace also holds one
+ * and 11 to 20 through global memory (their workspace also holds one
  * counter per (sequence, head tile), zero at rest; version 14: per block of
  * 4 tiles) and from a work list when planned
  * from lengths; 9 and 10 inside a thread-block cluster, so their chunks
@@ -285,6 +297,23 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
     return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
+/* The relative rounding of the attention weights p as a version feeds
+ * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
+ * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
+ * tensor cores (versions 6 and 12-20, 16-bit) p enters as fp16 (11 bits:
+ * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16), or,
+ * in versions 19 and 20, as one bf16 term (8 bits: 2^-8), as FlashAttention,
+ * FlashInfer and cuDNN feed it. */
+#define PF_GPU_ONE_TERM_P_VERSION 19 /* 19 and 20 */
+static inline double pf_gpu_version_p_eps(int version, pf_gpu_dtype dtype)
+{
+    if (dtype == PF_GPU_F32 || (version != 6 && version < 12))
+        return 0.0;
+    if (dtype == PF_GPU_F16)
+        return 0x1p-11;
+    return version >= PF_GPU_ONE_TERM_P_VERSION ? 0x1p-8 : 0x1p-16;
+}
+
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1
  * that divides the group (the group is served in group / tile blocks). */
 int pf_gpu_group_tile(int group);
@@ -316,6 +345,11 @@ int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new, const vo
 /* A kernel that does nothing, launched with the attention kernels' argument
  * block (one block): the floor under a run's host time, for the bench. */
 int pf_gpu_launch_empty(void *stream);
+
+/* A driver entry point (CUDA 12.0's form of it) through the runtime, so
+ * that nothing links the driver library itself; NULL where there is none.
+ * For the library's own driver calls and the probes'. */
+void *pf_gpu_driver_entry(const char *name);
 
 /* Read-only streaming reduction over n16 16-byte words; sink: 1 device uint. */
 int pf_gpu_launch_read_bw(const void *buf, size_t n16, unsigned *sink, int sm_count,

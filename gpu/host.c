@@ -178,8 +178,11 @@ double pf_gpu_dtype_rel_eps(pf_gpu_dtype t)
  * Sequences are dealt round-robin to worker threads; each thread keeps its
  * own maxima and counts, merged on the calling thread afterwards. The
  * reference is core's double-accumulating contiguous attention on the same
- * (rounded) inputs. An element passes when |out - ref| <= tol + eps * |ref|,
- * eps being the output type's rounding (0 for fp32); NaN or inf never passes. */
+ * (rounded) inputs. An element passes when
+ *   |out - ref| <= tol + eps |ref| + p_eps sum_t p_t |v_t| / sum_t p_t,
+ * eps being the output type's rounding (0 for fp32) and p_eps the rounding
+ * of the weights p the kernel feeds to its P V product (the last term
+ * bounds what that rounding moves the output by); NaN or inf never passes. */
 typedef struct {
     const pf_gpu_refcheck *c;
     int tid, nthreads;
@@ -193,8 +196,12 @@ static void *ref_worker(void *arg)
     const pf_gpu_refcheck *c = j->c;
     const int D = c->head_dim, G = c->hq / c->hkv;
     const double eps = pf_gpu_dtype_rel_eps(c->dtype);
-    double *ref = malloc(sizeof(double) * (size_t)c->hq * D);
-    if (!ref) {
+    /* the reference rows of one kv head (and their weights over |V|, for
+     * the allowance of rounded weights): in the caller's cache, where its
+     * rows for q heads h G + g0 .. + ng lie one after another, else here */
+    const size_t rows = (size_t)c->hq * D;
+    double *own = NULL;
+    if ((!c->ref || (!c->ref_abs && c->p_eps > 0)) && !(own = malloc(sizeof(double) * 2 * rows))) {
         j->err = PF_ERR_NOMEM;
         return NULL;
     }
@@ -206,14 +213,19 @@ static void *ref_worker(void *arg)
             /* one kv head at a time, as a 1-kv-head problem of G (or 1) q heads */
             int g0 = c->all_heads ? 0 : (s + h) % G;
             int ng = c->all_heads ? G : 1;
-            pf_attn_shape sh = {ng, 1, D, c->scale};
-            int rc = pf_attn_ref_contig_f64(&sh, qs + ((size_t)h * G + g0) * D,
-                                            ks + (size_t)h * len * D, vs + (size_t)h * len * D,
-                                            len, len, ref);
-            if (rc != PF_OK) {
-                j->err = rc;
-                free(ref);
-                return NULL;
+            const size_t at = ((size_t)s * c->hq + (size_t)h * G + g0) * D;
+            double *ref = c->ref ? c->ref + at : own;
+            double *wabs = c->ref_abs ? c->ref_abs + at : c->p_eps > 0 ? own + rows : NULL;
+            if (!(c->ref && c->ref_ready)) {
+                pf_attn_shape sh = {ng, 1, D, c->scale};
+                int rc = pf_attn_ref_contig_f64_abs(&sh, qs + ((size_t)h * G + g0) * D,
+                                                    ks + (size_t)h * len * D,
+                                                    vs + (size_t)h * len * D, len, len, ref, wabs);
+                if (rc != PF_OK) {
+                    j->err = rc;
+                    free(own);
+                    return NULL;
+                }
             }
             for (int g = 0; g < ng; g++) {
                 const int qh = h * G + g0 + g;
@@ -222,6 +234,8 @@ static void *ref_worker(void *arg)
                     double x = pf_gpu_host_load(c->dtype, c->out, ((size_t)s * c->hq + qh) * D + d);
                     double err = fabs(x - r);
                     double allowed = c->tol + eps * fabs(r);
+                    if (c->p_eps > 0)
+                        allowed += c->p_eps * wabs[(size_t)g * D + d];
                     j->o.checked++;
                     if (!(err <= allowed)) { /* NaN fails here too */
                         if (j->o.bad++ == 0) {
@@ -240,14 +254,15 @@ static void *ref_worker(void *arg)
             }
         }
     }
-    free(ref);
+    free(own);
     return NULL;
 }
 
 int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o)
 {
     if (!c || !o || c->num_seqs < 1 || c->hkv < 1 || c->hq % c->hkv || !c->q || !c->k || !c->v ||
-        !c->out || !c->lens || !c->off)
+        !c->out || !c->lens || !c->off || !(c->p_eps >= 0) ||
+        (c->ref_ready && (!c->ref || (c->p_eps > 0 && !c->ref_abs))))
         return PF_ERR_ARG;
     int n = c->threads;
     if (n <= 0) {

@@ -1,5 +1,5 @@
 /* gpu/kernels.cu - the decode-attention kernels (naive and paged, numbered
- * versions 1-18 in llm.c's manner, docs/gpu.md has each one's figures), the
+ * versions 1-20 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, the append kernel and the read-bandwidth probe, with their
  * host launchers (declared in gpu/gpu_internal.h).
  *
@@ -37,7 +37,7 @@
  * first copies the chunk's slice of the block table to shared memory (read
  * ahead of use, one coalesced load), then finds each row through it (v1 by
  * a shift and the frame stride; v2-v6 through core/paging.h). Versions 6
- * and 12-18 move the scores and the V sums to tensor cores (attn_mma; 15
+ * and 12-20 move the scores and the V sums to tensor cores (attn_mma; 15
  * and 16, attn_tma, bring their tiles by Hopper's copy engine). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.
@@ -1021,7 +1021,8 @@ constexpr float kLazy = 8.f;
  * So a thread holds the scores of query head g for 4 of the tile's 16
  * tokens; the row's max is reduced over the 4 lanes of a quad, and the
  * scores' C fragment is, once rounded to 16 bits, the A fragment of P.
- * P goes to the mma as fp16, or for bf16 as hi + lo (see Mma); the sum l
+ * P goes to the mma as fp16, or for bf16 as hi + lo (see Mma; one term in
+ * versions 19 and 20); the sum l
  * is taken from the unrounded fp32 P. fp32 data has no 16-bit mma: version 6 runs version 5's
  * kernel on it. */
 
@@ -1283,15 +1284,19 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
- * 128, the L2 prefetch hint) and 18 (6 with LAZY true, see pick_mma): see
- * the comments above. TOK is a warp's tile in tokens: 16 makes the scores
- * two m16n8 n-tiles and P V one m16n8k16 a 8-wide slice of D; 8 makes the
- * scores one n-tile and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole quads (see
- * PF_MMA_PRODUCTS). */
+ * 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma), 19 and
+ * 20 (12 and 18 with P1: bf16's P as one term): see the comments above.
+ * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
+ * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
+ * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
+ * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P>
+          bool MH, bool TMA, int L2P, bool P1>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
+    /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
+     * (versions 19 and 20) feeds them as one */
+    constexpr bool kSplitP = Mma<T>::kSplitP && !P1;
     constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
     constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
     constexpr int NT = D / 8;         /* n-tiles of the output           */
@@ -1677,7 +1682,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
                 Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
                 Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
-                if (Mma<T>::kSplitP) {
+                if constexpr (kSplitP) {
                     Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
                     Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
                 }
@@ -1690,7 +1695,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                         float *x = o[4 * j + q], *y = o[4 * j + q + 1];
                         Mma<T>::run8(x, y, pa0, 0u, b[q]);
                         Mma<T>::run8(x, y, 0u, pa0, b[q + 1]);
-                        if (Mma<T>::kSplitP) {
+                        if constexpr (kSplitP) {
                             Mma<T>::run8(x, y, pr0, 0u, b[q]);
                             Mma<T>::run8(x, y, 0u, pr0, b[q + 1]);
                         }
@@ -1699,7 +1704,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 #pragma unroll
                     for (int q = 0; q < 4; q++) {
                         Mma<T>::run8(o[4 * j + q], pa0, b[q]);
-                        if (Mma<T>::kSplitP)
+                        if constexpr (kSplitP)
                             Mma<T>::run8(o[4 * j + q], pr0, b[q]);
                     }
                 }
@@ -1764,11 +1769,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P>
+          bool MH, int L2P, bool P1>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     attn_mma(const AttnArgs<T> a)
 {
-    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P>(a, nullptr);
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1>(a, nullptr);
 }
 
 /* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by
@@ -1778,7 +1783,7 @@ template <typename T, int D, int GT, bool PAGED, int STAGES>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, 8))
     attn_tma(const AttnArgs<T> a, const __grid_constant__ TmaMaps tm)
 {
-    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0>(a, &tm);
+    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false>(a, &tm);
 }
 
 /* ---- version 7: version 5 with a third fewer instructions ---------------
@@ -2706,7 +2711,7 @@ template <typename F> int reserve_for_four(F fn)
     return bytes;
 }
 
-/* Versions 6, 12, 13, 14, 17 and 18 (attn_mma). Version 6: STAGES 3 (per
+/* Versions 6, 12, 13, 14 and 17-20 (attn_mma). Version 6: STAGES 3 (per
  * warp two tiles being copied while one is used; STAGES 2, for 3 blocks an
  * SM at D = 128, spilled registers at the bound that needs and ran at half
  * the speed, docs/gpu-journal.md). Version 12: 8-token tiles, 2 stages, 32 KB a
@@ -2723,17 +2728,22 @@ template <typename F> int reserve_for_four(F fn)
  * tokens). In `pagefault bench` over four machine starts its naive pass
  * led v12's on batch and mixed, its paged pass did not lead v12's, and it
  * trailed by 1.5-2.3 points at 8-token pages: not version 0 (docs/gpu.md).
+ * 19 and 20: 12 and 18 with bf16's weights P fed to P V as one term (P1),
+ * as FlashAttention, FlashInfer and cuDNN feed them: 16 mma a tile fewer
+ * (of 40 for v12 at D = 128) and no second rounding; the CPU check allows
+ * for the coarser weights (pf_gpu_version_p_eps). fp16 runs 12's and 18's
+ * arithmetic unchanged in them.
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH = false, int L2P = 0>
+          bool MH = false, int L2P = 0, bool P1 = false>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
     } else {
-        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P>;
+        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, P1>;
         if constexpr (mma_static(D, STAGES, TOK)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -2970,7 +2980,9 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 15: return pick_tma<T, D, GT, PAGED, 2>();
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
-    default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>(); /* 18 */
+    case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
+    case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
+    default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>(); /* 20 */
     }
 }
 
@@ -3103,6 +3115,11 @@ __global__ void empty_kernel(const AttnArgs<__nv_bfloat16> a)
 
 /* Launched as a run launches its kernel (launch_kernel), so that the two
  * loops differ by the run's own work only. */
+extern "C" void *pf_gpu_driver_entry(const char *name)
+{
+    return driver_entry(name);
+}
+
 extern "C" int pf_gpu_launch_empty(void *stream)
 {
     AttnArgs<__nv_bfloat16> a = {};

@@ -41,12 +41,18 @@
  * V), it runs the thirteenth and fourteenth sessions' rows instead:
  * placement, address translation, L2 prefetch, balance by the block
  * scheduler (each stream's tail as blocks of its own) and the pool's frame
- * layout (device_run.sh: PROBE_PADS). Exit status 2 for bad arguments, 77
- * without a device. */
+ * layout (device_run.sh: PROBE_PADS). With the word `translation` in
+ * PAD's place it runs the seventeenth session's rows: the same shuffled
+ * pages in a buffer from cudaMalloc and in one mapped through the driver's
+ * virtual memory calls at a 512 MB boundary, with the shuffle kept within
+ * windows of 2 MB to 128 MB (device_run.sh: PROBE_TRANSLATION=1). Exit
+ * status 2 for bad arguments, 77 without a device. */
+#include <cuda.h> /* the driver's types: the translation rows' mappings */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "gpu/gpu_internal.h" /* pf_gpu_launch_read_bw: the bench's probe */
 
 #include <algorithm>
@@ -397,6 +403,71 @@ void read_bw(Ctx &c, const void *buf, size_t n16)
     }
 }
 
+/* A buffer mapped through the driver's virtual memory calls: its
+ * addresses reserved at a 512 MB boundary and backed by one physical
+ * allocation, so that nothing stops the driver from mapping it with pages
+ * larger than the 2 MB cudaMalloc's mappings use (Hopper's MMU also has 512
+ * MB pages); whether it does is what the translation rows measure. The
+ * driver's calls are reached through pf_gpu_driver_entry, as the library
+ * reaches cuLaunchKernel. */
+struct Mapped {
+    CUdeviceptr va;
+    size_t size;
+    CUmemGenericAllocationHandle h;
+};
+
+void *driver_fn(const char *name)
+{
+    void *f = pf_gpu_driver_entry(name);
+    if (!f) {
+        fprintf(stderr, "stream_probe: the driver has no %s\n", name);
+        exit(1);
+    }
+    return f;
+}
+
+#define DRV(call, ...)                                                                       \
+    do {                                                                                     \
+        const CUresult r_ = ((decltype(&call))driver_fn(#call))(__VA_ARGS__);                \
+        if (r_ != CUDA_SUCCESS) {                                                            \
+            fprintf(stderr, "stream_probe: %s failed (%d)\n", #call, (int)r_);               \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+Mapped mapped_alloc(int dev, size_t bytes)
+{
+    const size_t align = 512ull << 20;
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    size_t gmin = 0, grec = 0;
+    DRV(cuMemGetAllocationGranularity, &gmin, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    DRV(cuMemGetAllocationGranularity, &grec, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+    Mapped m{};
+    m.size = (bytes + align - 1) / align * align;
+    DRV(cuMemCreate, &m.h, m.size, &prop, 0ull);
+    DRV(cuMemAddressReserve, &m.va, m.size, align, (CUdeviceptr)0, 0ull);
+    DRV(cuMemMap, m.va, m.size, (size_t)0, m.h, 0ull);
+    CUmemAccessDesc acc = {};
+    acc.location = prop.location;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    DRV(cuMemSetAccess, m.va, m.size, &acc, (size_t)1);
+    printf("mapped %zu MB at offset %llu MB in 512 MB (granularity: minimum %zu KB, "
+           "recommended %zu KB)\n",
+           m.size >> 20, (unsigned long long)((m.va & (align - 1)) >> 20), gmin >> 10,
+           grec >> 10);
+    return m;
+}
+
+void mapped_free(Mapped &m)
+{
+    DRV(cuMemUnmap, m.va, m.size);
+    DRV(cuMemRelease, m.h);
+    DRV(cuMemAddressFree, m.va, m.size);
+}
+
 template <typename F> double time_ms(Ctx &c, F launch)
 {
     std::vector<float> t;
@@ -527,12 +598,13 @@ int main(int argc, char **argv)
     const long mb = argc > 2 ? whole_number(argv[2]) : 1;
     /* placement: allocate this many MB before K and V, then run the few
      * rows that tell whether where the buffers land moves the stream */
-    const long pad_mb = argc > 3 ? whole_number(argv[3]) : -1;
+    const bool translation = argc > 3 && strcmp(argv[3], "translation") == 0;
+    const long pad_mb = argc > 3 && !translation ? whole_number(argv[3]) : -1;
     /* at most 2 MB a stream: 1024 pages of 2 KB, the table slice (kTblMax) */
     if (argc > 4 || nstreams < 1 || nstreams > 4096 || mb < 1 || mb > 2 ||
-        (argc > 3 && (pad_mb < 0 || pad_mb > 65536))) {
+        (argc > 3 && !translation && (pad_mb < 0 || pad_mb > 65536))) {
         fprintf(stderr, "usage: pagefault_stream_probe [streams 1..4096] [MB of K a stream, 1"
-                        " or 2] [MB allocated first, 0..65536]\n");
+                        " or 2] [MB allocated first, 0..65536, or the word translation]\n");
         return 2;
     }
     const int streams = (int)nstreams;
@@ -647,7 +719,51 @@ int main(int argc, char **argv)
             spread(c, dyn, stages, grid, q);
     };
     unsigned *cur = nullptr; /* the placement rows' home cursors */
-    if (pad_mb >= 0) {
+    if (translation) {
+        /* The seventeenth session's rows: is the shuffled pages' cost the
+         * 2 MB pages' translations, and does a mapping that allows larger
+         * pages remove it? Each row with one round of arithmetic, where the
+         * thirteenth session found the translations cost; the two
+         * allocations alternate, twice. Windows: the 4 KB pieces shuffled
+         * within each 2, 32 or 128 MB (the TLBs' reach), or everywhere. */
+        Mapped mk = mapped_alloc(dev, kbytes), mv = mapped_alloc(dev, kbytes);
+        CK(cudaMemset((void *)mk.va, 1, kbytes));
+        CK(cudaMemset((void *)mv.va, 2, kbytes));
+        const size_t windows[] = {0, 512, 8192, 32768};
+        std::vector<Probe> qs;
+        for (size_t w : windows) {
+            Probe q = w ? shuffled(12, w) : pg4k;
+            q.work = 1;
+            qs.push_back(q);
+        }
+        Probe qc = cont;
+        qc.work = 1;
+        for (int round = 0; round < 2; round++)
+            for (int m = 0; m < 2; m++) {
+                const char *how = m ? "mapped" : "cudaMalloc";
+                char name[96];
+                Probe r = qc;
+                if (m) {
+                    r.k = (const uint4 *)mk.va;
+                    r.v = (const uint4 *)mv.va;
+                }
+                snprintf(name, sizeof name, "%s, contiguous, 1 round", how);
+                row(name, false, 2, streams, r, bytes, false);
+                for (size_t i = 0; i < qs.size(); i++) {
+                    Probe t = qs[i];
+                    t.k = r.k;
+                    t.v = r.v;
+                    if (windows[i])
+                        snprintf(name, sizeof name, "%s, 4 KB shuffled within %zu MB, 1 round",
+                                 how, windows[i] >> 8);
+                    else
+                        snprintf(name, sizeof name, "%s, shuffled 4 KB, 1 round", how);
+                    row(name, false, 2, streams, t, bytes, false);
+                }
+            }
+        mapped_free(mk);
+        mapped_free(mv);
+    } else if (pad_mb >= 0) {
         /* The thirteenth session's rows (docs/gpu-journal.md): does where the
          * buffers land matter (run it with several pads), do the shuffled
          * pages cost address translations (pages shuffled within 2 MB, the

@@ -156,6 +156,38 @@ Test(attn, float_matches_double_ground_truth)
     free(v);
 }
 
+/* The weights over |V| are attention over a copy of V made non-negative
+ * (the same arithmetic, so equal), the plain output is unchanged beside
+ * them, and |out| never exceeds them. */
+Test(attn, abs_weights_are_attention_over_abs_v)
+{
+    enum { HQ = 4, HKV = 2, D = 32, LEN = 300 };
+    pf_attn_shape s = {HQ, HKV, D, 0.0f};
+    pf_rng r;
+    pf_rng_seed(&r, 8);
+    float *q = rand_buf(&r, HQ * D), *k = rand_buf(&r, HKV * LEN * D), *v = rand_buf(&r, HKV * LEN * D);
+    float *va = malloc(sizeof(float) * HKV * LEN * D);
+    cr_assert(va);
+    for (int i = 0; i < HKV * LEN * D; i++)
+        va[i] = fabsf(v[i]);
+    double od[HQ * D], oa[HQ * D], plain[HQ * D], of_abs[HQ * D];
+    cr_assert_eq(pf_attn_ref_contig_f64_abs(&s, q, k, v, LEN, LEN, od, oa), PF_OK);
+    cr_assert_eq(pf_attn_ref_contig_f64(&s, q, k, v, LEN, LEN, plain), PF_OK);
+    cr_assert_eq(pf_attn_ref_contig_f64(&s, q, k, va, LEN, LEN, of_abs), PF_OK);
+    cr_assert_eq(memcmp(od, plain, sizeof od), 0, "the output does not change beside |V|'s");
+    int below = 0;
+    for (int i = 0; i < HQ * D; i++) {
+        cr_assert_eq(oa[i], of_abs[i], "element %d", i);
+        cr_assert_leq(fabs(od[i]), oa[i]);
+        below += fabs(od[i]) < 0.5 * oa[i]; /* V's signs cancel: the bound is not |out| */
+    }
+    cr_assert_gt(below, HQ * D / 2);
+    free(q);
+    free(k);
+    free(v);
+    free(va);
+}
+
 Test(attn, bad_arguments)
 {
     float q[8] = {0}, k[8] = {0}, v[8] = {0}, out[8];

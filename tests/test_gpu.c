@@ -266,6 +266,41 @@ Test(gpu, runner_refuses_bad_input)
     cr_assert(strstr(err, "head dim") != NULL, "%s", err);
 }
 
+/* Versions 19 and 20 are 12 and 18 with bf16's weights fed to P V as one
+ * term: in fp16 they run their base's arithmetic (the same outputs, so the
+ * same error against the reference), in bf16 their own (a different error,
+ * within the allowance for one-term weights, res.pass). Run beside their
+ * bases in one process (--compare), on one plan each. */
+Test(gpu, one_term_weights)
+{
+    int lens[] = {1, 17, 300, 700};
+    const pf_gpu_dtype dts[] = {PF_GPU_F16, PF_GPU_BF16};
+    for (int t = 0; t < 2; t++) {
+        pf_gpu_bench_cfg cfg = {
+            .num_seqs = 4, .seq_lens = lens, .naive_cap = 700, .num_q_heads = 8,
+            .num_kv_heads = 2, .head_dim = 128, .block_size = 16, .dtype = dts[t], .iters = 2,
+            .seed = 5, .shuffle_seed = 3, .tolerance = 1e-3, .ref_all_heads = 1, .version = 12,
+            .num_rivals = 3, .rivals = {19, 18, 20},
+        };
+        pf_gpu_bench_result res;
+        char err[300] = "";
+        cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+        cr_assert(res.pass, "%s: %s", pf_gpu_dtype_name(dts[t]), res.failure);
+        const pf_gpu_bench_rival *v19 = &res.rival[0], *v18 = &res.rival[1], *v20 = &res.rival[2];
+        cr_assert_eq(v19->chunk_tokens, res.chunk_tokens);
+        cr_assert_eq(v20->chunk_tokens, v18->chunk_tokens);
+        if (dts[t] == PF_GPU_F16) {
+            cr_assert_eq(v19->max_err_ref, res.max_err_ref, "fp16: v12's arithmetic");
+            cr_assert_eq(v20->max_err_ref, v18->max_err_ref, "fp16: v18's arithmetic");
+        } else {
+            cr_assert_neq(v19->max_err_ref, res.max_err_ref, "bf16: one term, not hi + lo");
+            cr_assert_neq(v20->max_err_ref, v18->max_err_ref);
+        }
+        cr_assert_eq(v19->max_diff_shuffled, 0.0);
+        cr_assert_eq(v20->max_diff_shuffled, 0.0);
+    }
+}
+
 /* --compare: more versions in one run. Each is planned, checked and timed
  * on its own (its fields filled, its plan its own), and the first
  * version's figures are those of a run without rivals: its outputs are

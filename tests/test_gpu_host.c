@@ -186,6 +186,108 @@ Test(gpu_host, ref_check_catches_a_wrong_element_and_nan)
     ref_case_free(&c);
 }
 
+/* Rounded weights: an output moved by more than the output's rounding
+ * allows, but less than the weights' rounding can (p_eps x sum p |v| /
+ * sum p), fails with p_eps 0 and passes with it; past both it fails. */
+Test(gpu_host, ref_check_allows_for_rounded_weights)
+{
+    ref_case c;
+    ref_case_make(&c);
+    pf_gpu_refcheck in = ref_check_of(&c, 1);
+    /* sequence 2 (40 tokens), q head 3 (kv head 1), element 5 */
+    const int s = 2, qh = 3, d = 5, D = 64;
+    pf_attn_shape sh = {4, 2, D, 1.f / 8.f};
+    double ref[4 * 64], wabs[4 * 64];
+    cr_assert_eq(pf_attn_ref_contig_f64_abs(&sh, c.q + (size_t)s * 4 * D, c.k + c.off[s],
+                                            c.v + c.off[s], c.lens[s], c.lens[s], ref, wabs),
+                 PF_OK);
+    const double r = ref[qh * D + d], p_eps = 0x1p-8;
+    const double out_allows = in.tol + pf_gpu_dtype_rel_eps(PF_GPU_BF16) * fabs(r);
+    const double p_allows = p_eps * wabs[qh * D + d];
+    cr_assert_gt(p_allows, 0.5 * out_allows, "a case where the weights' term matters");
+    const size_t i = ((size_t)s * 4 + qh) * D + d;
+    pf_gpu_refcheck_out o;
+    /* bf16 holds the moved value to 2^-9 relative: aim mid-way into the
+     * weights' share, then past both */
+    pf_gpu_host_store(PF_GPU_BF16, c.out, i, (float)(r + out_allows + 0.5 * p_allows));
+    const double moved = fabs(pf_gpu_host_load(PF_GPU_BF16, c.out, i) - r);
+    cr_assert_gt(moved, out_allows);
+    cr_assert_lt(moved, out_allows + p_allows);
+    cr_assert_eq(pf_gpu_ref_check(&in, &o), PF_OK);
+    cr_assert_eq(o.bad, 1, "p_eps 0: over the output's rounding");
+    in.p_eps = p_eps;
+    cr_assert_eq(pf_gpu_ref_check(&in, &o), PF_OK);
+    cr_assert_eq(o.bad, 0, "within the weights' rounding");
+    pf_gpu_host_store(PF_GPU_BF16, c.out, i, (float)(r + 1.5 * (out_allows + p_allows)));
+    cr_assert_eq(pf_gpu_ref_check(&in, &o), PF_OK);
+    cr_assert_eq(o.bad, 1, "past both");
+    cr_assert_eq(o.first_bad_seq, s);
+    cr_assert_eq(o.first_bad_head, qh);
+    /* a kept reference without its weights cannot serve p_eps */
+    double keep[3 * 4 * 64];
+    in.ref = keep;
+    in.ref_ready = 1;
+    cr_assert_eq(pf_gpu_ref_check(&in, &o), PF_ERR_ARG);
+    in.p_eps = -1;
+    in.ref = NULL;
+    in.ref_ready = 0;
+    cr_assert_eq(pf_gpu_ref_check(&in, &o), PF_ERR_ARG);
+    ref_case_free(&c);
+}
+
+/* The kept reference (pagefault bench --compare checks several versions'
+ * outputs against one): the call that fills it answers as an uncached one,
+ * and a call with ref_ready reads it rather than computing it again. */
+Test(gpu_host, ref_check_keeps_and_reads_its_reference)
+{
+    ref_case c;
+    ref_case_make(&c);
+    for (int all = 0; all < 2; all++) {
+        pf_gpu_refcheck in = ref_check_of(&c, all);
+        pf_gpu_refcheck_out plain, filled, read;
+        cr_assert_eq(pf_gpu_ref_check(&in, &plain), PF_OK);
+        double *ref = malloc(sizeof(double) * 3 * 4 * 64);
+        cr_assert(ref);
+        for (int i = 0; i < 3 * 4 * 64; i++)
+            ref[i] = NAN; /* rows the check does not use stay NaN */
+        in.ref = ref;
+        cr_assert_eq(pf_gpu_ref_check(&in, &filled), PF_OK);
+        cr_assert_eq(filled.checked, plain.checked);
+        cr_assert_eq(filled.bad, 0);
+        cr_assert_eq(filled.max_err, plain.max_err);
+        in.ref_ready = 1;
+        cr_assert_eq(pf_gpu_ref_check(&in, &read), PF_OK);
+        cr_assert_eq(read.checked, plain.checked);
+        cr_assert_eq(read.bad, 0);
+        cr_assert_eq(read.max_err, plain.max_err);
+        /* sequence 1's first checked row, changed in the kept reference
+         * only: a call that reads it must now fail there */
+        const int qh = all ? 0 : (1 + 0) % 2; /* kv head 0's sampled q head */
+        ref[(size_t)(1 * 4 + qh) * 64 + 9] += 0.5;
+        cr_assert_eq(pf_gpu_ref_check(&in, &read), PF_OK);
+        cr_assert_eq(read.bad, 1);
+        cr_assert_eq(read.first_bad_seq, 1);
+        cr_assert_eq(read.first_bad_head, qh);
+        free(ref);
+    }
+    /* the weights over |V| kept beside it serve a p_eps call as computed */
+    pf_gpu_refcheck in = ref_check_of(&c, 1);
+    in.p_eps = 0x1p-8;
+    pf_gpu_refcheck_out plain, read;
+    cr_assert_eq(pf_gpu_ref_check(&in, &plain), PF_OK);
+    double ref[3 * 4 * 64], wabs[3 * 4 * 64];
+    in.ref = ref;
+    in.ref_abs = wabs;
+    in.p_eps = 0; /* filled by a call that does not need them */
+    cr_assert_eq(pf_gpu_ref_check(&in, &read), PF_OK);
+    in.p_eps = 0x1p-8;
+    in.ref_ready = 1;
+    cr_assert_eq(pf_gpu_ref_check(&in, &read), PF_OK);
+    cr_assert_eq(read.allowed_at_max, plain.allowed_at_max);
+    cr_assert_eq(read.max_err, plain.max_err);
+    ref_case_free(&c);
+}
+
 Test(gpu_host, unavailable_answers_carry_a_reason)
 {
     char why[200] = "";
@@ -758,7 +860,7 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     /* the messages' list of them, as ranges; cut short, still a string */
     char can[64];
     pf_gpu_tail_versions(can, sizeof can);
-    cr_assert_str_eq(can, "5-8, 12, 13, 15-18");
+    cr_assert_str_eq(can, "5-8, 12, 13, 15-20");
     pf_gpu_tail_versions(can, 6);
     cr_assert_str_eq(can, "5-8");
     /* bindings check their mirror of the plan against this */

@@ -8,15 +8,16 @@
 #   stream_probe (gpu/stream_probe.cu): 64 streams of 1 MB; every
 #                configuration row has a figure against read_bw; then the
 #                same with a pad of 0 MB (the thirteenth and fourteenth
-#                sessions' rows: 27 of them)
+#                sessions' rows: 27 of them) and with the word translation
+#                (the seventeenth session's: 20)
 #   launch_probe (gpu/launch_probe.cu): 3 rounds; 7 ways x 2 argument
 #                blocks, each with min, median, p90 and max
 name="$1"
 bin="$2"
 case "$name" in
 stream_probe)
-    runs="64 1:20:1000;64 1 0:27:27" rows='/SM +[0-9.]+ +[0-9]+ +[0-9.]+$'
-    set -- "0" "x" "12abc" "5000" "1 3" "1 1 -1" "1 1 x" "1 1 1 1"
+    runs="64 1:20:1000;64 1 0:27:27;64 1 translation:20:20" rows='/SM +[0-9.]+ +[0-9]+ +[0-9.]+$'
+    set -- "0" "x" "12abc" "5000" "1 3" "1 1 -1" "1 1 x" "1 1 1 1" "1 1 translation 1"
     ;;
 launch_probe)
     runs="3:14:14" rows='^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$'
