@@ -593,12 +593,6 @@ int case_readback(Case *c)
     return rc;
 }
 
-/* Plans from the real lengths, for each version asked. The naive pass
- * runs the paged plan's chunking (any chunk suits contiguous rows), so a
- * version's two passes do the same floating-point operations in the same
- * order: their outputs are bitwise equal and their times differ by the
- * gather alone. The forcing flags (splits, tail, grid order, group tile)
- * apply to every version; one whose plan refuses is a bad argument. */
 /* A planning step's name for its error: with --compare, "version 9's
  * --splits", so that a refusal names the version that refused. Built only
  * on failure (CKP evaluates its label then). */
@@ -610,6 +604,12 @@ const char *step_name(const Case *c, const Ver *v, const char *step, char (&buf)
     return buf;
 }
 
+/* Plans from the real lengths, for each version asked. The naive pass
+ * runs the paged plan's chunking (any chunk suits contiguous rows), so a
+ * version's two passes do the same floating-point operations in the same
+ * order: their outputs are bitwise equal and their times differ by the
+ * gather alone. The forcing flags (splits, tail, grid order, group tile)
+ * apply to every version; one whose plan refuses is a bad argument. */
 int plan_version(Case *c, Ver *v)
 {
     const CaseIn &in = *c->in;
@@ -752,6 +752,7 @@ int check_version(Case *c, int k)
     if (k > 0) {
         pf_gpu_bench_rival *r = &res->rival[k - 1];
         r->max_err_ref = rout.max_err;
+        r->max_diff_base = max_abs_diff(in.dt, v->out_h[0], c->ver[0].out_h[0], c->q_elems);
         r->max_diff_ordered = ordered;
         r->max_diff_shuffled = shuffled;
         return PF_OK;

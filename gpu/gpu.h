@@ -351,6 +351,8 @@ typedef struct {
     int chunk_tokens, splits, units, group_tile; /* its plan                */
     pf_gpu_timing naive, ordered, shuffled;
     double max_err_ref;        /* max |its naive - CPU reference|           */
+    double max_diff_base;      /* max |its naive - the first version's naive|:
+                                  0 when the two do the same arithmetic     */
     double max_diff_ordered;   /* max |its paged ordered - its naive|       */
     double max_diff_shuffled;  /* max |its paged shuffled - its naive|      */
 } pf_gpu_bench_rival;

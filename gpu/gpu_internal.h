@@ -297,21 +297,29 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
     return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
+/* Versions 19 and 20 feed bf16's attention weights to P V as one bf16
+ * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels.cu pick_v:
+ * P1); the other tensor-core versions as hi + lo terms. */
+static inline int pf_gpu_version_one_term_p(int version)
+{
+    return version == 19 || version == 20;
+}
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
  * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
  * tensor cores (versions 6 and 12-20, 16-bit) p enters as fp16 (11 bits:
- * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16), or,
- * in versions 19 and 20, as one bf16 term (8 bits: 2^-8), as FlashAttention,
- * FlashInfer and cuDNN feed it. */
-#define PF_GPU_ONE_TERM_P_VERSION 19 /* 19 and 20 */
+ * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16) or as
+ * one term (8 bits: 2^-8). Relative for normal numbers: fp16 weights below
+ * 2^-14 are subnormal and off by up to 2^-25 absolutely, which the check's
+ * absolute tolerance (default 1e-3) has to cover (at most 2^-25 x the
+ * sequence's sum of |v| over sum p, whose largest p is at least 1). */
 static inline double pf_gpu_version_p_eps(int version, pf_gpu_dtype dtype)
 {
     if (dtype == PF_GPU_F32 || (version != 6 && version < 12))
         return 0.0;
     if (dtype == PF_GPU_F16)
         return 0x1p-11;
-    return version >= PF_GPU_ONE_TERM_P_VERSION ? 0x1p-8 : 0x1p-16;
+    return pf_gpu_version_one_term_p(version) ? 0x1p-8 : 0x1p-16;
 }
 
 /* Query heads one block serves of a GQA group: the largest of 8, 4, 2, 1

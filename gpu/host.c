@@ -200,8 +200,10 @@ static void *ref_worker(void *arg)
      * the allowance of rounded weights): in the caller's cache, where its
      * rows for q heads h G + g0 .. + ng lie one after another, else here */
     const size_t rows = (size_t)c->hq * D;
+    const int need_ref = !c->ref, need_abs = !c->ref_abs && c->p_eps > 0;
     double *own = NULL;
-    if ((!c->ref || (!c->ref_abs && c->p_eps > 0)) && !(own = malloc(sizeof(double) * 2 * rows))) {
+    if ((need_ref || need_abs) &&
+        !(own = malloc(sizeof(double) * (size_t)(need_ref + need_abs) * rows))) {
         j->err = PF_ERR_NOMEM;
         return NULL;
     }
@@ -215,7 +217,7 @@ static void *ref_worker(void *arg)
             int ng = c->all_heads ? G : 1;
             const size_t at = ((size_t)s * c->hq + (size_t)h * G + g0) * D;
             double *ref = c->ref ? c->ref + at : own;
-            double *wabs = c->ref_abs ? c->ref_abs + at : c->p_eps > 0 ? own + rows : NULL;
+            double *wabs = c->ref_abs ? c->ref_abs + at : need_abs ? own + need_ref * rows : NULL;
             if (!(c->ref && c->ref_ready)) {
                 pf_attn_shape sh = {ng, 1, D, c->scale};
                 int rc = pf_attn_ref_contig_f64_abs(&sh, qs + ((size_t)h * G + g0) * D,

@@ -2743,7 +2743,10 @@ Kern<T> pick_mma()
     if constexpr (std::is_same<T, float>::value) {
         return {attn_v2<T, D, GT, PAGED, 4, 2, true, true, true>, 0};
     } else {
-        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, P1>;
+        /* one-term weights change bf16's arithmetic only: fp16 gets its
+         * base version's kernel itself, not a second copy of it */
+        constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
+        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one>;
         if constexpr (mma_static(D, STAGES, TOK)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -2981,6 +2984,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
+    /* pf_gpu_version_one_term_p: the check's allowance follows these two */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>(); /* 20 */
     }
@@ -3113,13 +3117,13 @@ __global__ void empty_kernel(const AttnArgs<__nv_bfloat16> a)
 
 } /* namespace */
 
-/* Launched as a run launches its kernel (launch_kernel), so that the two
- * loops differ by the run's own work only. */
 extern "C" void *pf_gpu_driver_entry(const char *name)
 {
     return driver_entry(name);
 }
 
+/* Launched as a run launches its kernel (launch_kernel), so that the two
+ * loops differ by the run's own work only. */
 extern "C" int pf_gpu_launch_empty(void *stream)
 {
     AttnArgs<__nv_bfloat16> a = {};

@@ -129,6 +129,7 @@ expect_pass "--compare" '"c1_version": *18
 "c2_version": *12
 "c1_shuffled_ratio": *[0-9]
 "c2_max_err_ref"
+"c2_max_diff_base": *0[,}]
 "pass": *"v18 paged-shuffled"' --workload llama --seqs 4 --len 1000 --kernel 12 --compare 18,12 \
     --iters 3 --no-read-bw
 

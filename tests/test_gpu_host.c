@@ -207,8 +207,9 @@ Test(gpu_host, ref_check_allows_for_rounded_weights)
     cr_assert_gt(p_allows, 0.5 * out_allows, "a case where the weights' term matters");
     const size_t i = ((size_t)s * 4 + qh) * D + d;
     pf_gpu_refcheck_out o;
-    /* bf16 holds the moved value to 2^-9 relative: aim mid-way into the
-     * weights' share, then past both */
+    /* bf16 holds the moved value to 2^-8 relative: aim mid-way into the
+     * weights' share (the asserts below check where it landed), then past
+     * both */
     pf_gpu_host_store(PF_GPU_BF16, c.out, i, (float)(r + out_allows + 0.5 * p_allows));
     const double moved = fabs(pf_gpu_host_load(PF_GPU_BF16, c.out, i) - r);
     cr_assert_gt(moved, out_allows);

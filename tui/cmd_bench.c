@@ -232,6 +232,8 @@ static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
         }
         snprintf(label, sizeof label, "  v%d max |naive - CPU reference|", n);
         bench_compare_num(r, k, "max_err_ref", label, v->max_err_ref, "%.3g", NULL);
+        snprintf(label, sizeof label, "  v%d max |naive - v%d's naive|", n, res->version);
+        bench_compare_num(r, k, "max_diff_base", label, v->max_diff_base, "%.3g", NULL);
         snprintf(label, sizeof label, "  v%d max |paged-ordered - naive|", n);
         bench_compare_num(r, k, "max_diff_ordered", label, v->max_diff_ordered, "%.3g", NULL);
         if (res->have_shuffled) {
