@@ -217,7 +217,9 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * prefetch hint, eleventh session: tied with v12 in three calls) nor 18
  * (version 6 in cuDNN's decode shape, 2 blocks an SM, fifteenth session:
  * ahead of v12 on llama on two machine starts, behind it on the next two,
- * and 1.5-2.3 points behind at 8-token pages). */
+ * and 1.5-2.3 points behind at 8-token pages), nor, until they have run on
+ * a device, 19 and 20 (12 and 18 with bf16's weights as one term,
+ * seventeenth session). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
