@@ -135,11 +135,11 @@ int pf_attn_ref_contig_f64_abs(const pf_attn_shape *s, const float *q, const flo
             if (scale * acc > m)
                 m = scale * acc;
         }
-        for (int d = 0; d < D; d++)
+        for (int d = 0; d < D; d++) {
             oh[d] = 0.0;
-        if (ah)
-            for (int d = 0; d < D; d++)
+            if (ah)
                 ah[d] = 0.0;
+        }
         double sum = 0.0;
         for (int t = 0; t < len; t++) {
             size_t row = pf_page_contig_index(t, g, cap, D);
@@ -154,11 +154,11 @@ int pf_attn_ref_contig_f64_abs(const pf_attn_shape *s, const float *q, const flo
                 for (int d = 0; d < D; d++)
                     ah[d] += p * fabs((double)v[row + d]);
         }
-        for (int d = 0; d < D; d++)
+        for (int d = 0; d < D; d++) {
             oh[d] /= sum;
-        if (ah)
-            for (int d = 0; d < D; d++)
+            if (ah)
                 ah[d] /= sum;
+        }
     }
     return PF_OK;
 }
