@@ -20,7 +20,19 @@
  *                parameter;
  *   driver-ex    cuLaunchKernelEx;
  *   graph        cudaGraphLaunch of a graph of one kernel node (what a
- *                caller that captures a run pays per replay).
+ *                caller that captures a run pays per replay);
+ *   graph-set    the same graph, its node given new arguments first
+ *                (cudaGraphExecKernelNodeSetParams, then cudaGraphLaunch):
+ *                what a run would pay if it replayed a graph the plan
+ *                made once instead of launching. The arguments change on
+ *                every call (a decode step's pointers and lengths do), so
+ *                nothing can be skipped. Were it well under the launch, the
+ *                run could take that path, at two costs the row does not
+ *                show: launches of one executable graph are ordered after
+ *                one another (a plan run on two streams would serialise), and
+ *                a graph cannot be launched into a stream being captured, so
+ *                the run would have to ask whether it is (a query the run
+ *                promises not to make).
  *
  * Each is timed as the bench times a run: 50 launches on a non-blocking
  * stream with no synchronisation, the mean per launch; a round takes every
@@ -80,9 +92,9 @@ double now_us()
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-enum Way { CHEVRON, RUNTIME, RUNTIME_EX, DRIVER, DRIVER_BUF, DRIVER_EX, GRAPH, NWAYS };
+enum Way { CHEVRON, RUNTIME, RUNTIME_EX, DRIVER, DRIVER_BUF, DRIVER_EX, GRAPH, GRAPH_SET, NWAYS };
 const char *const kName[NWAYS] = {"chevron",   "runtime",   "runtime-ex", "driver",
-                                  "driver-buf", "driver-ex", "graph"};
+                                  "driver-buf", "driver-ex", "graph",      "graph-set"};
 
 /* the driver's launches, reached as gpu/kernels.cu reaches them (the
  * runtime's entry-point query), so that nothing links libcuda */
@@ -111,6 +123,8 @@ struct Kit {
     const void *p;
     const void *fn;    /* host stub */
     CUfunction cf;
+    cudaGraph_t g;       /* kept: graph-set names its node */
+    cudaGraphNode_t node;
     cudaGraphExec_t gx;
 };
 
@@ -156,6 +170,21 @@ void launch(Kit &k, Way w)
         break;
     }
     case GRAPH: CK(cudaGraphLaunch(k.gx, k.st)); break;
+    case GRAPH_SET: {
+        /* new arguments each call, as a decode step's differ from the last */
+        if (k.big)
+            k.a.w[0] ^= 0x100;
+        else
+            k.p = (const char *)k.p + 0x100;
+        cudaKernelNodeParams np = {};
+        np.func = (void *)k.fn;
+        np.gridDim = dim3(kBlocks);
+        np.blockDim = dim3(128);
+        np.kernelParams = params;
+        CK(cudaGraphExecKernelNodeSetParams(k.gx, k.node, &np));
+        CK(cudaGraphLaunch(k.gx, k.st));
+        break;
+    }
     default: break;
     }
 }
@@ -184,12 +213,16 @@ void setup(Kit &k, bool big)
     CK(cudaGetFuncBySymbol(&f, k.fn));
     k.cf = (CUfunction)f;
     /* the graph: one launch of the same kernel, captured */
-    cudaGraph_t g;
     CK(cudaStreamBeginCapture(k.st, cudaStreamCaptureModeThreadLocal));
     launch(k, CHEVRON);
-    CK(cudaStreamEndCapture(k.st, &g));
-    CK(cudaGraphInstantiate(&k.gx, g, 0));
-    CK(cudaGraphDestroy(g));
+    CK(cudaStreamEndCapture(k.st, &k.g));
+    size_t nodes = 1;
+    CK(cudaGraphGetNodes(k.g, &k.node, &nodes));
+    if (nodes != 1) {
+        fprintf(stderr, "launch_probe: the captured graph has %zu nodes, not 1\n", nodes);
+        exit(1);
+    }
+    CK(cudaGraphInstantiate(&k.gx, k.g, 0));
 }
 
 } /* namespace */
@@ -233,6 +266,7 @@ int main(int argc, char **argv)
                    v[v.size() * 9 / 10], v.back());
         }
         CK(cudaGraphExecDestroy(k.gx));
+        CK(cudaGraphDestroy(k.g));
         CK(cudaStreamDestroy(k.st));
     }
     return 0;
