@@ -581,6 +581,288 @@ void spread(Ctx &c, bool dyn, int stages, int grid, Probe p)
            e[0], e[n / 10], e[n / 2], e[9 * n / 10], e[n - 1], busy / (n * e[n - 1]));
 }
 
+/* What every row shares: the device's context, the probe over contiguous K
+ * and V, the shuffled permutations drawn so far (freed at the end), and the
+ * read bandwidth each row is a fraction of. */
+struct Rows {
+    Ctx c;
+    Probe cont;      /* K and V contiguous: the naive layout */
+    long long bytes; /* K and V of every stream: what a row moves */
+    double bw;       /* GB/s of read_bw over as many bytes */
+    int wave;        /* one wave: v7 holds 4 blocks an SM (probe_smem keeps the probe there) */
+    std::mt19937 rng{42};
+    std::vector<int *> perms;
+    Probe pg4k, pg2k, pg32k; /* pieces of 4, 2 and 32 KB, shuffled over the whole buffer */
+
+    /* A shuffled permutation of the pieces of 2^shift bytes, as the bench
+     * shuffles its frames (one draw from the fixed seed; the draws are
+     * made in the same order every run, so every run sees the same pages).
+     * window: 0 shuffles over the whole buffer; else within each run of
+     * `window` pieces (2 MB of 4 KB pieces: the GPU's large page, so the
+     * pieces are scattered in memory but not across translations).
+     * frame_heads H (no window): the pool's layout, frames of H heads. */
+    Probe shuffled(int shift, size_t window = 0, int frame_heads = 0)
+    {
+        const int streams = cont.streams;
+        const long long sbytes = cont.sbytes;
+        std::vector<int> h((size_t)((long long)streams * sbytes >> shift));
+        for (size_t i = 0; i < h.size(); i++)
+            h[i] = (int)i;
+        if (window)
+            for (size_t w0 = 0; w0 < h.size(); w0 += window)
+                std::shuffle(h.begin() + w0, h.begin() + std::min(h.size(), w0 + window), rng);
+        else if (!frame_heads)
+            std::shuffle(h.begin(), h.end(), rng);
+        else {
+            /* the pool's layout: stream s is head s % H of sequence s / H;
+             * the sequence's piece i lies in frame f[seq np + i] of the
+             * shuffled frames, each frame H pieces, one a head */
+            const size_t np = (size_t)(sbytes >> shift), frames = h.size() / frame_heads;
+            std::vector<int> f(frames);
+            for (size_t i = 0; i < frames; i++)
+                f[i] = (int)i;
+            std::shuffle(f.begin(), f.end(), rng);
+            for (size_t st = 0; st < (size_t)streams; st++)
+                for (size_t i = 0; i < np; i++)
+                    h[st * np + i] = f[st / frame_heads * np + i] * frame_heads +
+                                     (int)(st % frame_heads);
+        }
+        int *d;
+        CK(cudaMalloc(&d, h.size() * 4));
+        CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+        perms.push_back(d);
+        Probe q = cont;
+        q.run_shift = shift;
+        q.perm = d;
+        return q;
+    }
+
+    /* One row: a configuration timed, printed with its blocks an SM and its
+     * fraction of the read bandwidth; show_spread adds a traced launch. */
+    void row(const char *name, bool dyn, int stages, int grid, const Probe &q, long long moved,
+             bool show_spread)
+    {
+        const double ms = time_ms(c, [&] { launch_probe(dyn, stages, grid, q); });
+        const double gbs = moved / (ms * 1e-3) / 1e9;
+        printf("%-52s %d/SM %9.4f %9.0f %8.3f\n", name, occupancy(dyn, stages), ms, gbs,
+               gbs / bw);
+        if (show_spread)
+            spread(c, dyn, stages, grid, q);
+    }
+};
+
+/* The default rows (up to the twelfth session): the copy shape's ceiling,
+ * the arithmetic a stage, page and stage counts, several waves, dynamic
+ * pieces and subsets of SMs. */
+void rows_default(Rows &r)
+{
+    const long long bytes = r.bytes, sbytes = r.cont.sbytes;
+    const int streams = r.cont.streams;
+    r.row("static, contiguous", false, 2, streams, r.cont, bytes, true);
+    r.row("static, shuffled 4 KB pages", false, 2, streams, r.pg4k, bytes, true);
+    for (int w : {1, 2, 4}) { /* v7's arithmetic between the waits: about 1.2 rounds */
+        char name[96];
+        Probe q = r.pg4k;
+        q.work = w;
+        snprintf(name, sizeof name, "static, shuffled 4 KB, %d round%s of arithmetic", w,
+                 w > 1 ? "s" : "");
+        r.row(name, false, 2, streams, q, bytes, false);
+        if (w == 1)
+            r.row("static, shuffled 4 KB, 1 round, 3 stages", false, 3, streams, q, bytes, false);
+    }
+    r.row("static, shuffled 2 KB pages", false, 2, streams, r.pg2k, bytes, false);
+    r.row("static, shuffled 32 KB pages", false, 2, streams, r.pg32k, bytes, false);
+    r.row("static, 3 stages, shuffled 4 KB", false, 3, streams, r.pg4k, bytes, false);
+    r.row("static, 4 stages, shuffled 4 KB", false, 4, streams, r.pg4k, bytes, false);
+    {
+        /* the same bytes as 4x as many quarter streams: several waves */
+        Probe q = r.cont;
+        q.streams = streams * 4;
+        q.sbytes = sbytes / 4;
+        r.row("static, 4x streams of a quarter, contiguous", false, 2, q.streams, q, bytes, true);
+        q.run_shift = r.pg4k.run_shift;
+        q.perm = r.pg4k.perm;
+        r.row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
+        /* more in flight an SM: 6 blocks of 2 stages (32 KB each) */
+        for (int per : {3, 2, 0}) { /* fewer or more blocks an SM */
+            g_per_sm = per;
+            r.row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, false);
+        }
+        g_per_sm = 3;
+        r.row("static, 4 stages, 4x streams of a quarter, 4 KB", false, 4, q.streams, q, bytes,
+              false);
+        r.row("static, shuffled 4 KB pages", false, 2, streams, r.pg4k, bytes, false);
+        g_per_sm = 4;
+    }
+    for (long long pc : {262144LL, 65536LL}) {
+        char name[96];
+        Probe q = r.cont;
+        q.piece = pc;
+        snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, contiguous", r.wave,
+                 pc >> 10);
+        r.row(name, true, 2, r.wave, q, bytes, false);
+        q = r.pg4k;
+        q.piece = pc;
+        snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB", r.wave, pc >> 10);
+        r.row(name, true, 2, r.wave, q, bytes, false);
+    }
+    /* one wave of 4 blocks an SM; only the blocks on SMs below N stream
+     * (each its own contiguous stream) */
+    const int sms = r.c.sms;
+    for (int n : {sms, sms * 3 / 4, sms / 2}) {
+        char name[96];
+        Probe q = r.cont;
+        q.active_sms = n;
+        q.streams = r.wave;
+        q.sbytes = std::min(sbytes, r.cont.kbytes / r.wave / kStageK * kStageK);
+        const long long moved = 2LL * q.sbytes * 4 * n;
+        snprintf(name, sizeof name, "subset: %d of %d SMs stream, contiguous", n, sms);
+        r.row(name, false, 2, r.wave, q, moved, false);
+    }
+}
+
+/* The thirteenth and fourteenth sessions' rows (docs/gpu-journal.md): does
+ * where the buffers land matter (run it with several pads), do the shuffled
+ * pages cost address translations (pages shuffled within 2 MB, the GPU's
+ * large page), does asking the L2 for later stages help, balance by the
+ * block scheduler, and the pool's own layout (8 heads a frame) in grid
+ * order or with an SM's blocks on one sequence. */
+void rows_placement(Rows &r, long pad_mb)
+{
+    const long long bytes = r.bytes, sbytes = r.cont.sbytes;
+    const int streams = r.cont.streams;
+    for (const uint4 *b : {r.cont.k, r.cont.v}) /* where K and V landed, first */
+        printf("%s after %ld MB: offset in 2 MB %llu KB, in 512 MB %llu MB\n",
+               b == r.cont.k ? "K" : "V", pad_mb,
+               (unsigned long long)(((uintptr_t)b & ((2u << 20) - 1)) >> 10),
+               (unsigned long long)(((uintptr_t)b & ((512ull << 20) - 1)) >> 20));
+    const Probe local = r.shuffled(12, 512);
+    Probe q = r.pg4k, qc = r.cont, ql = local;
+    q.work = qc.work = ql.work = 1;
+    r.row("static, contiguous", false, 2, streams, r.cont, bytes, false);
+    r.row("static, shuffled 4 KB pages", false, 2, streams, r.pg4k, bytes, false);
+    r.row("static, 4 KB pages shuffled within 2 MB", false, 2, streams, local, bytes, false);
+    r.row("static, shuffled 2 KB pages", false, 2, streams, r.pg2k, bytes, false);
+    r.row("static, contiguous, 1 round of arithmetic", false, 2, streams, qc, bytes, false);
+    r.row("static, shuffled 4 KB, 1 round of arithmetic", false, 2, streams, q, bytes, false);
+    r.row("static, 4 KB within 2 MB, 1 round", false, 2, streams, ql, bytes, false);
+    for (int line : {0, 1}) {
+        Probe t = q;
+        t.l2_ahead = 2;
+        t.l2_line = line;
+        r.row(line ? "static, shuffled 4 KB, 1 round, L2 line prefetch +2"
+                   : "static, shuffled 4 KB, 1 round, L2 bulk prefetch +2",
+              false, 2, streams, t, bytes, false);
+    }
+    {
+        /* batch's shape (4x the streams, a quarter each: several waves)
+         * against one wave of persistent blocks whose pipeline runs on
+         * from one piece to the next, with the arithmetic */
+        Probe t = q;
+        t.streams = streams * 4;
+        t.sbytes = sbytes / 4;
+        r.row("static, 4x streams of a quarter, 4 KB, 1 round", false, 2, t.streams, t, bytes,
+              false);
+        for (long long pc : {sbytes / 4, 131072LL, 65536LL, 32768LL, 16384LL}) {
+            char name[96];
+            Probe d = q;
+            d.piece = pc;
+            snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB, 1 round",
+                     r.wave, pc >> 10);
+            r.row(name, true, 2, r.wave, d, bytes, false);
+        }
+    }
+    /* Balance by the block scheduler with a fixed split (a deterministic
+     * reduction): each stream's block stops short of a tail, cut into
+     * pieces that later blocks take as SMs free up. (Attention would add a
+     * partial output and its merge a piece.) {1 / the tail's share of a
+     * stream, its blocks}: pieces of 16-64 KB at 1 MB a stream, each whole
+     * stages. */
+    const int tails[][2] = {{16, 2}, {16, 4}, {8, 2}, {8, 4}, {8, 8}, {4, 4}, {4, 8}};
+    for (const auto &tl : tails) {
+        Probe t = q;
+        t.tail_bytes = sbytes / tl[0];
+        t.tail_pieces = tl[1];
+        char name[96];
+        snprintf(name, sizeof name, "tail 1/%d as %d blocks of %lld KB, 4 KB, 1 round", tl[0],
+                 tl[1], t.tail_bytes / tl[1] >> 10);
+        r.row(name, false, 2, streams * (1 + tl[1]), t, bytes, true);
+    }
+    r.row("static, shuffled 4 KB, 1 round of arithmetic (again)", false, 2, streams, q, bytes,
+          true);
+    if (streams % 8 != 0)
+        return;
+    /* the pool's layout: 8 heads a frame, frames shuffled */
+    const int sms = r.c.sms;
+    unsigned *cur; /* the home rows' claim cursors */
+    CK(cudaMalloc(&cur, (sms + 1) * sizeof(unsigned)));
+    CK(cudaMemset(cur, 0, (sms + 1) * sizeof(unsigned)));
+    Probe fr = r.shuffled(12, 0, 8);
+    fr.sms = sms;
+    fr.cur = cur;
+    for (int work : {0, 1})
+        for (int home : {0, 1}) {
+            if (home && streams > 4 * sms) /* home_stream needs a block a stream */
+                continue;
+            char name[96];
+            Probe t = fr;
+            t.work = work;
+            t.home = home;
+            snprintf(name, sizeof name, "frames of 8 heads, 4 KB, %s, %d round%s",
+                     home ? "by SM" : "grid order", work, work == 1 ? "" : "s");
+            r.row(name, false, 2, streams, t, bytes, false);
+        }
+    CK(cudaFree(cur));
+}
+
+/* The seventeenth session's rows: is the shuffled pages' cost the 2 MB
+ * pages' translations, and does a mapping that allows larger pages remove
+ * it? Each row with one round of arithmetic, where the thirteenth session
+ * found the translations cost; the two allocations alternate, twice.
+ * Windows: the 4 KB pieces shuffled within each 2, 32 or 128 MB (the TLBs'
+ * reach), or everywhere. */
+void rows_translation(Rows &r, int dev)
+{
+    const long long kbytes = r.cont.kbytes;
+    Mapped mk = mapped_alloc(dev, kbytes), mv = mapped_alloc(dev, kbytes);
+    CK(cudaMemset((void *)mk.va, 1, kbytes));
+    CK(cudaMemset((void *)mv.va, 2, kbytes));
+    const size_t windows[] = {0, 512, 8192, 32768};
+    std::vector<Probe> qs;
+    for (size_t w : windows) {
+        Probe q = w ? r.shuffled(12, w) : r.pg4k;
+        q.work = 1;
+        qs.push_back(q);
+    }
+    Probe qc = r.cont;
+    qc.work = 1;
+    for (int round = 0; round < 2; round++)
+        for (int m = 0; m < 2; m++) {
+            const char *how = m ? "mapped" : "cudaMalloc";
+            char name[96];
+            Probe t = qc;
+            if (m) {
+                t.k = (const uint4 *)mk.va;
+                t.v = (const uint4 *)mv.va;
+            }
+            snprintf(name, sizeof name, "%s, contiguous, 1 round", how);
+            r.row(name, false, 2, t.streams, t, r.bytes, false);
+            for (size_t i = 0; i < qs.size(); i++) {
+                Probe u = qs[i];
+                u.k = t.k;
+                u.v = t.v;
+                if (windows[i])
+                    snprintf(name, sizeof name, "%s, 4 KB shuffled within %zu MB, 1 round", how,
+                             windows[i] >> 8);
+                else
+                    snprintf(name, sizeof name, "%s, shuffled 4 KB, 1 round", how);
+                r.row(name, false, 2, u.streams, u, r.bytes, false);
+            }
+        }
+    mapped_free(mk);
+    mapped_free(mv);
+}
+
 } // namespace
 
 /* argv's whole decimal number, or -1 */
@@ -615,7 +897,8 @@ int main(int argc, char **argv)
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, dev));
-    Ctx c{};
+    Rows r{};
+    Ctx &c = r.c;
     c.sms = prop.multiProcessorCount;
     const long long sbytes = mb << 20;
     long long kbytes = 1;
@@ -644,21 +927,19 @@ int main(int argc, char **argv)
                                     200 * 1024));
 
     /* the same bytes both K and V hold, read as one streaming pass */
-    const long long bytes = 2 * (long long)streams * sbytes;
+    r.bytes = 2 * (long long)streams * sbytes;
     uint4 *whole;
-    CK(cudaMalloc(&whole, bytes));
-    CK(cudaMemset(whole, 4, bytes));
-    const double bw_ms = time_ms(c, [&] {
-        read_bw(c, whole, bytes / 16);
-    });
-    const double bw = bytes / (bw_ms * 1e-3) / 1e9;
+    CK(cudaMalloc(&whole, r.bytes));
+    CK(cudaMemset(whole, 4, r.bytes));
+    const double bw_ms = time_ms(c, [&] { read_bw(c, whole, r.bytes / 16); });
+    r.bw = r.bytes / (bw_ms * 1e-3) / 1e9;
     printf("%s, %d SMs: %d streams x %ld MB of K and of V (%.0f MB)\n", prop.name, c.sms, streams,
-           mb, bytes / 1e6);
-    printf("read_bw: %.4f ms, %.0f GB/s\n", bw_ms, bw);
+           mb, r.bytes / 1e6);
+    printf("read_bw: %.4f ms, %.0f GB/s\n", bw_ms, r.bw);
     printf("(each row: blocks an SM by the occupancy calculator, then the figures)\n\n");
     printf("%-52s %4s %9s %9s %8s\n", "configuration", "", "ms", "GB/s", "of read");
 
-    Probe p{};
+    Probe &p = r.cont;
     p.k = k;
     p.v = v;
     p.kbytes = kbytes;
@@ -666,257 +947,19 @@ int main(int argc, char **argv)
     p.streams = streams;
     p.counter = counter;
     p.sink = c.sink;
-    /* a shuffled permutation of the pieces per piece size, as the bench
-     * shuffles its frames (one draw, fixed seed) */
-    std::mt19937 rng(42);
-    std::vector<int *> perms;
-    /* window: 0 shuffles over the whole buffer; else within each run of
-     * `window` pieces (2 MB of 4 KB pieces: the GPU's large page, so the
-     * pieces are scattered in memory but not across translations).
-     * frame_heads H (no window): the pool's layout, frames of H heads */
-    auto shuffled = [&](int shift, size_t window = 0, int frame_heads = 0) {
-        std::vector<int> h((size_t)((long long)streams * sbytes >> shift));
-        for (size_t i = 0; i < h.size(); i++)
-            h[i] = (int)i;
-        if (window)
-            for (size_t w0 = 0; w0 < h.size(); w0 += window)
-                std::shuffle(h.begin() + w0, h.begin() + std::min(h.size(), w0 + window), rng);
-        else if (!frame_heads)
-            std::shuffle(h.begin(), h.end(), rng);
-        else {
-            /* the pool's layout: stream s is head s % H of sequence s / H;
-             * the sequence's piece i lies in frame f[seq np + i] of the
-             * shuffled frames, each frame H pieces, one a head */
-            const size_t np = (size_t)(sbytes >> shift), frames = h.size() / frame_heads;
-            std::vector<int> f(frames);
-            for (size_t i = 0; i < frames; i++)
-                f[i] = (int)i;
-            std::shuffle(f.begin(), f.end(), rng);
-            for (size_t st = 0; st < (size_t)streams; st++)
-                for (size_t i = 0; i < np; i++)
-                    h[st * np + i] = f[st / frame_heads * np + i] * frame_heads +
-                                     (int)(st % frame_heads);
-        }
-        int *d;
-        CK(cudaMalloc(&d, h.size() * 4));
-        CK(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
-        perms.push_back(d);
-        Probe q = p;
-        q.run_shift = shift;
-        q.perm = d;
-        return q;
-    };
-    const Probe cont = p, pg4k = shuffled(12), pg2k = shuffled(11), pg32k = shuffled(15);
-    /* one wave: v7 holds 4 blocks an SM (probe_smem keeps the probe there) */
-    const int wave = c.sms * 4;
-    auto row = [&](const char *name, bool dyn, int stages, int grid, Probe q, long long moved,
-                   bool show_spread) {
-        const double ms = time_ms(c, [&] { launch_probe(dyn, stages, grid, q); });
-        const double gbs = moved / (ms * 1e-3) / 1e9;
-        printf("%-52s %d/SM %9.4f %9.0f %8.3f\n", name, occupancy(dyn, stages), ms, gbs,
-               gbs / bw);
-        if (show_spread)
-            spread(c, dyn, stages, grid, q);
-    };
-    unsigned *cur = nullptr; /* the placement rows' home cursors */
-    if (translation) {
-        /* The seventeenth session's rows: is the shuffled pages' cost the
-         * 2 MB pages' translations, and does a mapping that allows larger
-         * pages remove it? Each row with one round of arithmetic, where the
-         * thirteenth session found the translations cost; the two
-         * allocations alternate, twice. Windows: the 4 KB pieces shuffled
-         * within each 2, 32 or 128 MB (the TLBs' reach), or everywhere. */
-        Mapped mk = mapped_alloc(dev, kbytes), mv = mapped_alloc(dev, kbytes);
-        CK(cudaMemset((void *)mk.va, 1, kbytes));
-        CK(cudaMemset((void *)mv.va, 2, kbytes));
-        const size_t windows[] = {0, 512, 8192, 32768};
-        std::vector<Probe> qs;
-        for (size_t w : windows) {
-            Probe q = w ? shuffled(12, w) : pg4k;
-            q.work = 1;
-            qs.push_back(q);
-        }
-        Probe qc = cont;
-        qc.work = 1;
-        for (int round = 0; round < 2; round++)
-            for (int m = 0; m < 2; m++) {
-                const char *how = m ? "mapped" : "cudaMalloc";
-                char name[96];
-                Probe r = qc;
-                if (m) {
-                    r.k = (const uint4 *)mk.va;
-                    r.v = (const uint4 *)mv.va;
-                }
-                snprintf(name, sizeof name, "%s, contiguous, 1 round", how);
-                row(name, false, 2, streams, r, bytes, false);
-                for (size_t i = 0; i < qs.size(); i++) {
-                    Probe t = qs[i];
-                    t.k = r.k;
-                    t.v = r.v;
-                    if (windows[i])
-                        snprintf(name, sizeof name, "%s, 4 KB shuffled within %zu MB, 1 round",
-                                 how, windows[i] >> 8);
-                    else
-                        snprintf(name, sizeof name, "%s, shuffled 4 KB, 1 round", how);
-                    row(name, false, 2, streams, t, bytes, false);
-                }
-            }
-        mapped_free(mk);
-        mapped_free(mv);
-    } else if (pad_mb >= 0) {
-        /* The thirteenth session's rows (docs/gpu-journal.md): does where the
-         * buffers land matter (run it with several pads), do the shuffled
-         * pages cost address translations (pages shuffled within 2 MB, the
-         * GPU's large page), does asking the L2 for later stages help, and
-         * the pool's own layout (8 heads a frame) in grid order or with an
-         * SM's blocks on one sequence. Where K and V landed, first. */
-        for (const uint4 *b : {k, v})
-            printf("%s after %ld MB: offset in 2 MB %llu KB, in 512 MB %llu MB\n",
-                   b == k ? "K" : "V", pad_mb,
-                   (unsigned long long)(((uintptr_t)b & ((2u << 20) - 1)) >> 10),
-                   (unsigned long long)(((uintptr_t)b & ((512ull << 20) - 1)) >> 20));
-        const Probe local = shuffled(12, 512);
-        Probe q = pg4k, qc = cont, ql = local;
-        q.work = qc.work = ql.work = 1;
-        row("static, contiguous", false, 2, streams, cont, bytes, false);
-        row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, false);
-        row("static, 4 KB pages shuffled within 2 MB", false, 2, streams, local, bytes, false);
-        row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
-        row("static, contiguous, 1 round of arithmetic", false, 2, streams, qc, bytes, false);
-        row("static, shuffled 4 KB, 1 round of arithmetic", false, 2, streams, q, bytes, false);
-        row("static, 4 KB within 2 MB, 1 round", false, 2, streams, ql, bytes, false);
-        for (int line : {0, 1}) {
-            Probe r = q;
-            r.l2_ahead = 2;
-            r.l2_line = line;
-            row(line ? "static, shuffled 4 KB, 1 round, L2 line prefetch +2"
-                     : "static, shuffled 4 KB, 1 round, L2 bulk prefetch +2",
-                false, 2, streams, r, bytes, false);
-        }
-        {
-            /* batch's shape (4x the streams, a quarter each: several waves)
-             * against one wave of persistent blocks whose pipeline runs on
-             * from one piece to the next, with the arithmetic */
-            Probe r = q;
-            r.streams = streams * 4;
-            r.sbytes = sbytes / 4;
-            row("static, 4x streams of a quarter, 4 KB, 1 round", false, 2, r.streams, r, bytes,
-                false);
-            for (long long pc : {sbytes / 4, 131072LL, 65536LL, 32768LL, 16384LL}) {
-                char name[96];
-                Probe d = q;
-                d.piece = pc;
-                snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB, 1 round",
-                         wave, pc >> 10);
-                row(name, true, 2, wave, d, bytes, false);
-            }
-        }
-        /* Balance by the block scheduler with a fixed split (a
-         * deterministic reduction): each stream's block stops short of a
-         * tail, cut into pieces that later blocks take as SMs free up.
-         * (Attention would add a partial output and its merge a piece.) */
-        /* {1 / the tail's share of a stream, its blocks}: pieces of 16-64 KB
-         * at 1 MB a stream, each whole stages */
-        const int tails[][2] = {{16, 2}, {16, 4}, {8, 2}, {8, 4}, {8, 8}, {4, 4}, {4, 8}};
-        for (const auto &t : tails) {
-            Probe r = q;
-            r.tail_bytes = sbytes / t[0];
-            r.tail_pieces = t[1];
-            char name[96];
-            snprintf(name, sizeof name, "tail 1/%d as %d blocks of %lld KB, 4 KB, 1 round", t[0],
-                     t[1], r.tail_bytes / t[1] >> 10);
-            row(name, false, 2, streams * (1 + t[1]), r, bytes, true);
-        }
-        row("static, shuffled 4 KB, 1 round of arithmetic (again)", false, 2, streams, q, bytes,
-            true);
-        if (streams % 8 == 0) { /* the pool's layout: 8 heads a frame, frames shuffled */
-            CK(cudaMalloc(&cur, (c.sms + 1) * sizeof(unsigned)));
-            CK(cudaMemset(cur, 0, (c.sms + 1) * sizeof(unsigned)));
-            Probe fr = shuffled(12, 0, 8);
-            fr.sms = c.sms;
-            fr.cur = cur;
-            for (int work : {0, 1})
-                for (int home : {0, 1}) {
-                    if (home && streams > 4 * c.sms) /* home_stream needs a block a stream */
-                        continue;
-                    char name[96];
-                    Probe r = fr;
-                    r.work = work;
-                    r.home = home;
-                    snprintf(name, sizeof name, "frames of 8 heads, 4 KB, %s, %d round%s",
-                             home ? "by SM" : "grid order", work, work == 1 ? "" : "s");
-                    row(name, false, 2, streams, r, bytes, false);
-                }
-        }
-    } else {
-        row("static, contiguous", false, 2, streams, cont, bytes, true);
-        row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, true);
-        for (int w : {1, 2, 4}) { /* v7's arithmetic between the waits: about 1.2 rounds */
-            char name[96];
-            Probe q = pg4k;
-            q.work = w;
-            snprintf(name, sizeof name, "static, shuffled 4 KB, %d round%s of arithmetic", w,
-                     w > 1 ? "s" : "");
-            row(name, false, 2, streams, q, bytes, false);
-            if (w == 1) {
-                snprintf(name, sizeof name, "static, shuffled 4 KB, 1 round, 3 stages");
-                row(name, false, 3, streams, q, bytes, false);
-            }
-        }
-        row("static, shuffled 2 KB pages", false, 2, streams, pg2k, bytes, false);
-        row("static, shuffled 32 KB pages", false, 2, streams, pg32k, bytes, false);
-        row("static, 3 stages, shuffled 4 KB", false, 3, streams, pg4k, bytes, false);
-        row("static, 4 stages, shuffled 4 KB", false, 4, streams, pg4k, bytes, false);
-        {
-            /* the same bytes as 4x as many quarter streams: several waves */
-            Probe q = cont;
-            q.streams = streams * 4;
-            q.sbytes = sbytes / 4;
-            row("static, 4x streams of a quarter, contiguous", false, 2, q.streams, q, bytes, true);
-            q.run_shift = pg4k.run_shift;
-            q.perm = pg4k.perm;
-            row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, true);
-            /* more in flight an SM: 6 blocks of 2 stages (32 KB each) */
-            for (int per : {3, 2, 0}) { /* fewer or more blocks an SM */
-                g_per_sm = per;
-                row("static, 4x streams of a quarter, 4 KB", false, 2, q.streams, q, bytes, false);
-            }
-            g_per_sm = 3;
-            row("static, 4 stages, 4x streams of a quarter, 4 KB", false, 4, q.streams, q, bytes,
-                false);
-            row("static, shuffled 4 KB pages", false, 2, streams, pg4k, bytes, false);
-            g_per_sm = 4;
-        }
-        const long long pieces[] = {262144, 65536};
-        for (long long pc : pieces) {
-            char name[96];
-            Probe q = cont;
-            q.piece = pc;
-            snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, contiguous", wave,
-                     pc >> 10);
-            row(name, true, 2, wave, q, bytes, false);
-            q = pg4k;
-            q.piece = pc;
-            snprintf(name, sizeof name, "dynamic, %d blocks, %lld KB pieces, 4 KB", wave, pc >> 10);
-            row(name, true, 2, wave, q, bytes, false);
-        }
-        /* one wave of 4 blocks an SM; only the blocks on SMs below N stream
-         * (each its own contiguous stream) */
-        const int subsets[] = {c.sms, c.sms * 3 / 4, c.sms / 2};
-        for (int n : subsets) {
-            char name[96];
-            Probe q = cont;
-            q.active_sms = n;
-            q.streams = wave;
-            q.sbytes = std::min(sbytes, kbytes / wave / kStageK * kStageK);
-            const long long moved = 2LL * q.sbytes * 4 * n;
-            snprintf(name, sizeof name, "subset: %d of %d SMs stream, contiguous", n, c.sms);
-            row(name, false, 2, wave, q, moved, false);
-        }
-    }
-    for (int *d : perms)
+    r.wave = c.sms * 4;
+    r.pg4k = r.shuffled(12); /* drawn in this order in every mode: the same pages */
+    r.pg2k = r.shuffled(11);
+    r.pg32k = r.shuffled(15);
+    if (translation)
+        rows_translation(r, dev);
+    else if (pad_mb >= 0)
+        rows_placement(r, pad_mb);
+    else
+        rows_default(r);
+
+    for (int *d : r.perms)
         CK(cudaFree(d));
-    CK(cudaFree(cur));
     CK(cudaFree(pad));
     CK(cudaFree(k));
     CK(cudaFree(v));
