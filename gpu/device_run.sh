@@ -4,7 +4,8 @@
 # most 8 files come back): env.txt, tests.log, bench.txt, extra.txt,
 # ncu.txt, peers.txt. The end of stdout is a summary.
 #   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli and the two
-#                probes' tests (ctest -L gpu)
+#                probes' tests (ctest -L gpu), and test_cli_bench_files
+#                (its successful run needs a device)
 #   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
 #                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
@@ -69,6 +70,8 @@ if [ "${TESTS:-0}" = 1 ]; then
         echo "== test_gpu"; .dev-bin/test_gpu --jobs=1; echo "test_gpu status $?"
         echo "== test_gpu_host"; .dev-bin/test_gpu_host; echo "test_gpu_host status $?"
         echo "== test_gpu_bench_cli"; sh tests/test_gpu_bench_cli.sh "$BIN"; echo "bench_cli status $?"
+        # with a device, its --profile-out run takes the success path (the rename)
+        echo "== test_cli_bench_files"; sh tests/test_cli_bench_files.sh "$BIN"; echo "bench_files status $?"
         for probe in stream_probe launch_probe; do
             echo "== test_$probe"; sh tests/test_probe_cli.sh $probe .dev-bin/pagefault_$probe
             echo "$probe test status $?"

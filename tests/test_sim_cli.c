@@ -241,6 +241,32 @@ Test(sim_cli, sweep_and_combination_errors)
     free(o);
 }
 
+/* A swept value passes the checks a typed one does: a system prompt that
+ * leaves no room in --max-len (typed: exit 2) ran as rows labelled with it
+ * whose jobs had silently dropped the prefix; and sim's own flags
+ * (--metrics-port, --jobs-parallel, --linger) are not the simulation's:
+ * swept, they printed identical rows and a swept --metrics-port published
+ * nothing where the typed one is refused beside --sweep. */
+Test(sim_cli, swept_value_checked_like_a_typed_one)
+{
+    const char *a[] = {"--jobs", "8", "--sweep", "shared-prefix-tokens=0,100000"};
+    expect_usage(a, 4, "--shared-prefix-tokens 100000 leaves no room in --max-len 2048");
+    const char *b[] = {"--jobs", "8", "--shared-prefix-tokens", "100", "--sweep", "max-len=50,2048"};
+    expect_usage(b, 6, "--max-len 50");
+    const char *c[] = {"--jobs", "8", "--sweep", "metrics-port=9100,9101"};
+    expect_usage(c, 4, "'metrics-port' is not a simulator flag");
+    const char *d[] = {"--jobs", "8", "--sweep", "jobs-parallel=1,2"};
+    expect_usage(d, 4, "'jobs-parallel' is not a simulator flag");
+    const char *e[] = {"--jobs", "8", "--sweep", "linger=0,1"};
+    expect_usage(e, 4, "'linger' is not a simulator flag");
+    /* values that fit still sweep */
+    const char *g[] = {"--jobs", "8", "--sweep", "shared-prefix-tokens=0,100", "--format", "csv"};
+    cr_assert_eq(run(g, 6), 0);
+    char *o = slurp(out_path);
+    cr_assert_eq(count_rows(o, "paged", "results"), 2, "%s", o);
+    free(o);
+}
+
 Test(sim_cli, one_worker_finishes)
 {
     const char *a[] = {"--jobs", "8", "--workers", "1", "--format", "csv"};

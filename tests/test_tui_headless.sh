@@ -138,12 +138,26 @@ for view in "" "--coloring state" "--coloring age --ascii"; do
 done
 head -c 3000 "$TMP/r.pfrec" >"$TMP/cut.pfrec"
 printf 'not a recording\n' >"$TMP/junk.pfrec"
-for f in "$TMP/cut.pfrec" "$TMP/junk.pfrec" "$TMP/none.pfrec"; do
+# the header alone (a recording cut before its first snapshot): it replayed
+# headless as nothing at all with exit 0
+head -c 16 "$TMP/r.pfrec" >"$TMP/hdr.pfrec"
+for f in "$TMP/cut.pfrec" "$TMP/junk.pfrec" "$TMP/none.pfrec" "$TMP/hdr.pfrec"; do
     "$BIN" replay "$f" --headless >/dev/null 2>"$TMP/err"
     rc=$?
-    [ "$rc" -eq 2 ] || fail "replay of a damaged file: exit $rc, want 2"
+    [ "$rc" -eq 2 ] || fail "replay of a damaged file ($f): exit $rc, want 2"
     [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "replay of a damaged file: want one line: $(cat "$TMP/err")"
 done
+grep -q 'hdr.pfrec: no records' "$TMP/err" || fail "replay of a header alone: $(cat "$TMP/err")"
+
+# --mode naive on a pool that cannot hold one naive reservation: every job
+# was aborted and the dashboard showed an idle pool with exit 0; refused
+# as `sim` refuses it, naming the flags
+"$BIN" --headless --mode naive --max-len 100000 --pool-blocks 10 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "--mode naive with a pool too small: exit $rc, want 2"
+[ -s "$TMP/out" ] && fail "--mode naive with a pool too small: printed on stdout"
+grep -q -- '--pool-blocks 10 cannot hold one naive reservation: --max-len 100000' "$TMP/err" ||
+    fail "--mode naive with a pool too small: $(cat "$TMP/err")"
 "$BIN" --headless --ticks 5 --record /nonexistent-dir/x.pfrec >/dev/null 2>"$TMP/err"
 [ $? -eq 2 ] || fail "--record to an unwritable path: want exit 2"
 grep -q "cannot write" "$TMP/err" || fail "--record to an unwritable path: $(cat "$TMP/err")"

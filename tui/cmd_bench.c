@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/err.h"
 #include "core/workload.h"
@@ -181,6 +183,79 @@ static int *bench_lengths(const bench_args *a, const bench_workload *w, int *n_o
     }
     *n_out = n;
     return lens;
+}
+
+/* --profile-out and --timeline: a file the run writes, put in place only
+ * when the run succeeds. The bytes go to a temporary file beside the
+ * target (same directory: the rename is atomic) that replaces it at the
+ * end; a failed run removes only its temporary file. Opening the target
+ * with "w" up front, as before, truncated an existing file (a profile
+ * measured earlier) and the failure path then removed it: a usage error or
+ * a machine without a GPU destroyed it. A target that exists and is not a
+ * regular file (a pipe, /dev/stdout) is written directly and never
+ * removed: there is nothing to keep and renaming over it would be wrong. */
+typedef struct {
+    const char *path; /* the target as given; NULL when not asked for   */
+    char *tmp;        /* the temporary file; NULL when writing directly */
+} bench_out;
+
+/* Check that the target can be written and make the temporary file.
+ * PF_CLI_OK, or PF_CLI_USAGE after one line naming the flag. */
+static int bench_out_open(bench_out *o, const char *flag, const char *path)
+{
+    struct stat st;
+    o->path = path;
+    o->tmp = NULL;
+    int exists = lstat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+        return pf_cli_error(PROG, "--%s: cannot write '%s': %s", flag, path, strerror(EISDIR));
+    if (exists && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(path, "a"); /* a pipe or device: check, write later */
+        if (!f)
+            return pf_cli_error(PROG, "--%s: cannot write '%s': %s", flag, path, strerror(errno));
+        fclose(f);
+        return PF_CLI_OK;
+    }
+    if (exists && access(path, W_OK) != 0)
+        return pf_cli_error(PROG, "--%s: cannot write '%s': %s", flag, path, strerror(errno));
+    size_t n = strlen(path);
+    o->tmp = malloc(n + sizeof ".XXXXXX");
+    if (!o->tmp)
+        return pf_cli_error(PROG, "out of memory");
+    memcpy(o->tmp, path, n);
+    memcpy(o->tmp + n, ".XXXXXX", sizeof ".XXXXXX");
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(o->tmp);
+        o->tmp = NULL;
+        return pf_cli_error(PROG, "--%s: cannot write '%s': %s", flag, path, strerror(e));
+    }
+    /* the mode the target has, or a new file's (mkstemp makes it 0600) */
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask);
+    close(fd);
+    return PF_CLI_OK;
+}
+
+/* Where the run writes: the temporary file, or the target itself. */
+static const char *bench_out_name(const bench_out *o) { return o->tmp ? o->tmp : o->path; }
+
+/* Put the file in place after a successful run (ok), else drop the
+ * temporary file. Returns 0, or -1 after a line on stderr. */
+static int bench_out_finish(bench_out *o, const char *flag, int ok)
+{
+    int rc = 0;
+    if (o->tmp && ok && rename(o->tmp, o->path) != 0) {
+        fprintf(stderr, "%s: --%s: cannot replace '%s': %s\n", PROG, flag, o->path, strerror(errno));
+        rc = -1;
+    }
+    if (o->tmp && (!ok || rc != 0))
+        remove(o->tmp);
+    free(o->tmp);
+    o->tmp = NULL;
+    return rc;
 }
 
 /* One row of the timing table. */
@@ -559,34 +634,21 @@ int pf_cmd_bench(int argc, char **argv)
         return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
                                   "%d to %d do)", a.kernel, PF_GPU_TRACE_MIN_VERSION,
                             PF_GPU_KERNEL_VERSIONS);
-    if (a.timeline) {
-        /* a bad path is a usage error before any GPU work (the run rewrites it) */
-        FILE *f = fopen(a.timeline, "w");
-        if (!f)
-            return pf_cli_error(PROG, "--timeline: cannot write '%s': %s", a.timeline,
-                                strerror(errno));
-        fclose(f);
+    /* both checked (a bad path is a usage error before any GPU work) and
+     * put in place only by a run that succeeds (bench_out) */
+    bench_out tl_out = {NULL, NULL}, prof_out = {NULL, NULL};
+    if (a.timeline && bench_out_open(&tl_out, "timeline", a.timeline) != PF_CLI_OK)
+        return 2;
+    if (a.profile_out && bench_out_open(&prof_out, "profile-out", a.profile_out) != PF_CLI_OK) {
+        bench_out_finish(&tl_out, "timeline", 0);
+        return 2;
     }
     int n = 0, status = 2;
     FILE *prof = NULL;
-    if (a.profile_out) {
-        /* opened first, so a bad path is a usage error before any GPU work */
-        prof = fopen(a.profile_out, "w");
-        if (!prof)
-            return pf_cli_error(PROG, "--profile-out: cannot write '%s': %s", a.profile_out,
-                                strerror(errno));
-    }
-    int *lens = bench_lengths(&a, w, &n);
     pf_report *r = NULL;
-    if (!lens) {
-        if (prof) {
-            fclose(prof);
-            remove(a.profile_out);
-        }
-        if (a.timeline)
-            remove(a.timeline);
-        return 2;
-    }
+    int *lens = bench_lengths(&a, w, &n);
+    if (!lens)
+        goto out;
     int maxlen = 0;
     for (int i = 0; i < n; i++)
         if (lens[i] > maxlen)
@@ -625,7 +687,7 @@ int pf_cmd_bench(int argc, char **argv)
         .splits = a.splits,
         .timeline = a.timeline != NULL,
         .group_tile = a.group_tile,
-        .timeline_csv = a.timeline,
+        .timeline_csv = a.timeline ? bench_out_name(&tl_out) : NULL,
         .num_rivals = a.num_rivals,
         .kv_interleaved = a.kv_layout,
     };
@@ -666,8 +728,16 @@ int pf_cmd_bench(int argc, char **argv)
         fprintf(stderr, "%s: check failed: %s\n", PROG, res.failure);
         goto out;
     }
-    if (prof && write_profile(prof, a.iters) != 0)
-        goto out;
+    if (a.profile_out) {
+        prof = fopen(bench_out_name(&prof_out), "w");
+        if (!prof) {
+            fprintf(stderr, "%s: --profile-out: cannot write '%s': %s\n", PROG, a.profile_out,
+                    strerror(errno));
+            goto out;
+        }
+        if (write_profile(prof, a.iters) != 0)
+            goto out;
+    }
     status = 0;
 out:
     if (prof && fclose(prof) != 0 && status == 0) {
@@ -675,10 +745,12 @@ out:
                 strerror(errno));
         status = 1;
     }
-    if (prof && status != 0)
-        remove(a.profile_out); /* no half-written or empty profile left behind */
-    if (a.timeline && status != 0)
-        remove(a.timeline);
+    /* no half-written or empty profile or timeline left behind, and an
+     * earlier one kept unless this run wrote a new one */
+    if (bench_out_finish(&prof_out, "profile-out", status == 0) != 0 && status == 0)
+        status = 1;
+    if (bench_out_finish(&tl_out, "timeline", status == 0) != 0 && status == 0)
+        status = 1;
     pf_report_free(r);
     free(lens);
     return status;

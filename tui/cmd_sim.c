@@ -77,9 +77,12 @@ static void args_default(sim_args *a)
 /* The flag table points into *a; built per call so sweeps can re-point. */
 #define SIM_NOPTS (PF_SIMFLAGS_NOPTS + 6)
 #define SIM_MAX_PARALLEL 256
-static void make_opts(pf_opt *o, sim_args *a)
+/* Returns how many rows are the simulator's (pf_simflags_opts): the ones
+ * after them are this command's own, which --sweep cannot vary. */
+static int make_opts(pf_opt *o, sim_args *a)
 {
     int n = pf_simflags_opts(&a->f, o, 0);
+    const int nsim = n;
     o[n++] = (pf_opt){"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0};
     o[n++] = (pf_opt){"sweep", PF_OPT_STRING, &a->sweep, 0, 0, NULL, "NAME=V1,V2,...",
                       "re-run for each value of a numeric flag, e.g. watermark=0,0.02,0.3", 0};
@@ -94,6 +97,7 @@ static void make_opts(pf_opt *o, sim_args *a)
     o[n++] = (pf_opt){"linger", PF_OPT_DOUBLE, &a->linger, 0, 3600, NULL, "S",
                       "publishing: keep answering replays and /metrics S seconds after the run", 0};
     o[n] = (pf_opt){0};
+    return nsim;
 }
 
 /* One run. Returns 0, 2 (bad parameters) or 1 (could not finish). */
@@ -428,7 +432,7 @@ int pf_cmd_sim(int argc, char **argv)
     sim_args a;
     args_default(&a);
     pf_opt opts[SIM_NOPTS + 1];
-    make_opts(opts, &a);
+    const int nsim_opts = make_opts(opts, &a);
     int rc = pf_cli_start(PROG,
                           "Serving simulation: naive (a reservation per sequence) vs paged (demand paging\n"
                           "with an admission watermark, preemption by recompute or swap) on the same jobs,\n"
@@ -458,6 +462,13 @@ int pf_cmd_sim(int argc, char **argv)
         pf_opt *o = pf_cli_find(opts, sweep_name);
         if (!o || (o->kind != PF_OPT_INT && o->kind != PF_OPT_I64 && o->kind != PF_OPT_DOUBLE))
             return pf_cli_error(PROG, "--sweep: '%s' is not a numeric flag of sim (see --help)", sweep_name);
+        /* --jobs-parallel, --metrics-port and --linger shape how sim runs,
+         * not the simulation: swept, they printed identical rows (and a
+         * swept --metrics-port published nothing, where the typed flag is
+         * refused beside --sweep) */
+        if (o - opts >= nsim_opts)
+            return pf_cli_error(PROG, "--sweep: '%s' is not a simulator flag (a sweep varies the "
+                                      "simulation; see --help)", sweep_name);
         sweep_buf = strdup(eq + 1);
         if (!sweep_buf)
             return pf_cli_error(PROG, "out of memory");
@@ -476,8 +487,11 @@ int pf_cmd_sim(int argc, char **argv)
                 free(sweep_buf);
                 return pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
             }
-            /* each point must also hold a naive reservation */
+            /* each point must pass the checks a typed value does (say
+             * --shared-prefix-tokens against --max-len, which the jobs
+             * would otherwise drop silently) and hold a naive reservation */
             if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK ||
+                pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK ||
                 pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK) {
                 free(sweep_buf);
                 return 2;

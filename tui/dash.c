@@ -965,6 +965,11 @@ int pf_cmd_dash(int argc, char **argv)
         return rc;
     if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
         return 2;
+    /* --mode naive runs naive from the start: a pool that cannot hold one
+     * reservation would abort every job and show an idle pool (exit 0), a
+     * setting `sim` refuses with the same line */
+    if (o.sf.mode == PF_SIM_NAIVE && pf_simflags_check_naive(prog, &o.sf) != PF_CLI_OK)
+        return 2;
     static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu-pass", "format"};
     if (o.headless && pf_cli_find(opts, "loop")->seen)
         return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");

@@ -108,10 +108,17 @@ static int replay_headless(replay_opts *o, FILE *f)
     v.window_s = o->window;
     v.no_color = o->no_color;
     v.hist = &hist;
-    for (;;) {
+    for (long nrec = 0;; nrec++) {
         char err[256];
         int tick, fin;
         int rc = pf_record_get(f, o->file, &s, &tick, &fin, err, sizeof err);
+        if (rc == 0 && nrec == 0) {
+            /* a header and nothing else (a recording cut before its first
+             * snapshot): refused as the live replay refuses it, not an
+             * empty success */
+            fprintf(stderr, "pagefault replay: %s: no records\n", o->file);
+            status = 2;
+        }
         if (rc == 0)
             break;
         if (rc < 0) {
