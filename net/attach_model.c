@@ -120,6 +120,13 @@ struct pf_attach {
     uint32_t n_free, cap_free;
     map_t by_key;    /* block key -> slot      */
     map_t prefixes;  /* prefix id -> live blocks */
+    /* Each rank's live blocks as a doubly linked list through the slots
+     * (link_next/link_prev by slot, PF_ATTACH_NO_BLOCK ends it), its first
+     * slot in rank_first: AllBlocksCleared for one rank then costs that
+     * rank's blocks, not a walk over every slot. A payload can carry ~100k
+     * clears; with a walk each, one batch froze the caller for minutes. */
+    uint32_t *link_next, *link_prev;
+    map_t rank_first; /* rank -> first slot of its list */
     uint32_t order;
     pf_attach_counts c;
     /* previous poll, for rates */
@@ -159,6 +166,9 @@ void pf_attach_free(pf_attach *m)
     free(m->free_slots);
     free(m->by_key.s);
     free(m->prefixes.s);
+    free(m->link_next);
+    free(m->link_prev);
+    free(m->rank_first.s);
     free(m);
 }
 
@@ -188,6 +198,16 @@ static uint32_t take_slot(pf_attach *m)
             nc = m->max_blocks;
         if (nc <= m->cap_slots)
             return PF_ATTACH_NO_BLOCK;
+        /* three arrays by slot; cap_slots grows only once all three have:
+         * one that grew alone is merely larger than needed */
+        uint32_t *nn = realloc(m->link_next, (size_t)nc * sizeof *nn);
+        if (!nn)
+            return PF_ATTACH_NO_BLOCK;
+        m->link_next = nn;
+        uint32_t *np = realloc(m->link_prev, (size_t)nc * sizeof *np);
+        if (!np)
+            return PF_ATTACH_NO_BLOCK;
+        m->link_prev = np;
         pf_attach_block *nb = realloc(m->blocks, (size_t)nc * sizeof *nb);
         if (!nb)
             return PF_ATTACH_NO_BLOCK;
@@ -195,6 +215,41 @@ static uint32_t take_slot(pf_attach *m)
         m->cap_slots = nc;
     }
     return m->n_slots++;
+}
+
+/* Put slot s first in its rank's list. Returns 0, or -1 (no memory). */
+static int link_add(pf_attach *m, int16_t rank, uint32_t s)
+{
+    slot_t *f = map_find(&m->rank_first, (uint64_t)(int64_t)rank);
+    if (!f) {
+        if (!map_put(&m->rank_first, (uint64_t)(int64_t)rank, s))
+            return -1;
+        m->link_next[s] = PF_ATTACH_NO_BLOCK;
+    } else {
+        m->link_next[s] = f->val;
+        m->link_prev[f->val] = s;
+        f->val = s;
+    }
+    m->link_prev[s] = PF_ATTACH_NO_BLOCK;
+    return 0;
+}
+
+static void link_del(pf_attach *m, int16_t rank, uint32_t s)
+{
+    uint32_t nx = m->link_next[s], pv = m->link_prev[s];
+    if (nx != PF_ATTACH_NO_BLOCK)
+        m->link_prev[nx] = pv;
+    if (pv != PF_ATTACH_NO_BLOCK) {
+        m->link_next[pv] = nx;
+        return;
+    }
+    slot_t *f = map_find(&m->rank_first, (uint64_t)(int64_t)rank);
+    if (!f)
+        return;
+    if (nx != PF_ATTACH_NO_BLOCK)
+        f->val = nx;
+    else
+        map_del(&m->rank_first, f);
 }
 
 static void free_slot(pf_attach *m, uint32_t s)
@@ -216,6 +271,7 @@ static void remove_slot(pf_attach *m, uint32_t s)
     slot_t *e = map_find(&m->by_key, b->key);
     if (e)
         map_del(&m->by_key, e);
+    link_del(m, b->rank, s);
     prefix_ref(m, b->prefix, -1);
     b->live = 0;
     m->c.blocks_live--;
@@ -248,7 +304,12 @@ static void store(pf_attach *m, int rank, const pf_kvev_event *e)
             continue;
         }
         uint32_t s = take_slot(m);
-        if (s == PF_ATTACH_NO_BLOCK || !map_put(&m->by_key, key, s)) {
+        slot_t *k = s == PF_ATTACH_NO_BLOCK ? NULL : map_put(&m->by_key, key, s);
+        /* keyed by the rank the block records (int16_t), so removal finds
+         * the same list */
+        if (!k || link_add(m, (int16_t)rank, s) != 0) {
+            if (k)
+                map_del(&m->by_key, k);
             if (s != PF_ATTACH_NO_BLOCK)
                 free_slot(m, s);
             m->c.untracked++;
@@ -267,13 +328,20 @@ static void store(pf_attach *m, int rank, const pf_kvev_event *e)
 
 static void clear_rank(pf_attach *m, int rank)
 {
-    for (uint32_t s = 0; s < m->n_slots; s++)
-        if (m->blocks[s].live && (rank < 0 || m->blocks[s].rank == rank))
-            remove_slot(m, s);
+    if (rank < 0) {
+        for (uint32_t s = 0; s < m->n_slots; s++)
+            if (m->blocks[s].live)
+                remove_slot(m, s);
+    } else if (rank <= INT16_MAX) { /* a larger rank was never stored as such */
+        slot_t *f;
+        while ((f = map_find(&m->rank_first, (uint64_t)(int64_t)rank)))
+            remove_slot(m, f->val);
+    }
     if (rank < 0 || m->c.blocks_live == 0) {
         /* everything gone: start the layout afresh */
         map_clear(&m->by_key);
         map_clear(&m->prefixes);
+        map_clear(&m->rank_first);
         m->c.blocks_live = m->c.prefixes_live = 0;
         m->n_slots = m->n_free = 0;
     }

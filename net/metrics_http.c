@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -57,6 +58,25 @@ static int url_ok(const char *url)
            !strpbrk(url, " \t\r\n");
 }
 
+/* Only a 2xx answer carries the page. FAILONERROR turns 4xx/5xx into
+ * errors, but a 3xx is a "success" whose body (often empty) is no metrics:
+ * we never follow redirects (they may lead to another host), and taking the
+ * redirect's body would replace the last good page with an empty one and
+ * say nothing. Returns 0 for 2xx, else writes the reason into errbuf. */
+static int status_ok(CURL *c, char *errbuf)
+{
+    long code = 0;
+    if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
+        code = 0;
+    if (code >= 200 && code <= 299)
+        return 0;
+    if (code >= 300 && code <= 399)
+        snprintf(errbuf, CURL_ERROR_SIZE, "HTTP %ld: a redirect (not followed: give the final URL)", code);
+    else
+        snprintf(errbuf, CURL_ERROR_SIZE, "HTTP %ld: not a page of metrics", code);
+    return -1;
+}
+
 static CURL *easy_new(const char *url, int timeout_ms, body *b, char *errbuf)
 {
     static int once;
@@ -100,8 +120,10 @@ int pf_http_get(const char *url, int timeout_ms, size_t max_bytes, char **out, s
     if (!c)
         return PF_ERR_NOMEM;
     CURLcode rc = curl_easy_perform(c);
+    int transfer_ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && b.truncated);
+    int status_bad = transfer_ok && status_ok(c, errbuf) != 0;
     curl_easy_cleanup(c);
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && b.truncated)) {
+    if (!transfer_ok || status_bad) {
         free(b.p);
         *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
         return PF_ERR_IO;
@@ -209,20 +231,29 @@ int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why)
     while ((m = curl_multi_info_read(f->multi, &left)))
         if (m->msg == CURLMSG_DONE)
             rc = m->data.result;
+    int transfer_ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && f->b.truncated);
+    int status_bad = transfer_ok && status_ok(f->easy, f->errbuf) != 0;
     finish_easy(f);
     f->st.polls++;
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && f->b.truncated)) {
+    if (!transfer_ok || status_bad) {
         f->st.failures++;
         *why = f->errbuf[0] ? f->errbuf : curl_easy_strerror(rc);
         return PF_ERR_IO;
     }
     f->st.truncated += f->b.truncated != 0;
     f->st.last_bytes = f->b.n;
+    /* A page cut at max_bytes ends inside a line: "x 12345" cut to "x 12"
+     * still parses, as a wrong value. Only whole lines are read, as
+     * pf_prom_parse does with a page past its own cap. */
+    size_t n = f->b.n;
+    if (f->b.truncated)
+        while (n && f->b.p[n - 1] != '\n')
+            n--;
     pf_prom_limits lim = pf_prom_limits_default();
     if (f->max_bytes > lim.max_bytes)
         lim.max_bytes = f->max_bytes;
     pf_prom_page_free(page);
-    int prc = pf_prom_parse(f->b.p ? f->b.p : "", f->b.n, &lim, page);
+    int prc = pf_prom_parse(f->b.p ? f->b.p : "", n, &lim, page);
     if (prc == 0 && f->b.truncated)
         page->truncated = 1;
     free(f->b.p);

@@ -36,7 +36,8 @@ int pf_mfetch_open(const char *url, int interval_ms, int timeout_ms, size_t max_
 /* Advance: start a poll when one is due, move a running one on. When a poll
  * has just finished, parse it into *page (freed and refilled) and return 1;
  * a failed poll returns PF_ERR_IO with *why (connection refused, HTTP 404,
- * timeout...) and leaves *page as it was; otherwise 0. */
+ * a redirect, any answer but 2xx, timeout...) and leaves *page as it was;
+ * otherwise 0. A page cut at max_bytes is parsed up to its last whole line. */
 int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why);
 
 /* Polls done, failed, cut at max_bytes. */
@@ -48,7 +49,8 @@ void pf_mfetch_stats_get(const pf_mfetch *f, pf_mfetch_stats *st);
 
 void pf_mfetch_close(pf_mfetch *f);
 
-/* One blocking GET (tests, one-shot use): body capped at max_bytes. */
+/* One blocking GET (tests, one-shot use): body capped at max_bytes (cut
+ * anywhere, *truncated says so); an answer other than 2xx is PF_ERR_IO. */
 int pf_http_get(const char *url, int timeout_ms, size_t max_bytes, char **body, size_t *len, int *truncated,
                 const char **why);
 

@@ -34,6 +34,7 @@ typedef struct {
     void *mon;        /* PAIR socket reading the SUB socket's monitor, or NULL */
     int connected;    /* the monitor's word: a TCP connection is up */
     int dropped;      /* the monitor saw the connection drop: reopen now */
+    double replay_pause_until; /* monotonic s: no replay asked before then (the last went unanswered) */
 } rank_state;
 
 struct pf_zsub {
@@ -358,12 +359,17 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
      * the number of replies (what we asked for, plus some slack for stray
      * ones). */
     double start_t = now_s(), deadline = start_t + s->cfg.replay_timeout_ms / 1000.0;
-    int64_t next = from, budget = upto - from + 64;
+    int64_t next = from;
+    /* Unsigned: the gap is whatever seq the peer sent (up to 2^63 - 1), and
+     * "the gap plus 64" must not overflow a signed counter. */
+    uint64_t budget = (uint64_t)(upto - from) + 64;
+    int finished = 0; /* the end marker came, or everything asked for */
     for (;;) {
         double t = now_s();
         int left_ms = (int)((deadline - t) * 1000.0);
-        if (left_ms <= 0 || t - start_t > 30.0 || budget-- <= 0)
+        if (left_ms <= 0 || t - start_t > 30.0 || budget == 0)
             break;
+        budget--;
         zmq_pollitem_t it = {d, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, left_ms) <= 0)
             break;
@@ -382,6 +388,7 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         }
         if (seq == -1) { /* end of replay */
             close_frames(fr, n);
+            finished = 1;
             break;
         }
         /* Deliver only what we are missing, in order: the buffer starts at
@@ -391,11 +398,26 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
             next = seq + 1;
         }
         close_frames(fr, n);
-        if (next >= upto)
+        if (next >= upto) {
+            finished = 1;
             break;
+        }
     }
     zmq_close(d);
+    /* A replay socket that is dead, wrong or stalling costs up to its
+     * timeout (or 30 s) on the caller's thread for every gap: without a
+     * pause, a stream with frequent gaps would hold pf_zsub_poll (and the
+     * screen) for seconds at a time, and the backlog it builds meanwhile
+     * makes more gaps. */
+    if (!finished)
+        rs->replay_pause_until = now_s() + PF_ZSUB_REPLAY_PAUSE * (s->cfg.replay_timeout_ms / 1000.0);
     return got;
+}
+
+/* Whether rank's gaps may be asked for now (a replay socket, not paused). */
+static int replay_ok(const rank_state *rs)
+{
+    return rs->replay_ep[0] && now_s() >= rs->replay_pause_until;
 }
 
 static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, void *ctx)
@@ -410,7 +432,7 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
     rs->last_msg = now_s();
     rs->heard = 1;
     int got = 0;
-    if (rs->last_seq < 0 && seq > 0 && s->cfg.replay_history && rs->replay_ep[0]) {
+    if (rs->last_seq < 0 && seq > 0 && s->cfg.replay_history && replay_ok(rs)) {
         int r = replay(s, rank, 0, seq, fn, ctx);
         s->st.history += (uint64_t)r;
         got += r;
@@ -429,7 +451,7 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
             int64_t missing = seq - rs->last_seq - 1;
             s->st.gaps++;
             s->st.missed += (uint64_t)missing;
-            int r = rs->replay_ep[0] ? replay(s, rank, rs->last_seq + 1, seq, fn, ctx) : 0;
+            int r = replay_ok(rs) ? replay(s, rank, rs->last_seq + 1, seq, fn, ctx) : 0;
             s->st.replayed += (uint64_t)r;
             got += r;
             s->st.lost += (uint64_t)(missing - r);

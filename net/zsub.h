@@ -26,7 +26,11 @@
  * is untrusted (ZMQ_MAXMSGSIZE caps inbound messages, ZMQ_RCVHWM how many
  * wait, the decoder bounds the rest); malformed messages are counted, never fatal. A replay stops after
  * replay_timeout_ms without a reply, after 30 s in all, or after as many
- * messages as it asked for plus 64. Callers: tui/cmd_attach.c, tests.
+ * messages as it asked for plus 64. A replay that stops so (no end marker,
+ * not everything it asked for) pauses that rank's replays for
+ * PF_ZSUB_REPLAY_PAUSE x replay_timeout_ms: gaps meanwhile are counted lost
+ * at once, so a dead or stalling replay socket cannot hold every poll.
+ * Callers: tui/cmd_attach.c, tests.
  */
 #ifndef PF_NET_ZSUB_H
 #define PF_NET_ZSUB_H
@@ -44,6 +48,10 @@
  * slack, and what is dropped past it comes back as a gap, by replay. */
 #define PF_ZSUB_RCVHWM 100
 #define PF_ZSUB_ENDPOINT_MAX 256
+/* After an unanswered replay, no replay on that rank for this many replay
+ * timeouts (20 s with the defaults): the rank spends at most about 1/11 of
+ * its time waiting on a replay socket that does not answer. */
+#define PF_ZSUB_REPLAY_PAUSE 10
 
 typedef struct {
     const char *endpoint;        /* tcp://HOST:PORT (rank 0); ipc:// and inproc:// too */

@@ -9,8 +9,9 @@
  *  - libFuzzer entry points (built when PF_FUZZ_TARGET is set to kvev or
  *    prom, with clang -fsanitize=fuzzer), for longer runs by hand.
  * Besides "no crash", each input checks properties: a decoded batch encodes
- * and decodes again to the same number of events; parser counters stay
- * within the line count.
+ * and decodes again to the same number of events, and applied to the
+ * attach model keeps its live count equal to its live slots, within its
+ * bound; parser counters stay within the line count.
  *
  *   fuzz_net [--iters N] [--seed S]      (defaults: 100000 inputs each, seed 1)
  */
@@ -20,12 +21,35 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "net/attach_model.h"
 #include "net/kvev.h"
 #include "net/prom.h"
 
 static long accepted; /* inputs the decoder took: the mutator must reach both sides */
 
 #if !defined(PF_FUZZ_TARGET_PROM)
+/* A decoded batch fed to `attach`'s model on two ranks, with a restart in
+ * between, under a small block bound: the live count must match the live
+ * slots and stay within the bound. */
+static int fuzz_attach(const pf_kvev_batch *b)
+{
+    enum { BOUND = 16 };
+    pf_attach *m = pf_attach_new(BOUND);
+    if (!m)
+        return 0;
+    pf_attach_apply(m, 0, b);
+    pf_attach_apply(m, 1, b);
+    pf_attach_restart(m, 0);
+    pf_attach_apply(m, 0, b);
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    uint64_t live = 0;
+    for (uint32_t s = 0; s < pf_attach_slot_count(m); s++)
+        live += pf_attach_slot(m, s) != NULL;
+    int bad = live != c->blocks_live || c->blocks_live > BOUND || pf_attach_slot_count(m) > BOUND;
+    pf_attach_free(m);
+    return bad;
+}
+
 static int fuzz_kvev(const uint8_t *data, size_t len)
 {
     pf_kvev_batch b, b2;
@@ -34,6 +58,7 @@ static int fuzz_kvev(const uint8_t *data, size_t len)
     int bad = 0;
     if (pf_kvev_decode(data, len, &lim, &b, NULL) == 0) {
         accepted++;
+        bad |= fuzz_attach(&b);
         char *p;
         size_t n;
         for (int arr = 0; arr < 2; arr++) {

@@ -18,7 +18,8 @@ if(PF_LIBFUZZER AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   foreach(t kvev prom)
     string(TOUPPER ${t} T)
     add_executable(fuzz_${t}_libfuzzer fuzz_net.c ${CMAKE_SOURCE_DIR}/net/kvev.c
-                   ${CMAKE_SOURCE_DIR}/net/prom.c ${CMAKE_SOURCE_DIR}/core/rng.c ${CMAKE_SOURCE_DIR}/core/err.c)
+                   ${CMAKE_SOURCE_DIR}/net/prom.c ${CMAKE_SOURCE_DIR}/net/attach_model.c
+                   ${CMAKE_SOURCE_DIR}/core/rng.c ${CMAKE_SOURCE_DIR}/core/err.c)
     target_compile_definitions(fuzz_${t}_libfuzzer PRIVATE PF_FUZZ_TARGET_${T})
     target_compile_options(fuzz_${t}_libfuzzer PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(fuzz_${t}_libfuzzer PRIVATE -fsanitize=fuzzer,address,undefined)

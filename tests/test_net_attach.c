@@ -3,7 +3,9 @@
  * and the hash map's deletion checked against a brute-force reference. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/rng.h"
 #include "net/attach_model.h"
@@ -175,5 +177,92 @@ Test(net_attach, live_set_matches_a_reference)
         if (ref[h])
             apply(m, 0, PF_KVEV_REMOVED, &h, 1, 0);
     cr_expect_eq(pf_attach_counts_get(m)->blocks_live, 0);
+    pf_attach_free(m);
+}
+
+/* One payload may hold ~100,000 events. A publisher (any socket: a batch's
+ * data_parallel_rank picks the rank) alternating a one-block store and an
+ * AllBlocksCleared on rank 1, while rank 0 holds many blocks, made every
+ * clear walk every slot: 20,000 clears over 200,000 slots is 4e9 steps, a
+ * frozen screen for seconds per batch. Clearing a rank must cost that
+ * rank's blocks, not everyone's. */
+Test(net_attach, clearing_a_rank_costs_its_own_blocks)
+{
+    enum { HELD = 200000, PAIRS = 20000, CHUNK = 10000 };
+    pf_attach *m = pf_attach_new(0);
+    pf_kvev_hash *hs = malloc(HELD * sizeof *hs);
+    pf_kvev_event *ev = calloc(2 * PAIRS, sizeof *ev);
+    cr_assert(hs && ev);
+    for (int i = 0; i < HELD; i++)
+        hs[i] = pf_kvev_hash_uint(1000000u + (uint64_t)i);
+    for (int i = 0; i < HELD; i += CHUNK) { /* rank 0: the server's real blocks */
+        pf_kvev_event e = {.type = PF_KVEV_STORED, .hashes = hs + i, .n_hashes = CHUNK, .block_size = 16};
+        pf_kvev_batch b = {.events = &e, .n_events = 1};
+        pf_attach_apply(m, 0, &b);
+    }
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    cr_assert_eq(c->blocks_live, HELD);
+    for (int i = 0; i < PAIRS; i++) {
+        ev[2 * i] = (pf_kvev_event){.type = PF_KVEV_STORED, .hashes = hs + i, .n_hashes = 1, .block_size = 16};
+        ev[2 * i + 1] = (pf_kvev_event){.type = PF_KVEV_CLEARED};
+    }
+    pf_kvev_batch b = {.events = ev, .n_events = 2 * PAIRS, .has_dp_rank = 1, .dp_rank = 1};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pf_attach_apply(m, 0, &b);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    cr_expect_eq(c->events_cleared, PAIRS);
+    cr_expect_eq(c->blocks_live, HELD, "rank 0's blocks must survive rank 1's clears");
+    cr_expect_eq(pf_attach_slot_count(m), HELD + 1);
+    cr_expect_lt(secs, 1.0, "%d clears of a one-block rank took %.2f s", PAIRS, secs);
+    /* rank 0's blocks are all still found by hash */
+    pf_kvev_event rm = {.type = PF_KVEV_REMOVED, .hashes = hs, .n_hashes = HELD};
+    pf_kvev_batch rb = {.events = &rm, .n_events = 1};
+    pf_attach_apply(m, 0, &rb);
+    cr_expect_eq(c->blocks_live, 0);
+    cr_expect_eq(c->removed_unknown, 0);
+    free(ev);
+    free(hs);
+    pf_attach_free(m);
+}
+
+/* Stores, removals and per-rank clears over three ranks at random: the live
+ * set must equal a brute-force one (the per-rank lists stay consistent). */
+Test(net_attach, per_rank_clears_match_a_reference)
+{
+    enum { SPACE = 500, RANKS = 3 };
+    static unsigned char ref[RANKS][SPACE];
+    memset(ref, 0, sizeof ref);
+    pf_attach *m = pf_attach_new(0);
+    pf_rng r;
+    pf_rng_seed(&r, 11);
+    for (int it = 0; it < 100000; it++) {
+        int rank = (int)pf_rng_range(&r, 0, RANKS - 1);
+        uint64_t h = (uint64_t)pf_rng_range(&r, 1, SPACE - 1);
+        int op = (int)pf_rng_range(&r, 0, 99);
+        if (op < 60) {
+            apply(m, rank, PF_KVEV_STORED, &h, 1, 0);
+            ref[rank][h] = 1;
+        } else if (op < 98) {
+            apply(m, rank, PF_KVEV_REMOVED, &h, 1, 0);
+            ref[rank][h] = 0;
+        } else {
+            apply(m, rank, PF_KVEV_CLEARED, NULL, 0, 0);
+            memset(ref[rank], 0, sizeof ref[rank]);
+        }
+        if (it % 5000 == 0 || op >= 98) {
+            uint64_t live = 0;
+            for (int k = 0; k < RANKS; k++)
+                for (int j = 0; j < SPACE; j++)
+                    live += ref[k][j];
+            cr_assert_eq(pf_attach_counts_get(m)->blocks_live, live, "iteration %d", it);
+        }
+    }
+    for (int k = 0; k < RANKS; k++)
+        apply(m, k, PF_KVEV_CLEARED, NULL, 0, 0);
+    cr_expect_eq(pf_attach_counts_get(m)->blocks_live, 0);
+    cr_expect_eq(pf_attach_counts_get(m)->prefixes_live, 0);
+    cr_expect_eq(pf_attach_slot_count(m), 0);
     pf_attach_free(m);
 }

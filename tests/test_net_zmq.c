@@ -5,9 +5,12 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zmq.h>
 
 #include "core/err.h"
 #include "net/attach_model.h"
@@ -396,4 +399,169 @@ Test(net_zmq, oversized_messages_are_refused_and_the_stream_goes_on)
     cr_expect_geq(st.gaps, 1);
     cr_expect_geq(st.lost, 1);
     cr_expect_geq(st.reconnects, 1);
+}
+
+/* ---- hostile publishers: a raw PUB socket where the test picks every seq ---- */
+
+typedef struct {
+    void *ctx, *sock;
+    char ep[PF_ZSUB_ENDPOINT_MAX];
+} raw_sock;
+
+static void raw_open(raw_sock *r, int type)
+{
+    r->ctx = zmq_ctx_new();
+    cr_assert(r->ctx);
+    r->sock = zmq_socket(r->ctx, type);
+    cr_assert(r->sock);
+    int linger = 0;
+    zmq_setsockopt(r->sock, ZMQ_LINGER, &linger, sizeof linger);
+    cr_assert_eq(zmq_bind(r->sock, "tcp://127.0.0.1:*"), 0);
+    size_t n = sizeof r->ep;
+    cr_assert_eq(zmq_getsockopt(r->sock, ZMQ_LAST_ENDPOINT, r->ep, &n), 0);
+}
+
+static void raw_close(raw_sock *r)
+{
+    zmq_close(r->sock);
+    zmq_ctx_term(r->ctx);
+}
+
+/* [topic "", seq (8 bytes big-endian), a batch storing `hash`] */
+static void raw_send(raw_sock *r, uint64_t seq, uint64_t hash)
+{
+    pf_kvev_hash hs = pf_kvev_hash_uint(hash);
+    pf_kvev_event ev = {.type = PF_KVEV_STORED, .hashes = &hs, .n_hashes = 1, .block_size = 16};
+    pf_kvev_batch b = {.ts = 1.0, .events = &ev, .n_events = 1};
+    char *buf;
+    size_t n;
+    cr_assert_eq(pf_kvev_encode(&b, 0, &buf, &n), 0);
+    uint8_t sb[8];
+    for (int i = 0; i < 8; i++)
+        sb[i] = (uint8_t)(seq >> (56 - 8 * i));
+    zmq_send(r->sock, "", 0, ZMQ_SNDMORE);
+    zmq_send(r->sock, sb, 8, ZMQ_SNDMORE);
+    zmq_send(r->sock, buf, n, 0);
+    free(buf);
+}
+
+/* Send seq 0 (hash 1000) until the subscriber has taken one: the
+ * subscription is live; the repeats are dropped as duplicates. */
+static int raw_warm_up(raw_sock *r, pf_zsub *sub, seen *s)
+{
+    for (int t = 0; t < 500 && s->n == 0; t++) {
+        raw_send(r, 0, 1000);
+        pf_zsub_poll(sub, 10, on_note, s);
+    }
+    return s->n > 0;
+}
+
+static int poll_for_hash(pf_zsub *sub, seen *s, uint64_t h, int ms)
+{
+    for (int t = 0; t < ms; t += 10) {
+        pf_zsub_poll(sub, 10, on_note, s);
+        for (int i = 0; i < s->n; i++)
+            if (s->hashes[i] == h)
+                return 1;
+    }
+    return 0;
+}
+
+static void *serve_replays(void *arg)
+{
+    pub_job *j = arg;
+    while (atomic_load(&j->phase) != 2)
+        pf_zpub_service(j->pub, 5);
+    return NULL;
+}
+
+/* A peer jumps seq from 0 to 2^63 - 1: the gap is the whole seq space. The
+ * replay's reply budget ("what we asked for plus 64") overflowed a signed
+ * 64-bit counter there (UBSan: signed overflow; without it the budget went
+ * negative and the replay gave up before its first reply). The replay
+ * socket holds seqs 1..3: they must still be asked for and delivered. */
+Test(net_zmq, a_seq_jump_to_the_top_still_replays)
+{
+    raw_sock rp;
+    raw_open(&rp, ZMQ_PUB);
+    pf_zpub_config pc = pf_zpub_config_default();
+    pc.endpoint = "tcp://127.0.0.1:*";
+    pc.replay_endpoint = "tcp://127.0.0.1:*";
+    pub_job job = {0};
+    const char *why;
+    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    for (uint64_t h = 100; h <= 103; h++) /* replay ring: seq 0..3 = hashes 100..103 */
+        cr_assert_eq(publish_hash(job.pub, h, PF_ZPUB_BUFFER_ONLY), 0);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, serve_replays, &job), 0);
+
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = rp.ep;
+    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    sc.replay_timeout_ms = 2000;
+    pf_zsub *sub;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    seen s = {0};
+    int warmed = raw_warm_up(&rp, sub, &s);
+    raw_send(&rp, (uint64_t)INT64_MAX, 7);
+    int got = warmed && poll_for_hash(sub, &s, 7, 5000);
+    atomic_store(&job.phase, 2);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    pf_zpub_close(job.pub);
+    raw_close(&rp);
+
+    cr_assert(warmed, "the subscription never went live");
+    cr_assert(got, "the batch after the jump never arrived");
+    cr_expect_eq(st.gaps, 1);
+    cr_expect_eq(st.replays, 1);
+    cr_expect_eq(st.replayed, 3);
+    cr_expect_eq(s.replayed, 3);
+    cr_expect_eq(st.missed, (uint64_t)INT64_MAX - 1);
+    cr_expect_eq(st.lost, (uint64_t)INT64_MAX - 1 - 3);
+    /* delivered in order: the replayed 101..103, then the jump */
+    cr_assert_eq(s.n, 5);
+    cr_expect_eq(s.hashes[1], 101);
+    cr_expect_eq(s.hashes[3], 103);
+    cr_expect_eq(s.hashes[4], 7);
+}
+
+/* The replay socket accepts the request and never answers (a wrong port
+ * given to --replay, a stalled server). Each gap used to cost a full
+ * replay_timeout_ms inside pf_zsub_poll, one gap after another; after one
+ * unanswered replay the rank's replays pause and later gaps are counted
+ * lost at once: one replay asked, not five (the count is the behaviour; a
+ * time bound would only restate it, less reliably). */
+Test(net_zmq, an_unanswered_replay_pauses_replays)
+{
+    raw_sock rp, dead;
+    raw_open(&rp, ZMQ_PUB);
+    raw_open(&dead, ZMQ_ROUTER); /* bound, never read */
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = rp.ep;
+    sc.replay_endpoint = dead.ep;
+    sc.replay_timeout_ms = 200;
+    pf_zsub *sub;
+    const char *why;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    seen s = {0};
+    int warmed = raw_warm_up(&rp, sub, &s);
+    for (uint64_t q = 2; q <= 10; q += 2) /* five gaps: 1, 3, 5, 7, 9 missing */
+        raw_send(&rp, q, q);
+    int got = warmed && poll_for_hash(sub, &s, 10, 10000);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    raw_close(&dead);
+    raw_close(&rp);
+
+    cr_assert(warmed, "the subscription never went live");
+    cr_assert(got, "the last batch never arrived");
+    cr_expect_eq(st.gaps, 5);
+    cr_expect_eq(st.missed, 5);
+    cr_expect_eq(st.replays, 1, "%llu replays asked of a socket that never answers",
+                 (unsigned long long)st.replays);
+    cr_expect_eq(st.lost, 5); /* the later four at once, not a timeout each */
 }
