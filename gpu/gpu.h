@@ -7,8 +7,9 @@
  * every K/V through the block table (numbered kernel versions, docs/gpu.md),
  * a plan/run split in FlashInfer's manner, and the checked,
  * timed benchmark. Implemented in CUDA (gpu/gpu.cu and gpu/kernels.cu,
- * extern "C"); host-only parts (validation, planning, the profile writer,
- * the block timeline's summary) in gpu/host.c. Without a CUDA compiler the
+ * extern "C"; the kernels in gpu/kernels.cuh); host-only parts
+ * (validation, planning, the profile writer, the block timeline's summary)
+ * in gpu/host.c. Without a CUDA compiler the
  * same functions exist; device work returns PF_ERR_UNAVAILABLE with a
  * reason, validation still answers.
  *

@@ -9,7 +9,7 @@
  * naive, cost of scattering = shuffled / ordered); and the checks (naive vs
  * the CPU reference for every sequence, max |paged - naive|, pool read-back).
  *
- * --kernel N selects a numbered kernel version (gpu/kernels.cu); --compare
+ * --kernel N selects a numbered kernel version (gpu/kernels.cuh); --compare
  * LIST times more versions on the same data in the same process, their
  * passes interleaved with --kernel's, and gives each one's times against
  * --kernel's (a comparison that a machine's start, which moves a figure by
