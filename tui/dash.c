@@ -567,337 +567,407 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
     return 0;
 }
 
-static int run_live(dash_opts *o, const pf_jobs *jobs)
-{
-    int status = 0, sim_running = 0;
-    char err[256];
-    pf_sim *sim = NULL;
-    pf_dash_bridge *ctl = NULL;
+/* ---- the live loop ---------------------------------------------------------------
+ *
+ * The UI thread's state while the dashboard runs: the threads it started
+ * (simulator, control bridge, GPU pass, sweep, publishers), what the screen
+ * shows and how (the view's settings, which only keys change), and the
+ * frame clock. One iteration of run_live: take what the other threads have
+ * published (live_poll), draw if anything changed (live_draw), wait for a
+ * key no longer than the next frame (live_wait_key), act on it. */
+
+typedef struct {
+    dash_opts *o;
+    const pf_jobs *jobs;
+    /* what it runs */
+    pf_sim *sim;
+    int sim_running;
+    pf_dash_bridge *ctl;
+    pf_simpub *pub; /* --metrics-port, --kv-events-publish */
     gpu_ctl gpu;
-    memset(&gpu, 0, sizeof gpu);
-    pthread_mutex_init(&gpu.mu, NULL);
-    pf_cells buf = {0, 0, NULL};
-    pf_marks marks;
-    memset(&marks, 0, sizeof marks);
-    pf_hist hist;
-    memset(&hist, 0, sizeof hist);
     pf_sweep sweep;
-    memset(&sweep, 0, sizeof sweep);
-    /* --metrics-port (vLLM's /metrics names over the figures shown) and
-     * --kv-events-publish (the prefix cache's block events): bound before
-     * the terminal is taken so that a bind failure is one clear line */
-    pf_simpub *pub = NULL;
+    /* what the screen shows */
+    pf_cells buf;
+    pf_marks marks;
+    pf_hist hist;
+    const pf_sim_snapshot *snap, *split_naive;
+    pf_gpu_panel panel;
+    pf_dash_run run;
+    pf_sweep_view sweep_v;
+    pf_grid_info gi;
+    char status_msg[128];
+    unsigned status_seen;
+    /* the view's settings, changed by keys */
+    int help, coloring, charts, show_sweep, cursor;
+    int32_t inspect;
+    double window;
+    /* redrawing */
+    int dirty, full, quick; /* quick: short waits left after a key */
+    double marks_live_until, rec_last;
+    /* frames drawn per second and the last render time, on the key line */
+    double fps, render_ms, win_start;
+    int win_frames;
+    double next_frame; /* the next frame's deadline */
+} dash_live;
+
+/* Start everything: the publishers (bound before the terminal is taken, so
+ * that a bind failure is one clear line), the terminal, the naive baseline
+ * (start_phase), the simulator and the control bridge. Returns -1 when all
+ * runs, else the exit status, with the terminal closed again and the
+ * reason printed. */
+static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
+{
+    char err[256];
+    memset(l, 0, sizeof *l);
+    l->o = o;
+    l->jobs = jobs;
+    pthread_mutex_init(&l->gpu.mu, NULL);
+    l->coloring = o->coloring;
+    l->charts = o->charts;
+    l->window = o->window;
+    l->cursor = l->inspect = -1;
+    l->dirty = l->full = 1;
+    l->run.run = 1;
     if (o->metrics_port || o->sf.kv_publish) {
-        char why[256];
-        if (pf_simpub_open(o->sf.kv_publish, o->sf.kv_replay, o->metrics_bind, o->metrics_port, &pub,
-                           why, sizeof why) != 0) {
-            fprintf(stderr, "pagefault: %s\n", why);
-            status = 2;
-            goto cleanup;
+        if (pf_simpub_open(o->sf.kv_publish, o->sf.kv_replay, o->metrics_bind, o->metrics_port, &l->pub,
+                           err, sizeof err) != 0) {
+            fprintf(stderr, "pagefault: %s\n", err);
+            return 2;
         }
     }
-
     if (pf_term_open(o->no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
-        status = 2;
-        goto cleanup;
+        return 2;
     }
-    {
-        int w = 0, h = 0, qs = 0;
-        pf_term_size(&w, &h);
-        int rc = pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1) == 0
-                     ? start_phase(o, jobs, &buf, &qs) : -1;
-        if (rc != 0) {
-            pf_term_close();
-            if (rc < 0)
-                fprintf(stderr, "pagefault: cannot start the baseline thread\n");
-            status = rc < 0 ? 1 : qs;
-            goto cleanup;
-        }
+    int w = 0, h = 0, qs = 0;
+    pf_term_size(&w, &h);
+    int rc = pf_cells_resize(&l->buf, w > 0 ? w : 1, h > 0 ? h : 1) == 0
+                 ? start_phase(o, jobs, &l->buf, &qs) : -1;
+    if (rc != 0) {
+        pf_term_close();
+        if (rc < 0)
+            fprintf(stderr, "pagefault: cannot start the baseline thread\n");
+        return rc < 0 ? 1 : qs;
     }
-    sim = pf_sim_create(&o->p, jobs, err, sizeof err);
-    if (!sim) {
+    l->sim = pf_sim_create(&o->p, jobs, err, sizeof err);
+    if (!l->sim) {
         pf_term_close();
         fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
-        status = 1;
-        goto cleanup;
+        return 1;
     }
-    gpu.sim = sim;
-    pf_simpub_attach(pub, sim); /* before the engine starts: every step is published */
+    l->gpu.sim = l->sim;
+    pf_simpub_attach(l->pub, l->sim); /* before the engine starts: every step is published */
     sigset_t old;
     pf_dash_block_ui_signals(&old);
-    int rc = pf_sim_start(sim);
+    rc = pf_sim_start(l->sim);
     pf_dash_restore_signals(&old);
     if (rc != 0) {
         pf_term_close();
         fprintf(stderr, "pagefault: cannot start the simulator: %s\n", pf_strerror(rc));
-        status = 1;
-        goto cleanup;
+        return 1;
     }
-    sim_running = 1;
-    ctl = pf_dash_bridge_start(sim, err, sizeof err);
-    if (!ctl) {
+    l->sim_running = 1;
+    l->ctl = pf_dash_bridge_start(l->sim, err, sizeof err);
+    if (!l->ctl) {
         pf_term_close();
         fprintf(stderr, "pagefault: %s\n", err);
-        status = 1;
-        goto cleanup;
+        return 1;
     }
-
-    const pf_sim_snapshot *snap = NULL;
-    pf_gpu_panel panel;
-    memset(&panel, 0, sizeof panel);
-    char status_msg[128] = "";
-    unsigned status_seen = 0;
-    int help = 0, dirty = 1, full = 1, w = 0, h = 0, quick = 0;
-    int coloring = o->coloring, cursor = -1;
-    int32_t inspect = -1;
-    pf_grid_info gi;
-    memset(&gi, 0, sizeof gi);
-    double marks_live_until = 0, rec_last = 0;
-    int charts = o->charts;
-    double window = o->window;
-    pf_dash_run run;
-    memset(&run, 0, sizeof run);
-    run.run = 1;
-    pf_dash_bridge_set_loop(ctl, o->loop);
-    pf_dash_bridge_set_jobs(ctl, jobs);
-    const pf_sim_snapshot *split_naive = NULL;
-    int show_sweep = 0;
-    pf_sweep_view sweep_v;
-    memset(&sweep_v, 0, sizeof sweep_v);
-    /* frames drawn per second and the last render time, shown on the key line */
-    double fps = 0, render_ms = 0, win_start = now_s();
-    int win_frames = 0;
-    /* the next frame's deadline: frames every 1/30 s, the wait for a key
-     * shortened by the time the last frame took (a fixed 33 ms wait after
-     * each frame would make 26-27 fps of 30) */
-    double next_frame = now_s();
+    pf_dash_bridge_set_loop(l->ctl, o->loop);
+    pf_dash_bridge_set_jobs(l->ctl, jobs);
+    /* the start screen may have seen a resize */
     pf_term_size(&w, &h);
-    if (pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1) != 0) {
+    if (pf_cells_resize(&l->buf, w > 0 ? w : 1, h > 0 ? h : 1) != 0) {
         pf_term_close();
         fprintf(stderr, "pagefault: out of memory for the screen buffer\n");
-        status = 1;
-        goto cleanup;
+        return 1;
     }
+    l->win_start = l->next_frame = now_s();
+    return -1;
+}
+
+/* A new snapshot: flashes, charts, --record and the publishers follow it. */
+static void live_snapshot(dash_live *l, const pf_sim_snapshot *s, double now)
+{
+    l->snap = s;
+    const pf_sim_snapshot *sn = pf_dash_bridge_split(l->ctl);
+    if ((sn != NULL) != (l->split_naive != NULL)) { /* another simulator: no flashes */
+        l->marks.step = -1;
+        pf_hist_clear(&l->hist);
+    }
+    l->split_naive = sn;
+    l->dirty = 1;
+    int64_t before = l->marks.preempted + l->marks.admitted;
+    if (pf_marks_update(&l->marks, s, now) != 0)
+        snprintf(l->status_msg, sizeof l->status_msg, "flashes off: out of memory");
+    /* --record: about 10 snapshots a second are plenty to watch */
+    if (l->o->rec && now - l->rec_last >= 0.1) {
+        l->rec_last = now;
+        if (pf_record_put(l->o->rec, s, (int)s->stats.step, 0) != 0)
+            l->o->rec_failed = 1;
+    }
+    if (pf_hist_update(&l->hist, s) != 0)
+        snprintf(l->status_msg, sizeof l->status_msg, "charts off: out of memory");
+    if (l->pub && pf_simpub_update_snapshot(l->pub, s) != 0)
+        snprintf(l->status_msg, sizeof l->status_msg, "/metrics not updated: out of memory");
+    if (l->pub && pf_simpub_error(l->pub) != 0)
+        snprintf(l->status_msg, sizeof l->status_msg, "KV events: a batch could not be sent");
+    if (l->marks.preempted + l->marks.admitted != before)
+        l->marks_live_until = now + PF_MARK_SECONDS + 0.05;
+}
+
+/* Take what the other threads have published since the last frame: a
+ * snapshot, a status line, the run's state, the sweep's points, the GPU
+ * panel. Anything new makes the frame dirty. */
+static void live_poll(dash_live *l, double now)
+{
+    const pf_sim_snapshot *s = pf_dash_bridge_take(l->ctl);
+    if (s)
+        live_snapshot(l, s, now);
+    if (now < l->marks_live_until) /* flashes fade even while paused */
+        l->dirty = 1;
+    if (pf_dash_bridge_status(l->ctl, &l->status_seen, l->status_msg, sizeof l->status_msg))
+        l->dirty = 1;
+    pf_dash_run r2;
+    pf_dash_bridge_run(l->ctl, &r2);
+    if (r2.run != l->run.run || r2.ended != l->run.ended || r2.finishing != l->run.finishing) {
+        l->run = r2;
+        l->dirty = 1;
+    }
+    if (l->show_sweep) {
+        pf_sweep_view sv;
+        if (pf_sweep_get(&l->sweep, &sv) && memcmp(&sv, &l->sweep_v, sizeof sv) != 0) {
+            l->sweep_v = sv;
+            l->dirty = 1;
+        }
+    }
+    pthread_mutex_lock(&l->gpu.mu);
+    if (memcmp(&l->panel, &l->gpu.panel, sizeof l->panel) != 0) {
+        l->panel = l->gpu.panel;
+        l->dirty = 1;
+    }
+    pthread_mutex_unlock(&l->gpu.mu);
+}
+
+/* Render into the cell buffer and copy it to the terminal if the frame is
+ * dirty; count frames a second. */
+static void live_draw(dash_live *l, double now)
+{
+    if (l->dirty) {
+        const dash_opts *o = l->o;
+        pf_dash_view v = {.snap = l->snap, .gpu = &l->panel, .ascii = o->ascii, .help = l->help,
+                          .status = l->status_msg, .fps = l->fps, .render_ms = l->render_ms,
+                          .coloring = l->coloring, .marks = &l->marks, .now = now,
+                          .cursor = l->cursor + 1, .inspect = l->inspect + 1, .hist = &l->hist,
+                          .window_s = l->window, .charts = l->charts, .run_no = l->run.run,
+                          .no_color = o->no_color,
+                          .run_ended = l->run.ended, .run_exact = l->run.exact, .final = &l->run.final,
+                          .loop = o->loop, .finishing = l->run.finishing,
+                          .split_naive = l->split_naive,
+                          .sweep = l->show_sweep ? &l->sweep_v : NULL};
+        double t0 = now_s();
+        pf_render_screen(&l->buf, &v, &l->gi);
+        l->render_ms = (now_s() - t0) * 1e3;
+        pf_term_draw(&l->buf, l->full);
+        l->dirty = l->full = 0;
+        l->win_frames++;
+    }
+    double t = now_s();
+    if (t - l->win_start >= 1.0) {
+        l->fps = l->win_frames / (t - l->win_start);
+        l->win_frames = 0;
+        l->win_start = t;
+    }
+}
+
+/* Wait for a key until the next frame is due: frames every 1/30 s, the
+ * wait shortened by the time the last frame took (a fixed 33 ms wait after
+ * each frame would make 26-27 fps of 30); 250 ms while paused, for little
+ * CPU, except for a few short waits right after a key so that its effect
+ * (a single step, say) shows at once, and while flashes fade. */
+static int live_wait_key(dash_live *l)
+{
+    double t = now_s();
+    int paused = l->snap ? l->snap->paused && !l->run.finishing : 0;
+    l->next_frame += 1.0 / 30.0;
+    if (l->next_frame < t || l->next_frame > t + 1.0 / 30.0)
+        l->next_frame = t + 1.0 / 30.0; /* behind (a slow frame) or a clock jump */
+    int wait_ms = (int)((l->next_frame - t) * 1000.0 + 0.5);
+    int key = pf_term_getkey(paused && l->quick <= 0 && t >= l->marks_live_until ? 250
+                             : wait_ms < 1                                       ? 1
+                                                                                 : wait_ms);
+    if (l->quick > 0)
+        l->quick--;
+    return key;
+}
+
+/* The mouse: a click on the key line is the key drawn there (returned);
+ * on the grid it selects the cell and sequence (0: nothing more to do). */
+static int live_mouse(dash_live *l)
+{
+    int mx, my;
+    pf_term_mouse(&mx, &my);
+    if (my == l->buf.h - 1)
+        return pf_render_keybar_key(l->buf.w, mx);
+    int c = pf_render_grid_hit(&l->gi, mx, my);
+    if (c >= 0 && !l->help) {
+        l->cursor = c;
+        int32_t own = pf_render_cell_owner(l->snap, &l->gi, c);
+        l->inspect = own >= 0 ? own : l->inspect;
+    }
+    return 0;
+}
+
+/* The sweep panel (x) on or off; on, a fresh sweep of the live parameters. */
+static void live_toggle_sweep(dash_live *l)
+{
+    l->show_sweep = !l->show_sweep;
+    if (!l->show_sweep) {
+        pf_sweep_stop(&l->sweep);
+        return;
+    }
+    if (!l->snap)
+        return;
+    sigset_t so;
+    pf_dash_block_ui_signals(&so);
+    int src = pf_sweep_start(&l->sweep, &l->snap->params, l->jobs);
+    pf_dash_restore_signals(&so);
+    snprintf(l->status_msg, sizeof l->status_msg, "%s",
+             src == 0 ? "watermark sweep started (all cores)" : "cannot start the sweep threads");
+    memset(&l->sweep_v, 0, sizeof l->sweep_v);
+    pf_sweep_get(&l->sweep, &l->sweep_v);
+}
+
+/* A command from a key. The help screen takes keys first: pages turn with
+ * Tab or the arrows, any other key closes it (q also quits). What the view
+ * does not handle itself goes to the control thread's queue. Returns 1 to
+ * quit. */
+static int live_command(dash_live *l, pf_dash_cmd cmd)
+{
+    if (l->help) {
+        if (cmd == PF_DASH_CMD_HELP_NEXT || cmd == PF_DASH_CMD_CURSOR_RIGHT) {
+            l->help = l->help % PF_HELP_PAGES + 1;
+            return 0;
+        }
+        if (cmd == PF_DASH_CMD_CURSOR_LEFT) {
+            l->help = l->help > 1 ? l->help - 1 : PF_HELP_PAGES;
+            return 0;
+        }
+        l->help = 0;
+        if (cmd != PF_DASH_CMD_QUIT)
+            return 0;
+    }
+    switch (cmd) {
+    case PF_DASH_CMD_QUIT:
+        return 1;
+    case PF_DASH_CMD_HELP:
+        l->help = 1;
+        break;
+    case PF_DASH_CMD_GPU:
+        gpu_start(&l->gpu, l->status_msg, sizeof l->status_msg);
+        break;
+    case PF_DASH_CMD_COLORING:
+        l->coloring = (l->coloring + 1) % PF_COLORING_COUNT;
+        snprintf(l->status_msg, sizeof l->status_msg, "colour by %s", pf_coloring_names[l->coloring]);
+        break;
+    case PF_DASH_CMD_CLOSE:
+        l->cursor = l->inspect = -1;
+        break;
+    case PF_DASH_CMD_SWEEP:
+        live_toggle_sweep(l);
+        break;
+    case PF_DASH_CMD_CHARTS:
+        l->charts = !l->charts;
+        l->cursor = l->inspect = -1; /* the grid is not shown to point at */
+        break;
+    case PF_DASH_CMD_ZOOM_IN:
+    case PF_DASH_CMD_ZOOM_OUT:
+        l->window = pf_render_window_zoom(l->window, cmd == PF_DASH_CMD_ZOOM_OUT);
+        snprintf(l->status_msg, sizeof l->status_msg, "chart window %g s of simulated time", l->window);
+        break;
+    case PF_DASH_CMD_INSPECT:
+    case PF_DASH_CMD_CURSOR_UP:
+    case PF_DASH_CMD_CURSOR_DOWN:
+    case PF_DASH_CMD_CURSOR_LEFT:
+    case PF_DASH_CMD_CURSOR_RIGHT: {
+        l->cursor = pf_dash_cursor_move(cmd == PF_DASH_CMD_INSPECT ? -1 : l->cursor, cmd, l->gi.cells,
+                                        l->gi.w);
+        int32_t own = pf_render_cell_owner(l->snap, &l->gi, l->cursor);
+        if (own >= 0)
+            l->inspect = own;
+        break;
+    }
+    case PF_DASH_CMD_NONE:
+    case PF_DASH_CMD_HELP_NEXT:
+        break;
+    default:
+        if (pf_dash_bridge_post(l->ctl, cmd) != 0)
+            snprintf(l->status_msg, sizeof l->status_msg, "key dropped: out of memory for the queue");
+        break;
+    }
+    return 0;
+}
+
+/* Stop and free everything live_open started, in order: a GPU pass in
+ * flight ends on its own (bounded work); then the sweep (its points stop
+ * at their next step), the control thread (before the simulator: it calls
+ * into it), the simulator (pf_sim_stop is safe mid-step, the simulator's
+ * contract, so no pause-and-wait is needed), and the publishers after the
+ * simulator that published through them. The terminal is closed already. */
+static void live_close(dash_live *l)
+{
+    if (l->gpu.joinable)
+        pthread_join(l->gpu.th, NULL);
+    pf_sweep_free(&l->sweep);
+    pf_dash_bridge_stop(l->ctl);
+    if (l->sim_running)
+        pf_sim_stop(l->sim);
+    pf_sim_destroy(l->sim);
+    pf_cells_free(&l->buf);
+    pf_marks_free(&l->marks);
+    pf_hist_free(&l->hist);
+    pf_simpub_close(l->pub, NULL);
+    pthread_mutex_destroy(&l->gpu.mu);
+}
+
+static int run_live(dash_opts *o, const pf_jobs *jobs)
+{
+    dash_live l;
+    int status = live_open(&l, o, jobs);
+    if (status >= 0) {
+        live_close(&l);
+        return status;
+    }
+    status = 0;
     for (;;) {
         int sig = pf_term_quit_requested();
         if (sig) { /* as shells expect: 128 + the signal (130 for SIGINT) */
             status = 128 + sig;
             break;
         }
-        const pf_sim_snapshot *s = pf_dash_bridge_take(ctl);
         double now = now_s();
-        if (s) {
-            snap = s;
-            const pf_sim_snapshot *sn = pf_dash_bridge_split(ctl);
-            if ((sn != NULL) != (split_naive != NULL)) { /* another simulator: no flashes */
-                marks.step = -1;
-                pf_hist_clear(&hist);
-            }
-            split_naive = sn;
-            dirty = 1;
-            int64_t before = marks.preempted + marks.admitted;
-            if (pf_marks_update(&marks, snap, now) != 0)
-                snprintf(status_msg, sizeof status_msg, "flashes off: out of memory");
-            /* --record: about 10 snapshots a second are plenty to watch */
-            if (o->rec && now - rec_last >= 0.1) {
-                rec_last = now;
-                if (pf_record_put(o->rec, snap, (int)snap->stats.step, 0) != 0)
-                    o->rec_failed = 1;
-            }
-            if (pf_hist_update(&hist, snap) != 0)
-                snprintf(status_msg, sizeof status_msg, "charts off: out of memory");
-            if (pub && pf_simpub_update_snapshot(pub, snap) != 0)
-                snprintf(status_msg, sizeof status_msg, "/metrics not updated: out of memory");
-            if (pub && pf_simpub_error(pub) != 0)
-                snprintf(status_msg, sizeof status_msg, "KV events: a batch could not be sent");
-            if (marks.preempted + marks.admitted != before)
-                marks_live_until = now + PF_MARK_SECONDS + 0.05;
-        }
-        if (now < marks_live_until) /* flashes fade even while paused */
-            dirty = 1;
-        if (pf_dash_bridge_status(ctl, &status_seen, status_msg, sizeof status_msg))
-            dirty = 1;
-        pf_dash_run r2;
-        pf_dash_bridge_run(ctl, &r2);
-        if (r2.run != run.run || r2.ended != run.ended || r2.finishing != run.finishing) {
-            run = r2;
-            dirty = 1;
-        }
-        if (show_sweep) {
-            pf_sweep_view sv;
-            if (pf_sweep_get(&sweep, &sv) && memcmp(&sv, &sweep_v, sizeof sv) != 0) {
-                sweep_v = sv;
-                dirty = 1;
-            }
-        }
-        pthread_mutex_lock(&gpu.mu);
-        if (memcmp(&panel, &gpu.panel, sizeof panel) != 0) {
-            panel = gpu.panel;
-            dirty = 1;
-        }
-        pthread_mutex_unlock(&gpu.mu);
-
-        if (dirty) {
-            pf_dash_view v = {.snap = snap, .gpu = &panel, .ascii = o->ascii, .help = help,
-                              .status = status_msg, .fps = fps, .render_ms = render_ms,
-                              .coloring = coloring, .marks = &marks, .now = now,
-                              .cursor = cursor + 1, .inspect = inspect + 1, .hist = &hist,
-                              .window_s = window, .charts = charts, .run_no = run.run,
-                              .no_color = o->no_color,
-                              .run_ended = run.ended, .run_exact = run.exact, .final = &run.final,
-                              .loop = o->loop, .finishing = run.finishing,
-                              .split_naive = split_naive,
-                              .sweep = show_sweep ? &sweep_v : NULL};
-            double t0 = now_s();
-            pf_render_screen(&buf, &v, &gi);
-            render_ms = (now_s() - t0) * 1e3;
-            pf_term_draw(&buf, full);
-            dirty = full = 0;
-            win_frames++;
-        }
-        double t = now_s();
-        if (t - win_start >= 1.0) {
-            fps = win_frames / (t - win_start);
-            win_frames = 0;
-            win_start = t;
-        }
-
-        /* 33 ms (30 fps) while running; 250 ms while paused, for little CPU,
-         * except for a few short waits right after a key so its effect
-         * (a single step, say) shows at once, and while flashes fade */
-        int paused = snap ? snap->paused && !run.finishing : 0;
-        next_frame += 1.0 / 30.0;
-        if (next_frame < t || next_frame > t + 1.0 / 30.0)
-            next_frame = t + 1.0 / 30.0; /* behind (a slow frame) or a clock jump */
-        int wait_ms = (int)((next_frame - t) * 1000.0 + 0.5);
-        int key = pf_term_getkey(paused && quick <= 0 && t >= marks_live_until ? 250
-                                 : wait_ms < 1                               ? 1
-                                                                             : wait_ms);
-        if (quick > 0)
-            quick--;
+        live_poll(&l, now);
+        live_draw(&l, now);
+        int key = live_wait_key(&l);
         if (key == PF_TERM_KEY_NONE)
             continue;
-        dirty = 1;
-        quick = 8;
+        l.dirty = 1;
+        l.quick = 8;
         if (key == PF_TERM_KEY_RESIZE) {
+            int w, h;
             pf_term_size(&w, &h);
             if (w > 0 && h > 0)
-                pf_cells_resize(&buf, w, h);
-            full = 1;
+                pf_cells_resize(&l.buf, w, h);
+            l.full = 1;
             continue;
         }
-        if (key == PF_TERM_KEY_MOUSE) {
-            /* the key line: the key drawn there; the grid: select the cell */
-            int mx, my;
-            pf_term_mouse(&mx, &my);
-            if (my == buf.h - 1) {
-                key = pf_render_keybar_key(buf.w, mx);
-                if (!key)
-                    continue;
-            } else {
-                int c = pf_render_grid_hit(&gi, mx, my);
-                if (c >= 0 && !help) {
-                    cursor = c;
-                    int32_t own = pf_render_cell_owner(snap, &gi, c);
-                    inspect = own >= 0 ? own : inspect;
-                }
-                continue;
-            }
-        }
-        pf_dash_cmd cmd = pf_dash_key(key);
-        if (help) { /* pages turn with Tab or Right; any other key closes */
-            if (cmd == PF_DASH_CMD_HELP_NEXT || cmd == PF_DASH_CMD_CURSOR_RIGHT) {
-                help = help % PF_HELP_PAGES + 1;
-                continue;
-            }
-            if (cmd == PF_DASH_CMD_CURSOR_LEFT) {
-                help = help > 1 ? help - 1 : PF_HELP_PAGES;
-                continue;
-            }
-            help = 0;
-            if (cmd != PF_DASH_CMD_QUIT)
-                continue;
-        }
-        switch (cmd) {
-        case PF_DASH_CMD_QUIT:
-            goto done;
-        case PF_DASH_CMD_HELP:
-            help = 1;
+        if (key == PF_TERM_KEY_MOUSE && !(key = live_mouse(&l)))
+            continue;
+        if (live_command(&l, pf_dash_key(key)))
             break;
-        case PF_DASH_CMD_GPU:
-            gpu_start(&gpu, status_msg, sizeof status_msg);
-            break;
-        case PF_DASH_CMD_COLORING:
-            coloring = (coloring + 1) % PF_COLORING_COUNT;
-            snprintf(status_msg, sizeof status_msg, "colour by %s", pf_coloring_names[coloring]);
-            break;
-        case PF_DASH_CMD_CLOSE:
-            cursor = inspect = -1;
-            break;
-        case PF_DASH_CMD_SWEEP:
-            show_sweep = !show_sweep;
-            if (show_sweep && snap) { /* a fresh sweep of the live parameters */
-                sigset_t so;
-                pf_dash_block_ui_signals(&so);
-                int src = pf_sweep_start(&sweep, &snap->params, jobs);
-                pf_dash_restore_signals(&so);
-                snprintf(status_msg, sizeof status_msg, "%s",
-                         src == 0 ? "watermark sweep started (all cores)" : "cannot start the sweep threads");
-                memset(&sweep_v, 0, sizeof sweep_v);
-                pf_sweep_get(&sweep, &sweep_v);
-            } else if (!show_sweep)
-                pf_sweep_stop(&sweep);
-            break;
-        case PF_DASH_CMD_CHARTS:
-            charts = !charts;
-            cursor = inspect = -1; /* the grid is not shown to point at */
-            break;
-        case PF_DASH_CMD_ZOOM_IN:
-        case PF_DASH_CMD_ZOOM_OUT:
-            window = pf_render_window_zoom(window, cmd == PF_DASH_CMD_ZOOM_OUT);
-            snprintf(status_msg, sizeof status_msg, "chart window %g s of simulated time", window);
-            break;
-        case PF_DASH_CMD_INSPECT:
-        case PF_DASH_CMD_CURSOR_UP:
-        case PF_DASH_CMD_CURSOR_DOWN:
-        case PF_DASH_CMD_CURSOR_LEFT:
-        case PF_DASH_CMD_CURSOR_RIGHT: {
-            cursor = pf_dash_cursor_move(cmd == PF_DASH_CMD_INSPECT ? -1 : cursor, cmd, gi.cells, gi.w);
-            int32_t own = pf_render_cell_owner(snap, &gi, cursor);
-            if (own >= 0)
-                inspect = own;
-            break;
-        }
-        case PF_DASH_CMD_NONE:
-        case PF_DASH_CMD_HELP_NEXT:
-            break;
-        default:
-            if (pf_dash_bridge_post(ctl, cmd) != 0)
-                snprintf(status_msg, sizeof status_msg, "key dropped: out of memory for the queue");
-            break;
-        }
     }
-done:
-    /* the terminal first, so q feels instant; then the threads */
-    pf_term_close();
-
-cleanup:
-    /* a GPU pass in flight ends on its own (bounded work); then the
-     * control thread and the simulator. pf_sim_stop is safe mid-step (the
-     * simulator's contract), so no pause-and-wait is needed before it. */
-    if (gpu.joinable)
-        pthread_join(gpu.th, NULL);
-    pf_sweep_free(&sweep); /* its points stop at their next step */
-    pf_dash_bridge_stop(ctl); /* before the simulator: it calls into it */
-    if (sim_running)
-        pf_sim_stop(sim);
-    pf_sim_destroy(sim);
-    pf_cells_free(&buf);
-    pf_marks_free(&marks);
-    pf_hist_free(&hist);
-    pf_simpub_close(pub, NULL); /* after the simulator that published through it */
-    pthread_mutex_destroy(&gpu.mu);
+    pf_term_close(); /* the terminal first, so q feels instant; then the threads */
+    live_close(&l);
     return status;
 }
 
