@@ -100,7 +100,6 @@ static int make_opts(pf_opt *o, sim_args *a)
     return nsim;
 }
 
-/* One run. Returns 0, 2 (bad parameters) or 1 (could not finish). */
 /* The load controller's decisions of one run (--watermark auto). */
 typedef struct {
     pf_event *ev;
@@ -427,191 +426,157 @@ static int run_sweep(sweep_point *pt, int n, int threads, const char *sweep_name
     return 0;
 }
 
-int pf_cmd_sim(int argc, char **argv)
+/* ---- the command ----------------------------------------------------------- */
+
+/* --sweep NAME=V1,V2,...: the flag and its values. */
+typedef struct {
+    char name[64];             /* "" without a sweep                 */
+    char *buf;                 /* the values' text, split in place   */
+    char *vals[SIM_MAX_SWEEP]; /* into buf                            */
+    int n;
+} sweep_spec;
+
+/* Parse --sweep. Every value is set through the flag table and checked as a
+ * typed value is (its range, the combinations, a naive reservation), so a
+ * bad one is refused before anything runs and prints nothing on stdout.
+ * Only the simulator's flags sweep: sim's own (the first nsim_opts rows of
+ * opts are the simulator's) shape how sim runs, not the simulation.
+ * Returns 0, or 2 after one line; sp->buf is the caller's to free either way. */
+static int parse_sweep(sim_args *a, pf_opt *opts, int nsim_opts, sweep_spec *sp)
 {
-    sim_args a;
-    args_default(&a);
-    pf_opt opts[SIM_NOPTS + 1];
-    const int nsim_opts = make_opts(opts, &a);
-    int rc = pf_cli_start(PROG,
-                          "Serving simulation: naive (a reservation per sequence) vs paged (demand paging\n"
-                          "with an admission watermark, preemption by recompute or swap) on the same jobs,\n"
-                          "under vLLM's scheduler rules by default. Times are simulated seconds from a\n"
-                          "roofline of the model and the GPU (--model, --gpu, --gpu-profile).",
-                          opts, argc, argv);
-    if (rc != PF_CLI_GO)
-        return rc;
-    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK ||
-        (!a.sweep && pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK))
-        return 2;
-
-    /* --sweep NAME=v1,v2,...: every value is checked through the flag
-     * table before anything runs, so a bad one prints nothing on stdout. */
-    char sweep_name[64] = "";
-    char *sweep_buf = NULL;
-    char *vals[SIM_MAX_SWEEP];
-    int nvals = 0;
-    if (a.sweep) {
-        const char *eq = strchr(a.sweep, '=');
-        size_t nl = eq ? (size_t)(eq - a.sweep) : 0;
-        if (!eq || nl == 0 || nl >= sizeof sweep_name || !eq[1])
-            return pf_cli_error(PROG, "--sweep: expected NAME=V1,V2,... (e.g. watermark=0,0.02,0.3), got '%s'",
-                                a.sweep);
-        memcpy(sweep_name, a.sweep, nl);
-        sweep_name[nl] = '\0';
-        pf_opt *o = pf_cli_find(opts, sweep_name);
-        if (!o || (o->kind != PF_OPT_INT && o->kind != PF_OPT_I64 && o->kind != PF_OPT_DOUBLE))
-            return pf_cli_error(PROG, "--sweep: '%s' is not a numeric flag of sim (see --help)", sweep_name);
-        /* --jobs-parallel, --metrics-port and --linger shape how sim runs,
-         * not the simulation: swept, they printed identical rows (and a
-         * swept --metrics-port published nothing, where the typed flag is
-         * refused beside --sweep) */
-        if (o - opts >= nsim_opts)
-            return pf_cli_error(PROG, "--sweep: '%s' is not a simulator flag (a sweep varies the "
-                                      "simulation; see --help)", sweep_name);
-        sweep_buf = strdup(eq + 1);
-        if (!sweep_buf)
-            return pf_cli_error(PROG, "out of memory");
-        sim_args saved = a;
-        /* Split by hand, not with strtok: strtok would skip an empty value
-         * ("0,,1") that --lengths and --sweep-sizes reject. */
-        for (char *tok = sweep_buf, *next; tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next)
-                *next++ = '\0';
-            if (!tok[0]) {
-                free(sweep_buf);
-                return pf_cli_error(PROG, "--sweep: empty value in '%s' (expected NAME=V1,V2,...)", a.sweep);
-            }
-            if (nvals == SIM_MAX_SWEEP) {
-                free(sweep_buf);
-                return pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
-            }
-            /* each point must pass the checks a typed value does (say
-             * --shared-prefix-tokens against --max-len, which the jobs
-             * would otherwise drop silently) and hold a naive reservation */
-            if (pf_cli_set(PROG, opts, sweep_name, tok) != PF_CLI_OK ||
-                pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK ||
-                pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK) {
-                free(sweep_buf);
-                return 2;
-            }
-            vals[nvals++] = tok;
-        }
-        a = saved; /* opts point into a: restoring the struct restores the flag */
-        if (nvals == 0) {
-            free(sweep_buf);
-            return pf_cli_error(PROG, "--sweep: no values given");
-        }
-        /* The swept flag now counts as given: a sweep of a flag the other
-         * flags make meaningless (jobs with --trace, step-ms without it)
-         * is refused like the typed flag, not run as identical rows. */
-        if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK) {
-            free(sweep_buf);
-            return 2;
-        }
-    }
-
-    int publishing = a.f.kv_publish || a.metrics_port;
-    if (publishing && nvals)
-        return pf_cli_error(PROG, "--sweep runs many simulations at once: it cannot be combined with "
-                                  "--kv-events-publish or --metrics-port");
-    if (!publishing && (a.linger > 0 || a.metrics_bind))
-        return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
-    int status = 0;
-    int npoints = nvals ? nvals : 1;
-    sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
-    pf_report *r = pf_report_new();
-    if (!r || !pts) {
-        free(pts);
-        pf_report_free(r);
-        free(sweep_buf);
+    memset(sp, 0, sizeof *sp);
+    if (!a->sweep)
+        return 0;
+    const char *eq = strchr(a->sweep, '=');
+    size_t nl = eq ? (size_t)(eq - a->sweep) : 0;
+    if (!eq || nl == 0 || nl >= sizeof sp->name || !eq[1])
+        return pf_cli_error(PROG, "--sweep: expected NAME=V1,V2,... (e.g. watermark=0,0.02,0.3), got '%s'",
+                            a->sweep);
+    memcpy(sp->name, a->sweep, nl);
+    sp->name[nl] = '\0';
+    pf_opt *o = pf_cli_find(opts, sp->name);
+    if (!o || (o->kind != PF_OPT_INT && o->kind != PF_OPT_I64 && o->kind != PF_OPT_DOUBLE))
+        return pf_cli_error(PROG, "--sweep: '%s' is not a numeric flag of sim (see --help)", sp->name);
+    /* --jobs-parallel, --metrics-port and --linger: swept, they printed
+     * identical rows (and a swept --metrics-port published nothing, where
+     * the typed flag is refused beside --sweep) */
+    if (o - opts >= nsim_opts)
+        return pf_cli_error(PROG, "--sweep: '%s' is not a simulator flag (a sweep varies the "
+                                  "simulation; see --help)", sp->name);
+    sp->buf = strdup(eq + 1);
+    if (!sp->buf)
         return pf_cli_error(PROG, "out of memory");
+    const sim_args saved = *a;
+    int rc = 0;
+    /* Split by hand, not with strtok: strtok would skip an empty value
+     * ("0,,1") that --lengths and --sweep-sizes reject. */
+    for (char *tok = sp->buf, *next; tok && rc == 0; tok = next) {
+        next = strchr(tok, ',');
+        if (next)
+            *next++ = '\0';
+        if (!tok[0])
+            rc = pf_cli_error(PROG, "--sweep: empty value in '%s' (expected NAME=V1,V2,...)", a->sweep);
+        else if (sp->n == SIM_MAX_SWEEP)
+            rc = pf_cli_error(PROG, "--sweep: at most %d values", SIM_MAX_SWEEP);
+        /* the checks a typed value passes (say --shared-prefix-tokens
+         * against --max-len, which the jobs would otherwise drop silently),
+         * and a naive reservation that fits */
+        else if (pf_cli_set(PROG, opts, sp->name, tok) != PF_CLI_OK ||
+                 pf_simflags_check(PROG, &a->f, opts) != PF_CLI_OK ||
+                 pf_simflags_check_naive(PROG, &a->f) != PF_CLI_OK)
+            rc = 2;
+        else
+            sp->vals[sp->n++] = tok;
     }
-    /* The trace is read here, once: every point below parses these bytes,
-     * so --trace /dev/stdin and --trace <(...) work with sweeps. */
-    pf_jobs jobs = {0};
-    status = pf_simflags_load(PROG, &a.f);
-    if (!status)
-        status = pf_simflags_jobs(PROG, &a.f, &jobs, 1);
-    if (status)
-        goto out;
-    /* The config section shows the base flags; a sweep names its column. */
-    const char *sw = sweep_name;
+    *a = saved; /* opts point into a: restoring the struct restores the flag */
+    if (rc)
+        return rc;
+    if (sp->n == 0)
+        return pf_cli_error(PROG, "--sweep: no values given");
+    /* The swept flag now counts as given: a sweep of a flag the other flags
+     * make meaningless (jobs with --trace, step-ms without it) is refused
+     * like the typed flag, not run as identical rows. */
+    return pf_simflags_check(PROG, &a->f, opts) != PF_CLI_OK ? 2 : 0;
+}
+
+/* The configuration section: the base flags, the swept one left to its
+ * column (cfg_num). Returns 0, or 2 when the flags make no parameters. */
+static int report_config(pf_report *r, const sim_args *a, const sweep_spec *sp, const pf_jobs *jobs)
+{
+    const char *sw = sp->name;
     pf_report_section(r, "config", "Configuration");
-    pf_report_str(r, "jobs_source", "workload", a.f.trace ? a.f.trace : "seed mix");
-    if (!nvals || (strcmp(sw, "jobs") && strcmp(sw, "max-len")))
-        pf_report_num(r, "num_jobs", "jobs", jobs.njobs, "%.0f", NULL);
-    if (a.f.trace) {
-        cfg_num(r, sw, "max-len", "num_rejected", "rejected (longer than max-len)", jobs.rejected,
+    pf_report_str(r, "jobs_source", "workload", a->f.trace ? a->f.trace : "seed mix");
+    if (!sp->n || (strcmp(sw, "jobs") && strcmp(sw, "max-len")))
+        pf_report_num(r, "num_jobs", "jobs", jobs->njobs, "%.0f", NULL);
+    if (a->f.trace) {
+        cfg_num(r, sw, "max-len", "num_rejected", "rejected (longer than max-len)", jobs->rejected,
                 "%.0f", NULL);
     } else {
-        cfg_num(r, sw, "arrival-rate", "arrival_rate", "arrival rate", a.f.arrival_rate, "%g",
+        cfg_num(r, sw, "arrival-rate", "arrival_rate", "arrival rate", a->f.arrival_rate, "%g",
                 "requests/s (0: all at time 0)");
         cfg_num(r, sw, "shared-prefix-tokens", "shared_prefix_tokens", "shared prefix",
-                a.f.shared_prefix, "%.0f", "tokens");
-        if (a.f.shared_prefix)
-            cfg_num(r, sw, "prefix-groups", "prefix_groups", "prefix groups", a.f.prefix_groups,
+                a->f.shared_prefix, "%.0f", "tokens");
+        if (a->f.shared_prefix)
+            cfg_num(r, sw, "prefix-groups", "prefix_groups", "prefix groups", a->f.prefix_groups,
                     "%.0f", NULL);
     }
-    cfg_num(r, sw, "n", "n", "samples per request", a.f.n, "%.0f", NULL);
-    pf_report_str(r, "scheduler", "scheduler", pf_sched_rules_names[a.f.scheduler]);
-    cfg_num(r, sw, "max-num-seqs", "max_num_seqs", "max sequences", a.f.p.workers, "%.0f", NULL);
+    cfg_num(r, sw, "n", "n", "samples per request", a->f.n, "%.0f", NULL);
+    pf_report_str(r, "scheduler", "scheduler", pf_sched_rules_names[a->f.scheduler]);
+    cfg_num(r, sw, "max-num-seqs", "max_num_seqs", "max sequences", a->f.p.workers, "%.0f", NULL);
     cfg_num(r, sw, "max-num-batched-tokens", "max_num_batched_tokens", "token budget",
-            a.f.p.max_num_batched_tokens, "%.0f", a.f.scheduler == PF_SCHED_VLLM ? "tokens/step"
-                                                                                : "(seed rules: none)");
-    cfg_num(r, sw, "pool-blocks", "num_gpu_blocks", "pool blocks", a.f.p.cfg.pool_blocks, "%.0f", NULL);
-    cfg_num(r, sw, "block-size", "block_size", "block size", a.f.p.cfg.block_size, "%.0f", "tokens");
-    cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a.f.p.cfg.max_seq_len, "%.0f",
+            a->f.p.max_num_batched_tokens, "%.0f", a->f.scheduler == PF_SCHED_VLLM ? "tokens/step"
+                                                                                  : "(seed rules: none)");
+    cfg_num(r, sw, "pool-blocks", "num_gpu_blocks", "pool blocks", a->f.p.cfg.pool_blocks, "%.0f", NULL);
+    cfg_num(r, sw, "block-size", "block_size", "block size", a->f.p.cfg.block_size, "%.0f", "tokens");
+    cfg_num(r, sw, "max-len", "max_model_len", "max sequence length", a->f.p.cfg.max_seq_len, "%.0f",
             "tokens");
-    pf_report_str(r, "naive_reserve", "naive reservation", pf_naive_reserve_names[a.f.reserve]);
-    pf_report_str(r, "enable_prefix_caching", "prefix caching", a.f.p.prefix_caching ? "on" : "off");
-    pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a.f.policy]);
-    pf_report_str(r, "preemption_mode", "preemption", pf_preempt_names[a.f.preempt]);
-    pf_report_str(r, "engine", "engine", pf_engine_names[a.f.engine]);
-    cfg_num(r, sw, "seed", "seed", "seed", (double)a.f.seed, "%.0f", NULL);
-    cfg_num(r, sw, "stall-limit", "stall_limit", "stall limit", a.f.p.stall_limit, "%.0f", "steps");
-    cfg_num(r, sw, "swap-blocks", "swap_space_blocks", "host swap", a.f.p.swap_host_blocks, "%.0f",
+    pf_report_str(r, "naive_reserve", "naive reservation", pf_naive_reserve_names[a->f.reserve]);
+    pf_report_str(r, "enable_prefix_caching", "prefix caching", a->f.p.prefix_caching ? "on" : "off");
+    pf_report_str(r, "preemption_victim", "victim policy", pf_victim_names[a->f.policy]);
+    pf_report_str(r, "preemption_mode", "preemption", pf_preempt_names[a->f.preempt]);
+    pf_report_str(r, "engine", "engine", pf_engine_names[a->f.engine]);
+    cfg_num(r, sw, "seed", "seed", "seed", (double)a->f.seed, "%.0f", NULL);
+    cfg_num(r, sw, "stall-limit", "stall_limit", "stall limit", a->f.p.stall_limit, "%.0f", "steps");
+    cfg_num(r, sw, "swap-blocks", "swap_space_blocks", "host swap", a->f.p.swap_host_blocks, "%.0f",
             "blocks");
-    {
-        pf_sim_params p;
-        if (pf_simflags_params(PROG, &a.f, &p) != 0) {
-            status = 2;
-            goto out;
-        }
-        /* a number either way (a CSV column keeps one type): auto gives
-         * its start; admission_control says which */
-        if (p.watermark_auto)
-            pf_report_num(r, "watermark", "watermark", p.watermark, "%.3g", "(start)");
-        else
-            cfg_num(r, sw, "watermark", "watermark", "watermark", p.watermark, "%.3g", NULL);
-        pf_report_str(r, "admission_control", "admission control",
-                      p.watermark_auto ? "load controller (--watermark auto)" : "fixed watermark");
-        pf_report_str(r, "model", "model", p.cost.model.name);
-        pf_report_str(r, "gpu", "GPU", p.cost.profiled && p.cost.profile_device[0]
-                                           ? p.cost.profile_device
-                                           : p.cost.gpu.long_name);
-        if (a.f.gpu_profile)
-            pf_report_str(r, "gpu_profile", "GPU profile", a.f.gpu_profile);
-        if (a.f.p.slo_ttft_s > 0)
-            cfg_num(r, sw, "slo-ttft", "slo_ttft", "SLO TTFT", a.f.p.slo_ttft_s, "%g", "s");
-        if (a.f.p.slo_tpot_s > 0)
-            cfg_num(r, sw, "slo-tpot", "slo_tpot", "SLO TPOT", a.f.p.slo_tpot_s, "%g", "s");
-    }
-    pf_jobs_free(&jobs);
+    pf_sim_params p;
+    if (pf_simflags_params(PROG, &a->f, &p) != 0)
+        return 2;
+    /* a number either way (a CSV column keeps one type): auto gives its
+     * start; admission_control says which */
+    if (p.watermark_auto)
+        pf_report_num(r, "watermark", "watermark", p.watermark, "%.3g", "(start)");
+    else
+        cfg_num(r, sw, "watermark", "watermark", "watermark", p.watermark, "%.3g", NULL);
+    pf_report_str(r, "admission_control", "admission control",
+                  p.watermark_auto ? "load controller (--watermark auto)" : "fixed watermark");
+    pf_report_str(r, "model", "model", p.cost.model.name);
+    pf_report_str(r, "gpu", "GPU", p.cost.profiled && p.cost.profile_device[0]
+                                       ? p.cost.profile_device
+                                       : p.cost.gpu.long_name);
+    if (a->f.gpu_profile)
+        pf_report_str(r, "gpu_profile", "GPU profile", a->f.gpu_profile);
+    if (a->f.p.slo_ttft_s > 0)
+        cfg_num(r, sw, "slo-ttft", "slo_ttft", "SLO TTFT", a->f.p.slo_ttft_s, "%g", "s");
+    if (a->f.p.slo_tpot_s > 0)
+        cfg_num(r, sw, "slo-tpot", "slo_tpot", "SLO TPOT", a->f.p.slo_tpot_s, "%g", "s");
+    return 0;
+}
 
+/* The sweep's points: each the base flags with its value set, and the
+ * first earlier point with the same naive baseline, which runs it for
+ * both. Returns 0 or 2. */
+static int make_points(sweep_point *pts, int npoints, const sim_args *a, const sweep_spec *sp)
+{
     for (int k = 0; k < npoints; k++) {
-        pts[k].cur = a;
-        pts[k].val = nvals ? vals[k] : NULL;
-        if (nvals) {
+        pts[k].cur = *a;
+        pts[k].val = sp->n ? sp->vals[k] : NULL;
+        if (sp->n) {
             pf_opt copts[SIM_NOPTS + 1];
             make_opts(copts, &pts[k].cur);
-            if (pf_cli_set(PROG, copts, sweep_name, vals[k]) != PF_CLI_OK) {
-                status = 2;
-                goto out;
-            }
+            if (pf_cli_set(PROG, copts, sp->name, sp->vals[k]) != PF_CLI_OK)
+                return 2;
         }
-        /* the first point with the same baseline runs it for all */
         pts[k].naive_of = k;
         for (int i = 0; i < k; i++)
             if (same_baseline(&pts[i].cur.f, &pts[k].cur.f)) {
@@ -619,31 +584,23 @@ int pf_cmd_sim(int argc, char **argv)
                 break;
             }
     }
-    if (publishing) {
-        char err[256];
-        if (pf_simpub_open(a.f.kv_publish, a.f.kv_replay, a.metrics_bind, a.metrics_port, &a.pub, err,
-                           sizeof err) != PF_OK) {
-            fprintf(stderr, "%s: %s\n", PROG, err);
-            status = 2;
-            goto out;
-        }
-        pts[0].cur.pub = a.pub;
-    }
-    int threads = a.jobs_parallel;
-    if (threads == 0)
-        threads = a.f.engine == PF_ENGINE_THREADED ? 1 : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    status = run_sweep(pts, npoints, threads, nvals ? sweep_name : NULL);
-    if (status)
-        goto out;
+    return 0;
+}
+
+/* The results, latency and KV tables: naive and paged rows a point (a
+ * naive row only where it differs from the one before), a column for the
+ * swept value first. */
+static void report_tables(pf_report *r, const sweep_point *pts, int npoints, const sweep_spec *sp)
+{
     static const char *const *const tkeys[NTABLES] = {serve_keys, lat_keys, kv_keys};
     static const char *const *const tlabels[NTABLES] = {serve_labels, lat_labels, kv_labels};
     static const int tcols[NTABLES] = {NSERVE, NLAT, NKV};
     for (int t = 0; t < NTABLES; t++) {
         const char *keys[32], *labels[32];
         int nc = 0;
-        if (nvals) {
-            keys[nc] = sweep_name;
-            labels[nc] = sweep_name;
+        if (sp->n) {
+            keys[nc] = sp->name;
+            labels[nc] = sp->name;
             nc++;
         }
         for (int i = 0; i < tcols[t]; i++, nc++) {
@@ -672,58 +629,134 @@ int pf_cmd_sim(int argc, char **argv)
             pf_report_note(r, "shares of the frames running sequences hold; external "
                               "fragmentation is 0 in a pool of equal frames");
     }
-    if (isnan(a.f.p.watermark)) {
-        /* --watermark auto: what the controller did, decision by decision */
-        const char *keys[8], *labels[8];
-        int nc = 0;
-        if (nvals) {
-            keys[nc] = sweep_name;
-            labels[nc] = sweep_name;
-            nc++;
-        }
-        static const char *const dk[] = {"time", "watermark", "waste", "decision"};
-        static const char *const dl[] = {"time (s)", "watermark", "waste (window)", "decision"};
-        for (int i = 0; i < 4; i++, nc++) {
-            keys[nc] = dk[i];
-            labels[nc] = dl[i];
-        }
-        pf_report_table(r, "load_controller", "Load controller (--watermark auto), paged run",
-                        nc, keys, labels);
-        for (int k = 0; k < npoints; k++) {
-            double w = pts[k].dec.start;
-            for (int i = 0; i < pts[k].dec.n; i++) {
-                const pf_event *e = &pts[k].dec.ev[i];
-                double nw = e->frames / 1000.0;
-                if (nvals)
-                    pf_report_cell_num_text(r, strtod(pts[k].val, NULL), pts[k].val);
-                pf_report_cell_num(r, e->time, "%.2f");
-                pf_report_cell_num(r, nw, "%.3f");
-                pf_report_cell_num(r, e->seq / 1000.0, "%.3f");
-                pf_report_cell_str(r, nw > w ? "raise" : "lower");
-                w = nw;
-            }
-            pf_report_note(r, "%s%s%s%d decisions: %lld raises, %lld lowers; final watermark %.3f%s",
-                           nvals ? sweep_name : "", nvals ? "=" : "", nvals ? pts[k].val : "",
-                           pts[k].dec.n, (long long)pts[k].paged.loadctl_raises,
-                           (long long)pts[k].paged.loadctl_lowers, pts[k].paged.watermark,
-                           pts[k].dec.lost ? " (some decisions not kept: out of memory)" : "");
-        }
-        pf_report_note(r, "every 0.5 s of simulated time: raise when more than 5%% of the computed "
-                          "tokens were recomputes, lower by 0.005 below 1%% while requests wait "
-                          "(sim/loadctl.c)");
+}
+
+/* --watermark auto: what the controller did, decision by decision. */
+static void report_decisions(pf_report *r, const sweep_point *pts, int npoints, const sweep_spec *sp)
+{
+    const char *keys[8], *labels[8];
+    int nc = 0;
+    if (sp->n) {
+        keys[nc] = sp->name;
+        labels[nc] = sp->name;
+        nc++;
     }
+    static const char *const dk[] = {"time", "watermark", "waste", "decision"};
+    static const char *const dl[] = {"time (s)", "watermark", "waste (window)", "decision"};
+    for (int i = 0; i < 4; i++, nc++) {
+        keys[nc] = dk[i];
+        labels[nc] = dl[i];
+    }
+    pf_report_table(r, "load_controller", "Load controller (--watermark auto), paged run", nc, keys,
+                    labels);
+    for (int k = 0; k < npoints; k++) {
+        double w = pts[k].dec.start;
+        for (int i = 0; i < pts[k].dec.n; i++) {
+            const pf_event *e = &pts[k].dec.ev[i];
+            double nw = e->frames / 1000.0;
+            if (sp->n)
+                pf_report_cell_num_text(r, strtod(pts[k].val, NULL), pts[k].val);
+            pf_report_cell_num(r, e->time, "%.2f");
+            pf_report_cell_num(r, nw, "%.3f");
+            pf_report_cell_num(r, e->seq / 1000.0, "%.3f");
+            pf_report_cell_str(r, nw > w ? "raise" : "lower");
+            w = nw;
+        }
+        pf_report_note(r, "%s%s%s%d decisions: %lld raises, %lld lowers; final watermark %.3f%s",
+                       sp->n ? sp->name : "", sp->n ? "=" : "", sp->n ? pts[k].val : "",
+                       pts[k].dec.n, (long long)pts[k].paged.loadctl_raises,
+                       (long long)pts[k].paged.loadctl_lowers, pts[k].paged.watermark,
+                       pts[k].dec.lost ? " (some decisions not kept: out of memory)" : "");
+    }
+    pf_report_note(r, "every 0.5 s of simulated time: raise when more than 5%% of the computed "
+                      "tokens were recomputes, lower by 0.005 below 1%% while requests wait "
+                      "(sim/loadctl.c)");
+}
+
+int pf_cmd_sim(int argc, char **argv)
+{
+    sim_args a;
+    args_default(&a);
+    pf_opt opts[SIM_NOPTS + 1];
+    const int nsim_opts = make_opts(opts, &a);
+    int rc = pf_cli_start(PROG,
+                          "Serving simulation: naive (a reservation per sequence) vs paged (demand paging\n"
+                          "with an admission watermark, preemption by recompute or swap) on the same jobs,\n"
+                          "under vLLM's scheduler rules by default. Times are simulated seconds from a\n"
+                          "roofline of the model and the GPU (--model, --gpu, --gpu-profile).",
+                          opts, argc, argv);
+    if (rc != PF_CLI_GO)
+        return rc;
+    if (pf_simflags_check(PROG, &a.f, opts) != PF_CLI_OK ||
+        (!a.sweep && pf_simflags_check_naive(PROG, &a.f) != PF_CLI_OK))
+        return 2;
+    sweep_spec sp;
+    int status = parse_sweep(&a, opts, nsim_opts, &sp);
+    if (status) {
+        free(sp.buf);
+        return status;
+    }
+    int publishing = a.f.kv_publish || a.metrics_port;
+    if (publishing && sp.n) {
+        free(sp.buf);
+        return pf_cli_error(PROG, "--sweep runs many simulations at once: it cannot be combined with "
+                                  "--kv-events-publish or --metrics-port");
+    }
+    if (!publishing && (a.linger > 0 || a.metrics_bind)) {
+        free(sp.buf);
+        return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
+    }
+    int npoints = sp.n ? sp.n : 1;
+    sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
+    pf_report *r = pf_report_new();
+    pf_jobs jobs = {0};
+    if (!r || !pts) {
+        status = pf_cli_error(PROG, "out of memory");
+        goto out;
+    }
+    /* The trace is read here, once: every point below parses these bytes,
+     * so --trace /dev/stdin and --trace <(...) work with sweeps. */
+    status = pf_simflags_load(PROG, &a.f);
+    if (!status)
+        status = pf_simflags_jobs(PROG, &a.f, &jobs, 1);
+    if (!status)
+        status = report_config(r, &a, &sp, &jobs);
+    pf_jobs_free(&jobs);
+    if (!status)
+        status = make_points(pts, npoints, &a, &sp);
+    if (status)
+        goto out;
+    if (publishing) {
+        char err[256];
+        if (pf_simpub_open(a.f.kv_publish, a.f.kv_replay, a.metrics_bind, a.metrics_port, &a.pub, err,
+                           sizeof err) != PF_OK) {
+            fprintf(stderr, "%s: %s\n", PROG, err);
+            status = 2;
+            goto out;
+        }
+        pts[0].cur.pub = a.pub;
+    }
+    int threads = a.jobs_parallel;
+    if (threads == 0)
+        threads = a.f.engine == PF_ENGINE_THREADED ? 1 : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    status = run_sweep(pts, npoints, threads, sp.n ? sp.name : NULL);
+    if (status)
+        goto out;
+    report_tables(r, pts, npoints, &sp);
+    if (isnan(a.f.p.watermark))
+        report_decisions(r, pts, npoints, &sp);
     if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
         fprintf(stderr, "%s: out of memory while printing\n", PROG);
         status = 1;
     }
 out:
     pf_simpub_close(a.pub, NULL); /* its simulator is gone */
-    for (int k = 0; k < npoints; k++)
+    for (int k = 0; pts && k < npoints; k++)
         free(pts[k].dec.ev);
     free(pts);
     pf_jobs_free(&jobs);
     pf_simflags_release(&a.f);
     pf_report_free(r);
-    free(sweep_buf);
+    free(sp.buf);
     return status;
 }
