@@ -517,6 +517,182 @@ static int write_profile(FILE *f, int iters)
     return 0;
 }
 
+/* The flag table, pointing into *a. BENCH_NOPTS rows and the end. */
+#define BENCH_NOPTS 28
+static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
+{
+    const pf_opt t[] = {
+        {"workload", PF_OPT_CHOICE, &a->workload, 0, 0, workload_names, NULL,
+         "named workload (shape flags below override it)", 0},
+        {"seqs", PF_OPT_INT, &a->seqs, 1, BENCH_MAX_SEQS, NULL, "N", "sequences", 0},
+        {"len", PF_OPT_INT, &a->len, 1, BENCH_MAX_LEN, NULL, "N",
+         "every sequence this long (instead of the workload's lengths)", 0},
+        {"lengths", PF_OPT_STRING, &a->lengths, 0, 0, NULL, "L1,L2,...",
+         "explicit lengths (sets the sequence count)", 0},
+        {"mix-scale", PF_OPT_INT, &a->mix_scale, 1, 512, NULL, "K",
+         "seed length mix scaled by K (when no --len)", 0},
+        {"max-len", PF_OPT_INT, &a->max_len, 1, BENCH_MAX_LEN, NULL, "N",
+         "naive capacity per sequence (and the mix's clamp)", 0},
+        {"q-heads", PF_OPT_INT, &a->hq, 1, 1024, NULL, "N", "query heads", 0},
+        {"kv-heads", PF_OPT_INT, &a->hkv, 1, 1024, NULL, "N", "KV heads (divides q heads)", 0},
+        {"head-dim", PF_OPT_INT, &a->head_dim, 64, 128, NULL, "D", "head dim: 64 or 128", 0},
+        {"dtype", PF_OPT_CHOICE, &a->dtype, 0, 0, dtype_names, NULL, "element type", 0},
+        {"block-size", PF_OPT_INT, &a->block_size, 8, 256, NULL, "B", "tokens per block", 0},
+        {"iters", PF_OPT_INT, &a->iters, 1, 100000, NULL, "N", "timed iterations per pass", 0},
+        {"seed", PF_OPT_I64, &a->seed, 0, 9007199254740991.0, NULL, "S",
+         "seed of the lengths and the data", 0},
+        {"shuffle-seed", PF_OPT_I64, &a->shuffle_seed, 0, 9007199254740991.0, NULL, "S",
+         "frame permutation seed; 0: ordered frames only", 0},
+        {"shuffle-window", PF_OPT_INT, &a->shuffle_window, 1, 1 << 30, NULL, "N",
+         "shuffle frames only within runs of N (default: across the whole pool)", 0},
+        {"tolerance", PF_OPT_DOUBLE, &a->tolerance, 0, 1, NULL, "F",
+         "max |paged - naive|, and the absolute part of the reference check", 0},
+        {"ref-all-heads", PF_OPT_FLAG, &a->ref_all_heads, 0, 0, NULL, NULL,
+         "CPU reference on every head even for large workloads", 0},
+        {"no-read-bw", PF_OPT_FLAG, &a->no_read_bw, 0, 0, NULL, NULL,
+         "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
+        {"kernel", PF_OPT_INT, &a->kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
+         "kernel version, 0: the default (docs/gpu.md)", 0},
+        {"compare", PF_OPT_STRING, &a->compare, 0, 0, NULL, "V1,V2,...",
+         "also time these versions (at most " PF_BENCH_STR(PF_GPU_BENCH_MAX_RIVALS)
+         ") on the same data, interleaved", 0},
+        {"kv-layout", PF_OPT_CHOICE, &a->kv_layout, 0, 0, kv_layout_names, NULL,
+         "paged pools: split (a K and a V pool) or interleaved (a page's K and V together)", 0},
+        {"splits", PF_OPT_INT, &a->splits, 0, 256, NULL, "N",
+         "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
+        {"grid-order", PF_OPT_FLAG, &a->grid_order, 0, 0, NULL, NULL,
+         "launch every chunk in grid order, without the planner's work list", 0},
+        {"tail", PF_OPT_INT, &a->tail, 1, 8, NULL, "N",
+         "cut each block's last 1/8 into N blocks of its own (balanced by the hardware)", 0},
+        {"group-tile", PF_OPT_INT, &a->group_tile, 0, 8, NULL, "N",
+         "query heads one block serves (1, 2, 4, 8 dividing the group); 0: the planner's", 0},
+        {"timeline", PF_OPT_STRING, &a->timeline, 0, 0, NULL, "FILE",
+         "one more paged launch with the block timeline on; its blocks as CSV to FILE", 0},
+        {"profile-out", PF_OPT_STRING, &a->profile_out, 0, 0, NULL, "FILE",
+         "also measure and write the simulator's GPU profile to FILE", 0},
+        {"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0},
+        {0},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == BENCH_NOPTS + 1, "BENCH_NOPTS");
+    memcpy(o, t, sizeof t);
+}
+
+/* The workload gives every value a flag did not. */
+static void bench_apply_workload(bench_args *a, pf_opt *opts, const bench_workload *w)
+{
+    if (!pf_cli_find(opts, "seqs")->seen)
+        a->seqs = w->seqs;
+    if (!pf_cli_find(opts, "mix-scale")->seen)
+        a->mix_scale = w->mix_scale;
+    if (!pf_cli_find(opts, "q-heads")->seen)
+        a->hq = w->hq;
+    if (!pf_cli_find(opts, "kv-heads")->seen)
+        a->hkv = w->hkv;
+    if (!pf_cli_find(opts, "head-dim")->seen)
+        a->head_dim = w->head_dim;
+    if (!pf_cli_find(opts, "block-size")->seen)
+        a->block_size = w->block_size;
+    if (!pf_cli_find(opts, "dtype")->seen)
+        a->dtype = (int)w->dtype;
+    if (!pf_cli_find(opts, "max-len")->seen)
+        a->max_len = w->cap;
+}
+
+/* The flags' combinations, before any length is drawn or GPU touched.
+ * PF_CLI_OK, or PF_CLI_USAGE after one line. */
+static int bench_check(bench_args *a, pf_opt *opts)
+{
+    if (pf_cli_find(opts, "lengths")->seen && pf_cli_find(opts, "len")->seen)
+        return pf_cli_error(PROG, "--len and --lengths exclude each other");
+    char why[200];
+    if (!pf_gpu_shape_ok(a->hq, a->hkv, a->head_dim, a->block_size, why, sizeof why))
+        return pf_cli_error(PROG, "%s", why);
+    if (a->group_tile && ((a->group_tile & (a->group_tile - 1)) || (a->hq / a->hkv) % a->group_tile))
+        return pf_cli_error(PROG, "--group-tile %d: a block serves 1, 2, 4 or 8 query heads "
+                                  "dividing the group of %d", a->group_tile, a->hq / a->hkv);
+    if (a->shuffle_window && !a->shuffle_seed)
+        return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
+    if (a->tail && a->grid_order)
+        return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
+    if (a->compare && bench_parse_versions(a->compare, a->rivals, &a->num_rivals) != 0)
+        return pf_cli_error(PROG, "--compare: expected 1 to %d comma-separated kernel versions "
+                                  "0..%d, got '%s'", PF_GPU_BENCH_MAX_RIVALS,
+                            PF_GPU_KERNEL_VERSIONS, a->compare);
+    /* the flags that force a plan apply to every version timed */
+    for (int k = 0; k <= a->num_rivals; k++) {
+        const int v = k ? a->rivals[k - 1] : a->kernel;
+        if (a->tail && v && !pf_gpu_version_takes_tail(v)) {
+            char can[64];
+            pf_gpu_tail_versions(can, sizeof can);
+            return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions %s can)",
+                                v, can);
+        }
+        if (a->grid_order && v == 11)
+            return pf_cli_error(PROG,
+                                "--grid-order: kernel version 11 runs from its work list only");
+    }
+    if (a->timeline && a->kernel > 0 && a->kernel < PF_GPU_TRACE_MIN_VERSION)
+        return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
+                                  "%d to %d do)", a->kernel, PF_GPU_TRACE_MIN_VERSION,
+                            PF_GPU_KERNEL_VERSIONS);
+    return PF_CLI_OK;
+}
+
+/* The lengths against the naive capacity and --splits: a longer --len or
+ * --lengths raises the capacity the workload gave, but not one typed.
+ * PF_CLI_OK, or PF_CLI_USAGE after one line. */
+static int bench_check_lengths(bench_args *a, int max_len_seen, const int *lens, int n)
+{
+    int maxlen = 0;
+    for (int i = 0; i < n; i++)
+        if (lens[i] > maxlen)
+            maxlen = lens[i];
+    if (maxlen > a->max_len) {
+        if (max_len_seen)
+            return pf_cli_error(PROG, "--max-len: the naive capacity %d is below the longest "
+                                      "sequence (%d)", a->max_len, maxlen);
+        a->max_len = maxlen;
+    }
+    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS */
+    const int chunk_max = PF_GPU_CHUNK_MAX_TOKENS / a->block_size * a->block_size;
+    if (a->splits > 0 && (maxlen + a->splits - 1) / a->splits > chunk_max)
+        return pf_cli_error(PROG, "--splits %d: a sequence of %d tokens needs at least %d chunks of "
+                                  "at most %d tokens", a->splits, maxlen,
+                            (maxlen + chunk_max - 1) / chunk_max, chunk_max);
+    return PF_CLI_OK;
+}
+
+/* What the GPU stage runs: the flags as its configuration. */
+static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n,
+                                     const char *timeline_csv)
+{
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = n, .seq_lens = lens, .naive_cap = a->max_len, .num_q_heads = a->hq,
+        .num_kv_heads = a->hkv, .head_dim = a->head_dim, .block_size = a->block_size,
+        .dtype = (pf_gpu_dtype)a->dtype, .iters = a->iters, .seed = (unsigned long long)a->seed,
+        .shuffle_seed = (unsigned long long)a->shuffle_seed, .shuffle_window = a->shuffle_window,
+        .tolerance = a->tolerance,
+        .ref_all_heads = a->ref_all_heads, .measure_bw = !a->no_read_bw, .version = a->kernel,
+        .grid_order = a->grid_order,
+        .tail = a->tail,
+        .splits = a->splits,
+        .timeline = timeline_csv != NULL,
+        .group_tile = a->group_tile,
+        .timeline_csv = timeline_csv,
+        .num_rivals = a->num_rivals,
+        .kv_interleaved = a->kv_layout,
+    };
+    memcpy(cfg.rivals, a->rivals, sizeof cfg.rivals);
+    /* every sequence is always checked; heads are sampled (one q head per
+     * kv head) only when all of them would cost the CPU too long */
+    long long work = 0;
+    for (int i = 0; i < n; i++)
+        work += (long long)lens[i] * a->hq * a->head_dim;
+    if (work <= (1LL << 32))
+        cfg.ref_all_heads = 1;
+    return cfg;
+}
+
 int pf_cmd_bench(int argc, char **argv)
 {
     bench_args a = {
@@ -525,115 +701,15 @@ int pf_cmd_bench(int argc, char **argv)
         .seed = 42, .shuffle_seed = 1, .tolerance = 1e-3, .ref_all_heads = 0,
         .format = PF_FMT_TABLE,
     };
-    pf_opt opts[] = {
-        {"workload", PF_OPT_CHOICE, &a.workload, 0, 0, workload_names, NULL,
-         "named workload (shape flags below override it)", 0},
-        {"seqs", PF_OPT_INT, &a.seqs, 1, BENCH_MAX_SEQS, NULL, "N", "sequences", 0},
-        {"len", PF_OPT_INT, &a.len, 1, BENCH_MAX_LEN, NULL, "N",
-         "every sequence this long (instead of the workload's lengths)", 0},
-        {"lengths", PF_OPT_STRING, &a.lengths, 0, 0, NULL, "L1,L2,...",
-         "explicit lengths (sets the sequence count)", 0},
-        {"mix-scale", PF_OPT_INT, &a.mix_scale, 1, 512, NULL, "K",
-         "seed length mix scaled by K (when no --len)", 0},
-        {"max-len", PF_OPT_INT, &a.max_len, 1, BENCH_MAX_LEN, NULL, "N",
-         "naive capacity per sequence (and the mix's clamp)", 0},
-        {"q-heads", PF_OPT_INT, &a.hq, 1, 1024, NULL, "N", "query heads", 0},
-        {"kv-heads", PF_OPT_INT, &a.hkv, 1, 1024, NULL, "N", "KV heads (divides q heads)", 0},
-        {"head-dim", PF_OPT_INT, &a.head_dim, 64, 128, NULL, "D", "head dim: 64 or 128", 0},
-        {"dtype", PF_OPT_CHOICE, &a.dtype, 0, 0, dtype_names, NULL, "element type", 0},
-        {"block-size", PF_OPT_INT, &a.block_size, 8, 256, NULL, "B", "tokens per block", 0},
-        {"iters", PF_OPT_INT, &a.iters, 1, 100000, NULL, "N", "timed iterations per pass", 0},
-        {"seed", PF_OPT_I64, &a.seed, 0, 9007199254740991.0, NULL, "S",
-         "seed of the lengths and the data", 0},
-        {"shuffle-seed", PF_OPT_I64, &a.shuffle_seed, 0, 9007199254740991.0, NULL, "S",
-         "frame permutation seed; 0: ordered frames only", 0},
-        {"shuffle-window", PF_OPT_INT, &a.shuffle_window, 1, 1 << 30, NULL, "N",
-         "shuffle frames only within runs of N (default: across the whole pool)", 0},
-        {"tolerance", PF_OPT_DOUBLE, &a.tolerance, 0, 1, NULL, "F",
-         "max |paged - naive|, and the absolute part of the reference check", 0},
-        {"ref-all-heads", PF_OPT_FLAG, &a.ref_all_heads, 0, 0, NULL, NULL,
-         "CPU reference on every head even for large workloads", 0},
-        {"no-read-bw", PF_OPT_FLAG, &a.no_read_bw, 0, 0, NULL, NULL,
-         "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
-        {"kernel", PF_OPT_INT, &a.kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
-         "kernel version, 0: the default (docs/gpu.md)", 0},
-        {"compare", PF_OPT_STRING, &a.compare, 0, 0, NULL, "V1,V2,...",
-         "also time these versions (at most " PF_BENCH_STR(PF_GPU_BENCH_MAX_RIVALS)
-         ") on the same data, interleaved", 0},
-        {"kv-layout", PF_OPT_CHOICE, &a.kv_layout, 0, 0, kv_layout_names, NULL,
-         "paged pools: split (a K and a V pool) or interleaved (a page's K and V together)", 0},
-        {"splits", PF_OPT_INT, &a.splits, 0, 256, NULL, "N",
-         "split-KV chunks of the longest sequence; 0: the planner's choice", 0},
-        {"grid-order", PF_OPT_FLAG, &a.grid_order, 0, 0, NULL, NULL,
-         "launch every chunk in grid order, without the planner's work list", 0},
-        {"tail", PF_OPT_INT, &a.tail, 1, 8, NULL, "N",
-         "cut each block's last 1/8 into N blocks of its own (balanced by the hardware)", 0},
-        {"group-tile", PF_OPT_INT, &a.group_tile, 0, 8, NULL, "N",
-         "query heads one block serves (1, 2, 4, 8 dividing the group); 0: the planner's", 0},
-        {"timeline", PF_OPT_STRING, &a.timeline, 0, 0, NULL, "FILE",
-         "one more paged launch with the block timeline on; its blocks as CSV to FILE", 0},
-        {"profile-out", PF_OPT_STRING, &a.profile_out, 0, 0, NULL, "FILE",
-         "also measure and write the simulator's GPU profile to FILE", 0},
-        {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
-        {0},
-    };
+    pf_opt opts[BENCH_NOPTS + 1];
+    bench_opts(opts, &a);
     int rc = pf_cli_start(PROG, bench_summary, opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
-
-    /* the workload gives every value a flag did not */
     const bench_workload *w = &workloads[a.workload];
-    if (!pf_cli_find(opts, "seqs")->seen)
-        a.seqs = w->seqs;
-    if (!pf_cli_find(opts, "mix-scale")->seen)
-        a.mix_scale = w->mix_scale;
-    if (!pf_cli_find(opts, "q-heads")->seen)
-        a.hq = w->hq;
-    if (!pf_cli_find(opts, "kv-heads")->seen)
-        a.hkv = w->hkv;
-    if (!pf_cli_find(opts, "head-dim")->seen)
-        a.head_dim = w->head_dim;
-    if (!pf_cli_find(opts, "block-size")->seen)
-        a.block_size = w->block_size;
-    if (!pf_cli_find(opts, "dtype")->seen)
-        a.dtype = (int)w->dtype;
-    const int max_len_seen = pf_cli_find(opts, "max-len")->seen;
-    if (!max_len_seen)
-        a.max_len = w->cap;
-    if (pf_cli_find(opts, "lengths")->seen && pf_cli_find(opts, "len")->seen)
-        return pf_cli_error(PROG, "--len and --lengths exclude each other");
-    char why[200];
-    if (!pf_gpu_shape_ok(a.hq, a.hkv, a.head_dim, a.block_size, why, sizeof why))
-        return pf_cli_error(PROG, "%s", why);
-
-    if (a.group_tile && ((a.group_tile & (a.group_tile - 1)) || (a.hq / a.hkv) % a.group_tile))
-        return pf_cli_error(PROG, "--group-tile %d: a block serves 1, 2, 4 or 8 query heads "
-                                  "dividing the group of %d", a.group_tile, a.hq / a.hkv);
-    if (a.shuffle_window && !a.shuffle_seed)
-        return pf_cli_error(PROG, "--shuffle-window: --shuffle-seed 0 leaves the frames in order");
-    if (a.tail && a.grid_order)
-        return pf_cli_error(PROG, "--tail: the tail's units need the work list (no --grid-order)");
-    if (a.compare && bench_parse_versions(a.compare, a.rivals, &a.num_rivals) != 0)
-        return pf_cli_error(PROG, "--compare: expected 1 to %d comma-separated kernel versions "
-                                  "0..%d, got '%s'", PF_GPU_BENCH_MAX_RIVALS,
-                            PF_GPU_KERNEL_VERSIONS, a.compare);
-    /* the flags that force a plan apply to every version timed */
-    for (int k = 0; k <= a.num_rivals; k++) {
-        const int v = k ? a.rivals[k - 1] : a.kernel;
-        if (a.tail && v && !pf_gpu_version_takes_tail(v)) {
-            char can[64];
-            pf_gpu_tail_versions(can, sizeof can);
-            return pf_cli_error(PROG, "--tail: kernel version %d cannot run one (versions %s can)",
-                                v, can);
-        }
-        if (a.grid_order && v == 11)
-            return pf_cli_error(PROG,
-                                "--grid-order: kernel version 11 runs from its work list only");
-    }
-    if (a.timeline && a.kernel > 0 && a.kernel < PF_GPU_TRACE_MIN_VERSION)
-        return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
-                                  "%d to %d do)", a.kernel, PF_GPU_TRACE_MIN_VERSION,
-                            PF_GPU_KERNEL_VERSIONS);
+    bench_apply_workload(&a, opts, w);
+    if (bench_check(&a, opts) != PF_CLI_OK)
+        return 2;
     /* both checked (a bad path is a usage error before any GPU work) and
      * put in place only by a run that succeeds (bench_out) */
     bench_out tl_out = {NULL, NULL}, prof_out = {NULL, NULL};
@@ -646,59 +722,16 @@ int pf_cmd_bench(int argc, char **argv)
     int n = 0, status = 2;
     FILE *prof = NULL;
     pf_report *r = NULL;
+    char why[200];
     int *lens = bench_lengths(&a, w, &n);
-    if (!lens)
+    if (!lens || bench_check_lengths(&a, pf_cli_find(opts, "max-len")->seen, lens, n) != PF_CLI_OK)
         goto out;
-    int maxlen = 0;
-    for (int i = 0; i < n; i++)
-        if (lens[i] > maxlen)
-            maxlen = lens[i];
-    if (maxlen > a.max_len) {
-        if (max_len_seen) {
-            pf_cli_error(PROG, "--max-len: the naive capacity %d is below the longest sequence "
-                               "(%d)", a.max_len, maxlen);
-            goto out;
-        }
-        a.max_len = maxlen; /* a longer --len or --lengths raises the naive reservation */
-    }
-    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS */
-    const int chunk_max = PF_GPU_CHUNK_MAX_TOKENS / a.block_size * a.block_size;
-    if (a.splits > 0 && (maxlen + a.splits - 1) / a.splits > chunk_max) {
-        pf_cli_error(PROG, "--splits %d: a sequence of %d tokens needs at least %d chunks of at "
-                           "most %d tokens", a.splits, maxlen, (maxlen + chunk_max - 1) / chunk_max,
-                     chunk_max);
-        goto out;
-    }
-
     if (!pf_gpu_available(why, sizeof why)) {
         fprintf(stderr, "%s: no GPU: %s\n", PROG, why);
         status = 3;
         goto out;
     }
-    pf_gpu_bench_cfg cfg = {
-        .num_seqs = n, .seq_lens = lens, .naive_cap = a.max_len, .num_q_heads = a.hq,
-        .num_kv_heads = a.hkv, .head_dim = a.head_dim, .block_size = a.block_size,
-        .dtype = (pf_gpu_dtype)a.dtype, .iters = a.iters, .seed = (unsigned long long)a.seed,
-        .shuffle_seed = (unsigned long long)a.shuffle_seed, .shuffle_window = a.shuffle_window,
-        .tolerance = a.tolerance,
-        .ref_all_heads = a.ref_all_heads, .measure_bw = !a.no_read_bw, .version = a.kernel,
-        .grid_order = a.grid_order,
-        .tail = a.tail,
-        .splits = a.splits,
-        .timeline = a.timeline != NULL,
-        .group_tile = a.group_tile,
-        .timeline_csv = a.timeline ? bench_out_name(&tl_out) : NULL,
-        .num_rivals = a.num_rivals,
-        .kv_interleaved = a.kv_layout,
-    };
-    memcpy(cfg.rivals, a.rivals, sizeof cfg.rivals);
-    /* every sequence is always checked; heads are sampled (one q head per
-     * kv head) only when all of them would cost the CPU too long */
-    long long work = 0;
-    for (int i = 0; i < n; i++)
-        work += (long long)lens[i] * a.hq * a.head_dim;
-    if (work <= (1LL << 32))
-        cfg.ref_all_heads = 1;
+    pf_gpu_bench_cfg cfg = bench_config(&a, lens, n, a.timeline ? bench_out_name(&tl_out) : NULL);
     pf_gpu_bench_result res;
     char err[300] = "";
     status = 1;
