@@ -553,8 +553,11 @@ static void pack_event(msgpack_packer *pk, const pf_kvev_event *e, int arr)
     const char *tag = pf_kvev_type_name(e->type);
 #define KEY(k) do { if (!arr) pack_cstr(pk, k); } while (0)
     if (e->type == PF_KVEV_STORED) {
+        /* an array ends at its last field that is not a default (msgspec's
+         * omit_defaults on an array_like struct): 7 without group_idx, 10
+         * with it (lora_name and extra_keys then held as nil) */
         if (arr)
-            msgpack_pack_array(pk, 7);
+            msgpack_pack_array(pk, e->has_group ? 10 : 7);
         else
             msgpack_pack_map(pk, 8 + (e->has_group ? 1 : 0));
         KEY("type");
@@ -583,6 +586,10 @@ static void pack_event(msgpack_packer *pk, const pf_kvev_event *e, int arr)
                 KEY("group_idx");
                 msgpack_pack_int64(pk, e->group_idx);
             }
+        } else if (e->has_group) {
+            msgpack_pack_nil(pk); /* lora_name */
+            msgpack_pack_nil(pk); /* extra_keys */
+            msgpack_pack_int64(pk, e->group_idx);
         }
     } else if (e->type == PF_KVEV_REMOVED) {
         int grp = e->has_group;

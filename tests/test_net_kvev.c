@@ -193,6 +193,8 @@ static void make_batch(pf_kvev_batch *bt, pf_kvev_event ev[3], pf_kvev_hash hs[3
     ev[0].n_tokens = 4;
     ev[0].block_size = 2;
     strcpy(ev[0].medium, "GPU");
+    ev[0].has_group = 1;
+    ev[0].group_idx = 3;
     ev[1].type = PF_KVEV_REMOVED;
     ev[1].hashes = &hs[1];
     ev[1].n_hashes = 1;
@@ -232,8 +234,10 @@ static void check_roundtrip(int array_like)
     cr_assert_eq(out.events[0].n_tokens, 4);
     cr_expect_eq(out.events[0].token_ids[3], 103u);
     cr_expect_str_eq(out.events[0].medium, "GPU");
-    if (!array_like) /* the array form carries the older vLLM's fields only */
-        cr_expect(out.events[1].has_group && out.events[1].group_idx == 4);
+    /* group_idx in both forms: the array form once dropped it from a
+     * BlockStored (7 fields, where group_idx is the 10th) */
+    cr_expect(out.events[0].has_group && out.events[0].group_idx == 3, "BlockStored's group_idx");
+    cr_expect(out.events[1].has_group && out.events[1].group_idx == 4, "BlockRemoved's group_idx");
     pf_kvev_batch_free(&out);
     free(p);
 }
