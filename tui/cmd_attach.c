@@ -183,6 +183,165 @@ static void print_jsonl(FILE *o, const pf_attach *m, double t, int tick, const p
     fflush(o);
 }
 
+/* ---- the session: the streams, the model, the screen --------------------- */
+
+typedef struct {
+    const attach_args *a;
+    pf_zsub *sub;     /* --kv-events, or NULL      */
+    pf_mfetch *fetch; /* --metrics, or NULL        */
+    pf_attach *m;
+    loop_ctx lc;      /* the model and time 0, for the subscriber's notes */
+    pf_cells cells;
+    pf_prom_page page;
+    int term_open, metrics_ok, full;
+    pf_zsub_stats zprev; /* the last tick's, for new warnings */
+    int live[PF_ZSUB_MAX_RANKS];
+} attach_run;
+
+/* Subscribe, open the metrics poller, make the model, take the terminal
+ * (or, headless, SIGINT and SIGTERM). Returns -1 when all is open, else
+ * the exit status after one line (2 for a bad endpoint or URL). */
+static int attach_open(attach_run *r, const attach_args *a)
+{
+    memset(r, 0, sizeof *r);
+    r->a = a;
+    r->full = 1;
+    const char *why = "";
+    int rc;
+    if (a->events) {
+        pf_zsub_config zc = pf_zsub_config_default();
+        zc.endpoint = a->events;
+        zc.replay_endpoint = a->replay;
+        zc.dp_ranks = a->dp_ranks;
+        zc.topic = a->topic;
+        zc.silence_ms = (int)(a->silence_s * 1000.0);
+        zc.replay_history = a->history;
+        rc = pf_zsub_open(&zc, &r->sub, &why);
+        if (rc == PF_ERR_ARG)
+            return pf_cli_error(PROG, "--kv-events/--replay: %s", why);
+        if (rc) {
+            fprintf(stderr, "%s: cannot subscribe to %s: %s\n", PROG, a->events, why);
+            return 1;
+        }
+    }
+    if (a->metrics) {
+        rc = pf_mfetch_open(a->metrics, a->tick_ms < 1000 ? a->tick_ms : 1000,
+                            (int)(a->metrics_timeout_s * 1000.0), pf_prom_limits_default().max_bytes,
+                            &r->fetch, &why);
+        if (rc == PF_ERR_ARG)
+            return pf_cli_error(PROG, "--metrics: %s, got '%s'", why, a->metrics);
+        if (rc) {
+            fprintf(stderr, "%s: %s\n", PROG, pf_strerror(rc));
+            return 1;
+        }
+    }
+    r->m = pf_attach_new((uint32_t)a->max_blocks);
+    if (!r->m) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        return 1;
+    }
+    if (a->headless) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    } else {
+        char err[256];
+        /* the terminal's character set for the grid's blocks; numbers stay
+         * in the C locale (the metrics parser relies on it) */
+        setlocale(LC_CTYPE, "");
+        if (pf_term_open(a->no_color, err, sizeof err) != 0)
+            return pf_cli_error(PROG, "%s", err);
+        r->term_open = 1;
+    }
+    r->lc = (loop_ctx){r->m, now_s()};
+    return -1;
+}
+
+/* The time between two ticks, in slices of at most 20 ms: the events, the
+ * metrics poll, the keys. Returns 1 when the user or a signal asks to quit. */
+static int attach_wait(attach_run *r, double next_tick)
+{
+    const char *why = "";
+    for (;;) {
+        double left = next_tick - now_s();
+        if (left <= 0)
+            return 0;
+        int slice = (int)(left * 1000.0) + 1;
+        if (slice > 20)
+            slice = 20;
+        if (r->sub && pf_zsub_poll(r->sub, r->term_open ? 0 : slice, on_note, &r->lc) < 0)
+            pf_attach_note(r->m, now_s() - r->lc.t0, "event sockets failed");
+        if (r->fetch) {
+            int fr = pf_mfetch_step(r->fetch, &r->page, &why);
+            if (fr == 1) {
+                pf_attach_metrics(r->m, &r->page, now_s() - r->lc.t0);
+                r->metrics_ok = 1;
+            } else if (fr < 0) {
+                if (r->metrics_ok || !pf_attach_note_count(r->m))
+                    pf_attach_note(r->m, now_s() - r->lc.t0, "metrics: %s", why);
+                r->metrics_ok = 0;
+            }
+        }
+        if (r->term_open) {
+            int k = pf_term_getkey(slice);
+            if (k == 'q' || k == 'Q' || pf_term_quit_requested())
+                return 1;
+            if (k == PF_TERM_KEY_RESIZE)
+                r->full = 1;
+        } else if (!r->sub) {
+            struct timespec ts = {0, (long)slice * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (stop_flag)
+            return 1;
+    }
+}
+
+/* A tick: the streams' counters become warnings, the model takes its
+ * sample, and the screen is drawn (or, headless, one jsonl line printed). */
+static void attach_tick(attach_run *r, int tick)
+{
+    const attach_args *a = r->a;
+    double t = now_s() - r->lc.t0;
+    pf_zsub_stats zs;
+    pf_mfetch_stats fs;
+    if (r->sub)
+        pf_zsub_stats_get(r->sub, &zs);
+    if (r->fetch)
+        pf_mfetch_stats_get(r->fetch, &fs);
+    sync_warnings(r->m, r->sub ? &zs : NULL, r->fetch ? &fs : NULL, &r->zprev, t);
+    pf_attach_sample(r->m, t);
+    if (a->headless) {
+        print_jsonl(stdout, r->m, t, tick, r->sub, a->dp_ranks);
+        return;
+    }
+    int w, h;
+    pf_term_size(&w, &h);
+    if ((w != r->cells.w || h != r->cells.h) &&
+        pf_cells_resize(&r->cells, w < 1 ? 1 : w, h < 1 ? 1 : h) == 0)
+        r->full = 1;
+    for (int k = 0; k < a->dp_ranks; k++)
+        r->live[k] = r->sub ? pf_zsub_rank_live(r->sub, k) : 0;
+    pf_attach_view_info vi = {a->events, a->metrics, a->dp_ranks, r->live, r->metrics_ok, t};
+    pf_attach_view_render(&r->cells, r->m, &vi);
+    pf_term_draw(&r->cells, r->full);
+    r->full = 0;
+}
+
+static void attach_close(attach_run *r)
+{
+    if (r->term_open)
+        pf_term_close();
+    pf_cells_free(&r->cells);
+    pf_prom_page_free(&r->page);
+    pf_attach_free(r->m);
+    pf_mfetch_close(r->fetch);
+    pf_zsub_close(r->sub);
+}
+
 int pf_cmd_attach(int argc, char **argv)
 {
     attach_args a = {
@@ -223,156 +382,21 @@ int pf_cmd_attach(int argc, char **argv)
     if (!a.events && !a.metrics)
         return pf_cli_error(PROG, "give --kv-events tcp://HOST:5557 and/or --metrics http://HOST:8000/metrics");
 
-    int status = 1;
-    pf_zsub *sub = NULL;
-    pf_mfetch *fetch = NULL;
-    pf_attach *m = NULL;
-    pf_cells cells = {0};
-    pf_prom_page page = {0};
-    int term_open = 0;
-    const char *why = "";
-
-    if (a.events) {
-        pf_zsub_config zc = pf_zsub_config_default();
-        zc.endpoint = a.events;
-        zc.replay_endpoint = a.replay;
-        zc.dp_ranks = a.dp_ranks;
-        zc.topic = a.topic;
-        zc.silence_ms = (int)(a.silence_s * 1000.0);
-        zc.replay_history = a.history;
-        rc = pf_zsub_open(&zc, &sub, &why);
-        if (rc == PF_ERR_ARG) {
-            status = pf_cli_error(PROG, "--kv-events/--replay: %s", why);
-            goto out;
-        }
-        if (rc) {
-            fprintf(stderr, "%s: cannot subscribe to %s: %s\n", PROG, a.events, why);
-            goto out;
-        }
-    }
-    if (a.metrics) {
-        rc = pf_mfetch_open(a.metrics, a.tick_ms < 1000 ? a.tick_ms : 1000, (int)(a.metrics_timeout_s * 1000.0),
-                            pf_prom_limits_default().max_bytes, &fetch, &why);
-        if (rc == PF_ERR_ARG) {
-            status = pf_cli_error(PROG, "--metrics: %s, got '%s'", why, a.metrics);
-            goto out;
-        }
-        if (rc) {
-            fprintf(stderr, "%s: %s\n", PROG, pf_strerror(rc));
-            goto out;
-        }
-    }
-    m = pf_attach_new((uint32_t)a.max_blocks);
-    if (!m) {
-        fprintf(stderr, "%s: out of memory\n", PROG);
-        goto out;
-    }
-
-    if (a.headless) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-    } else {
-        char err[256];
-        /* the terminal's character set for the grid's blocks; numbers stay
-         * in the C locale (the metrics parser relies on it) */
-        setlocale(LC_CTYPE, "");
-        if (pf_term_open(a.no_color, err, sizeof err) != 0) {
-            status = pf_cli_error(PROG, "%s", err);
-            goto out;
-        }
-        term_open = 1;
-    }
-
-    loop_ctx lc = {m, now_s()};
-    pf_zsub_stats zprev = {0};
-    int live[PF_ZSUB_MAX_RANKS] = {0};
-    int metrics_ok = 0, full = 1;
-    double next_tick = lc.t0 + a.tick_ms / 1000.0;
-    for (int tick = 1;; tick++) {
-        int quit = 0;
-        /* the slice between ticks: events, the metrics poll, keys */
-        for (;;) {
-            double left = next_tick - now_s();
-            if (left <= 0)
+    attach_run run;
+    int status = attach_open(&run, &a);
+    if (status < 0) {
+        double next_tick = run.lc.t0 + a.tick_ms / 1000.0;
+        for (int tick = 1;; tick++) {
+            int quit = attach_wait(&run, next_tick);
+            attach_tick(&run, tick);
+            next_tick += a.tick_ms / 1000.0;
+            if (next_tick < now_s()) /* a slow terminal: skip, do not spin to catch up */
+                next_tick = now_s() + a.tick_ms / 1000.0;
+            if (quit || (a.ticks && tick >= a.ticks))
                 break;
-            int slice = (int)(left * 1000.0) + 1;
-            if (slice > 20)
-                slice = 20;
-            if (sub) {
-                if (pf_zsub_poll(sub, term_open ? 0 : slice, on_note, &lc) < 0) {
-                    pf_attach_note(m, now_s() - lc.t0, "event sockets failed");
-                }
-            }
-            if (fetch) {
-                int fr = pf_mfetch_step(fetch, &page, &why);
-                if (fr == 1) {
-                    pf_attach_metrics(m, &page, now_s() - lc.t0);
-                    metrics_ok = 1;
-                } else if (fr < 0) {
-                    if (metrics_ok || !pf_attach_note_count(m))
-                        pf_attach_note(m, now_s() - lc.t0, "metrics: %s", why);
-                    metrics_ok = 0;
-                }
-            }
-            if (term_open) {
-                int k = pf_term_getkey(slice);
-                if (k == 'q' || k == 'Q' || pf_term_quit_requested()) {
-                    quit = 1;
-                    break;
-                }
-                if (k == PF_TERM_KEY_RESIZE)
-                    full = 1;
-            } else if (!sub) {
-                struct timespec ts = {0, (long)slice * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-            if (stop_flag) {
-                quit = 1;
-                break;
-            }
         }
-        double t = now_s() - lc.t0;
-        pf_zsub_stats zs;
-        pf_mfetch_stats fs;
-        if (sub)
-            pf_zsub_stats_get(sub, &zs);
-        if (fetch)
-            pf_mfetch_stats_get(fetch, &fs);
-        sync_warnings(m, sub ? &zs : NULL, fetch ? &fs : NULL, &zprev, t);
-        pf_attach_sample(m, t);
-        if (a.headless) {
-            print_jsonl(stdout, m, t, tick, sub, a.dp_ranks);
-        } else {
-            int w, h;
-            pf_term_size(&w, &h);
-            if ((w != cells.w || h != cells.h) && pf_cells_resize(&cells, w < 1 ? 1 : w, h < 1 ? 1 : h) == 0)
-                full = 1;
-            for (int r = 0; r < a.dp_ranks; r++)
-                live[r] = sub ? pf_zsub_rank_live(sub, r) : 0;
-            pf_attach_view_info vi = {a.events, a.metrics, a.dp_ranks, live, metrics_ok, t};
-            pf_attach_view_render(&cells, m, &vi);
-            pf_term_draw(&cells, full);
-            full = 0;
-        }
-        next_tick += a.tick_ms / 1000.0;
-        if (next_tick < now_s()) /* a slow terminal: skip, do not spin to catch up */
-            next_tick = now_s() + a.tick_ms / 1000.0;
-        if (quit || (a.ticks && tick >= a.ticks))
-            break;
+        status = 0;
     }
-    status = 0;
-
-out:
-    if (term_open)
-        pf_term_close();
-    pf_cells_free(&cells);
-    pf_prom_page_free(&page);
-    pf_attach_free(m);
-    pf_mfetch_close(fetch);
-    pf_zsub_close(sub);
+    attach_close(&run);
     return status;
 }
