@@ -260,7 +260,7 @@ static inline int pf_gpu_version_listed(int version)
 }
 
 /* Version 11 balances the work among its blocks at run time (work
- * stealing, gpu/kernels.cuh attn_steal): it runs only from a work list (a
+ * stealing, gpu/kernels/v7.cuh attn_steal): it runs only from a work list (a
  * plan made from host lengths), a chunk's tokens are claimed PF_GPU_STEAL_PIECE
  * at a time by at most PF_GPU_STEAL_VISITS blocks (its owner and thieves),
  * each leaving one partial output, so the workspace holds splits x visits
@@ -301,7 +301,7 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
 }
 
 /* Versions 19 and 20 feed bf16's attention weights to P V as one bf16
- * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels.cuh pick_v:
+ * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels/launch.cuh pick_v:
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
 {

@@ -73,7 +73,7 @@
 
 namespace {
 
-/* the size of AttnArgs<T> in gpu/kernels.cuh */
+/* the size of AttnArgs<T> in gpu/kernels/common.cuh */
 struct Args160 {
     unsigned long long w[20];
 };

@@ -157,7 +157,7 @@ Test(gpu, split_kv_long_sequences)
 }
 
 /* More chunks than the in-place merge loads at once (kMergeBatch, 8, in
- * gpu/kernels.cuh): its later batches rescale the running sums to a new max.
+ * gpu/kernels/v2.cuh): its later batches rescale the running sums to a new max.
  * 20 chunks of 464 tokens for 9000, 9 for 4097, one for 1; every version
  * that merges through the workspace (not v9/v10, at most 8 in a cluster),
  * fp16 and bf16, checked against the CPU reference and paged = naive. */

@@ -1,0 +1,817 @@
+/* gpu/kernels/mma.cuh - versions 6 and 12-20: the GQA group on tensor cores
+ * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
+ * Hopper's copy engine (attn_tma).
+ *
+ * Part of gpu/kernels.cuh, which includes the parts in order; CUDA C++,
+ * inside gpu/ only. Everything is in the unnamed namespace: each element
+ * type's translation unit keeps the instances it makes to itself. */
+#pragma once
+
+#include "gpu/kernels/v2.cuh"
+
+namespace {
+
+/* ---- version 6: the GQA group on tensor cores --------------------------
+ *
+ * Versions 1-5 spend most of their issue slots on fp32 FMAs: per 16 bytes
+ * of K/V a thread unpacks 8 elements and does 8 FMAs per query head for the
+ * scores and as many for V, plus the shuffles of the dot products. Here the
+ * group's query heads are the M dimension of mma.sync m16n8k16 (fp16/bf16
+ * operands, fp32 accumulate), padded to 16 rows as FlashInfer does for
+ * groups >= 4: S = Q K^T and O += P V take D / 4 mma instructions per 16
+ * tokens of a warp (D / 8 more for bf16's P, see Mma), where v5 issues about
+ * D x GT warp-wide FMAs for the same tokens (512 at D = 128, GT = 4).
+ * Measured on the H200 it is slower than v5 all the same (docs/gpu-journal.md,
+ * third session: 8 warps an SM keep too few requests in flight).
+ *
+ * Work split: a block (4 warps) owns the same (chunk, KV head, GQA tile) as
+ * before; warp w takes the chunk's 16-token tiles w, w + 4, w + 8, ... and
+ * keeps its own running max, sum and output, merged at the end through
+ * shared memory like v2's row groups (attn_finish). Each warp has its own
+ * cp.async pipeline of STAGES tiles (K and V, 16 rows each) in shared
+ * memory, so the loop needs no block barrier: a lane waits for its own
+ * copies (cp.async.wait_group) and __syncwarp makes the warp's copies
+ * visible to the warp's ldmatrix. Rows are stored with their 16-byte pieces
+ * XOR-swizzled by (row mod 8), so the eight rows an ldmatrix reads hit
+ * eight different bank groups.
+ *
+ * The page walk is done once per tile when the block size is a multiple of
+ * 16 (a tile then lies in one page: the frame's base is reused for its 16
+ * rows), per row otherwise (block sizes 8 and 24).
+ *
+ * Fragments (PTX ISA, mma.m16n8k16; g = lane / 4, c = lane % 4):
+ *   A (Q, then P)  row g: a0 = cols 2c..2c+1, a2 = cols 2c+8..; rows g + 8
+ *                  (a1, a3) are padding, always zero;
+ *   B (K^T, then V) b0 = rows 2c..2c+1 of col g, b1 = rows 2c+8..;
+ *                  ldmatrix on K rows gives K^T's, ldmatrix.trans on V rows
+ *                  gives V's;
+ *   C              c0, c1 = row g, cols 2c..2c+1 (c2, c3: padding rows).
+ * So a thread holds the scores of query head g for 4 of the tile's 16
+ * tokens; the row's max is reduced over the 4 lanes of a quad, and the
+ * scores' C fragment is, once rounded to 16 bits, the A fragment of P.
+ * P goes to the mma as fp16, or for bf16 as hi + lo (see Mma; one term in
+ * versions 19 and 20); the sum l
+ * is taken from the unrounded fp32 P. fp32 data has no 16-bit mma: version 6 runs version 5's
+ * kernel on it. */
+
+__device__ __forceinline__ void ldsm_x4(unsigned *r, const void *smem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
+/* ---- the copy engine (versions 15 and 16) -------------------------------
+ *
+ * Hopper's bulk tensor copy (TMA): one thread names a box of a tensor
+ * described by a tensor map (a 128-byte descriptor the host encodes, passed
+ * to the kernel as a __grid_constant__ parameter), and the copy engine, not
+ * the SM's load units, moves it to shared memory, counting its bytes on an
+ * mbarrier in shared memory as they land. The warp waits on the barrier's
+ * phase instead of cp.async.wait_group. With 128-byte swizzle the engine
+ * stores row r's 16-byte piece j of each 128-byte row at piece j ^ (r % 8),
+ * the address bits 4-6 XOR bits 7-9, so a box must start on a 1024-byte
+ * boundary for that to be r's own row within the box. */
+struct TmaMaps { /* aligned as CUtensorMap asks */
+    CUtensorMap k, v; /* K's and V's pool (paged) or naive buffers */
+};
+constexpr int kTmaAlign = 1024;   /* a swizzled box's alignment        */
+constexpr int kTmaBoxElts = 64;   /* a box row: 128 bytes of 16-bit data */
+
+__device__ __forceinline__ unsigned smem_u32(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
+                 : "memory");
+}
+/* make the barriers' initialisation visible to the copy engine */
+__device__ __forceinline__ void mbar_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+/* arrive once and expect `bytes` more from the copy engine in this phase */
+__device__ __forceinline__ void mbar_expect(unsigned long long *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+/* spin until the barrier's phase `parity` has completed */
+__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity)
+{
+    const unsigned b = smem_u32(bar);
+    unsigned done;
+    do {
+        asm volatile("{\n .reg .pred p;\n"
+                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(b), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* the box at (c0, c1, c2, c3) of a 4-D tensor map into dst, counted on bar */
+__device__ __forceinline__ void tma_load4(void *dst, const CUtensorMap *map, int c0, int c1,
+                                          int c2, int c3, unsigned long long *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_u32(dst)),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2),
+                 "r"(c3), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* order this thread's ordinary shared-memory stores before later copies
+ * of the engine into the same bytes */
+__device__ __forceinline__ void fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* c[0..1] += A B for the rows g of a m16n8k16 product whose rows g + 8 are
+ * zero (a1 = a3 = 0): the padding half of C is neither kept nor passed.
+ * run8 is the m16n8k8 product (A 16 x 8: a0 only; B 8 x 8: b0), version
+ * 12's P V over an 8-token tile. TY is the operands' PTX type.
+ *
+ * ORDERED (version 12) makes the mma volatile, so it stays in program
+ * order with the ldmatrix (volatile too) that feed it. It was tried
+ * against version 12's register spill and did not change it (ptxas: 24
+ * bytes of stack either way; the copy loop's unrolling was the cause); it
+ * stays because it is the build the eighth session measured. run8 is
+ * version 12's alone, so always ordered.
+ *
+ * Version 13 passes whole quads instead. In version 12's SASS (ninth
+ * session) the forms above cost about 60 register moves a tile: A and C
+ * must each be consecutive registers, so before every mma the compiler
+ * puts a zero into the padding half of A and of C and copies P's fragment
+ * into a fresh pair. run_quad takes A's four registers as ldmatrix loaded
+ * them (rows g + 8 read from a zero row of shared memory) and all of C,
+ * whose padding rows then simply stay zero. The second run8 is the m16n8k8
+ * product on the C quad {x, y} (A: a0 rows g, a1 rows g + 8): with a1 = 0
+ * it adds P V to x and exactly nothing to y, with a0 = 0 the other way
+ * round, so two n-tiles of the output share one quad and every accumulator
+ * in it is real. */
+#define PF_MMA_K16(TY, VOLATILE)                                                         \
+    asm VOLATILE("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                              \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                            \
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1))
+#define PF_MMA_PRODUCTS(TY)                                                                  \
+    template <bool ORDERED = false>                                                          \
+    __device__ static void run(float *c, unsigned a0, unsigned a2, unsigned b0, unsigned b1) \
+    {                                                                                        \
+        float d2 = 0.f, d3 = 0.f; /* the padding rows' C, in and out */                      \
+        if constexpr (ORDERED)                                                               \
+            PF_MMA_K16(TY, volatile);                                                        \
+        else                                                                                 \
+            PF_MMA_K16(TY, );                                                                \
+    }                                                                                        \
+    __device__ static void run8(float *c, unsigned a0, unsigned b0)                          \
+    {                                                                                        \
+        float d2 = 0.f, d3 = 0.f;                                                            \
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                       \
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(d2), "+f"(d3)                            \
+                     : "r"(a0), "r"(0u), "r"(b0));                                           \
+    }                                                                                        \
+    __device__ static void run_quad(float *c, const unsigned *a, unsigned b0, unsigned b1)   \
+    {                                                                                        \
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                              \
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                        \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));        \
+    }                                                                                        \
+    __device__ static void run8(float *x, float *y, unsigned a0, unsigned a1, unsigned b0)   \
+    {                                                                                        \
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                       \
+                     : "+f"(x[0]), "+f"(x[1]), "+f"(y[0]), "+f"(y[1])                        \
+                     : "r"(a0), "r"(a1), "r"(b0));                                           \
+    }
+template <typename T> struct Mma;
+template <> struct Mma<__nv_bfloat16> {
+    PF_MMA_PRODUCTS("bf16")
+    /* P as two bf16 terms, hi + lo: bf16 keeps 8 bits, and P rounded once
+     * moves an output by up to 2^-9 max |v|, which our check's allowance
+     * (1e-3 + 2^-7 |ref|) does not always cover on short sequences (a
+     * simulation of the test cases failed 10 elements in 192000); hi + lo
+     * keeps about 16 bits for one more mma per n-tile. */
+    static constexpr bool kSplitP = true;
+    __device__ static unsigned pack(float lo, float hi, unsigned *rest)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        __nv_bfloat162 r = __floats2bfloat162_rn(lo - __low2float(h), hi - __high2float(h));
+        *rest = *reinterpret_cast<unsigned *>(&r);
+        return *reinterpret_cast<unsigned *>(&h);
+    }
+};
+template <> struct Mma<__half> {
+    PF_MMA_PRODUCTS("f16")
+    /* fp16 keeps 11 bits of P in [0, 1]: one term is enough (2^-12; with
+     * version 12's lazy max P < 2^8, still 11 bits relative). */
+    static constexpr bool kSplitP = false;
+    __device__ static unsigned pack(float lo, float hi, unsigned *rest)
+    {
+        __half2 h = __floats2half2_rn(lo, hi);
+        *rest = 0u;
+        return *reinterpret_cast<unsigned *>(&h);
+    }
+};
+
+constexpr int kV6Warps = kThreads / 32;
+
+/* The pipeline buffer of versions 6 and 12: per warp STAGES tiles of
+ * `tok` rows of K and of V (dynamic shared memory for v6, static for v12,
+ * see mma_static). */
+__host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok)
+{
+    return kV6Warps * stages * 2 * tok * D * 2;
+}
+/* (launched with kSmemAlign bytes more, see smem_align, unless static;
+ * versions 15 and 16 with kTmaAlign more, see smem_align) */
+__host__ __device__ constexpr bool mma_static(int D, int stages, int tok)
+{
+    return v6_smem_bytes(D, stages, tok) <= 32 * 1024;
+}
+/* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
+ * the table cache, counted as 4 KB), at most 4: the register bound asks no
+ * more, so the compiler never spills to reach an occupancy the memory
+ * forbids (ptxas, sm_90, version 6: 166-208 registers at D = 128, 2
+ * blocks; 108-128 at D = 64, 4 blocks; no spills). */
+constexpr int v6_min_blocks(int D, int stages, int tok)
+{
+    const int fit = 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096);
+    return fit < 4 ? fit : 4;
+}
+
+/* ---- version 12: version 6's tensor cores in version 7's shape ---------
+ *
+ * The seventh session's probe (gpu/stream_probe.cu) ran version 7's copy
+ * pipeline with no arithmetic at 0.973 of the read bandwidth on shuffled
+ * pages, and 0.941 with one round of v7-like arithmetic (about 380
+ * instructions a warp a stage) between the waits: two rounds made it
+ * compute-bound at 0.684, so one round leaves the SMs only about 1.4x the
+ * rate their share of the bandwidth asks, and that is not enough to absorb
+ * the unevenness of a one-wave launch (some SMs finish their blocks early;
+ * the rest must then run faster to keep the memory busy). Version 7 (0.93)
+ * sits exactly there. Version 6 has a fraction of v7's instructions but a
+ * different shape: 16-token tiles a warp, 3 stages, 96 KB and 212
+ * registers a block, so 2 blocks an SM and llama's 512 blocks in two ragged
+ * waves (Nsight Compute: SMs active 89.7% of the time).
+ *
+ * Version 12 keeps v6's arithmetic and takes v7's shape: a warp's tile is 8
+ * tokens (the scores one m16n8k16 n-tile a k-step, P V one m16n8k8 an
+ * 8-wide slice of D, P's C fragment again the A fragment), 2 stages, so a
+ * block holds 32 KB (16 KB a stage: each lane copies 4 K and 4 V vectors
+ * a stage, as in v7) and 4 blocks fit an SM in one wave; and v7's lazy
+ * rescale, since at 8 tokens a tile the per-tile rescale of v6 (2 x D / 8
+ * multiplies a lane) would be a third of the loop. Per warp and 8 tokens
+ * (4 KB of K and V) the source asks about 100 instructions (4 + 4
+ * ldmatrix, D / 16 + 2 x D / 8 mma for bf16, the softmax of 2 scores a
+ * lane); Nsight Compute counted 315 (ninth session: register moves around
+ * the padded mma, swizzled addresses, the copy), against v7's 445.
+ * Measured (docs/gpu-journal.md): in the eighth session its paged pass trailed
+ * v7's, its gather costing a point more; with v7's fixed-offset copy for
+ * whole tiles (ninth session) it leads v7 by 0.6-1.1 points, and is
+ * version 0 for 16-bit GQA. */
+/* ---- version 14: a head tile a warp -----------------------------------
+ *
+ * Why. The pool is [frame][kv head][block_size][D]: one head's page of a
+ * frame is B x D elements (4 KB for a 16-token bf16 page at D = 128) and
+ * the frame's other heads lie right after it. Version 12's block serves one
+ * head, so it reads 4 KB pieces scattered over the pool (2 KB at 8-token
+ * pages), and the seventh session's probe measured what such pieces cost
+ * a pure copy: 0.982 of the read bandwidth at 4 KB, 0.983 at 2 KB, 0.996
+ * at 32 KB, 1.00 contiguous. Version 12 shows the same slope: paged over
+ * naive 1.5 points at 8-16 tokens, none at 128 (ninth session).
+ *
+ * How. The block serves W = 4 consecutive head tiles and warp w takes tile
+ * W ht + w over the whole chunk, in 8-token tiles with its own 2 stages,
+ * its own Q rows and its own (m, l, O), as a v12 warp does. At a step the 4
+ * warps copy the same tokens of 4 neighbouring heads: with group tiles of
+ * a whole KV head (GQA groups up to 8) that is 4 consecutive pages of one
+ * frame, 16 KB of K and 16 KB of V in one piece at 16-token pages. Each
+ * warp then holds its tile's whole result over the chunk, so the block
+ * merge of versions 2-13 is gone: the output (or the chunk's partial) goes
+ * from the registers. The price is the split: a chunk of a sequence is a
+ * quarter of the blocks, so llama (64 x 8 heads) needs 4 chunks to fill
+ * 528 slots, with their partials and merge (the planner counts a block as
+ * a quarter of an SM, host.c). Its naive pass reads 4 separate per-head
+ * streams (the naive layout is [seq][head][cap][D]), so it is the paged
+ * pass that this version is for. */
+/* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
+ * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
+ * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
+ * 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma), 19 and
+ * 20 (12 and 18 with P1: bf16's P as one term): see the comments above.
+ * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
+ * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
+ * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
+ * quads (see PF_MMA_PRODUCTS). */
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
+          bool MH, bool TMA, int L2P, bool P1>
+__device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
+{
+    /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
+     * (versions 19 and 20) feeds them as one */
+    constexpr bool kSplitP = Mma<T>::kSplitP && !P1;
+    constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
+    constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
+    constexpr int NT = D / 8;         /* n-tiles of the output           */
+    constexpr int KS = D / 16;        /* k-steps of the scores           */
+    constexpr int TILE_U4 = TOK * CPR;
+    constexpr int W = kV6Warps;
+    constexpr int X = TOK / 4;        /* scores a lane holds a tile      */
+    constexpr int kTmaBoxes = D / kTmaBoxElts; /* boxes of a tile (15, 16) */
+    static_assert(TOK == 8 || TOK == 16, "a tile is one or two m16n8 n-tiles");
+    static_assert(!QUAD || TOK == 8, "version 13 is version 12 with quads");
+    static_assert(!MH || (TOK == 8 && !QUAD), "version 14 is version 12 a warp a head tile");
+    static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
+    static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
+    static_assert(GT <= 8, "rows g + 8 of the mma are padding");
+    static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
+    /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
+     * no dynamic shared memory costs the host less (docs/gpu-journal.md,
+     * eighth session); version 6's 96 KB are dynamic, on the 128-byte grid */
+    uint4 *v6buf;
+    if constexpr (mma_static(D, STAGES, TOK)) {
+        /* the copy engine's swizzle needs each tile on the 1024-byte grid */
+        __shared__ alignas(TMA ? kTmaAlign : kSmemAlign) uint4
+            sbuf[v6_smem_bytes(D, STAGES, TOK) / 16];
+        v6buf = sbuf;
+    } else {
+        extern __shared__ uint4 v6dyn[];
+        v6buf = smem_align<TMA ? kTmaAlign : kSmemAlign>(v6dyn);
+    }
+    /* versions 15 and 16: a barrier a stage of each warp, which its copy's
+     * bytes complete */
+    __shared__ unsigned long long bars[TMA ? W : 1][TMA ? STAGES : 1];
+    __shared__ int tbl[kTableCache];
+    __shared__ float sm_m[W][GT], sm_l[W][GT];
+    __shared__ int sm_last;
+    /* versions 12, 13 and 15-17 keep Q here (below); 13 also a zero row;
+     * 14 each warp's own 8 rows */
+    __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * CPR : 1];
+
+    trace_mark(a, kTrStart);
+    trace_mark(a, kTrSm);
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const Work job = work_of(a);
+    const int seq = job.seq;
+    /* Version 14 (MH): the block serves head tiles W ht .. W ht + W - 1,
+     * warp w tile W ht + w over the whole chunk (a warp past the last
+     * tile, when the tiles are not a multiple of W, copies and computes
+     * nothing); the block's query heads are bq0 .. bq0 + brows - 1. Else
+     * the block's W warps share head tile ht, a warp every W-th tile of
+     * the chunk. */
+    const int myht = MH ? job.ht * W + warp : job.ht;
+    const bool active = !MH || myht * GT < a.hq;
+    const int2 hd = head_of<T, GT>(a, active ? myht : job.ht * W);
+    const int kvh = hd.x, qh0 = hd.y;
+    const int bq0 = MH ? job.ht * W * GT : qh0;
+    const int brows = MH ? min(W * GT, a.hq - bq0) : GT;
+    int len, t0, t1;
+    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, bq0, len, t0, t1, brows)) {
+        trace_mark(a, kTrEnd);
+        return;
+    }
+    const int B = a.B;
+    const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
+    const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
+    uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
+    const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
+    const bool walk_per_tile = B % TOK == 0;
+    /* Whole tiles copied at fixed offsets (below): every 8-token tile, and
+     * version 18's 16-token ones at D = 128. Version 6 (LAZY false, the only
+     * version without the lazy rescale) keeps the row loop as measured: with
+     * the fixed offsets its D = 64 paged kernel spilled 8 bytes at its 128
+     * registers (ptxas, ninth session), and so do version 18's bf16 D = 64
+     * paged kernels (4 bytes, fifteenth session), which keep it too. */
+    constexpr bool kFixedRows = TOK == 8 || (LAZY && D == 128);
+    if constexpr (TMA) {
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < STAGES; i++)
+                mbar_init(&bars[warp][i], 1);
+            mbar_init_fence();
+        }
+        __syncwarp();
+    }
+
+    /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
+     * XOR-swizzled by r % 8 (versions 6, 12-14, 17, 18); the copy engine's
+     * layout (versions 15, 16) is the same swizzle on 128-byte half rows:
+     * D / 64 boxes of 8 rows one after the other */
+    auto piece = [](int r, int pc) {
+        return TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
+                   : r * CPR + (pc ^ (r & 7));
+    };
+
+    /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st. */
+    auto issue = [&](int k, int st) {
+        const int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
+        if constexpr (TMA) {
+            /* versions 15 and 16: lane 0 names the tile's boxes, 8 rows by
+             * 64 elements (128 bytes: the swizzle's width), D / 64 of K and
+             * of V. The launcher runs them only when 8 divides the block
+             * size, so the tile's rows lie in one page (chunks are whole
+             * pages). Rows past the chunk's end are copied as they are
+             * (past the naive capacity the engine fills zeros) and their
+             * V rows zeroed after the wait: see the loop. */
+            if (lane == 0) {
+                int row = t0 + u0, outer = seq; /* naive: [seq][kvh][cap][D] */
+                if (PAGED) {                    /* the pool: [frame][kvh][B][D] */
+                    const int blk = a.bshift >= 0 ? u0 >> a.bshift : u0 / B;
+                    row = u0 - blk * B;
+                    outer = tbl[blk];
+                }
+                unsigned long long *bar = &bars[warp][st];
+                mbar_expect(bar, 2u * TOK * D * (unsigned)sizeof(T));
+                uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4, *dv = wbuf + (st * 2 + 1) * TILE_U4;
+#pragma unroll
+                for (int h = 0; h < kTmaBoxes; h++) {
+                    tma_load4(dk + h * TOK * 8, &tm->k, h * kTmaBoxElts, row, kvh, outer, bar);
+                    tma_load4(dv + h * TOK * 8, &tm->v, h * kTmaBoxElts, row, kvh, outer, bar);
+                }
+            }
+            return;
+        }
+        uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
+        uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
+        /* Rows r0 .. r0 + n of the tile from the address of row r0 (e: its
+         * element offset in K's buffer and V's), at fixed offsets. */
+        auto copy_rows = [&](size_t e, int r0, int n) {
+            const T *pk = kb + e + (size_t)(crow * D + cpc * 8);
+            const T *pv = vb + e + (size_t)(crow * D + cpc * 8);
+#pragma unroll
+            for (int it = r0 / RPI; it < (r0 + n) / RPI; it++) {
+                const int slot = piece(it * RPI + crow, cpc);
+                cp_async16<L2P>(dk + slot, pk + (it * RPI - r0) * D, true);
+                cp_async16<L2P>(dv + slot, pv + (it * RPI - r0) * D, true);
+            }
+        };
+        /* the pool offset of chunk token u's row */
+        auto walk = [&](int u) {
+            const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+            return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+        };
+        if (kFixedRows && t0 + u0 + TOK <= t1) {
+            /* version 12's common case, as version 7's: the whole tile is
+             * in the chunk and in one page, so one walk places every row,
+             * and the lane's rows are fixed offsets from one address (no
+             * bounds check, no per-row address arithmetic). Version 18's
+             * 16-token tile at 8-token pages lies in two pages: a walk
+             * for each half. */
+            if (!PAGED) {
+                copy_rows((size_t)(t0 + u0) * D, 0, TOK);
+                return;
+            }
+            if (walk_per_tile) {
+                copy_rows(walk(u0), 0, TOK);
+                return;
+            }
+            if constexpr (TOK == 16) {
+                if (B == 8) {
+                    copy_rows(walk(u0), 0, 8);
+                    copy_rows(walk(u0 + 8), 8, 8);
+                    return;
+                }
+            }
+        }
+        /* the tail tile, block sizes the tile's rows do not divide (other
+         * than version 18's 8), and every tile of version 6 and of version
+         * 18 at D = 64: row by row. Version 12: not unrolled. Unrolled, each
+         * row's 64-bit source address was live at once, and at 128 registers
+         * the paged kernel spilled (24 bytes of stack; ptxas: 122 registers
+         * and none without) */
+        const size_t e0 = PAGED && walk_per_tile ? walk(u0) : 0;
+#pragma unroll(TOK == 8 ? 1 : TOK / RPI)
+        for (int it = 0; it < TOK / RPI; it++) {
+            const int rr = it * RPI + crow, u = u0 + rr;
+            const bool ok = t0 + u < t1;
+            size_t e = 0;
+            if (ok) {
+                if (!PAGED) {
+                    e = (size_t)(t0 + u) * D;
+                } else if (walk_per_tile) {
+                    e = e0 + (size_t)rr * D;
+                } else {
+                    e = walk(u);
+                }
+                e += cpc * 8;
+            }
+            const int slot = piece(rr, cpc);
+            cp_async16<L2P>(dk + slot, kb + e, ok);
+            cp_async16<L2P>(dv + slot, vb + e, ok);
+        }
+    };
+    const int nt_chunk = (t1 - t0 + TOK - 1) / TOK;
+    const int mine = MH ? (active ? nt_chunk : 0)
+                        : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++) {
+        if (i < mine)
+            issue(i, i);
+        if constexpr (!TMA)
+            cp_async_commit();
+    }
+
+    /* Q as A fragments (rows g < GT; the other rows zero), unscaled: the
+     * fp32 scores are scaled instead, so Q is used exactly as stored.
+     * Version 6 keeps them in registers (D / 8 of them). Version 12 at 4
+     * blocks an SM has 128 registers a thread, and with Q held it spilled
+     * (eighth session: 88 bytes of stack, 4.3 million local requests a
+     * launch, llama 0.904), so it keeps the block's 8 rows of Q in shared
+     * memory (swizzled as the tiles) and loads each k-step's fragment by
+     * ldmatrix: D / 32 more instructions a tile, D / 8 registers fewer. */
+    const int g = lane / 4, c = lane % 4;
+    constexpr bool kQShared = TOK == 8;
+    unsigned qa[kQShared ? 1 : KS][2];
+    uint4 *const sqw = sq + (MH ? warp * 8 * CPR : 0); /* this warp's rows of Q */
+    if constexpr (MH) { /* a warp its own head tile's rows (none when inactive) */
+#pragma unroll
+        for (int i = lane; i < 8 * CPR; i += 32) {
+            const int row = i / CPR, pc = i % CPR;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (active && row < GT)
+                v = *reinterpret_cast<const uint4 *>(a.q + ((size_t)seq * a.hq + qh0 + row) * D +
+                                                     pc * 8);
+            sqw[row * CPR + (pc ^ row)] = v;
+        }
+        __syncwarp();
+    } else if constexpr (kQShared) {
+        if (tid < 8 * CPR) {
+            const int row = tid / CPR, pc = tid % CPR;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (row < GT)
+                v = *reinterpret_cast<const uint4 *>(a.q + ((size_t)seq * a.hq + qh0 + row) * D +
+                                                     pc * 8);
+            sq[row * CPR + (pc ^ row)] = v;
+        }
+        if (QUAD && tid < CPR) /* version 13: row 8, A's rows g + 8 */
+            sq[8 * CPR + tid] = make_uint4(0u, 0u, 0u, 0u);
+        __syncthreads();
+    } else {
+        const T *qrow = a.q + ((size_t)seq * a.hq + qh0 + (g < GT ? g : 0)) * D + 2 * c;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            qa[ks][0] = g < GT ? *reinterpret_cast<const unsigned *>(qrow + ks * 16) : 0u;
+            qa[ks][1] = g < GT ? *reinterpret_cast<const unsigned *>(qrow + ks * 16 + 8) : 0u;
+        }
+    }
+    float o[NT][2];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+        o[n][0] = o[n][1] = 0.f;
+    float m = -INFINITY, l = 0.f;
+
+    /* ldmatrix row addresses: lane -> (matrix lane / 8, row lane % 8).
+     * TOK 16: K's four matrices are (tokens 0-7 | 8-15) x (d lo | hi) of one
+     * k-step, V's (tokens lo | hi) x (n-tile lo | hi). TOK 8: K's are
+     * (d lo | hi) x (k-step ks | ks + 1), V's four n-tiles. */
+    const int lm = lane / 8, lr = lane % 8;
+    const int ktok = TOK == 16 ? (lm >> 1) * 8 + lr : lr, kpc = TOK == 16 ? lm & 1 : lm;
+    const int vtok = TOK == 16 ? (lm & 1) * 8 + lr : lr, vpc = TOK == 16 ? lm >> 1 : lm;
+    /* version 13: Q's matrices for one k-step are (rows 0-7 | the zero row)
+     * x (d lo | hi): the A operand of run_quad as loaded */
+    const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
+
+    for (int k = 0; k < mine; k++) {
+        const int st = k % STAGES;
+        __syncwarp(); /* every lane is done reading the slot about to be refilled */
+        if (k + STAGES - 1 < mine)
+            issue(k + STAGES - 1, (k + STAGES - 1) % STAGES);
+        if constexpr (TMA) {
+            /* the slot's (k / STAGES)-th fill has landed */
+            mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
+            const int valid = t1 - (t0 + (warp + k * W) * TOK);
+            if (valid < TOK) {
+                /* the chunk's last tile: its rows past the end were copied
+                 * as the memory holds them. Their scores are masked below,
+                 * but P = 0 times V = NaN is NaN, so V's rows are zeroed
+                 * (cp.async's zero-fill does this in versions 6, 12-14,
+                 * 17 and 18). The fence orders the stores before any later
+                 * copy into the slot; there is none (it is the warp's last
+                 * tile), so it only keeps the order safe if that changes. */
+                uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
+                for (int i = lane; i < (TOK - valid) * CPR; i += 32)
+                    vz[piece(valid + i / CPR, i % CPR)] = make_uint4(0u, 0u, 0u, 0u);
+                fence_proxy_async();
+                __syncwarp();
+            }
+        } else {
+            cp_async_commit();
+            cp_async_wait<STAGES - 1>();
+            __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
+        }
+        if (k == 0)
+            trace_mark(a, kTrReady);
+        const uint4 *ks_ = wbuf + (st * 2 + 0) * TILE_U4;
+        const uint4 *vs_ = wbuf + (st * 2 + 1) * TILE_U4;
+
+        /* S = Q K^T: s[0..1] tokens 2c, 2c + 1 of the tile, s[2..3] (TOK
+         * 16) 8 + 2c, 9 + 2c */
+        float s[4] = {0.f, 0.f, 0.f, 0.f};
+        if constexpr (TOK == 16) {
+#pragma unroll
+            for (int ks = 0; ks < KS; ks++) {
+                unsigned b[4];
+                const int pc = ks * 2 + kpc;
+                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+                Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
+                Mma<T>::run(&s[2], qa[ks][0], qa[ks][1], b[2], b[3]);
+            }
+        } else if constexpr (QUAD) { /* K's matrices (d lo | hi) x (k-step ks | ks + 1) */
+#pragma unroll
+            for (int ks = 0; ks < KS; ks += 2) {
+                unsigned b[4], q0[4], q1[4];
+                const int pc = ks * 2 + kpc;
+                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+                ldsm_x4(q0, sq + qrow * CPR + ((ks * 2 + qpc) ^ (qrow & 7)));
+                ldsm_x4(q1, sq + qrow * CPR + ((ks * 2 + 2 + qpc) ^ (qrow & 7)));
+                Mma<T>::run_quad(s, q0, b[0], b[1]);
+                Mma<T>::run_quad(s, q1, b[2], b[3]);
+            }
+        } else { /* Q's and K's four matrices: (d lo | hi) x (k-step ks | ks + 1) */
+#pragma unroll
+            for (int ks = 0; ks < KS; ks += 2) {
+                unsigned b[4], q[4];
+                const int pc = ks * 2 + kpc;
+                ldsm_x4(q, sqw + lr * CPR + (pc ^ lr));
+                ldsm_x4(b, ks_ + piece(ktok, pc));
+                Mma<T>::template run<true>(&s[0], q[0], q[1], b[0], b[1]);
+                Mma<T>::template run<true>(&s[0], q[2], q[3], b[2], b[3]);
+            }
+        }
+        const int tb = t0 + (MH ? k : warp + k * W) * TOK + 2 * c;
+        float x[X];
+#pragma unroll
+        for (int i = 0; i < X; i++) {
+            const int off = (i & 1) + (i >> 1) * 8; /* token tb + off */
+            x[i] = tb + off < t1 ? s[i] * a.qscale : -INFINITY;
+        }
+        float mt = x[0];
+#pragma unroll
+        for (int i = 1; i < X; i++)
+            mt = fmaxf(mt, x[i]);
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+        float ms;         /* the max the exps are taken against */
+        float alpha = 1.f; /* version 6: l's rescale, fused with its sum */
+        if constexpr (LAZY) {
+            /* version 7's lazy rescale: m moves only when the tile's max
+             * passes it by more than kLazy; the quad agrees (same mt, m) */
+            const bool mv = mt > m + kLazy;
+            if (__any_sync(0xffffffffu, mv)) {
+                const float al = mv ? fast_exp2(m - mt) : 1.f; /* m = -inf: 0 */
+                m = mv ? mt : m;
+                l *= al;
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    o[n][0] *= al;
+                    o[n][1] *= al;
+                }
+            }
+            ms = m == -INFINITY ? 0.f : m;
+        } else {
+            const float mn = fmaxf(m, mt);
+            ms = mn == -INFINITY ? 0.f : mn; /* no valid token yet */
+            alpha = fast_exp2(m - ms);
+            m = mn;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                o[n][0] *= alpha;
+                o[n][1] *= alpha;
+            }
+        }
+        float p[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int i = 0; i < X; i++)
+            p[i] = fast_exp2(x[i] - ms);
+        l = fmaf(l, alpha, (p[0] + p[1]) + (p[2] + p[3]));
+        /* O += P V */
+        unsigned pr0, pr2;
+        const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0), pa2 = Mma<T>::pack(p[2], p[3], &pr2);
+#pragma unroll
+        for (int j = 0; j < NT / 4 * (TOK / 8); j++) {
+            unsigned b[4];
+            if constexpr (TOK == 16) {
+                const int pc = 2 * j + vpc;
+                ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
+                Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
+                Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
+                if constexpr (kSplitP) {
+                    Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
+                    Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
+                }
+            } else {
+                const int pc = 4 * j + vpc;
+                ldsm_x4_t(b, vs_ + piece(vtok, pc));
+                if constexpr (QUAD) {
+#pragma unroll
+                    for (int q = 0; q < 4; q += 2) { /* n-tiles x, y in one C quad */
+                        float *x = o[4 * j + q], *y = o[4 * j + q + 1];
+                        Mma<T>::run8(x, y, pa0, 0u, b[q]);
+                        Mma<T>::run8(x, y, 0u, pa0, b[q + 1]);
+                        if constexpr (kSplitP) {
+                            Mma<T>::run8(x, y, pr0, 0u, b[q]);
+                            Mma<T>::run8(x, y, 0u, pr0, b[q + 1]);
+                        }
+                    }
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        Mma<T>::run8(o[4 * j + q], pa0, b[q]);
+                        if constexpr (kSplitP)
+                            Mma<T>::run8(o[4 * j + q], pr0, b[q]);
+                    }
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    trace_mark(a, kTrStreamed);
+    /* every warp is done with the pipeline buffer, which the block merge
+     * below reuses (version 14 does not; the barrier was kept as measured) */
+    __syncthreads();
+
+    /* the quad's partial sums make the row's l; m is already the quad's */
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    if constexpr (MH) {
+        /* version 14: each warp holds its head tile's whole result over
+         * the chunk (m, l and the output rows g < GT), so there is no block
+         * merge: the output, or the chunk's normalised partial and its
+         * log2-sum-exp, goes straight from the registers; then the count,
+         * and the merge of the block's brows query heads by the last chunk */
+        const bool whole = a.splits == 1 || len <= job.span * a.chunk;
+        if (active && g < GT) {
+            const size_t rowo = (size_t)seq * a.hq + qh0 + g;
+            const float inv = 1.f / l;
+            if (whole) {
+                T *po = a.out + rowo * D + 2 * c;
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    po[n * 8] = Elt<T>::store(o[n][0] * inv);
+                    po[n * 8 + 1] = Elt<T>::store(o[n][1] * inv);
+                }
+            } else {
+                float *po = a.part_o + (rowo * a.splits + job.chunk) * D + 2 * c;
+#pragma unroll
+                for (int n = 0; n < NT; n++)
+                    *reinterpret_cast<float2 *>(po + n * 8) =
+                        make_float2(o[n][0] * inv, o[n][1] * inv);
+                if (c == 0)
+                    a.part_lse[rowo * a.splits + job.chunk] = m + log2f(l);
+            }
+        }
+        if (!whole)
+            merge_if_last<T, D>(a, &sm_last, job, bq0, brows, len);
+        trace_mark(a, kTrEnd);
+        return;
+    }
+    float *sm_acc = reinterpret_cast<float *>(v6buf); /* [W][GT][D] */
+    if (g < GT) {
+        if (c == 0) {
+            sm_m[warp][g] = m;
+            sm_l[warp][g] = l;
+        }
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+            *reinterpret_cast<float2 *>(&sm_acc[(warp * GT + g) * D + n * 8 + 2 * c]) =
+                make_float2(o[n][0], o[n][1]);
+    }
+    __syncthreads();
+    attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0, len);
+    trace_mark(a, kTrEnd);
+}
+
+template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
+          bool MH, int L2P, bool P1>
+__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
+    attn_mma(const AttnArgs<T> a)
+{
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1>(a, nullptr);
+}
+
+/* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by
+ * the copy engine. The tensor maps are a __grid_constant__ parameter: the
+ * engine reads them where the launch put them. */
+template <typename T, int D, int GT, bool PAGED, int STAGES>
+__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, 8))
+    attn_tma(const AttnArgs<T> a, const __grid_constant__ TmaMaps tm)
+{
+    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false>(a, &tm);
+}
+
+} /* namespace */
