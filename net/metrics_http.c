@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,15 +78,18 @@ static int status_ok(CURL *c, char *errbuf)
     return -1;
 }
 
+/* libcurl's global set-up, once per process whichever thread asks first:
+ * two fetchers opened at once on two threads must not both run it (nor
+ * read a half-written flag). */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 static CURL *easy_new(const char *url, int timeout_ms, body *b, char *errbuf)
 {
-    static int once;
-    if (!once) {
-        /* The attach command is single-threaded when it first calls this;
-         * curl_global_init must not race other threads, hence here. */
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        once = 1;
-    }
+    pthread_once(&curl_once, curl_init_once);
     CURL *c = curl_easy_init();
     if (!c)
         return NULL;

@@ -1,7 +1,9 @@
 /* tests/race_net_metrics.c - the metrics registry updated by two threads
- * while libmicrohttpd's thread renders it for HTTP clients (a plain
- * executable for ThreadSanitizer; label race). Each page read must parse
- * cleanly and its counter must never go backwards. */
+ * while libmicrohttpd's thread renders it for HTTP clients, read by two
+ * client threads at once from their first GET (libcurl's global set-up
+ * must run once, not race); a plain executable for ThreadSanitizer, label
+ * race. Each page read must parse cleanly and its counter must never go
+ * backwards for the thread that reads it. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +26,39 @@ static void *writer(void *arg)
     return NULL;
 }
 
+typedef struct {
+    const char *url;
+    int bad; /* read on the main thread after the join */
+} reader_job;
+
+/* 25 GETs, each page parsed and its counter checked against the last. */
+static void *reader(void *arg)
+{
+    reader_job *j = arg;
+    double last = -1;
+    for (int i = 0; i < 25; i++) {
+        char *body;
+        size_t n;
+        const char *why;
+        if (pf_http_get(j->url, 5000, 1 << 20, &body, &n, NULL, &why) != 0) {
+            fprintf(stderr, "race_net_metrics: GET failed: %s\n", why);
+            j->bad = 1;
+            return NULL;
+        }
+        pf_prom_page pg;
+        double v = -1;
+        if (pf_prom_parse(body, n, NULL, &pg) != 0 || pg.n_bad != 0 ||
+            pf_prom_sum(&pg, "vllm:num_preemptions_total", &v) != 1 || v < last) {
+            fprintf(stderr, "race_net_metrics: bad page %d (counter %g after %g)\n", i, v, last);
+            j->bad = 1;
+        }
+        last = v;
+        pf_prom_page_free(&pg);
+        free(body);
+    }
+    return NULL;
+}
+
 int main(void)
 {
     static const double bounds[] = {0.01, 0.05, 0.1};
@@ -41,30 +76,17 @@ int main(void)
     }
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", pf_msrv_port(s));
-    pthread_t th[2];
+    pthread_t th[2], rd[2];
     for (long i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, writer, (void *)(i + 1));
-    int bad = 0;
-    double last = -1;
-    for (int i = 0; i < 50; i++) {
-        char *body;
-        size_t n;
-        if (pf_http_get(url, 5000, 1 << 20, &body, &n, NULL, &why) != 0) {
-            fprintf(stderr, "race_net_metrics: GET failed: %s\n", why);
-            bad = 1;
-            break;
-        }
-        pf_prom_page pg;
-        double v = -1;
-        if (pf_prom_parse(body, n, NULL, &pg) != 0 || pg.n_bad != 0 ||
-            pf_prom_sum(&pg, "vllm:num_preemptions_total", &v) != 1 || v < last) {
-            fprintf(stderr, "race_net_metrics: bad page %d (counter %g after %g)\n", i, v, last);
-            bad = 1;
-        }
-        last = v;
-        pf_prom_page_free(&pg);
-        free(body);
+    reader_job jobs[2];
+    for (int i = 0; i < 2; i++) {
+        jobs[i] = (reader_job){url, 0};
+        pthread_create(&rd[i], NULL, reader, &jobs[i]);
     }
+    for (int i = 0; i < 2; i++)
+        pthread_join(rd[i], NULL);
+    int bad = jobs[0].bad || jobs[1].bad;
     atomic_store(&stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
