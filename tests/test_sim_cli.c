@@ -267,6 +267,27 @@ Test(sim_cli, swept_value_checked_like_a_typed_one)
     free(o);
 }
 
+/* Flags the deterministic engine would ignore: --threads (it has no crew)
+ * and --tick-us (a batch run goes as fast as it can), typed or swept; they
+ * ran identical rows. With the threaded engine both are taken. */
+Test(sim_cli, flags_the_engine_ignores_are_refused)
+{
+    const char *a[] = {"--jobs", "8", "--threads", "4"};
+    expect_usage(a, 4, "--threads: only the threaded engine");
+    const char *b[] = {"--jobs", "8", "--sweep", "threads=1,2"};
+    expect_usage(b, 4, "--threads: only the threaded engine");
+    const char *c[] = {"--jobs", "8", "--tick-us", "5"};
+    expect_usage(c, 4, "--tick-us paces the threaded engine");
+    const char *d[] = {"--jobs", "8", "--sweep", "tick-us=1,2"};
+    expect_usage(d, 4, "--tick-us paces the threaded engine");
+    const char *e[] = {"--jobs", "8", "--engine", "threaded", "--threads", "2", "--tick-us", "1",
+                       "--format", "csv"};
+    cr_assert_eq(run(e, 10), 0, "the threaded engine takes both");
+    char *o = slurp(out_path);
+    cr_assert_eq(count_rows(o, "paged", "results"), 1, "%s", o);
+    free(o);
+}
+
 Test(sim_cli, one_worker_finishes)
 {
     const char *a[] = {"--jobs", "8", "--workers", "1", "--format", "csv"};

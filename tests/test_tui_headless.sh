@@ -32,9 +32,11 @@ LC_ALL=C LANG=C "$BIN" --headless --ticks 10 --width 80 --height 24 >"$TMP/d" ||
 LC_ALL=C grep -q '[^ -~]' "$TMP/d" && fail "non-ASCII bytes under LC_ALL=C"
 grep -q '# used' "$TMP/d" || fail "no ASCII legend under LC_ALL=C"
 
-# --engine threaded is refused, not silently replaced, under --headless
+# --engine threaded is refused, not silently replaced, under --headless, and
+# so are --threads and --tick-us, which it would ignore
 for args in "--dump-every 5" "--headless --width 60" "--headless --ticks -1" "--watermark 1.5" \
-            "--policy nope" "--headless --ticks" "--headless --engine threaded"; do
+            "--policy nope" "--headless --ticks" "--headless --engine threaded" \
+            "--headless --threads 2" "--headless --tick-us 5"; do
     # shellcheck disable=SC2086
     "$BIN" $args >"$TMP/out" 2>"$TMP/err"
     rc=$?

@@ -706,6 +706,13 @@ int pf_cmd_sim(int argc, char **argv)
         free(sp.buf);
         return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
     }
+    /* a step's wall time paces the threaded engine's crew or a published
+     * run; a batch run of the deterministic engine would ignore it */
+    if (pf_cli_find(opts, "tick-us")->seen && !publishing && a.f.engine != PF_ENGINE_THREADED) {
+        free(sp.buf);
+        return pf_cli_error(PROG, "--tick-us paces the threaded engine or a publishing run; the "
+                                  "deterministic engine runs as fast as it can");
+    }
     int npoints = sp.n ? sp.n : 1;
     sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
     pf_report *r = pf_report_new();

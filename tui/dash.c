@@ -1063,6 +1063,13 @@ int pf_cmd_dash(int argc, char **argv)
     if (o.headless && pf_cli_find(opts, "engine")->seen && o.sf.engine == PF_ENGINE_THREADED)
         return pf_cli_error(prog, "--engine threaded: --headless runs the deterministic engine "
                                   "(drop --engine, or --engine deterministic)");
+    /* so would a thread count or a step's wall time: headless steps as
+     * fast as it can */
+    static const char *const live_only[] = {"threads", "tick-us"};
+    for (size_t i = 0; o.headless && i < sizeof live_only / sizeof live_only[0]; i++)
+        if (pf_cli_find(opts, live_only[i])->seen)
+            return pf_cli_error(prog, "--%s: --headless steps the deterministic engine on this "
+                                      "thread, as fast as it can", live_only[i]);
     if (o.headless)
         o.sf.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
     if (pf_simflags_params(prog, &o.sf, &o.p) != 0)

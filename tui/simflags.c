@@ -151,6 +151,11 @@ int pf_simflags_check(const char *prog, const pf_simflags *f, pf_opt *opts)
                                   "add --enable-prefix-caching");
     if (pf_cli_find(opts, "prefix-groups")->seen && !f->shared_prefix)
         return pf_cli_error(prog, "--prefix-groups needs --shared-prefix-tokens");
+    /* the deterministic engine runs on the calling thread: a thread count
+     * would be ignored (and a sweep of it print identical rows) */
+    if (pf_cli_find(opts, "threads")->seen && f->engine != PF_ENGINE_THREADED)
+        return pf_cli_error(prog, "--threads: only the threaded engine has a crew of threads "
+                                  "(add --engine threaded)");
     if (f->shared_prefix && f->shared_prefix + 2 > f->p.cfg.max_seq_len)
         return pf_cli_error(prog, "--shared-prefix-tokens %d leaves no room in --max-len %d",
                             f->shared_prefix, f->p.cfg.max_seq_len);
