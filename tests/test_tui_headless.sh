@@ -150,6 +150,12 @@ for f in "$TMP/cut.pfrec" "$TMP/junk.pfrec" "$TMP/none.pfrec" "$TMP/hdr.pfrec"; 
     [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "replay of a damaged file: want one line: $(cat "$TMP/err")"
 done
 grep -q 'hdr.pfrec: no records' "$TMP/err" || fail "replay of a header alone: $(cat "$TMP/err")"
+# a directory is named as one (it opens for reading, and was reported as
+# a file with no PFREC header)
+"$BIN" replay "$TMP" --headless >/dev/null 2>"$TMP/err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "replay of a directory: exit $rc, want 2"
+grep -q 'Is a directory' "$TMP/err" || fail "replay of a directory: $(cat "$TMP/err")"
 
 # --mode naive on a pool that cannot hold one naive reservation: every job
 # was aborted and the dashboard showed an idle pool with exit 0; refused

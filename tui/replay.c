@@ -6,10 +6,12 @@
  */
 #include "tui/replay.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <langinfo.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/err.h"
@@ -318,7 +320,13 @@ int pf_cmd_replay(int argc, char **argv)
     o.ascii = want_ascii(o.ascii);
     FILE *f = fopen(o.file, "rb");
     if (!f) {
-        fprintf(stderr, "%s: cannot open '%s'\n", prog, o.file);
+        fprintf(stderr, "%s: cannot open '%s': %s\n", prog, o.file, strerror(errno));
+        return 2;
+    }
+    struct stat st; /* a directory opens for reading on Linux; its read fails */
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        fprintf(stderr, "%s: cannot open '%s': %s\n", prog, o.file, strerror(EISDIR));
         return 2;
     }
     char err[256];
