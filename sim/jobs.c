@@ -44,8 +44,6 @@
 #include "core/rng.h"
 #include "sim/sim.h"
 
-#define PF_JOBS_MAX 10000000
-
 void pf_jobs_free(pf_jobs *jobs)
 {
     if (!jobs)

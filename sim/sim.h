@@ -59,6 +59,10 @@ typedef struct {
     int rejected; /* trace jobs dropped because prompt+output > max_seq_len */
 } pf_jobs;
 
+/* The most jobs a run holds, after --n's fan-out into samples (a trace of
+ * the Azure code trace's length is 8,819; a million-request run fits). */
+#define PF_JOBS_MAX 10000000
+
 /* Jobs from the seed's mix: total length from pf_workload_lengths, split
  * into prompt and output from the same seed; arrival_rate requests per
  * second, evenly spaced (request i at i / rate seconds; 0 = all at time 0,

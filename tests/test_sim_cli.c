@@ -269,8 +269,9 @@ Test(sim_cli, swept_value_checked_like_a_typed_one)
 
 /* Flags the deterministic engine would ignore: --threads (it has no crew)
  * and --tick-us (a batch run goes as fast as it can), typed or swept; they
- * ran identical rows. With the threaded engine both are taken. */
-Test(sim_cli, flags_the_engine_ignores_are_refused)
+ * ran identical rows. With the threaded engine both are taken. And a
+ * fan-out (--n) past what a run holds is named as such. */
+Test(sim_cli, flags_the_engine_ignores_are_refused_and_the_fan_out_is_named)
 {
     const char *a[] = {"--jobs", "8", "--threads", "4"};
     expect_usage(a, 4, "--threads: only the threaded engine");
@@ -286,6 +287,10 @@ Test(sim_cli, flags_the_engine_ignores_are_refused)
     char *o = slurp(out_path);
     cr_assert_eq(count_rows(o, "paged", "results"), 1, "%s", o);
     free(o);
+    /* more samples than a run holds names the fan-out (it said "cannot
+     * generate 1000000 jobs", not why) */
+    const char *f[] = {"--jobs", "1000000", "--n", "64"};
+    expect_usage(f, 4, "--jobs 1000000 x --n 64 is 64000000 samples");
 }
 
 Test(sim_cli, one_worker_finishes)

@@ -229,10 +229,24 @@ int pf_simflags_params(const char *prog, const pf_simflags *f, pf_sim_params *ou
     return 0;
 }
 
+/* --n K fans every job out into K samples: all of them must fit a run. */
+static int fork_fits(const char *prog, const char *jobs_are, long long njobs, int n)
+{
+    if (njobs * n <= PF_JOBS_MAX)
+        return 1;
+    fprintf(stderr, "%s: %s x --n %d is %lld samples, more than a run holds (%d)\n", prog, jobs_are,
+            n, njobs * n, PF_JOBS_MAX);
+    return 0;
+}
+
 int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int warn)
 {
     int max_len = f->p.cfg.max_seq_len;
     if (!f->trace) {
+        char what[64];
+        snprintf(what, sizeof what, "--jobs %d", f->jobs);
+        if (!fork_fits(prog, what, f->jobs, f->n))
+            return 2;
         if (pf_jobs_generate(jobs, (uint64_t)f->seed, f->jobs, pf_mix_seed(), f->arrival_rate,
                              max_len) != PF_OK ||
             pf_jobs_add_prefix(jobs, f->shared_prefix, f->prefix_groups, max_len) != PF_OK ||
@@ -247,6 +261,14 @@ int pf_simflags_jobs(const char *prog, const pf_simflags *f, pf_jobs *jobs, int 
     int rc = f->trace_data ? pf_jobs_parse_trace(jobs, f->trace, f->trace_data, f->trace_len,
                                                  max_len, err, sizeof err)
                            : pf_jobs_load_trace(jobs, f->trace, max_len, err, sizeof err);
+    if (rc == PF_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "the trace's %d requests", jobs->njobs);
+        if (!fork_fits(prog, what, jobs->njobs, f->n)) {
+            pf_jobs_free(jobs);
+            return 2;
+        }
+    }
     /* a trace's requests get the shared system prompts too: the trace says
      * how long each prompt is, the flags what its head is */
     if (rc == PF_OK &&
