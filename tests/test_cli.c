@@ -107,6 +107,10 @@ Test(cli, positional) { expect_usage((char *[]){"x", "stray"}, 2, "unexpected ar
 Test(cli, flag_with_value) { expect_usage((char *[]){"x", "--verbose=1"}, 2, "--verbose takes no value"); }
 Test(cli, empty_string) { expect_usage((char *[]){"x", "--trace", ""}, 3, "--trace"); }
 Test(cli, overflow) { expect_usage((char *[]){"x", "--seqs", "99999999999999999999999"}, 3, "--seqs"); }
+/* strtol/strtod would take these as 5, 16 and 8 */
+Test(cli, leading_blank) { expect_usage((char *[]){"x", "--seqs", " 5"}, 3, "got ' 5'"); }
+Test(cli, hex_int) { expect_usage((char *[]){"x", "--seqs", "0x10"}, 3, "got '0x10'"); }
+Test(cli, hex_double) { expect_usage((char *[]){"x", "--watermark", "0x1p-3"}, 3, "got '0x1p-3'"); }
 
 Test(cli, help_is_reported)
 {
