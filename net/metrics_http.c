@@ -221,8 +221,10 @@ int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why)
         f->b.max = f->max_bytes;
         f->errbuf[0] = '\0';
         f->easy = easy_new(f->url, f->timeout_ms, &f->b, f->errbuf);
-        if (!f->easy)
+        if (!f->easy) {
+            *why = pf_strerror(PF_ERR_NOMEM);
             return PF_ERR_NOMEM;
+        }
         curl_multi_add_handle(f->multi, f->easy);
     }
     int running = 0;
@@ -262,6 +264,8 @@ int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why)
         page->truncated = 1;
     free(f->b.p);
     memset(&f->b, 0, sizeof f->b);
+    if (prc) /* no memory for the page: every failure names its reason */
+        *why = pf_strerror(prc);
     return prc ? prc : 1;
 }
 

@@ -36,8 +36,9 @@ int pf_mfetch_open(const char *url, int interval_ms, int timeout_ms, size_t max_
 /* Advance: start a poll when one is due, move a running one on. When a poll
  * has just finished, parse it into *page (freed and refilled) and return 1;
  * a failed poll returns PF_ERR_IO with *why (connection refused, HTTP 404,
- * a redirect, any answer but 2xx, timeout...) and leaves *page as it was;
- * otherwise 0. A page cut at max_bytes is parsed up to its last whole line. */
+ * a redirect, any answer but 2xx, timeout...) and leaves *page as it was,
+ * no memory PF_ERR_NOMEM (with *why too); otherwise 0. A page cut at
+ * max_bytes is parsed up to its last whole line. */
 int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why);
 
 /* Polls done, failed, cut at max_bytes. */
