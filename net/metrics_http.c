@@ -59,23 +59,28 @@ static int url_ok(const char *url)
            !strpbrk(url, " \t\r\n");
 }
 
-/* Only a 2xx answer carries the page. FAILONERROR turns 4xx/5xx into
- * errors, but a 3xx is a "success" whose body (often empty) is no metrics:
- * we never follow redirects (they may lead to another host), and taking the
- * redirect's body would replace the last good page with an empty one and
- * say nothing. Returns 0 for 2xx, else writes the reason into errbuf. */
-static int status_ok(CURL *c, char *errbuf)
+/* Whether a finished transfer brought a page: curl's transfer succeeded
+ * (or stopped at our size cap: a cut page is still read) and the answer is
+ * 2xx. FAILONERROR turns 4xx/5xx into transfer errors, but a 3xx is a
+ * "success" whose body (often empty) is no metrics: we never follow
+ * redirects (they may lead to another host), and taking the redirect's body
+ * would replace the last good page with an empty one and say nothing. On
+ * no, a refused status's reason goes into errbuf (a transfer error's is
+ * curl's own, there already or from curl_easy_strerror). */
+static int page_ok(CURL *c, CURLcode rc, int truncated, char *errbuf)
 {
+    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && truncated))
+        return 0;
     long code = 0;
     if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK)
         code = 0;
     if (code >= 200 && code <= 299)
-        return 0;
+        return 1;
     if (code >= 300 && code <= 399)
         snprintf(errbuf, CURL_ERROR_SIZE, "HTTP %ld: a redirect (not followed: give the final URL)", code);
     else
         snprintf(errbuf, CURL_ERROR_SIZE, "HTTP %ld: not a page of metrics", code);
-    return -1;
+    return 0;
 }
 
 /* libcurl's global set-up, once per process whichever thread asks first:
@@ -124,10 +129,9 @@ int pf_http_get(const char *url, int timeout_ms, size_t max_bytes, char **out, s
     if (!c)
         return PF_ERR_NOMEM;
     CURLcode rc = curl_easy_perform(c);
-    int transfer_ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && b.truncated);
-    int status_bad = transfer_ok && status_ok(c, errbuf) != 0;
+    int ok = page_ok(c, rc, b.truncated, errbuf);
     curl_easy_cleanup(c);
-    if (!transfer_ok || status_bad) {
+    if (!ok) {
         free(b.p);
         *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
         return PF_ERR_IO;
@@ -237,11 +241,10 @@ int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why)
     while ((m = curl_multi_info_read(f->multi, &left)))
         if (m->msg == CURLMSG_DONE)
             rc = m->data.result;
-    int transfer_ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && f->b.truncated);
-    int status_bad = transfer_ok && status_ok(f->easy, f->errbuf) != 0;
+    int ok = page_ok(f->easy, rc, f->b.truncated, f->errbuf);
     finish_easy(f);
     f->st.polls++;
-    if (!transfer_ok || status_bad) {
+    if (!ok) {
         f->st.failures++;
         *why = f->errbuf[0] ? f->errbuf : curl_easy_strerror(rc);
         return PF_ERR_IO;

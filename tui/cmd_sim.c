@@ -499,6 +499,25 @@ static int parse_sweep(sim_args *a, pf_opt *opts, int nsim_opts, sweep_spec *sp)
     return pf_simflags_check(PROG, &a->f, opts) != PF_CLI_OK ? 2 : 0;
 }
 
+/* The flags that shape how sim runs rather than the simulation, against
+ * the rest: publishing is one run (no sweep); --linger and --metrics-bind
+ * need something published; a step's wall time paces the threaded
+ * engine's crew or a published run, which a batch run of the deterministic
+ * engine would ignore. Returns 0, or 2 after one line. */
+static int check_how_it_runs(const sim_args *a, pf_opt *opts, const sweep_spec *sp)
+{
+    const int publishing = a->f.kv_publish || a->metrics_port;
+    if (publishing && sp->n)
+        return pf_cli_error(PROG, "--sweep runs many simulations at once: it cannot be combined with "
+                                  "--kv-events-publish or --metrics-port");
+    if (!publishing && (a->linger > 0 || a->metrics_bind))
+        return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
+    if (pf_cli_find(opts, "tick-us")->seen && !publishing && a->f.engine != PF_ENGINE_THREADED)
+        return pf_cli_error(PROG, "--tick-us paces the threaded engine or a publishing run; the "
+                                  "deterministic engine runs as fast as it can");
+    return 0;
+}
+
 /* The configuration section: the base flags, the swept one left to its
  * column (cfg_num). Returns 0, or 2 when the flags make no parameters. */
 static int report_config(pf_report *r, const sim_args *a, const sweep_spec *sp, const pf_jobs *jobs)
@@ -587,6 +606,24 @@ static int make_points(sweep_point *pts, int npoints, const sim_args *a, const s
     return 0;
 }
 
+/* A table's columns: the swept flag's first (with a sweep), then n of
+ * its own. Returns how many. */
+static int table_columns(const sweep_spec *sp, const char *const *k, const char *const *l, int n,
+                         const char **keys, const char **labels)
+{
+    int nc = 0;
+    if (sp->n) {
+        keys[nc] = sp->name;
+        labels[nc] = sp->name;
+        nc++;
+    }
+    for (int i = 0; i < n; i++, nc++) {
+        keys[nc] = k[i];
+        labels[nc] = l[i];
+    }
+    return nc;
+}
+
 /* The results, latency and KV tables: naive and paged rows a point (a
  * naive row only where it differs from the one before), a column for the
  * swept value first. */
@@ -597,16 +634,7 @@ static void report_tables(pf_report *r, const sweep_point *pts, int npoints, con
     static const int tcols[NTABLES] = {NSERVE, NLAT, NKV};
     for (int t = 0; t < NTABLES; t++) {
         const char *keys[32], *labels[32];
-        int nc = 0;
-        if (sp->n) {
-            keys[nc] = sp->name;
-            labels[nc] = sp->name;
-            nc++;
-        }
-        for (int i = 0; i < tcols[t]; i++, nc++) {
-            keys[nc] = tkeys[t][i];
-            labels[nc] = tlabels[t][i];
-        }
+        int nc = table_columns(sp, tkeys[t], tlabels[t], tcols[t], keys, labels);
         pf_report_table(r, table_names[t], table_titles[t], nc, keys, labels);
         pf_sim_stats last_naive = {0};
         int have_naive = 0;
@@ -634,19 +662,10 @@ static void report_tables(pf_report *r, const sweep_point *pts, int npoints, con
 /* --watermark auto: what the controller did, decision by decision. */
 static void report_decisions(pf_report *r, const sweep_point *pts, int npoints, const sweep_spec *sp)
 {
-    const char *keys[8], *labels[8];
-    int nc = 0;
-    if (sp->n) {
-        keys[nc] = sp->name;
-        labels[nc] = sp->name;
-        nc++;
-    }
     static const char *const dk[] = {"time", "watermark", "waste", "decision"};
     static const char *const dl[] = {"time (s)", "watermark", "waste (window)", "decision"};
-    for (int i = 0; i < 4; i++, nc++) {
-        keys[nc] = dk[i];
-        labels[nc] = dl[i];
-    }
+    const char *keys[8], *labels[8];
+    int nc = table_columns(sp, dk, dl, 4, keys, labels);
     pf_report_table(r, "load_controller", "Load controller (--watermark auto), paged run", nc, keys,
                     labels);
     for (int k = 0; k < npoints; k++) {
@@ -692,27 +711,13 @@ int pf_cmd_sim(int argc, char **argv)
         return 2;
     sweep_spec sp;
     int status = parse_sweep(&a, opts, nsim_opts, &sp);
+    if (!status)
+        status = check_how_it_runs(&a, opts, &sp);
     if (status) {
         free(sp.buf);
         return status;
     }
-    int publishing = a.f.kv_publish || a.metrics_port;
-    if (publishing && sp.n) {
-        free(sp.buf);
-        return pf_cli_error(PROG, "--sweep runs many simulations at once: it cannot be combined with "
-                                  "--kv-events-publish or --metrics-port");
-    }
-    if (!publishing && (a.linger > 0 || a.metrics_bind)) {
-        free(sp.buf);
-        return pf_cli_error(PROG, "--linger and --metrics-bind need --kv-events-publish or --metrics-port");
-    }
-    /* a step's wall time paces the threaded engine's crew or a published
-     * run; a batch run of the deterministic engine would ignore it */
-    if (pf_cli_find(opts, "tick-us")->seen && !publishing && a.f.engine != PF_ENGINE_THREADED) {
-        free(sp.buf);
-        return pf_cli_error(PROG, "--tick-us paces the threaded engine or a publishing run; the "
-                                  "deterministic engine runs as fast as it can");
-    }
+    const int publishing = a.f.kv_publish || a.metrics_port;
     int npoints = sp.n ? sp.n : 1;
     sweep_point *pts = calloc((size_t)npoints, sizeof *pts);
     pf_report *r = pf_report_new();
