@@ -15,30 +15,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
+#include "core/rng.h"
 #include "tui/render.h"
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+static pf_rng rng; /* seeded in main: the same snapshot every run */
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) /* splitmix64 */
+static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return pf_rng_next(&rng);
 }
 
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* One configuration's frame times, microseconds. */
+typedef struct {
+    double mean, median, p99, max;
+    unsigned sink; /* a cell of every frame, so no render is optimised away */
+} frame_times;
+
+/* Renders v into b `iters` times (t: scratch for iters times; the step
+ * changes every frame, so every frame differs) and sums the times up. */
+static void time_frames(pf_cells *b, const pf_dash_view *v, pf_sim_snapshot *s, pf_grid_info *gi, int iters,
+                        double *t, frame_times *ft)
+{
+    unsigned sink = 0;
+    for (int i = 0; i < iters; i++) {
+        s->stats.step = i;
+        double t0 = pf_clock_s();
+        pf_render_screen(b, v, gi);
+        t[i] = (pf_clock_s() - t0) * 1e6;
+        sink += b->cells[(size_t)i % ((size_t)b->w * (size_t)b->h)].ch;
+    }
+    double sum = 0;
+    for (int i = 0; i < iters; i++)
+        sum += t[i];
+    qsort(t, (size_t)iters, sizeof *t, cmp_double);
+    *ft = (frame_times){sum / iters, t[iters / 2], t[(int)(iters * 0.99)], t[iters - 1], sink & 1};
 }
 
 static int fill_snapshot(pf_sim_snapshot *s, int nframes)
@@ -113,19 +131,10 @@ static int run_charts(int w, int h, double window_s, int iters)
                 goto out;
     }
     pf_dash_view v = {.snap = &s, .charts = 1, .hist = &hist, .window_s = window_s};
-    unsigned sink = 0;
-    for (int i = 0; i < iters; i++) {
-        double t0 = now_us();
-        pf_render_screen(&b, &v, NULL);
-        t[i] = now_us() - t0;
-        sink += b.cells[(size_t)(i % (w * h))].ch;
-    }
-    double sum = 0;
-    for (int i = 0; i < iters; i++)
-        sum += t[i];
-    qsort(t, (size_t)iters, sizeof *t, cmp_double);
+    frame_times ft;
+    time_frames(&b, &v, &s, NULL, iters, t, &ft);
     printf("charts %5d steps %4dx%-3d window %6.0f s  mean %6.1f us  median %6.1f us  p99 %7.1f us  max %7.1f us  (%d renders, sink %u)\n",
-           hist.n, w, h, window_s, sum / iters, t[iters / 2], t[(int)(iters * 0.99)], t[iters - 1], iters, sink & 1);
+           hist.n, w, h, window_s, ft.mean, ft.median, ft.p99, ft.max, iters, ft.sink);
     rc = 0;
 out:
     free(t);
@@ -145,21 +154,11 @@ static int run(int nframes, int w, int h, int ascii, int iters)
         goto out;
     pf_dash_view v = {.snap = &s, .gpu = NULL, .ascii = ascii, .help = 0, .status = "watermark 5.0%"};
     pf_grid_info gi;
-    unsigned sink = 0;
-    for (int i = 0; i < iters; i++) {
-        s.stats.step = i; /* something changes every frame */
-        double t0 = now_us();
-        pf_render_screen(&b, &v, &gi);
-        t[i] = now_us() - t0;
-        sink += b.cells[(size_t)(i % (w * h))].ch;
-    }
-    double sum = 0;
-    for (int i = 0; i < iters; i++)
-        sum += t[i];
-    qsort(t, (size_t)iters, sizeof *t, cmp_double);
+    frame_times ft;
+    time_frames(&b, &v, &s, &gi, iters, t, &ft);
     printf("%6d frames  %4dx%-3d %-5s  N=%-3d  mean %6.1f us  median %6.1f us  p99 %7.1f us  max %7.1f us  (%d renders, sink %u)\n",
-           nframes, w, h, ascii ? "ascii" : "utf8", gi.frames_per_cell, sum / iters, t[iters / 2],
-           t[(int)(iters * 0.99)], t[iters - 1], iters, sink & 1);
+           nframes, w, h, ascii ? "ascii" : "utf8", gi.frames_per_cell, ft.mean, ft.median, ft.p99, ft.max, iters,
+           ft.sink);
     rc = 0;
 out:
     free(t);
@@ -199,6 +198,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_render: unknown argument '%s' (try --help)\n", argv[i]);
         return 2;
     }
+    pf_rng_seed(&rng, 0x9E3779B97F4A7C15ull);
     printf("bench_render: one full dashboard frame into the cell buffer\n");
     int rc = 0;
     rc |= run(4096, 80, 24, 0, iters);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "tui/cmdq.h"
 
@@ -72,13 +73,6 @@ static void ctl_status(control *c, const char *fmt, ...)
     pthread_mutex_unlock(&c->mu);
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The next run: the same jobs from step 0, running. */
 static int ctl_next_run(control *c)
 {
@@ -95,7 +89,7 @@ static int ctl_next_run(control *c)
      * back (or a second passes), the old run's figures are still there */
     c->await_restart = 1;
     c->await_from = st.step;
-    c->await_until = mono_s() + 1.0;
+    c->await_until = pf_clock_s() + 1.0;
     c->driving = 0;
     pthread_mutex_lock(&c->mu);
     c->run.run++;
@@ -123,7 +117,7 @@ static void ctl_ended(control *c, const pf_sim_stats *st, int exact)
     c->run.final = *st;
     int run = c->run.run;
     pthread_mutex_unlock(&c->mu);
-    c->restart_at = mono_s() + PF_DASH_LOOP_HOLD_S;
+    c->restart_at = pf_clock_s() + PF_DASH_LOOP_HOLD_S;
     ctl_status(c, "run %d complete%s", run, ctl_loop(c) ? "; the next starts in 3 s" : "; r: run again");
 }
 
@@ -141,12 +135,12 @@ static void ctl_watch_end(control *c)
     pf_sim_stats st;
     pf_sim_get_stats(c->sim, &st);
     if (c->run.ended) { /* read without mu: only this thread writes it */
-        if (ctl_loop(c) && mono_s() >= c->restart_at)
+        if (ctl_loop(c) && pf_clock_s() >= c->restart_at)
             ctl_next_run(c);
         return;
     }
     if (c->await_restart) { /* the old run's figures until the reset lands */
-        if (st.step >= c->await_from && c->await_from > 0 && mono_s() < c->await_until)
+        if (st.step >= c->await_from && c->await_from > 0 && pf_clock_s() < c->await_until)
             return;
         c->await_restart = 0;
         c->last_step = -1;
@@ -457,7 +451,7 @@ static void *ctl_main(void *arg)
             ctl_exec(c, c->local.v[i]);
         int rc, split = c->split[0] != NULL;
         if (split) {
-            double t = mono_s();
+            double t = pf_clock_s();
             split_advance(c, c->split_t > 0 ? (long)((t - c->split_t) * 1e6) : 30000);
             c->split_t = t;
             rc = pf_sim_take_snapshot(c->split[1], &c->snaps[c->back]);

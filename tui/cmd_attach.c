@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "net/attach_model.h"
 #include "net/metrics_http.h"
@@ -54,13 +55,6 @@ static void on_stop(int sig)
     stop_flag = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 typedef struct {
     pf_attach *m;
     double t0;
@@ -69,7 +63,7 @@ typedef struct {
 static void on_note(void *ctx, const pf_zsub_note *n)
 {
     loop_ctx *lc = ctx;
-    double t = now_s() - lc->t0;
+    double t = pf_clock_s() - lc->t0;
     switch (n->kind) {
     case PF_ZSUB_BATCH:
         pf_attach_apply(lc->m, n->rank, n->batch);
@@ -256,7 +250,7 @@ static int attach_open(attach_run *r, const attach_args *a)
             return pf_cli_error(PROG, "%s", err);
         r->term_open = 1;
     }
-    r->lc = (loop_ctx){r->m, now_s()};
+    r->lc = (loop_ctx){r->m, pf_clock_s()};
     return -1;
 }
 
@@ -266,22 +260,22 @@ static int attach_wait(attach_run *r, double next_tick)
 {
     const char *why = "";
     for (;;) {
-        double left = next_tick - now_s();
+        double left = next_tick - pf_clock_s();
         if (left <= 0)
             return 0;
         int slice = (int)(left * 1000.0) + 1;
         if (slice > 20)
             slice = 20;
         if (r->sub && pf_zsub_poll(r->sub, r->term_open ? 0 : slice, on_note, &r->lc) < 0)
-            pf_attach_note(r->m, now_s() - r->lc.t0, "event sockets failed");
+            pf_attach_note(r->m, pf_clock_s() - r->lc.t0, "event sockets failed");
         if (r->fetch) {
             int fr = pf_mfetch_step(r->fetch, &r->page, &why);
             if (fr == 1) {
-                pf_attach_metrics(r->m, &r->page, now_s() - r->lc.t0);
+                pf_attach_metrics(r->m, &r->page, pf_clock_s() - r->lc.t0);
                 r->metrics_ok = 1;
             } else if (fr < 0) {
                 if (r->metrics_ok || !pf_attach_note_count(r->m))
-                    pf_attach_note(r->m, now_s() - r->lc.t0, "metrics: %s", why);
+                    pf_attach_note(r->m, pf_clock_s() - r->lc.t0, "metrics: %s", why);
                 r->metrics_ok = 0;
             }
         }
@@ -305,7 +299,7 @@ static int attach_wait(attach_run *r, double next_tick)
 static void attach_tick(attach_run *r, int tick)
 {
     const attach_args *a = r->a;
-    double t = now_s() - r->lc.t0;
+    double t = pf_clock_s() - r->lc.t0;
     pf_zsub_stats zs;
     pf_mfetch_stats fs;
     if (r->sub)
@@ -390,8 +384,8 @@ int pf_cmd_attach(int argc, char **argv)
             int quit = attach_wait(&run, next_tick);
             attach_tick(&run, tick);
             next_tick += a.tick_ms / 1000.0;
-            if (next_tick < now_s()) /* a slow terminal: skip, do not spin to catch up */
-                next_tick = now_s() + a.tick_ms / 1000.0;
+            if (next_tick < pf_clock_s()) /* a slow terminal: skip, do not spin to catch up */
+                next_tick = pf_clock_s() + a.tick_ms / 1000.0;
             if (quit || (a.ticks && tick >= a.ticks))
                 break;
         }

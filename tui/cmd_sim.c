@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "core/pool.h"
 #include "sim/sim.h"
@@ -129,13 +130,6 @@ static void keep_decision(void *ctx, const pf_event *e)
  * wall time (0: as fast as it goes), the block events flushed by the
  * engine at every step's end, /metrics refreshed every 50 ms of wall time
  * and at the end; then --linger. Returns what pf_sim_run would. */
-static double wall_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int run_published(const sim_args *a, pf_sim *s, pf_sim_stats *st)
 {
     pf_simpub_attach(a->pub, s);
@@ -143,7 +137,7 @@ static int run_published(const sim_args *a, pf_sim *s, pf_sim_stats *st)
     double last = 0.0;
     for (;;) {
         rc = pf_sim_step(s);
-        double now = wall_s();
+        double now = pf_clock_s();
         if (rc != 0 || now - last >= 0.05) {
             if (pf_simpub_update(a->pub, s) != PF_OK)
                 fprintf(stderr, "%s: /metrics not updated: out of memory\n", PROG);

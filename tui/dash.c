@@ -26,21 +26,20 @@
 #include "tui/dash.h"
 
 #include <errno.h>
-#include <langinfo.h>
-#include <locale.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "core/workload.h"
 #include "gpu/gpu.h"
 #include "tui/cli.h"
 #include "tui/commands.h"
+#include "tui/look.h"
 #include "tui/bridge.h"
 #include "tui/render.h"
 #include "tui/record.h"
@@ -54,9 +53,9 @@
 typedef struct {
     pf_simflags sf;  /* the simulator's flags, shared with `pagefault sim` */
     pf_sim_params p; /* what they say, after parsing                      */
-    int headless, ticks, dump_every, ascii, no_color, width, height, gpu;
-    int coloring, charts, format; /* format: 0 text, 1 jsonl (headless) */
-    double window;        /* chart window, simulated seconds              */
+    pf_dash_look look;    /* --ascii, --no-color, --coloring, --charts, --window */
+    int headless, ticks, dump_every, width, height, gpu;
+    int format;           /* 0 text, 1 jsonl (headless)                  */
     int loop;
     const char *record;   /* --record FILE, or NULL                      */
     int metrics_port;     /* --metrics-port P, 0: none                   */
@@ -320,11 +319,7 @@ static int run_headless(dash_opts *o, pf_sim *sim)
     pf_dash_view v;
     memset(&v, 0, sizeof v);
     v.snap = &snap;
-    v.ascii = o->ascii;
-    v.coloring = o->coloring;
-    v.charts = o->charts;
-    v.window_s = o->window;
-    v.no_color = o->no_color;
+    pf_look_view(&o->look, &v);
     v.hist = &hist;
     for (;;) {
         if (o->ticks && t >= o->ticks)
@@ -406,13 +401,6 @@ static int run_headless(dash_opts *o, pf_sim *sim)
 }
 
 /* ---- interactive ------------------------------------------------------------ */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- the start: the naive baseline, with progress, cancellable ------------------
  *
@@ -513,7 +501,7 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
     }
     base_ctl *const bb = bp;
     int quit = 0;
-    double t0 = now_s();
+    double t0 = pf_clock_s();
     while (!atomic_load(&bb->done)) {
         int sig = pf_term_quit_requested();
         if (sig) {
@@ -521,14 +509,14 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
             quit = 1;
             break;
         }
-        if (now_s() - t0 > 0.15) { /* only a start that takes a while shows it */
+        if (pf_clock_s() - t0 > 0.15) { /* only a start that takes a while shows it */
             char msg[160];
             long long f = atomic_load(&bb->finished);
             snprintf(msg, sizeof msg, "starting: naive baseline for 'vs naive', %lld of %d jobs (%.0f%%); q quits",
                      f, jobs->njobs, 100.0 * (double)f / (jobs->njobs > 0 ? jobs->njobs : 1));
             pf_dash_view v;
             memset(&v, 0, sizeof v);
-            v.ascii = o->ascii;
+            v.ascii = o->look.ascii;
             v.starting = msg;
             pf_render_screen(buf, &v, NULL);
             pf_term_draw(buf, 0);
@@ -622,9 +610,9 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
     l->o = o;
     l->jobs = jobs;
     pthread_mutex_init(&l->gpu.mu, NULL);
-    l->coloring = o->coloring;
-    l->charts = o->charts;
-    l->window = o->window;
+    l->coloring = o->look.coloring;
+    l->charts = o->look.charts;
+    l->window = o->look.window;
     l->cursor = l->inspect = -1;
     l->dirty = l->full = 1;
     l->run.run = 1;
@@ -635,7 +623,7 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
             return 2;
         }
     }
-    if (pf_term_open(o->no_color, err, sizeof err) != 0) {
+    if (pf_term_open(o->look.no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault: %s\n", err);
         return 2;
     }
@@ -682,7 +670,7 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
         fprintf(stderr, "pagefault: out of memory for the screen buffer\n");
         return 1;
     }
-    l->win_start = l->next_frame = now_s();
+    l->win_start = l->next_frame = pf_clock_s();
     return -1;
 }
 
@@ -755,24 +743,24 @@ static void live_draw(dash_live *l, double now)
 {
     if (l->dirty) {
         const dash_opts *o = l->o;
-        pf_dash_view v = {.snap = l->snap, .gpu = &l->panel, .ascii = o->ascii, .help = l->help,
+        pf_dash_view v = {.snap = l->snap, .gpu = &l->panel, .ascii = o->look.ascii, .help = l->help,
                           .status = l->status_msg, .fps = l->fps, .render_ms = l->render_ms,
                           .coloring = l->coloring, .marks = &l->marks, .now = now,
                           .cursor = l->cursor + 1, .inspect = l->inspect + 1, .hist = &l->hist,
                           .window_s = l->window, .charts = l->charts, .run_no = l->run.run,
-                          .no_color = o->no_color,
+                          .no_color = o->look.no_color,
                           .run_ended = l->run.ended, .run_exact = l->run.exact, .final = &l->run.final,
                           .loop = o->loop, .finishing = l->run.finishing,
                           .split_naive = l->split_naive,
                           .sweep = l->show_sweep ? &l->sweep_v : NULL};
-        double t0 = now_s();
+        double t0 = pf_clock_s();
         pf_render_screen(&l->buf, &v, &l->gi);
-        l->render_ms = (now_s() - t0) * 1e3;
+        l->render_ms = (pf_clock_s() - t0) * 1e3;
         pf_term_draw(&l->buf, l->full);
         l->dirty = l->full = 0;
         l->win_frames++;
     }
-    double t = now_s();
+    double t = pf_clock_s();
     if (t - l->win_start >= 1.0) {
         l->fps = l->win_frames / (t - l->win_start);
         l->win_frames = 0;
@@ -787,7 +775,7 @@ static void live_draw(dash_live *l, double now)
  * (a single step, say) shows at once, and while flashes fade. */
 static int live_wait_key(dash_live *l)
 {
-    double t = now_s();
+    double t = pf_clock_s();
     int paused = l->snap ? l->snap->paused && !l->run.finishing : 0;
     l->next_frame += 1.0 / 30.0;
     if (l->next_frame < t || l->next_frame > t + 1.0 / 30.0)
@@ -945,7 +933,7 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
             status = 128 + sig;
             break;
         }
-        double now = now_s();
+        double now = pf_clock_s();
         live_poll(&l, now);
         live_draw(&l, now);
         int key = live_wait_key(&l);
@@ -973,16 +961,6 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
 
 /* ---- the command --------------------------------------------------------------- */
 
-/* UTF-8 unless --ascii or the locale's character set is not UTF-8. */
-static int want_ascii(int flag)
-{
-    setlocale(LC_ALL, "");
-    if (flag)
-        return 1;
-    const char *cs = nl_langinfo(CODESET);
-    return !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8") || !strcmp(cs, "UTF8")));
-}
-
 int pf_cmd_dash(int argc, char **argv)
 {
     const char *prog = "pagefault";
@@ -993,8 +971,7 @@ int pf_cmd_dash(int argc, char **argv)
     o.height = 40;
 
     static const char *const formats[] = {"text", "jsonl", NULL};
-    static const char *const colorings[] = {"owner", "state", "age", NULL};
-    o.window = PF_CHART_DEFAULT_WINDOW_S;
+    pf_look_default(&o.look);
     const pf_opt own[] = {
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL,
          "no terminal: print the screen as text, then a summary", 0},
@@ -1006,18 +983,10 @@ int pf_cmd_dash(int argc, char **argv)
         {"height", PF_OPT_INT, &o.height, PF_DASH_MIN_H, 1000, NULL, "ROWS", "headless: screen height", 0},
         {"gpu-pass", PF_OPT_FLAG, &o.gpu, 0, 0, NULL, NULL,
          "headless: run the GPU passes on the final layout and show them (as g does)", 0},
-        {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
-        {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL,
-         "no colours (also when NO_COLOR is set)", 0},
-        {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C",
-         "what the grid's colour means: owner, state or age (key c cycles)", 0},
-        {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts (key t)", 0},
         {"record", PF_OPT_STRING, &o.record, 0, 0, NULL, "FILE",
          "write the session (the snapshots shown) to FILE for `pagefault replay FILE`", 0},
         {"loop", PF_OPT_FLAG, &o.loop, 0, 0, NULL, NULL,
          "when the jobs are done, show the figures, then start the next run by itself", 0},
-        {"window", PF_OPT_DOUBLE, &o.window, PF_CHART_MIN_WINDOW_S, PF_CHART_MAX_WINDOW_S, NULL, "SECONDS",
-         "chart window in simulated seconds (keys < >)", 0},
         {"format", PF_OPT_CHOICE, &o.format, 0, 0, formats, "F",
          "headless: text (the screen) or jsonl (one JSON object per dumped frame)", 0},
         {"metrics-port", PF_OPT_INT, &o.metrics_port, 1, 65535, NULL, "P",
@@ -1026,10 +995,14 @@ int pf_cmd_dash(int argc, char **argv)
          "address --metrics-port listens on (default 127.0.0.1, this machine only)", 0},
         {0},
     };
-    /* the simulator's rows, then ours (with their {0}): sized from both */
-    pf_opt opts[PF_SIMFLAGS_NOPTS + sizeof own / sizeof own[0]];
+    /* the simulator's rows, ours, the look's, then own's {0} to end the
+     * table: sized from all three */
+    const size_t nown = sizeof own / sizeof own[0] - 1;
+    pf_opt opts[PF_SIMFLAGS_NOPTS + sizeof own / sizeof own[0] + PF_LOOK_NOPTS];
     int nsim = pf_simflags_opts(&o.sf, opts, 1);
-    memcpy(opts + nsim, own, sizeof own);
+    memcpy(opts + nsim, own, nown * sizeof own[0]);
+    pf_look_opts(&o.look, opts + nsim + nown);
+    opts[nsim + nown + PF_LOOK_NOPTS] = own[nown];
     int rc = pf_cli_start(prog, dash_summary, opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
@@ -1053,10 +1026,7 @@ int pf_cmd_dash(int argc, char **argv)
     for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
         if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
             return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
-    const char *nc = getenv("NO_COLOR");
-    if (nc && nc[0]) /* https://no-color.org: set and non-empty */
-        o.no_color = 1;
-    o.ascii = want_ascii(o.ascii);
+    pf_look_settle(&o.look);
     /* Headless steps the deterministic engine on this thread (reproducible
      * dumps); an explicit --engine threaded would be silently ignored, so
      * it is refused instead. */

@@ -7,46 +7,29 @@
 #include "tui/replay.h"
 
 #include <errno.h>
-#include <locale.h>
-#include <langinfo.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "tui/cli.h"
 #include "tui/dash.h"
 #include "tui/hist.h"
+#include "tui/look.h"
 #include "tui/record.h"
 #include "tui/render.h"
 #include "tui/term.h"
 
 typedef struct {
-    int headless, width, height, ascii, no_color, coloring, charts;
-    double window; /* chart window, simulated seconds */
+    pf_dash_look look; /* the dashboard's look flags */
+    int headless, width, height;
     const char *file;
 } replay_opts;
 
 static const char replay_summary[] =
     "Play back a session recorded with `pagefault --record FILE` (live or --headless).\n"
     "Keys: space pause, s step, Left/Right seek 10 records, f/F speed, r start, c t < > as live, q quit.";
-
-static int want_ascii(int flag)
-{
-    setlocale(LC_ALL, "");
-    if (flag)
-        return 1;
-    const char *cs = nl_langinfo(CODESET);
-    return !(cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8") || !strcmp(cs, "UTF8")));
-}
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Index the records: offsets[i] of record i. Returns the count, or < 0. */
 static long index_records(FILE *f, const char *name, long **offsets, char *err, size_t errlen)
@@ -104,11 +87,7 @@ static int replay_headless(replay_opts *o, FILE *f)
     pf_dash_view v;
     memset(&v, 0, sizeof v);
     v.snap = &s;
-    v.ascii = o->ascii;
-    v.coloring = o->coloring;
-    v.charts = o->charts;
-    v.window_s = o->window;
-    v.no_color = o->no_color;
+    pf_look_view(&o->look, &v);
     v.hist = &hist;
     for (long nrec = 0;; nrec++) {
         char err[256];
@@ -154,7 +133,7 @@ static int replay_live(replay_opts *o, FILE *f)
         free(off);
         return 2;
     }
-    if (pf_term_open(o->no_color, err, sizeof err) != 0) {
+    if (pf_term_open(o->look.no_color, err, sizeof err) != 0) {
         fprintf(stderr, "pagefault replay: %s\n", err);
         free(off);
         return 2;
@@ -164,12 +143,12 @@ static int replay_live(replay_opts *o, FILE *f)
     memset(&s, 0, sizeof s);
     pf_hist hist;
     memset(&hist, 0, sizeof hist);
-    int status = 0, w, h, paused = 0, coloring = o->coloring, charts = o->charts;
-    double window = o->window;
+    int status = 0, w, h, paused = 0;
+    pf_dash_look look = o->look; /* keys c, t, < and > change it */
     double rate = 10; /* records per second: the live recorder keeps about 10 */
     long at = 0, shown = -1;
     int tick = 0, fin = 0;
-    double next = mono();
+    double next = pf_clock_s();
     char msg[128] = "";
     pf_term_size(&w, &h);
     pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1);
@@ -179,7 +158,7 @@ static int replay_live(replay_opts *o, FILE *f)
             status = 128 + sig;
             break;
         }
-        double t = mono();
+        double t = pf_clock_s();
         if (!paused && t >= next && at < n - 1) {
             at++;
             next = t + 1.0 / rate;
@@ -202,12 +181,8 @@ static int replay_live(replay_opts *o, FILE *f)
         pf_dash_view v;
         memset(&v, 0, sizeof v);
         v.snap = &s;
-        v.ascii = o->ascii;
+        pf_look_view(&look, &v);
         v.status = st;
-        v.coloring = coloring;
-        v.charts = charts;
-        v.window_s = window;
-        v.no_color = o->no_color;
         v.hist = &hist;
         pf_render_screen(&buf, &v, NULL);
         pf_term_draw(&buf, 0);
@@ -247,14 +222,14 @@ static int replay_live(replay_opts *o, FILE *f)
             at = 0;
             break;
         case PF_DASH_CMD_COLORING:
-            coloring = (coloring + 1) % PF_COLORING_COUNT;
+            look.coloring = (look.coloring + 1) % PF_COLORING_COUNT;
             break;
         case PF_DASH_CMD_CHARTS:
-            charts = !charts;
+            look.charts = !look.charts;
             break;
         case PF_DASH_CMD_ZOOM_IN:
         case PF_DASH_CMD_ZOOM_OUT:
-            window = pf_render_window_zoom(window, pf_dash_key(key) == PF_DASH_CMD_ZOOM_OUT);
+            look.window = pf_render_window_zoom(look.window, pf_dash_key(key) == PF_DASH_CMD_ZOOM_OUT);
             break;
         default:
             snprintf(msg, sizeof msg, "a replay cannot change the run");
@@ -277,21 +252,15 @@ int pf_cmd_replay(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.width = 120;
     o.height = 40;
-    o.window = PF_CHART_DEFAULT_WINDOW_S;
-    static const char *const colorings[] = {"owner", "state", "age", NULL};
-    pf_opt opts[] = {
+    pf_look_default(&o.look);
+    /* four rows of its own, the look's, and a zeroed row to end the table */
+    pf_opt opts[4 + PF_LOOK_NOPTS + 1] = {
         {"file", PF_OPT_STRING, &o.file, 0, 0, NULL, "FILE", "the recording (also the first argument)", 0},
         {"headless", PF_OPT_FLAG, &o.headless, 0, 0, NULL, NULL, "print every record as text", 0},
         {"width", PF_OPT_INT, &o.width, PF_DASH_MIN_W, 1000, NULL, "COLS", "headless: screen width", 0},
         {"height", PF_OPT_INT, &o.height, PF_DASH_MIN_H, 1000, NULL, "ROWS", "headless: screen height", 0},
-        {"ascii", PF_OPT_FLAG, &o.ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
-        {"no-color", PF_OPT_FLAG, &o.no_color, 0, 0, NULL, NULL, "no colours", 0},
-        {"coloring", PF_OPT_CHOICE, &o.coloring, 0, 0, colorings, "C", "owner, state or age", 0},
-        {"charts", PF_OPT_FLAG, &o.charts, 0, 0, NULL, NULL, "start with the charts", 0},
-        {"window", PF_OPT_DOUBLE, &o.window, PF_CHART_MIN_WINDOW_S, PF_CHART_MAX_WINDOW_S, NULL, "SECONDS",
-         "chart window in simulated seconds", 0},
-        {0},
     };
+    pf_look_opts(&o.look, opts + 4);
     /* `pagefault replay FILE [flags]`: the file may come first */
     char **av = argv;
     int ac = argc;
@@ -314,10 +283,7 @@ int pf_cmd_replay(int argc, char **argv)
         return pf_cli_error(prog, "which recording? (pagefault replay FILE)");
     if (pf_cli_find(opts, "width")->seen + pf_cli_find(opts, "height")->seen && !o.headless)
         return pf_cli_error(prog, "--width and --height need --headless");
-    const char *nc = getenv("NO_COLOR");
-    if (nc && nc[0])
-        o.no_color = 1;
-    o.ascii = want_ascii(o.ascii);
+    pf_look_settle(&o.look);
     FILE *f = fopen(o.file, "rb");
     if (!f) {
         fprintf(stderr, "%s: cannot open '%s': %s\n", prog, o.file, strerror(errno));

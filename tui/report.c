@@ -95,20 +95,30 @@ void pf_report_free(pf_report *r)
     free(r);
 }
 
+/* Room for one more element in *arr (n held, *cap allocated, `size`
+ * bytes each; doubling from `first`): 0, or -1 with the report marked
+ * broken and *arr as it was. */
+static int grow(pf_report *r, void **arr, int n, int *cap, size_t size, int first)
+{
+    if (n < *cap)
+        return 0;
+    int c = *cap ? *cap * 2 : first;
+    void *na = realloc(*arr, (size_t)c * size);
+    if (!na) {
+        r->broken = 1;
+        return -1;
+    }
+    *arr = na;
+    *cap = c;
+    return 0;
+}
+
 static pf_block *new_block(pf_report *r, const char *name, const char *title)
 {
-    if (r->broken)
+    void *arr = r->blocks;
+    if (r->broken || grow(r, &arr, r->nblocks, &r->cap, sizeof *r->blocks, 8) != 0)
         return NULL;
-    if (r->nblocks == r->cap) {
-        int cap = r->cap ? r->cap * 2 : 8;
-        pf_block *nb = realloc(r->blocks, (size_t)cap * sizeof *nb);
-        if (!nb) {
-            r->broken = 1;
-            return NULL;
-        }
-        r->blocks = nb;
-        r->cap = cap;
-    }
+    r->blocks = arr;
     pf_block *b = &r->blocks[r->nblocks++];
     memset(b, 0, sizeof *b);
     b->name = dup_str(r, name);
@@ -126,16 +136,10 @@ static pf_item *new_item(pf_report *r)
     pf_block *b = cur(r);
     if (!b)
         return NULL;
-    if (b->nitems == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 16;
-        pf_item *ni = realloc(b->items, (size_t)cap * sizeof *ni);
-        if (!ni) {
-            r->broken = 1;
-            return NULL;
-        }
-        b->items = ni;
-        b->cap = cap;
-    }
+    void *arr = b->items;
+    if (grow(r, &arr, b->nitems, &b->cap, sizeof *b->items, 16) != 0)
+        return NULL;
+    b->items = arr;
     pf_item *it = &b->items[b->nitems++];
     memset(it, 0, sizeof *it);
     return it;
