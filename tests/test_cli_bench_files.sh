@@ -51,6 +51,24 @@ else
 fi
 only_targets "bench --profile-out (exit $rc)"
 
+# a run stopped by a signal (with a GPU: without one it ends before a
+# signal can be sent) leaves the earlier file as it was and no temporary
+# file. SIGTERM: a background job of a script ignores SIGINT
+if [ "$rc" -eq 0 ]; then
+    reset
+    "$BIN" bench --workload long --iters 100000 --profile-out "$D/prof.txt" >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    i=0 # the temporary file appears before the GPU work starts
+    while [ "$(ls -A "$D" | wc -l)" -lt 3 ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    [ "$(ls -A "$D" | wc -l)" -eq 3 ] || fail "SIGTERM: no temporary file appeared: $(ls -A "$D")"
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    [ "$rc" -eq 143 ] || fail "SIGTERM: exit $rc, want 143 (killed by SIGTERM): $(cat "$TMP/err")"
+    [ "$(cat "$D/prof.txt" 2>/dev/null)" = "$old_profile" ] || fail "SIGTERM: the --profile-out file lost or changed"
+    only_targets "SIGTERM"
+fi
+
 # a path that cannot be written is still a usage error and creates nothing
 "$BIN" bench --profile-out "$D/no-such-dir/p.txt" >"$TMP/out" 2>"$TMP/err"
 rc=$?

@@ -21,6 +21,7 @@
  * reason is printed on stderr.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,57 @@ typedef struct {
     char *tmp;        /* the temporary file; NULL when writing directly */
 } bench_out;
 
+/* A run stopped by a signal (Ctrl-C in a long --compare) must not leave
+ * its temporary files behind either: while one exists, SIGINT, SIGTERM and
+ * SIGHUP (those not ignored) remove every one and then take their default
+ * action (the exit status still says which signal). unlink, signal and raise are
+ * async-signal-safe; a path enters the table once mkstemp has written it
+ * and leaves it only after the file has been renamed or removed, so the
+ * handler never reads a half-written or freed path, and unlinking one
+ * already gone is harmless. Two slots: --timeline and --profile-out. */
+static char *volatile bench_tmp_live[2];
+
+static void bench_out_on_signal(int sig)
+{
+    for (int i = 0; i < 2; i++)
+        if (bench_tmp_live[i])
+            unlink(bench_tmp_live[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Track tmp (slot: a free one) and install the handlers once. */
+static void bench_out_track(char *tmp)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    static int installed;
+    for (int i = 0; i < 2; i++)
+        if (!bench_tmp_live[i]) {
+            bench_tmp_live[i] = tmp;
+            break;
+        }
+    for (size_t i = 0; !installed && i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        /* one ignored stays ignored (nohup, a background job's SIGINT) */
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = bench_out_on_signal;
+        sigemptyset(&sa.sa_mask);
+        for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) /* one cleanup at a time */
+            sigaddset(&sa.sa_mask, sigs[k]);
+        sigaction(sigs[i], &sa, NULL);
+    }
+    installed = 1;
+}
+
+static void bench_out_untrack(const char *tmp)
+{
+    for (int i = 0; i < 2; i++)
+        if (bench_tmp_live[i] == tmp)
+            bench_tmp_live[i] = NULL;
+}
+
 /* Check that the target can be written and make the temporary file.
  * PF_CLI_OK, or PF_CLI_USAGE after one line naming the flag. */
 static int bench_out_open(bench_out *o, const char *flag, const char *path)
@@ -236,6 +288,7 @@ static int bench_out_open(bench_out *o, const char *flag, const char *path)
     umask(mask);
     fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask);
     close(fd);
+    bench_out_track(o->tmp);
     return PF_CLI_OK;
 }
 
@@ -253,6 +306,7 @@ static int bench_out_finish(bench_out *o, const char *flag, int ok)
     }
     if (o->tmp && (!ok || rc != 0))
         remove(o->tmp);
+    bench_out_untrack(o->tmp);
     free(o->tmp);
     o->tmp = NULL;
     return rc;
