@@ -375,9 +375,9 @@ static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
                       "pass, both timed in one round-robin; a repeat of --kernel shows the noise");
 }
 
-static void add_results(pf_report *r, const bench_args *a, const bench_workload *w,
-                        const int *lens, int n, const pf_gpu_bench_cfg *cfg,
-                        const pf_gpu_bench_result *res)
+/* The report of a run, a section a function, in the order printed. */
+static void results_setup(pf_report *r, const bench_args *a, const bench_workload *w, const int *lens, int n,
+                          const pf_gpu_bench_cfg *cfg, const pf_gpu_bench_result *res)
 {
     long long total = 0;
     int mn = lens[0], mx = lens[0];
@@ -423,7 +423,10 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
                   res->kv_interleaved ? "paged pools (interleaved: a page's K and V side by side)"
                                       : "paged pools (split: a K pool and a V pool)",
                   kv_layout_names[res->kv_interleaved ? 1 : 0]);
+}
 
+static void results_memory(pf_report *r, const pf_gpu_bench_result *res)
+{
     pf_report_section(r, "memory", "KV memory reserved (decimal MB)");
     pf_report_num(r, "naive_mb", "naive (seqs x capacity)", res->naive_reserved / 1e6, "%.2f",
                   "MB");
@@ -438,7 +441,11 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
                   res->paged_reserved ? 100.0 * res->kv_bytes / res->paged_reserved : 0, "%.1f",
                   "%");
     pf_report_num(r, "kv_mb", "KV bytes read per pass", res->kv_bytes / 1e6, "%.2f", "MB");
+}
 
+/* The timing table: --kernel's passes, each compared version's, the stream. */
+static void results_timing(pf_report *r, const pf_gpu_bench_result *res)
+{
     static const char *const keys[] = {"pass", "median_ms", "mean_ms", "sd_ms", "min_ms",
                                        "kv_gbps", "frac_read_bw"};
     static const char *const labels[] = {"pass", "median ms", "mean ms", "sd ms", "min ms",
@@ -475,7 +482,10 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     if (res->have_stream)
         pf_report_note(r, "stream, same bytes: the read probe's kernel over a buffer of the pass's "
                           "K+V bytes, flushed and interleaved with the passes");
+}
 
+static void results_ratios(pf_report *r, const pf_gpu_bench_result *res)
+{
     pf_report_section(r, "ratios", "Ratios (medians of this run)");
     const double paged = res->have_shuffled ? res->shuffled.median_ms : res->ordered.median_ms;
     pf_report_num(r, "paged_slowdown", "paged slowdown vs naive",
@@ -493,10 +503,10 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
                       paged > 0 ? res->stream.median_ms / paged : 0, "%.3f", NULL);
     if (!res->have_shuffled)
         pf_report_note(r, "--shuffle-seed 0: ordered frames only; slowdown is ordered / naive");
+}
 
-    if (res->num_rivals)
-        bench_add_compare(r, res);
-
+static void results_api(pf_report *r, const pf_gpu_bench_result *res)
+{
     pf_report_section(r, "api", "Public API (plan once, run many times)");
     pf_report_num(r, "host_us_per_run", "host time per pf_gpu_attn_run (loop of 50, no sync)",
                   res->host_us_per_run, "%.2f", "us");
@@ -505,33 +515,38 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_num(r, "graph_us_per_replay",
                   "host time per replay of a CUDA graph of one run (same loop)",
                   res->graph_us_per_replay, "%.2f", "us");
+}
 
-    if (res->have_timeline) {
-        const pf_gpu_timeline *tl = &res->timeline;
-        pf_report_section(r, "timeline", "Block timeline (one more paged launch, globaltimer)");
-        pf_report_num(r, "tl_blocks", "thread blocks", tl->blocks, "%.0f", NULL);
-        pf_report_num(r, "tl_sms", "SMs that ran one", tl->sms, "%.0f", NULL);
-        pf_report_num(r, "tl_span_us", "first start to last end", tl->span_us, "%.2f", "us");
-        pf_report_num(r, "tl_last_start_us", "first start to last start", tl->last_start_us,
-                      "%.2f", "us");
-        pf_report_num(r, "tl_ready_us", "start to first K/V landed (median)", tl->ready_us,
-                      "%.2f", "us");
-        pf_report_num(r, "tl_stream_us", "first K/V to last tile done (median)", tl->stream_us,
-                      "%.2f", "us");
-        pf_report_num(r, "tl_finish_us", "last tile to block end: merge (median)", tl->finish_us,
-                      "%.2f", "us");
-        pf_report_num(r, "tl_run_us", "block duration (median)", tl->run_us, "%.2f", "us");
-        pf_report_num(r, "tl_first_end_us", "first start to first end", tl->first_end_us, "%.2f",
-                      "us");
-        pf_report_num(r, "tl_median_end_us", "first start to median end", tl->median_end_us,
-                      "%.2f", "us");
-        pf_report_num(r, "tl_tail_us", "median end to last end",
-                      tl->span_us - tl->median_end_us, "%.2f", "us");
-        pf_report_num(r, "tl_sm_busy", "SM time holding a block", tl->sm_busy, "%.3f", NULL);
-        if (a->timeline)
-            pf_report_str(r, "tl_csv", "per-block records (CSV)", a->timeline);
-    }
+/* --timeline: the block timeline's figures (when the run took one). */
+static void results_timeline(pf_report *r, const bench_args *a, const pf_gpu_bench_result *res)
+{
+    const pf_gpu_timeline *tl = &res->timeline;
+    pf_report_section(r, "timeline", "Block timeline (one more paged launch, globaltimer)");
+    pf_report_num(r, "tl_blocks", "thread blocks", tl->blocks, "%.0f", NULL);
+    pf_report_num(r, "tl_sms", "SMs that ran one", tl->sms, "%.0f", NULL);
+    pf_report_num(r, "tl_span_us", "first start to last end", tl->span_us, "%.2f", "us");
+    pf_report_num(r, "tl_last_start_us", "first start to last start", tl->last_start_us,
+                  "%.2f", "us");
+    pf_report_num(r, "tl_ready_us", "start to first K/V landed (median)", tl->ready_us,
+                  "%.2f", "us");
+    pf_report_num(r, "tl_stream_us", "first K/V to last tile done (median)", tl->stream_us,
+                  "%.2f", "us");
+    pf_report_num(r, "tl_finish_us", "last tile to block end: merge (median)", tl->finish_us,
+                  "%.2f", "us");
+    pf_report_num(r, "tl_run_us", "block duration (median)", tl->run_us, "%.2f", "us");
+    pf_report_num(r, "tl_first_end_us", "first start to first end", tl->first_end_us, "%.2f",
+                  "us");
+    pf_report_num(r, "tl_median_end_us", "first start to median end", tl->median_end_us,
+                  "%.2f", "us");
+    pf_report_num(r, "tl_tail_us", "median end to last end",
+                  tl->span_us - tl->median_end_us, "%.2f", "us");
+    pf_report_num(r, "tl_sm_busy", "SM time holding a block", tl->sm_busy, "%.3f", NULL);
+    if (a->timeline)
+        pf_report_str(r, "tl_csv", "per-block records (CSV)", a->timeline);
+}
 
+static void results_checks(pf_report *r, const bench_args *a, const pf_gpu_bench_result *res)
+{
     pf_report_section(r, "checks", "Checks");
     pf_report_num(r, "max_err_ref", "max |naive - CPU reference|", res->max_err_ref, "%.3g",
                   NULL);
@@ -550,6 +565,22 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
     pf_report_str(r, "result", "result", res->pass ? "PASS" : "FAIL");
     if (!res->pass)
         pf_report_str(r, "failure", "first failure", res->failure);
+}
+
+static void add_results(pf_report *r, const bench_args *a, const bench_workload *w,
+                        const int *lens, int n, const pf_gpu_bench_cfg *cfg,
+                        const pf_gpu_bench_result *res)
+{
+    results_setup(r, a, w, lens, n, cfg, res);
+    results_memory(r, res);
+    results_timing(r, res);
+    results_ratios(r, res);
+    if (res->num_rivals)
+        bench_add_compare(r, res);
+    results_api(r, res);
+    if (res->have_timeline)
+        results_timeline(r, a, res);
+    results_checks(r, a, res);
 }
 
 /* --profile-out: measure the cost-model figures and write them. 0 or -1

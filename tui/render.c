@@ -181,6 +181,194 @@ static int grid_scale(int F, int w, int h)
     return N < 1 ? 1 : N;
 }
 
+/* state order for tie-breaking: index into this list, lower wins ties */
+enum { GRID_NST = 6 }; /* frame states: PF_FRAME_FREE .. PF_FRAME_CACHED */
+static const uint8_t grid_order[GRID_NST] = {PF_FRAME_SWAPPED, PF_FRAME_SHARED, PF_FRAME_USED,
+                                             PF_FRAME_RESERVED, PF_FRAME_CACHED, PF_FRAME_FREE};
+
+/* Large cells are sampled: with N > GRID_SAMPLE (16) frames a cell, its
+ * state, owner, marks and highlight come from GRID_SEGS runs of GRID_SEG
+ * consecutive frames at the start and the middle of the cell (each run one
+ * or two cache lines), not from all N. Reading all 4M frames of the largest
+ * pool took about 65 ms a frame on the development VM; a sample of 16 per
+ * cell (N = 733 at 200x60) about 1 ms. What a cell shows is then the
+ * dominant state of its sample: a state held by a small part of a large
+ * cell can be missed, but the counters, the meter and the inspector stay
+ * exact. At N <= 16 every frame is read. */
+enum { GRID_SEGS = 2, GRID_SEG = 8, GRID_SAMPLE = GRID_SEGS * GRID_SEG };
+
+/* What the frames of one cell say, from its sample. */
+typedef struct {
+    int count[GRID_NST]; /* frames of each state in the sample            */
+    uint8_t st;          /* the dominant state (ties: grid_order)         */
+    int32_t cand;        /* the majority owner of the dominant state's frames */
+    int32_t candseq;     /* its sequence (frame_seq), or -1 when not needed */
+    int mark;            /* the strongest live mark (PF_MARK_*)           */
+    int mine;            /* a frame of the inspected sequence             */
+} grid_cell;
+
+/* Reads cell c (frames [c*N, c*N + N) of F) into *gc. */
+static void grid_sample(const pf_sim_snapshot *snap, const pf_dash_view *v, const pf_marks *mk, int c, int N,
+                        int cells, grid_cell *gc)
+{
+    const int F = snap->nframes, sampled = N > GRID_SAMPLE;
+    const int32_t insp = v->inspect - 1; /* -1: none */
+    int lo = c * N, hi = lo + N < F ? lo + N : F;
+    int seg_lo[GRID_SEGS], seg_hi[GRID_SEGS], nseg = 1;
+    seg_lo[0] = lo;
+    seg_hi[0] = hi;
+    if (sampled) {
+        nseg = GRID_SEGS;
+        for (int j = 0; j < nseg; j++) {
+            int a = lo + (int)((long)j * (hi - lo) / nseg);
+            seg_lo[j] = a;
+            seg_hi[j] = a + GRID_SEG < hi ? a + GRID_SEG : hi;
+        }
+    }
+    /* the runs of the next cell are fetched while this one is counted: the
+     * reads are scattered over a large array, so memory latency, not
+     * arithmetic, is what a sampled frame costs */
+    if (sampled && c + 1 < cells)
+        for (int j = 0; j < GRID_SEGS; j++) {
+            long nlo = (long)(c + 1) * N, nhi = nlo + N < F ? nlo + N : F;
+            __builtin_prefetch(&snap->frames[nlo + j * (nhi - nlo) / GRID_SEGS]);
+        }
+    memset(gc, 0, sizeof *gc);
+    gc->mark = PF_MARK_NONE;
+    for (int j = 0; j < nseg; j++)
+        for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
+            unsigned st = snap->frames[f].state;
+            gc->count[st < GRID_NST ? st : PF_FRAME_USED]++;
+            if (mk && mk->kind[f] > gc->mark && pf_marks_at(mk, f, v->now) > gc->mark)
+                gc->mark = mk->kind[f];
+            gc->mine |= insp >= 0 && snap->frames[f].owner == insp;
+        }
+    gc->st = grid_order[0];
+    for (int i = 1; i < GRID_NST; i++)
+        if (gc->count[grid_order[i]] > gc->count[gc->st])
+            gc->st = grid_order[i];
+    /* the owner: Boyer-Moore majority vote over the dominant state's frames */
+    int votes = 0, candf = -1;
+    gc->cand = gc->candseq = -1;
+    for (int j = 0; j < nseg; j++)
+        for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
+            unsigned fs = snap->frames[f].state;
+            if ((fs < GRID_NST ? fs : PF_FRAME_USED) != gc->st)
+                continue;
+            if (votes == 0) {
+                gc->cand = snap->frames[f].owner;
+                votes = 1;
+            } else if (snap->frames[f].owner == gc->cand)
+                votes++;
+            else
+                votes--;
+            if (snap->frames[f].owner == gc->cand)
+                candf = f;
+        }
+    if (candf >= 0 && snap->frame_seq && v->coloring != PF_COLORING_OWNER)
+        gc->candseq = snap->frame_seq[candf]; /* one read, and only when used */
+}
+
+/* The glyph, colour and attributes cell c is drawn with; counts the marks
+ * drawn in *gi. */
+static void grid_look(const pf_sim_snapshot *snap, const pf_dash_view *v, const grid_cell *gc, int c,
+                      int in_reserve, pf_grid_info *gi, uint32_t *ch_out, uint8_t *col_out, uint8_t *attr_out)
+{
+    const int ascii = v->ascii;
+    const uint8_t st = gc->st;
+    uint32_t ch;
+    uint8_t col, attr = 0;
+    switch (st) {
+    case PF_FRAME_USED:
+        ch = pf_render_glyph(PF_GLYPH_USED, ascii);
+        col = pf_render_owner_color(gc->cand);
+        break;
+    case PF_FRAME_RESERVED:
+        ch = pf_render_glyph(PF_GLYPH_RESERVED, ascii);
+        col = pf_render_owner_color(gc->cand);
+        attr = PF_ATTR_DIM;
+        break;
+    case PF_FRAME_SHARED:
+        ch = pf_render_glyph(PF_GLYPH_SHARED, ascii);
+        col = pf_render_owner_color(gc->cand);
+        attr = PF_ATTR_BOLD;
+        break;
+    case PF_FRAME_SWAPPED:
+        ch = pf_render_glyph(PF_GLYPH_SWAPPED, ascii);
+        col = PF_COL_WARN;
+        attr = PF_ATTR_BOLD;
+        break;
+    case PF_FRAME_CACHED: /* free to take, but still findable by hash */
+        ch = pf_render_glyph(PF_GLYPH_CACHED, ascii);
+        col = PF_COL_CACHED;
+        break;
+    default:
+        ch = pf_render_glyph(in_reserve ? PF_GLYPH_RESERVE : PF_GLYPH_FREE, ascii);
+        col = in_reserve ? PF_COL_RESERVE : PF_COL_DIM;
+        attr = in_reserve ? 0 : PF_ATTR_DIM;
+        break;
+    }
+    if (st == PF_FRAME_USED || st == PF_FRAME_RESERVED || st == PF_FRAME_SHARED) {
+        if (v->coloring == PF_COLORING_STATE) {
+            if (st == PF_FRAME_USED)
+                owner_state_look(snap, gc->candseq, ascii, &ch, &col);
+            else
+                col = st == PF_FRAME_SHARED ? PF_COL_SHARED : PF_COL_DIM;
+        } else if (v->coloring == PF_COLORING_AGE) {
+            int k = age_bucket_of(snap, gc->candseq);
+            col = (uint8_t)(PF_COL_AGE0 + k);
+            if (v->no_color && st == PF_FRAME_USED)
+                ch = (uint32_t)('0' + k);
+        } else if (v->no_color && st == PF_FRAME_USED)
+            ch = pf_render_owner_letter(gc->cand);
+    } else if (st == PF_FRAME_SWAPPED && v->coloring != PF_COLORING_OWNER)
+        col = PF_COL_SWAPPED;
+    if (in_reserve)
+        attr |= PF_ATTR_UNDERLINE;
+    if (gc->mark == PF_MARK_PREEMPTED) {
+        col = PF_COL_FLASH;
+        attr = PF_ATTR_REVERSE | PF_ATTR_BOLD;
+        gi->flashes++;
+    } else if (gc->mark == PF_MARK_ADMITTED) {
+        col = PF_COL_ADMIT;
+        attr = PF_ATTR_BOLD;
+        gi->admits++;
+    }
+    if (gc->mine)
+        attr |= PF_ATTR_REVERSE | PF_ATTR_BOLD;
+    if (v->cursor - 1 == c) {
+        col = PF_COL_KEY;
+        attr = PF_ATTR_REVERSE | PF_ATTR_UNDERLINE | PF_ATTR_BOLD;
+    }
+    *ch_out = ch;
+    *col_out = col;
+    *attr_out = attr;
+}
+
+/* The grid's geometry: N frames a cell, the cells, and the watermark's
+ * reserve (the last cells, drawn underlined). */
+static void grid_geometry(const pf_sim_snapshot *snap, pf_grid_info *gi)
+{
+    const int F = snap->nframes;
+    const int N = grid_scale(F, gi->w, gi->h);
+    const int cells = (F + N - 1) / N;
+    double wm = snap->params.watermark;
+    if (!(wm > 0) || snap->params.mode == PF_SIM_NAIVE) /* naive admits by reservation only */
+        wm = 0;
+    if (wm > 1)
+        wm = 1;
+    int reserve = pf_pool_reserve_for(F, wm);
+    if (reserve < 0)
+        reserve = 0;
+    int reserve_cells = (reserve + N - 1) / N;
+    if (reserve_cells > cells)
+        reserve_cells = cells;
+    gi->frames_per_cell = N;
+    gi->cells = cells;
+    gi->reserve_frames = reserve;
+    gi->reserve_cells = reserve_cells;
+}
+
 void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_view *v,
                          pf_grid_info *info)
 {
@@ -196,164 +384,19 @@ void pf_render_grid_view(pf_cells *b, int x, int y, int w, int h, const pf_dash_
             *info = gi;
         return;
     }
-    const int F = snap->nframes;
-    const int N = grid_scale(F, w, h);
-    int cells = (F + N - 1) / N;
-    double wm = snap->params.watermark;
-    if (!(wm > 0) || snap->params.mode == PF_SIM_NAIVE) /* naive admits by reservation only */
-        wm = 0;
-    if (wm > 1)
-        wm = 1;
-    int reserve = pf_pool_reserve_for(F, wm);
-    if (reserve < 0)
-        reserve = 0;
-    int reserve_cells = (reserve + N - 1) / N;
-    if (reserve_cells > cells)
-        reserve_cells = cells;
-    gi.frames_per_cell = N;
-    gi.cells = cells;
-    gi.reserve_frames = reserve;
-    gi.reserve_cells = reserve_cells;
-    const pf_marks *mk = v->marks && v->marks->n == F ? v->marks : NULL;
-    const int32_t insp = v->inspect - 1; /* -1: none */
-    const int ascii = v->ascii;
-
-    /* state order for tie-breaking: index into this list, lower wins ties */
-    enum { NST = 6 }; /* frame states: PF_FRAME_FREE .. PF_FRAME_CACHED */
-    static const uint8_t order[NST] = {PF_FRAME_SWAPPED, PF_FRAME_SHARED, PF_FRAME_USED,
-                                       PF_FRAME_RESERVED, PF_FRAME_CACHED, PF_FRAME_FREE};
-    /* Large cells are sampled: with N > PF_GRID_SAMPLE (16) frames a cell,
-     * its state, owner, marks and highlight come from PF_GRID_SEGS runs of
-     * PF_GRID_SEG consecutive frames at the start and the middle of the cell
-     * (each run one or two cache lines), not from all N. Reading all 4M
-     * frames of the largest pool took about 65 ms a frame on the development
-     * VM; a sample of 16 per cell (N = 733 at 200x60) about 1 ms. What a
-     * cell shows is then the dominant state of its sample: a state held by
-     * a small part of a large cell can be missed, but the counters, the
-     * meter and the inspector stay exact. At N <= 16 every frame is read. */
-    enum { PF_GRID_SEGS = 2, PF_GRID_SEG = 8, PF_GRID_SAMPLE = PF_GRID_SEGS * PF_GRID_SEG };
-    /* the runs of the next cell are fetched while this one is counted: the
-     * reads are scattered over a large array, so memory latency, not
-     * arithmetic, is what a sampled frame costs */
-    const int sampled = N > PF_GRID_SAMPLE;
+    grid_geometry(snap, &gi);
+    const int N = gi.frames_per_cell, cells = gi.cells;
+    const pf_marks *mk = v->marks && v->marks->n == snap->nframes ? v->marks : NULL;
     for (int c = 0; c < cells; c++) {
-        int lo = c * N, hi = lo + N < F ? lo + N : F;
-        int seg_lo[PF_GRID_SEGS], seg_hi[PF_GRID_SEGS], nseg = 1;
-        seg_lo[0] = lo;
-        seg_hi[0] = hi;
-        if (sampled) {
-            nseg = PF_GRID_SEGS;
-            for (int j = 0; j < nseg; j++) {
-                int a = lo + (int)((long)j * (hi - lo) / nseg);
-                seg_lo[j] = a;
-                seg_hi[j] = a + PF_GRID_SEG < hi ? a + PF_GRID_SEG : hi;
-            }
-        }
-        if (sampled && c + 1 < cells)
-            for (int j = 0; j < PF_GRID_SEGS; j++) {
-                long nlo = (long)(c + 1) * N, nhi = nlo + N < F ? nlo + N : F;
-                __builtin_prefetch(&snap->frames[nlo + j * (nhi - nlo) / PF_GRID_SEGS]);
-            }
-        int count[NST] = {0, 0, 0, 0, 0, 0};
-        int mark = PF_MARK_NONE, mine = 0;
-        for (int j = 0; j < nseg; j++)
-            for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
-                unsigned st = snap->frames[f].state;
-                count[st < NST ? st : PF_FRAME_USED]++;
-                if (mk && mk->kind[f] > mark && pf_marks_at(mk, f, v->now) > mark)
-                    mark = mk->kind[f];
-                mine |= insp >= 0 && snap->frames[f].owner == insp;
-            }
-        gi.shared_frames += sampled ? count[PF_FRAME_SHARED] * N / PF_GRID_SAMPLE : count[PF_FRAME_SHARED];
-        gi.cached_frames += sampled ? count[PF_FRAME_CACHED] * N / PF_GRID_SAMPLE : count[PF_FRAME_CACHED];
-        uint8_t st = order[0];
-        for (int i = 1; i < NST; i++)
-            if (count[order[i]] > count[st])
-                st = order[i];
-        int32_t cand = -1, candseq = -1;
-        int votes = 0, candf = -1;
-        for (int j = 0; j < nseg; j++)
-            for (int f = seg_lo[j]; f < seg_hi[j]; f++) {
-                unsigned fs = snap->frames[f].state;
-                if ((fs < NST ? fs : PF_FRAME_USED) != st)
-                    continue;
-                if (votes == 0) {
-                    cand = snap->frames[f].owner;
-                    votes = 1;
-                } else if (snap->frames[f].owner == cand)
-                    votes++;
-                else
-                    votes--;
-                if (snap->frames[f].owner == cand)
-                    candf = f;
-            }
-        if (candf >= 0 && snap->frame_seq && v->coloring != PF_COLORING_OWNER)
-            candseq = snap->frame_seq[candf]; /* one read, and only when used */
-        int in_reserve = c >= cells - reserve_cells;
+        grid_cell gc;
+        grid_sample(snap, v, mk, c, N, cells, &gc);
+        /* the counters are scaled back up from a sample */
+        const int scale = N > GRID_SAMPLE;
+        gi.shared_frames += scale ? gc.count[PF_FRAME_SHARED] * N / GRID_SAMPLE : gc.count[PF_FRAME_SHARED];
+        gi.cached_frames += scale ? gc.count[PF_FRAME_CACHED] * N / GRID_SAMPLE : gc.count[PF_FRAME_CACHED];
         uint32_t ch;
-        uint8_t col, attr = 0;
-        switch (st) {
-        case PF_FRAME_USED:
-            ch = pf_render_glyph(PF_GLYPH_USED, ascii);
-            col = pf_render_owner_color(cand);
-            break;
-        case PF_FRAME_RESERVED:
-            ch = pf_render_glyph(PF_GLYPH_RESERVED, ascii);
-            col = pf_render_owner_color(cand);
-            attr = PF_ATTR_DIM;
-            break;
-        case PF_FRAME_SHARED:
-            ch = pf_render_glyph(PF_GLYPH_SHARED, ascii);
-            col = pf_render_owner_color(cand);
-            attr = PF_ATTR_BOLD;
-            break;
-        case PF_FRAME_SWAPPED:
-            ch = pf_render_glyph(PF_GLYPH_SWAPPED, ascii);
-            col = PF_COL_WARN;
-            attr = PF_ATTR_BOLD;
-            break;
-        case PF_FRAME_CACHED: /* free to take, but still findable by hash */
-            ch = pf_render_glyph(PF_GLYPH_CACHED, ascii);
-            col = PF_COL_CACHED;
-            break;
-        default:
-            ch = pf_render_glyph(in_reserve ? PF_GLYPH_RESERVE : PF_GLYPH_FREE, ascii);
-            col = in_reserve ? PF_COL_RESERVE : PF_COL_DIM;
-            attr = in_reserve ? 0 : PF_ATTR_DIM;
-            break;
-        }
-        if (st == PF_FRAME_USED || st == PF_FRAME_RESERVED || st == PF_FRAME_SHARED) {
-            if (v->coloring == PF_COLORING_STATE) {
-                if (st == PF_FRAME_USED)
-                    owner_state_look(snap, candseq, ascii, &ch, &col);
-                else
-                    col = st == PF_FRAME_SHARED ? PF_COL_SHARED : PF_COL_DIM;
-            } else if (v->coloring == PF_COLORING_AGE) {
-                int k = age_bucket_of(snap, candseq);
-                col = (uint8_t)(PF_COL_AGE0 + k);
-                if (v->no_color && st == PF_FRAME_USED)
-                    ch = (uint32_t)('0' + k);
-            } else if (v->no_color && st == PF_FRAME_USED)
-                ch = pf_render_owner_letter(cand);
-        } else if (st == PF_FRAME_SWAPPED && v->coloring != PF_COLORING_OWNER)
-            col = PF_COL_SWAPPED;
-        if (in_reserve)
-            attr |= PF_ATTR_UNDERLINE;
-        if (mark == PF_MARK_PREEMPTED) {
-            col = PF_COL_FLASH;
-            attr = PF_ATTR_REVERSE | PF_ATTR_BOLD;
-            gi.flashes++;
-        } else if (mark == PF_MARK_ADMITTED) {
-            col = PF_COL_ADMIT;
-            attr = PF_ATTR_BOLD;
-            gi.admits++;
-        }
-        if (mine)
-            attr |= PF_ATTR_REVERSE | PF_ATTR_BOLD;
-        if (v->cursor - 1 == c) {
-            col = PF_COL_KEY;
-            attr = PF_ATTR_REVERSE | PF_ATTR_UNDERLINE | PF_ATTR_BOLD;
-        }
+        uint8_t col, attr;
+        grid_look(snap, v, &gc, c, c >= cells - gi.reserve_cells, &gi, &ch, &col, &attr);
         pf_cells_put(b, x + c % w, y + c / w, ch, col, attr);
     }
     if (info)
