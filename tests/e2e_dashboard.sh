@@ -335,11 +335,17 @@ $T send-keys -t pf Right
 wait_for "replay 12/" || fail "replay: Right did not seek 10 records"
 $T send-keys -t pf Left
 wait_for "replay 2/" || fail "replay: Left did not seek back"
+$T send-keys -t pf f
+wait_for " 5 rec/s" || fail "replay: f did not halve the rate (10 rec/s)"
+$T send-keys -t pf F F
+wait_for " 20 rec/s" || fail "replay: F did not double the rate"
+$T send-keys -t pf W
+wait_for "a replay cannot change" || fail "replay: W (a live key) not refused on the status line"
 $T send-keys -t pf q
 wait_for "PF_EXIT=0" 15 || fail "replay: q did not exit 0"
 $T kill-session -t pf
 rm -f "$REC"
-echo "ok --record and replay: pause, step, seek"
+echo "ok --record and replay: pause, step, seek, rate, a live key refused"
 
 # ---- terminals that cannot be driven: one clear line, status 2 -------------------
 for term in dumb no-such-terminal-xyz; do

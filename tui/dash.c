@@ -961,6 +961,89 @@ static int run_live(dash_opts *o, const pf_jobs *jobs)
 
 /* ---- the command --------------------------------------------------------------- */
 
+/* The flags taken together: what one mode would silently ignore is
+ * refused, naming the flag. Then the simulator's parameters in o->p.
+ * PF_CLI_OK, or 2 after one line. */
+static int dash_check(const char *prog, dash_opts *o, pf_opt *opts)
+{
+    if (pf_simflags_check(prog, &o->sf, opts) != PF_CLI_OK)
+        return 2;
+    /* --mode naive runs naive from the start: a pool that cannot hold one
+     * reservation would abort every job and show an idle pool (exit 0), a
+     * setting `sim` refuses with the same line */
+    if (o->sf.mode == PF_SIM_NAIVE && pf_simflags_check_naive(prog, &o->sf) != PF_CLI_OK)
+        return 2;
+    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu-pass", "format"};
+    if (o->headless && pf_cli_find(opts, "loop")->seen)
+        return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
+    if (o->headless && o->metrics_port)
+        return pf_cli_error(prog, "--metrics-port: the live dashboard serves /metrics, not --headless");
+    if (o->headless && o->sf.kv_publish)
+        return pf_cli_error(prog, "--kv-events-publish: the live dashboard publishes, not --headless "
+                                  "(`pagefault sim --kv-events-publish` publishes a batch run)");
+    if (o->metrics_bind && !o->metrics_port)
+        return pf_cli_error(prog, "--metrics-bind needs --metrics-port");
+    for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
+        if (pf_cli_find(opts, headless_only[i])->seen && !o->headless)
+            return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
+    /* Headless steps the deterministic engine on this thread (reproducible
+     * dumps); an explicit --engine threaded would be silently ignored, so
+     * it is refused instead. */
+    if (o->headless && pf_cli_find(opts, "engine")->seen && o->sf.engine == PF_ENGINE_THREADED)
+        return pf_cli_error(prog, "--engine threaded: --headless runs the deterministic engine "
+                                  "(drop --engine, or --engine deterministic)");
+    /* so would a thread count or a step's wall time: headless steps as
+     * fast as it can */
+    static const char *const live_only[] = {"threads", "tick-us"};
+    for (size_t i = 0; o->headless && i < sizeof live_only / sizeof live_only[0]; i++)
+        if (pf_cli_find(opts, live_only[i])->seen)
+            return pf_cli_error(prog, "--%s: --headless steps the deterministic engine on this "
+                                      "thread, as fast as it can", live_only[i]);
+    if (o->headless)
+        o->sf.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
+    if (pf_simflags_params(prog, &o->sf, &o->p) != 0)
+        return 2;
+    return PF_CLI_OK;
+}
+
+/* The simulator the run starts from (NULL with *status set when it cannot
+ * be made), --record's file opened, and headless, naive's throughput for
+ * `vs naive`. */
+static pf_sim *dash_prepare(dash_opts *o, pf_jobs *jobs, int *status)
+{
+    pf_sim *sim = make_sim(o, jobs, status); /* checks every parameter before a terminal opens */
+    if (sim && o->record) {
+        o->rec = fopen(o->record, "wb");
+        if (!o->rec || pf_record_begin(o->rec) != 0) {
+            fprintf(stderr, "pagefault: --record: cannot write '%s'\n", o->record);
+            if (o->rec)
+                fclose(o->rec);
+            o->rec = NULL;
+            pf_sim_destroy(sim);
+            sim = NULL;
+            *status = 2;
+        }
+    }
+    if (sim && o->headless && o->p.mode == PF_SIM_PAGED && o->p.naive_throughput <= 0) {
+        /* `vs naive` headless, as live (start_phase): naive's throughput on
+         * the same jobs from a deterministic naive run (pf_sim_step, unlike
+         * pf_sim_run, does not make one), then the paged simulator anew
+         * with it. No baseline (a naive run that cannot finish): n/a. */
+        double nt = naive_baseline(&o->p, jobs);
+        if (nt > 0) {
+            char err[256] = "";
+            pf_sim_destroy(sim);
+            o->p.naive_throughput = nt;
+            sim = pf_sim_create(&o->p, jobs, err, sizeof err);
+            if (!sim) {
+                fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
+                *status = 2;
+            }
+        }
+    }
+    return sim;
+}
+
 int pf_cmd_dash(int argc, char **argv)
 {
     const char *prog = "pagefault";
@@ -1006,78 +1089,14 @@ int pf_cmd_dash(int argc, char **argv)
     int rc = pf_cli_start(prog, dash_summary, opts, argc, argv);
     if (rc != PF_CLI_GO)
         return rc;
-    if (pf_simflags_check(prog, &o.sf, opts) != PF_CLI_OK)
+    if (dash_check(prog, &o, opts) != PF_CLI_OK)
         return 2;
-    /* --mode naive runs naive from the start: a pool that cannot hold one
-     * reservation would abort every job and show an idle pool (exit 0), a
-     * setting `sim` refuses with the same line */
-    if (o.sf.mode == PF_SIM_NAIVE && pf_simflags_check_naive(prog, &o.sf) != PF_CLI_OK)
-        return 2;
-    static const char *const headless_only[] = {"ticks", "dump-every", "width", "height", "gpu-pass", "format"};
-    if (o.headless && pf_cli_find(opts, "loop")->seen)
-        return pf_cli_error(prog, "--loop: --headless runs once (it ends with the summary)");
-    if (o.headless && o.metrics_port)
-        return pf_cli_error(prog, "--metrics-port: the live dashboard serves /metrics, not --headless");
-    if (o.headless && o.sf.kv_publish)
-        return pf_cli_error(prog, "--kv-events-publish: the live dashboard publishes, not --headless "
-                                  "(`pagefault sim --kv-events-publish` publishes a batch run)");
-    if (o.metrics_bind && !o.metrics_port)
-        return pf_cli_error(prog, "--metrics-bind needs --metrics-port");
-    for (size_t i = 0; i < sizeof headless_only / sizeof headless_only[0]; i++)
-        if (pf_cli_find(opts, headless_only[i])->seen && !o.headless)
-            return pf_cli_error(prog, "--%s needs --headless", headless_only[i]);
     pf_look_settle(&o.look);
-    /* Headless steps the deterministic engine on this thread (reproducible
-     * dumps); an explicit --engine threaded would be silently ignored, so
-     * it is refused instead. */
-    if (o.headless && pf_cli_find(opts, "engine")->seen && o.sf.engine == PF_ENGINE_THREADED)
-        return pf_cli_error(prog, "--engine threaded: --headless runs the deterministic engine "
-                                  "(drop --engine, or --engine deterministic)");
-    /* so would a thread count or a step's wall time: headless steps as
-     * fast as it can */
-    static const char *const live_only[] = {"threads", "tick-us"};
-    for (size_t i = 0; o.headless && i < sizeof live_only / sizeof live_only[0]; i++)
-        if (pf_cli_find(opts, live_only[i])->seen)
-            return pf_cli_error(prog, "--%s: --headless steps the deterministic engine on this "
-                                      "thread, as fast as it can", live_only[i]);
-    if (o.headless)
-        o.sf.engine = PF_ENGINE_DETERMINISTIC; /* reproducible dumps; steps on this thread */
-    if (pf_simflags_params(prog, &o.sf, &o.p) != 0)
-        return 2;
 
     pf_jobs jobs;
     memset(&jobs, 0, sizeof jobs);
     int status = 0;
-    pf_sim *sim = make_sim(&o, &jobs, &status); /* checks every parameter before a terminal opens */
-    if (sim && o.record) {
-        o.rec = fopen(o.record, "wb");
-        if (!o.rec || pf_record_begin(o.rec) != 0) {
-            fprintf(stderr, "pagefault: --record: cannot write '%s'\n", o.record);
-            if (o.rec)
-                fclose(o.rec);
-            o.rec = NULL;
-            pf_sim_destroy(sim);
-            sim = NULL;
-            status = 2;
-        }
-    }
-    if (sim && o.headless && o.p.mode == PF_SIM_PAGED && o.p.naive_throughput <= 0) {
-        /* `vs naive` headless, as live (start_phase): naive's throughput on
-         * the same jobs from a deterministic naive run (pf_sim_step, unlike
-         * pf_sim_run, does not make one), then the paged simulator anew
-         * with it. No baseline (a naive run that cannot finish): n/a. */
-        double nt = naive_baseline(&o.p, &jobs);
-        if (nt > 0) {
-            char err[256] = "";
-            pf_sim_destroy(sim);
-            o.p.naive_throughput = nt;
-            sim = pf_sim_create(&o.p, &jobs, err, sizeof err);
-            if (!sim) {
-                fprintf(stderr, "pagefault: %s\n", err[0] ? err : "cannot create the simulator");
-                status = 2;
-            }
-        }
-    }
+    pf_sim *sim = dash_prepare(&o, &jobs, &status);
     if (sim && o.headless) {
         status = run_headless(&o, sim);
         pf_sim_destroy(sim);

@@ -176,6 +176,118 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The frames, run-length coded: (owner, state, count) runs that cover the
+ * pool exactly. 0, or a PF_ERR_* after a line in err. */
+static int get_frames(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, size_t errlen)
+{
+    int nframes = get_i32(r), runs = get_i32(r);
+    if (r->bad || nframes < 1 || nframes > REC_MAX_FRAMES || runs < 1 || runs > nframes) {
+        snprintf(err, errlen, "%s: a damaged record (%d frames in %d runs)", name, nframes, runs);
+        return PF_ERR_IO;
+    }
+    int aux = s->frame_aux_cap;
+    if (grow((void **)&s->frames, &s->frames_cap, nframes, sizeof *s->frames) ||
+        grow((void **)&s->frame_seq, &aux, nframes, sizeof *s->frame_seq)) {
+        snprintf(err, errlen, "%s: out of memory for %d frames", name, nframes);
+        return PF_ERR_NOMEM;
+    }
+    s->frame_aux_cap = aux;
+    free(s->frame_block); /* not recorded: the inspector shows no page table */
+    s->frame_block = NULL;
+    s->nframes = nframes;
+    int at = 0;
+    for (int i = 0; i < runs && !r->bad; i++) {
+        int32_t owner = get_i32(r);
+        uint8_t st;
+        get(r, &st, 1);
+        int32_t cnt = get_i32(r);
+        if (cnt < 1 || cnt > nframes - at || st > PF_FRAME_CACHED || owner < -1) {
+            r->bad = 1;
+            break;
+        }
+        for (int k = 0; k < cnt; k++)
+            s->frames[at + k] = (pf_frame_view){owner, st};
+        at += cnt;
+    }
+    if (r->bad || at != nframes) {
+        snprintf(err, errlen, "%s: a damaged record (frames)", name);
+        return PF_ERR_IO;
+    }
+    return 0;
+}
+
+/* The sequences, events, history and first tokens, each count checked
+ * against its array before a byte is copied. 0, or PF_ERR_IO after a line
+ * in err. */
+static int get_lists(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, size_t errlen)
+{
+    int nseqs = get_i32(r);
+    if (r->bad || nseqs < 0 || nseqs > REC_MAX_SEQS ||
+        grow((void **)&s->seqs, &s->seqs_cap, nseqs > 16 ? nseqs : 16, sizeof *s->seqs)) {
+        snprintf(err, errlen, "%s: a damaged record (%d sequences)", name, nseqs);
+        return PF_ERR_IO;
+    }
+    get(r, s->seqs, (size_t)nseqs * sizeof *s->seqs);
+    s->nseqs = nseqs;
+    int nev = get_i32(r);
+    if (r->bad || nev < 0 || nev > PF_SIM_EVENTS) {
+        snprintf(err, errlen, "%s: a damaged record (%d events)", name, nev);
+        return PF_ERR_IO;
+    }
+    get(r, s->events, (size_t)nev * sizeof s->events[0]);
+    s->nevents = nev;
+    int nh = get_i32(r);
+    if (r->bad || nh < 0 || nh > PF_SIM_HISTORY) {
+        snprintf(err, errlen, "%s: a damaged record (%d history steps)", name, nh);
+        return PF_ERR_IO;
+    }
+    get(r, &s->hist_step0, sizeof s->hist_step0);
+    size_t hn = (size_t)nh * sizeof(float);
+    get(r, s->hist_decoding, hn);
+    get(r, s->hist_stalled, hn);
+    get(r, s->hist_preempt, hn);
+    get(r, s->hist_usage, hn);
+    get(r, s->hist_time, (size_t)nh * sizeof(double));
+    get(r, s->hist_tokens, hn);
+    get(r, s->hist_waiting, hn);
+    get(r, s->hist_firsts, hn);
+    get(r, s->hist_ttft_sum, hn);
+    s->nhistory = nh;
+    get(r, &s->ft_first, sizeof s->ft_first);
+    int nft = get_i32(r);
+    if (r->bad || nft < 0 || nft > PF_SIM_FIRSTS || s->ft_first < 0) {
+        snprintf(err, errlen, "%s: a damaged record (%d first tokens)", name, nft);
+        return PF_ERR_IO;
+    }
+    get(r, s->ft, (size_t)nft * sizeof s->ft[0]);
+    s->nft = nft;
+    return 0;
+}
+
+/* Each frame's owner as an index into seqs[] (frame_seq): by id, through a
+ * sorted (id, index) list. 0 or PF_ERR_NOMEM. */
+static int link_owners(pf_sim_snapshot *s)
+{
+    const int nseqs = s->nseqs;
+    int32_t *idx = malloc((size_t)(nseqs > 0 ? nseqs : 1) * 2 * sizeof *idx);
+    if (!idx)
+        return PF_ERR_NOMEM;
+    for (int i = 0; i < nseqs; i++) {
+        idx[2 * i] = s->seqs[i].id;
+        idx[2 * i + 1] = i;
+    }
+    qsort(idx, (size_t)nseqs, 2 * sizeof *idx, cmp_id);
+    for (int f = 0; f < s->nframes; f++) {
+        int32_t key[2] = {s->frames[f].owner, 0};
+        const int32_t *hit = key[0] >= 0 && nseqs > 0
+                                 ? bsearch(key, idx, (size_t)nseqs, 2 * sizeof *idx, cmp_id)
+                                 : NULL;
+        s->frame_seq[f] = hit ? hit[1] : -1;
+    }
+    free(idx);
+    return 0;
+}
+
 int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int *final, char *err,
                   size_t errlen)
 {
@@ -188,12 +300,11 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
         return PF_ERR_IO;
     }
     unsigned char *p = malloc(hdr[1] ? hdr[1] : 1);
-    int32_t *idx = NULL;
-    int rc = PF_ERR_IO;
     if (!p) {
         snprintf(err, errlen, "%s: out of memory for a record of %u bytes", name, hdr[1]);
         return PF_ERR_NOMEM;
     }
+    int rc = PF_ERR_IO;
     if (fread(p, 1, hdr[1], f) != hdr[1]) {
         snprintf(err, errlen, "%s: the file ends inside a record", name);
         goto out;
@@ -206,106 +317,19 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
     get(&r, &s->params, sizeof s->params);
     get(&r, &s->stats, sizeof s->stats);
     s->paused = get_i32(&r);
-    int nframes = get_i32(&r), runs = get_i32(&r);
-    if (r.bad || nframes < 1 || nframes > REC_MAX_FRAMES || runs < 1 || runs > nframes) {
-        snprintf(err, errlen, "%s: a damaged record (%d frames in %d runs)", name, nframes, runs);
+    if ((rc = get_frames(&r, name, s, err, errlen)) != 0 || (rc = get_lists(&r, name, s, err, errlen)) != 0)
         goto out;
-    }
-    int aux = s->frame_aux_cap;
-    if (grow((void **)&s->frames, &s->frames_cap, nframes, sizeof *s->frames) ||
-        grow((void **)&s->frame_seq, &aux, nframes, sizeof *s->frame_seq)) {
-        rc = PF_ERR_NOMEM;
-        snprintf(err, errlen, "%s: out of memory for %d frames", name, nframes);
-        goto out;
-    }
-    s->frame_aux_cap = aux;
-    free(s->frame_block); /* not recorded: the inspector shows no page table */
-    s->frame_block = NULL;
-    s->nframes = nframes;
-    int at = 0;
-    for (int i = 0; i < runs && !r.bad; i++) {
-        int32_t owner = get_i32(&r);
-        uint8_t st;
-        get(&r, &st, 1);
-        int32_t cnt = get_i32(&r);
-        if (cnt < 1 || cnt > nframes - at || st > PF_FRAME_CACHED || owner < -1) {
-            r.bad = 1;
-            break;
-        }
-        for (int k = 0; k < cnt; k++)
-            s->frames[at + k] = (pf_frame_view){owner, st};
-        at += cnt;
-    }
-    if (r.bad || at != nframes) {
-        snprintf(err, errlen, "%s: a damaged record (frames)", name);
-        goto out;
-    }
-    int nseqs = get_i32(&r);
-    if (r.bad || nseqs < 0 || nseqs > REC_MAX_SEQS ||
-        grow((void **)&s->seqs, &s->seqs_cap, nseqs > 16 ? nseqs : 16, sizeof *s->seqs)) {
-        snprintf(err, errlen, "%s: a damaged record (%d sequences)", name, nseqs);
-        goto out;
-    }
-    get(&r, s->seqs, (size_t)nseqs * sizeof *s->seqs);
-    s->nseqs = nseqs;
-    int nev = get_i32(&r);
-    if (r.bad || nev < 0 || nev > PF_SIM_EVENTS) {
-        snprintf(err, errlen, "%s: a damaged record (%d events)", name, nev);
-        goto out;
-    }
-    get(&r, s->events, (size_t)nev * sizeof s->events[0]);
-    s->nevents = nev;
-    int nh = get_i32(&r);
-    if (r.bad || nh < 0 || nh > PF_SIM_HISTORY) {
-        snprintf(err, errlen, "%s: a damaged record (%d history steps)", name, nh);
-        goto out;
-    }
-    get(&r, &s->hist_step0, sizeof s->hist_step0);
-    size_t hn = (size_t)nh * sizeof(float);
-    get(&r, s->hist_decoding, hn);
-    get(&r, s->hist_stalled, hn);
-    get(&r, s->hist_preempt, hn);
-    get(&r, s->hist_usage, hn);
-    get(&r, s->hist_time, (size_t)nh * sizeof(double));
-    get(&r, s->hist_tokens, hn);
-    get(&r, s->hist_waiting, hn);
-    get(&r, s->hist_firsts, hn);
-    get(&r, s->hist_ttft_sum, hn);
-    s->nhistory = nh;
-    get(&r, &s->ft_first, sizeof s->ft_first);
-    int nft = get_i32(&r);
-    if (r.bad || nft < 0 || nft > PF_SIM_FIRSTS || s->ft_first < 0) {
-        snprintf(err, errlen, "%s: a damaged record (%d first tokens)", name, nft);
-        goto out;
-    }
-    get(&r, s->ft, (size_t)nft * sizeof s->ft[0]);
-    s->nft = nft;
+    rc = PF_ERR_IO;
     if (r.bad || r.at != r.n) {
         snprintf(err, errlen, "%s: a damaged record (length)", name);
         goto out;
     }
-    /* the owner's index in seqs[]: by id, through a sorted (id, index) list */
-    idx = malloc((size_t)(nseqs > 0 ? nseqs : 1) * 2 * sizeof *idx);
-    if (!idx) {
-        rc = PF_ERR_NOMEM;
+    if ((rc = link_owners(s)) != 0) {
         snprintf(err, errlen, "%s: out of memory", name);
         goto out;
     }
-    for (int i = 0; i < nseqs; i++) {
-        idx[2 * i] = s->seqs[i].id;
-        idx[2 * i + 1] = i;
-    }
-    qsort(idx, (size_t)nseqs, 2 * sizeof *idx, cmp_id);
-    for (int f2 = 0; f2 < nframes; f2++) {
-        int32_t key[2] = {s->frames[f2].owner, 0};
-        const int32_t *hit = key[0] >= 0 && nseqs > 0
-                                 ? bsearch(key, idx, (size_t)nseqs, 2 * sizeof *idx, cmp_id)
-                                 : NULL;
-        s->frame_seq[f2] = hit ? hit[1] : -1;
-    }
     rc = 1;
 out:
-    free(idx);
     free(p);
     return rc;
 }

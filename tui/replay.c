@@ -118,6 +118,60 @@ static int replay_headless(replay_opts *o, FILE *f)
     return status;
 }
 
+/* Where the player is and how it plays: what the keys change. */
+typedef struct {
+    long at, n;        /* the record on screen, of n              */
+    int paused;
+    double rate;       /* records per second                      */
+    pf_dash_look look; /* keys c, t, < and > change it            */
+    char msg[128];     /* a line for the status bar, or ""        */
+} player;
+
+/* One key's command. Returns 1 for quit. */
+static int player_key(player *pl, int cmd)
+{
+    switch (cmd) {
+    case PF_DASH_CMD_QUIT:
+        return 1;
+    case PF_DASH_CMD_PAUSE_TOGGLE:
+        pl->paused = !pl->paused;
+        break;
+    case PF_DASH_CMD_STEP:
+        pl->paused = 1;
+        pl->at = pl->at < pl->n - 1 ? pl->at + 1 : pl->at;
+        break;
+    case PF_DASH_CMD_CURSOR_LEFT:
+        pl->at = pl->at >= 10 ? pl->at - 10 : 0;
+        break;
+    case PF_DASH_CMD_CURSOR_RIGHT:
+        pl->at = pl->at + 10 < pl->n ? pl->at + 10 : pl->n - 1;
+        break;
+    case PF_DASH_CMD_SLOWER:
+        pl->rate = pl->rate / 2 < 0.25 ? 0.25 : pl->rate / 2;
+        break;
+    case PF_DASH_CMD_FASTER:
+        pl->rate = pl->rate * 2 > 1000 ? 1000 : pl->rate * 2;
+        break;
+    case PF_DASH_CMD_RESET:
+        pl->at = 0;
+        break;
+    case PF_DASH_CMD_COLORING:
+        pl->look.coloring = (pl->look.coloring + 1) % PF_COLORING_COUNT;
+        break;
+    case PF_DASH_CMD_CHARTS:
+        pl->look.charts = !pl->look.charts;
+        break;
+    case PF_DASH_CMD_ZOOM_IN:
+    case PF_DASH_CMD_ZOOM_OUT:
+        pl->look.window = pf_render_window_zoom(pl->look.window, cmd == PF_DASH_CMD_ZOOM_OUT);
+        break;
+    default:
+        snprintf(pl->msg, sizeof pl->msg, "a replay cannot change the run");
+        break;
+    }
+    return 0;
+}
+
 static int replay_live(replay_opts *o, FILE *f)
 {
     char err[256] = "";
@@ -143,13 +197,12 @@ static int replay_live(replay_opts *o, FILE *f)
     memset(&s, 0, sizeof s);
     pf_hist hist;
     memset(&hist, 0, sizeof hist);
-    int status = 0, w, h, paused = 0;
-    pf_dash_look look = o->look; /* keys c, t, < and > change it */
-    double rate = 10; /* records per second: the live recorder keeps about 10 */
-    long at = 0, shown = -1;
+    int status = 0, w, h;
+    /* 10 records a second: the live recorder keeps about 10 */
+    player pl = {.at = 0, .n = n, .paused = 0, .rate = 10, .look = o->look, .msg = ""};
+    long shown = -1;
     int tick = 0, fin = 0;
     double next = pf_clock_s();
-    char msg[128] = "";
     pf_term_size(&w, &h);
     pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1);
     for (;;) {
@@ -159,84 +212,46 @@ static int replay_live(replay_opts *o, FILE *f)
             break;
         }
         double t = pf_clock_s();
-        if (!paused && t >= next && at < n - 1) {
-            at++;
-            next = t + 1.0 / rate;
+        if (!pl.paused && t >= next && pl.at < n - 1) {
+            pl.at++;
+            next = t + 1.0 / pl.rate;
         }
-        if (at != shown) {
-            if (at < shown)
+        if (pl.at != shown) {
+            if (pl.at < shown)
                 pf_hist_clear(&hist);
-            if (load(f, o->file, off[at], &s, &tick, &fin) != 0) {
+            if (load(f, o->file, off[pl.at], &s, &tick, &fin) != 0) {
                 pf_term_close();
-                fprintf(stderr, "pagefault replay: %s: cannot read record %ld again\n", o->file, at);
+                fprintf(stderr, "pagefault replay: %s: cannot read record %ld again\n", o->file, pl.at);
                 status = 1;
                 break;
             }
             pf_hist_update(&hist, &s);
-            shown = at;
+            shown = pl.at;
         }
         char st[160];
-        snprintf(st, sizeof st, "replay %ld/%ld%s, %.3g rec/s%s%s", at + 1, n, paused ? " paused" : "",
-                 rate, msg[0] ? " | " : "", msg);
+        snprintf(st, sizeof st, "replay %ld/%ld%s, %.3g rec/s%s%s", pl.at + 1, n, pl.paused ? " paused" : "",
+                 pl.rate, pl.msg[0] ? " | " : "", pl.msg);
         pf_dash_view v;
         memset(&v, 0, sizeof v);
         v.snap = &s;
-        pf_look_view(&look, &v);
+        pf_look_view(&pl.look, &v);
         v.status = st;
         v.hist = &hist;
         pf_render_screen(&buf, &v, NULL);
         pf_term_draw(&buf, 0);
-        int key = pf_term_getkey(paused ? 250 : 33);
+        int key = pf_term_getkey(pl.paused ? 250 : 33);
         if (key == PF_TERM_KEY_NONE)
             continue;
-        msg[0] = 0;
+        pl.msg[0] = 0;
         if (key == PF_TERM_KEY_RESIZE) {
             pf_term_size(&w, &h);
             if (w > 0 && h > 0)
                 pf_cells_resize(&buf, w, h);
             continue;
         }
-        switch (pf_dash_key(key)) {
-        case PF_DASH_CMD_QUIT:
-            goto done;
-        case PF_DASH_CMD_PAUSE_TOGGLE:
-            paused = !paused;
+        if (player_key(&pl, pf_dash_key(key)))
             break;
-        case PF_DASH_CMD_STEP:
-            paused = 1;
-            at = at < n - 1 ? at + 1 : at;
-            break;
-        case PF_DASH_CMD_CURSOR_LEFT:
-            at = at >= 10 ? at - 10 : 0;
-            break;
-        case PF_DASH_CMD_CURSOR_RIGHT:
-            at = at + 10 < n ? at + 10 : n - 1;
-            break;
-        case PF_DASH_CMD_SLOWER:
-            rate = rate / 2 < 0.25 ? 0.25 : rate / 2;
-            break;
-        case PF_DASH_CMD_FASTER:
-            rate = rate * 2 > 1000 ? 1000 : rate * 2;
-            break;
-        case PF_DASH_CMD_RESET:
-            at = 0;
-            break;
-        case PF_DASH_CMD_COLORING:
-            look.coloring = (look.coloring + 1) % PF_COLORING_COUNT;
-            break;
-        case PF_DASH_CMD_CHARTS:
-            look.charts = !look.charts;
-            break;
-        case PF_DASH_CMD_ZOOM_IN:
-        case PF_DASH_CMD_ZOOM_OUT:
-            look.window = pf_render_window_zoom(look.window, pf_dash_key(key) == PF_DASH_CMD_ZOOM_OUT);
-            break;
-        default:
-            snprintf(msg, sizeof msg, "a replay cannot change the run");
-            break;
-        }
     }
-done:
     pf_term_close();
     pf_hist_free(&hist);
     pf_sim_snapshot_free(&s);
