@@ -284,10 +284,16 @@ void pf_kvpub_attach(pf_kvpub *k, pf_sched *s)
         return;
     if (!s && k->s) /* detach: the scheduler still exists (see kvpub.h) */
         pf_sched_on_block(k->s, NULL, NULL);
-    if (s && s != k->s && k->stored_since_clear) {
-        int rc = pf_kvpub_cleared(k);
-        if (rc)
-            fail(k, rc);
+    if (s != k->s) {
+        /* The old scheduler may be destroyed already: forget it before the
+         * clear, which can send the queue early (a lone block over
+         * max_tokens still queued) and would read the time from it. */
+        k->s = NULL;
+        if (s && k->stored_since_clear) {
+            int rc = pf_kvpub_cleared(k);
+            if (rc)
+                fail(k, rc);
+        }
     }
     k->s = s;
     k->can_merge = 0;

@@ -21,6 +21,7 @@
  */
 #include "net/prom.h"
 
+#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -39,6 +40,37 @@ pf_prom_limits pf_prom_limits_default(void)
         .max_families = 10000,
     };
     return l;
+}
+
+/* ---- numbers in the C locale --------------------------------------------
+ *
+ * The text format's numbers are C numbers ("0.5"), whatever the process's
+ * locale: the dashboard sets LC_ALL from the environment for its terminal,
+ * and under de_DE or fr_FR printf wrote "0,5" into the /metrics page it
+ * serves (a page Prometheus refuses whole) and strtod stopped at the dot of
+ * every "0.5" it read. So parsing and rendering switch their own thread to a
+ * C locale (uselocale is per thread: the HTTP thread rendering does not
+ * disturb the simulator's) and back. Without one (newlocale failed) the
+ * process's locale is used as before. */
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void c_locale_init(void)
+{
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+/* Switch this thread to the C locale; returns what to give c_locale_leave. */
+static locale_t c_locale_enter(void)
+{
+    pthread_once(&c_locale_once, c_locale_init);
+    return c_locale ? uselocale(c_locale) : (locale_t)0;
+}
+
+static void c_locale_leave(locale_t old)
+{
+    if (old)
+        uselocale(old);
 }
 
 /* ---- parser ------------------------------------------------------------ */
@@ -78,7 +110,8 @@ static size_t read_name(cur *c, char *out, size_t cap, int colon)
 static int read_float(const char *s, size_t n, double *v)
 {
     char tmp[64];
-    if (n == 0 || n >= sizeof tmp)
+    /* a NUL would end strtod's string inside the token: "1\0junk" read as 1 */
+    if (n == 0 || n >= sizeof tmp || memchr(s, '\0', n))
         return -1;
     memcpy(tmp, s, n);
     tmp[n] = '\0';
@@ -282,8 +315,10 @@ int pf_prom_parse(const char *text, size_t len, const pf_prom_limits *lim, pf_pr
         len = lim->max_bytes;
         pg->truncated = 1;
     }
+    locale_t old = c_locale_enter();
+    int rc = 0;
     size_t pos = 0;
-    while (pos < len) {
+    while (pos < len && rc >= 0) {
         const char *s = text + pos;
         const char *nl = memchr(s, '\n', len - pos);
         if (!nl && pg->truncated)
@@ -301,13 +336,12 @@ int pf_prom_parse(const char *text, size_t len, const pf_prom_limits *lim, pf_pr
         skip_ws(&c);
         if (c.p == c.end)
             continue;
-        int rc = *c.p == '#' ? parse_comment(&c, pg, lim) : parse_sample(&c, pg, lim);
-        if (rc < 0)
-            return rc;
+        rc = *c.p == '#' ? parse_comment(&c, pg, lim) : parse_sample(&c, pg, lim);
         if (rc == 0)
             pg->n_bad++;
     }
-    return 0;
+    c_locale_leave(old);
+    return rc < 0 ? rc : 0;
 }
 
 void pf_prom_page_free(pf_prom_page *pg)
@@ -660,6 +694,7 @@ int pf_prom_render(pf_prom_registry *r, char **out, size_t *len)
         return PF_ERR_ARG;
     sbuf b = {0};
     char num[40], le[40];
+    locale_t old = c_locale_enter();
     pthread_mutex_lock(&r->mu);
     const char *lb = r->labels;
     const char *sep = lb[0] ? "," : "";
@@ -692,6 +727,7 @@ int pf_prom_render(pf_prom_registry *r, char **out, size_t *len)
         }
     }
     pthread_mutex_unlock(&r->mu);
+    c_locale_leave(old);
     if (!b.p)
         sb_printf(&b, "%s", "");
     if (b.failed) {

@@ -10,8 +10,9 @@
  * Contract (parser): the page is untrusted. Lines longer than
  * max_line, pages longer than max_bytes (the rest is ignored and counted),
  * and more than max_samples samples are bounded; a line that breaks the
- * grammar is counted in n_bad and skipped, never fatal. Numbers are read in
- * the C numeric locale (callers must not set LC_NUMERIC). Samples with the
+ * grammar is counted in n_bad and skipped, never fatal. Numbers are read (and
+ * written, by the registry) as C numbers whatever the process's locale: each
+ * call switches its own thread to the C locale and back. Samples with the
  * same name and different labels (several engines, several models) are kept
  * apart; the queries sum them (counters, gauges) or add their buckets by
  * `le` (histograms), as `sum by (le)` does in PromQL.

@@ -31,6 +31,36 @@ static int decode(buf *b, pf_kvev_batch *out, const char **why)
     return pf_kvev_decode(b->sb.data, b->sb.size, NULL, out, why);
 }
 
+static void buf_done(buf *b, pf_kvev_batch *bt)
+{
+    pf_kvev_batch_free(bt);
+    msgpack_sbuffer_destroy(&b->sb);
+}
+
+/* An event's opening: a map of n pairs, the first "type": tag (current
+ * vLLM), or an array of n fields, the first the tag (older vLLM). */
+static void ev_map(buf *b, uint32_t n, const char *tag)
+{
+    msgpack_pack_map(&b->pk, n);
+    str(b, "type");
+    str(b, tag);
+}
+
+static void ev_arr(buf *b, uint32_t n, const char *tag)
+{
+    msgpack_pack_array(&b->pk, n);
+    str(b, tag);
+}
+
+/* A 32-byte bytes hash (vLLM's sha256 digests), every byte `fill`. */
+static void bin_hash(buf *b, unsigned char fill)
+{
+    unsigned char h[32];
+    memset(h, fill, sizeof h);
+    msgpack_pack_bin(&b->pk, sizeof h);
+    msgpack_pack_bin_body(&b->pk, h, sizeof h);
+}
+
 /* Current vLLM: maps, tag under "type", bytes hashes, omitted defaults. */
 Test(net_kvev, decodes_vllm_map_encoding)
 {
@@ -42,21 +72,13 @@ Test(net_kvev, decodes_vllm_map_encoding)
     str(&b, "events");
     msgpack_pack_array(&b.pk, 3);
     /* BlockStored with two 32-byte hashes, a parent, 32 tokens */
-    msgpack_pack_map(&b.pk, 8);
-    str(&b, "type");
-    str(&b, "BlockStored");
+    ev_map(&b, 8, "BlockStored");
     str(&b, "block_hashes");
     msgpack_pack_array(&b.pk, 2);
-    unsigned char h[32];
-    for (int k = 0; k < 2; k++) {
-        memset(h, 0xa0 + k, sizeof h);
-        msgpack_pack_bin(&b.pk, 32);
-        msgpack_pack_bin_body(&b.pk, h, 32);
-    }
+    for (int k = 0; k < 2; k++)
+        bin_hash(&b, (unsigned char)(0xa0 + k));
     str(&b, "parent_block_hash");
-    memset(h, 0x11, sizeof h);
-    msgpack_pack_bin(&b.pk, 32);
-    msgpack_pack_bin_body(&b.pk, h, 32);
+    bin_hash(&b, 0x11);
     str(&b, "token_ids");
     msgpack_pack_array(&b.pk, 32);
     for (int i = 0; i < 32; i++)
@@ -70,9 +92,7 @@ Test(net_kvev, decodes_vllm_map_encoding)
     str(&b, "lora_name");
     msgpack_pack_nil(&b.pk);
     /* BlockRemoved with an int hash and a group */
-    msgpack_pack_map(&b.pk, 4);
-    str(&b, "type");
-    str(&b, "BlockRemoved");
+    ev_map(&b, 4, "BlockRemoved");
     str(&b, "block_hashes");
     msgpack_pack_array(&b.pk, 1);
     msgpack_pack_int64(&b.pk, -42);
@@ -80,10 +100,7 @@ Test(net_kvev, decodes_vllm_map_encoding)
     msgpack_pack_nil(&b.pk);
     str(&b, "group_idx");
     msgpack_pack_int(&b.pk, 1);
-    /* AllBlocksCleared */
-    msgpack_pack_map(&b.pk, 1);
-    str(&b, "type");
-    str(&b, "AllBlocksCleared");
+    ev_map(&b, 1, "AllBlocksCleared");
     str(&b, "data_parallel_rank");
     msgpack_pack_int(&b.pk, 3);
 
@@ -115,8 +132,7 @@ Test(net_kvev, decodes_vllm_map_encoding)
     cr_expect_eq((int64_t)r->hashes[0].u, -42);
     cr_expect(r->has_group && r->group_idx == 1);
     cr_expect_eq(bt.events[2].type, PF_KVEV_CLEARED);
-    pf_kvev_batch_free(&bt);
-    msgpack_sbuffer_destroy(&b.sb);
+    buf_done(&b, &bt);
 }
 
 /* Older vLLM: arrays, tag first, int hashes, no data_parallel_rank; the
@@ -128,8 +144,7 @@ Test(net_kvev, decodes_vllm_array_like_encoding)
     msgpack_pack_array(&b.pk, 2);
     msgpack_pack_double(&b.pk, 12.5);
     msgpack_pack_array(&b.pk, 3);
-    msgpack_pack_array(&b.pk, 7);
-    str(&b, "BlockStored");
+    ev_arr(&b, 7, "BlockStored");
     msgpack_pack_array(&b.pk, 1);
     msgpack_pack_uint64(&b.pk, 0xfedcba9876543210ull);
     msgpack_pack_uint64(&b.pk, 77); /* parent */
@@ -139,14 +154,12 @@ Test(net_kvev, decodes_vllm_array_like_encoding)
     msgpack_pack_int(&b.pk, 2);
     msgpack_pack_int(&b.pk, 9); /* lora_id */
     str(&b, "CPU");
-    msgpack_pack_array(&b.pk, 3);
-    str(&b, "BlockRemoved");
+    ev_arr(&b, 3, "BlockRemoved");
     msgpack_pack_array(&b.pk, 2);
     msgpack_pack_uint64(&b.pk, 1);
     msgpack_pack_uint64(&b.pk, 2);
     msgpack_pack_nil(&b.pk);
-    msgpack_pack_array(&b.pk, 5); /* oldest BlockStored: no medium */
-    str(&b, "BlockStored");
+    ev_arr(&b, 5, "BlockStored"); /* oldest BlockStored: no medium */
     msgpack_pack_array(&b.pk, 1);
     msgpack_pack_uint64(&b.pk, 3);
     msgpack_pack_nil(&b.pk);
@@ -168,8 +181,7 @@ Test(net_kvev, decodes_vllm_array_like_encoding)
     cr_expect_eq(bt.events[1].n_hashes, 2);
     cr_expect_eq(bt.events[2].parent.kind, PF_KVEV_HASH_NONE);
     cr_expect_str_eq(bt.events[2].medium, "");
-    pf_kvev_batch_free(&bt);
-    msgpack_sbuffer_destroy(&b.sb);
+    buf_done(&b, &bt);
 }
 
 static void make_batch(pf_kvev_batch *bt, pf_kvev_event ev[3], pf_kvev_hash hs[3], uint32_t tok[4])
@@ -262,22 +274,18 @@ Test(net_kvev, unknown_tags_and_bad_events_are_counted_and_skipped)
     msgpack_pack_array(&b.pk, 2);
     msgpack_pack_double(&b.pk, 1.0);
     msgpack_pack_array(&b.pk, 5);
-    msgpack_pack_array(&b.pk, 2); /* unknown tag */
-    str(&b, "BlockMoved");
+    ev_arr(&b, 2, "BlockMoved"); /* unknown tag */
     msgpack_pack_int(&b.pk, 1);
-    msgpack_pack_array(&b.pk, 3); /* hashes is a string: malformed */
-    str(&b, "BlockRemoved");
+    ev_arr(&b, 3, "BlockRemoved"); /* hashes is a string: malformed */
     str(&b, "oops");
     msgpack_pack_nil(&b.pk);
-    msgpack_pack_array(&b.pk, 5); /* block_size -1: malformed */
-    str(&b, "BlockStored");
+    ev_arr(&b, 5, "BlockStored"); /* block_size -1: malformed */
     msgpack_pack_array(&b.pk, 0);
     msgpack_pack_nil(&b.pk);
     msgpack_pack_array(&b.pk, 0);
     msgpack_pack_int(&b.pk, -1);
     msgpack_pack_int(&b.pk, 42); /* not an event at all */
-    msgpack_pack_array(&b.pk, 1);
-    str(&b, "AllBlocksCleared");
+    ev_arr(&b, 1, "AllBlocksCleared");
     pf_kvev_batch bt;
     const char *why;
     cr_assert_eq(decode(&b, &bt, &why), 0, "%s", why);
@@ -285,8 +293,7 @@ Test(net_kvev, unknown_tags_and_bad_events_are_counted_and_skipped)
     cr_expect_eq(bt.n_malformed, 3);
     cr_assert_eq(bt.n_events, 1);
     cr_expect_eq(bt.events[0].type, PF_KVEV_CLEARED);
-    pf_kvev_batch_free(&bt);
-    msgpack_sbuffer_destroy(&b.sb);
+    buf_done(&b, &bt);
 }
 
 static int decode_raw(const void *p, size_t n, const char **why)

@@ -4,7 +4,8 @@
  * ids, block size, lora_id null, medium "GPU"), a request's consecutive
  * blocks merged into one BlockStored, the per-batch caps splitting a step's
  * events without losing or reordering any, a new run announced by
- * AllBlocksCleared, and bad configurations refused. Publisher and subscriber
+ * AllBlocksCleared (also after the old run's scheduler is gone), and bad
+ * configurations refused. Publisher and subscriber
  * share the test's thread (no replay here: tests/race_net_kvpub.c repairs a
  * gap with a publisher thread). */
 #include <criterion/criterion.h>
@@ -53,11 +54,13 @@ typedef struct {
     uint64_t hash[4096];
     int32_t req[4096], block[4096];
     int n, stored, removed;
+    int last_stored; /* the newest event was a store */
 } emitted;
 
 static void record(void *ctx, const pf_sched_block_event *e)
 {
     emitted *m = ctx;
+    m->last_stored = e->kind == PF_SCHED_BLOCK_STORED;
     if (e->kind == PF_SCHED_BLOCK_STORED) {
         m->stored++;
         if (m->n < 4096) {
@@ -183,9 +186,24 @@ static pf_kvpub *open_pub_enc(uint32_t max_blocks, uint32_t max_tokens, int arra
     return pub;
 }
 
-static pf_kvpub *open_pub(uint32_t max_blocks, uint32_t max_tokens)
+/* Every round trip's set-up: em and v cleared, a publisher with these caps
+ * and encoding (0 maps, 1 arrays), and a subscriber already live. */
+static pf_zsub *start(pf_kvpub **pub, emitted *em, seen *v, uint32_t max_blocks, uint32_t max_tokens,
+                      int array_like)
 {
-    return open_pub_enc(max_blocks, max_tokens, 0);
+    memset(em, 0, sizeof *em);
+    memset(v, 0, sizeof *v);
+    v->em = em;
+    *pub = open_pub_enc(max_blocks, max_tokens, array_like);
+    return connect_to(*pub, v);
+}
+
+/* ... and its tear-down: the subscriber, the publisher, then the scheduler. */
+static void stop(pf_zsub *sub, pf_kvpub *pub, pf_sched *s)
+{
+    pf_zsub_close(sub);
+    pf_kvpub_close(pub);
+    pf_sched_destroy(s);
 }
 
 /* Run s to the end, one flush per step, draining the subscriber as it goes
@@ -235,10 +253,9 @@ static void expect_exact(const seen *v, const emitted *em)
 Test(net_kvpub, fields_tokens_and_merging_as_vllm)
 {
     static emitted em;
-    memset(&em, 0, sizeof em);
-    seen v = {.em = &em};
-    pf_kvpub *pub = open_pub(4096, 65536);
-    pf_zsub *sub = connect_to(pub, &v);
+    seen v;
+    pf_kvpub *pub;
+    pf_zsub *sub = start(&pub, &em, &v, 4096, 65536, 0);
     int warm = v.batches;
     uint64_t first_run_seq = pf_kvpub_next_seq(pub);
     pf_sched *s = publish_run(pub, sub, &em, &v);
@@ -263,28 +280,23 @@ Test(net_kvpub, fields_tokens_and_merging_as_vllm)
     cr_expect_eq(v.cleared, 0);
     cr_expect_eq(st.early_flushes, 0);
     cr_expect_eq(st.errors, 0);
-    pf_zsub_close(sub);
-    pf_kvpub_close(pub);
-    pf_sched_destroy(s);
+    stop(sub, pub, s);
 }
 
 /* Older vLLM's array_like encoding: the same events arrive. */
 Test(net_kvpub, array_like_encoding_reads_the_same)
 {
     static emitted em;
-    memset(&em, 0, sizeof em);
-    seen v = {.em = &em};
-    pf_kvpub *pub = open_pub_enc(4096, 65536, 1);
-    pf_zsub *sub = connect_to(pub, &v);
+    seen v;
+    pf_kvpub *pub;
+    pf_zsub *sub = start(&pub, &em, &v, 4096, 65536, 1);
     pf_sched *s = publish_run(pub, sub, &em, &v);
     cr_expect_eq(v.last_seq + 1, pf_kvpub_next_seq(pub));
     cr_expect_eq(v.array_like, 1, "the batches came as arrays");
     expect_exact(&v, &em);
     cr_expect_gt(v.merged_events, 0);
     cr_expect_eq(v.bad_fields, 0);
-    pf_zsub_close(sub);
-    pf_kvpub_close(pub);
-    pf_sched_destroy(s);
+    stop(sub, pub, s);
 }
 
 /* Caps of 3 blocks and 40 tokens (two 16-token blocks) per batch: steps
@@ -292,10 +304,9 @@ Test(net_kvpub, array_like_encoding_reads_the_same)
 Test(net_kvpub, caps_split_batches_without_loss)
 {
     static emitted em;
-    memset(&em, 0, sizeof em);
-    seen v = {.em = &em};
-    pf_kvpub *pub = open_pub(3, 40);
-    pf_zsub *sub = connect_to(pub, &v);
+    seen v;
+    pf_kvpub *pub;
+    pf_zsub *sub = start(&pub, &em, &v, 3, 40, 0);
     pf_sched *s = publish_run(pub, sub, &em, &v);
     pf_kvpub_stats st;
     pf_kvpub_stats_get(pub, &st);
@@ -304,9 +315,7 @@ Test(net_kvpub, caps_split_batches_without_loss)
     cr_expect_leq(v.max_hashes, 3);
     cr_expect_leq(v.max_tokens, 32, "40 tokens hold two 16-token blocks");
     expect_exact(&v, &em);
-    pf_zsub_close(sub);
-    pf_kvpub_close(pub);
-    pf_sched_destroy(s);
+    stop(sub, pub, s);
 }
 
 /* A second run on the same publisher starts with AllBlocksCleared: a
@@ -314,10 +323,9 @@ Test(net_kvpub, caps_split_batches_without_loss)
 Test(net_kvpub, new_run_is_announced_by_all_blocks_cleared)
 {
     static emitted em;
-    memset(&em, 0, sizeof em);
-    seen v = {.em = &em};
-    pf_kvpub *pub = open_pub(4096, 65536);
-    pf_zsub *sub = connect_to(pub, &v);
+    seen v;
+    pf_kvpub *pub;
+    pf_zsub *sub = start(&pub, &em, &v, 4096, 65536, 0);
     pf_sched *s = publish_run(pub, sub, &em, &v);
     cr_expect_eq(v.cleared, 0);
     uint64_t events_first = v.events;
@@ -326,10 +334,52 @@ Test(net_kvpub, new_run_is_announced_by_all_blocks_cleared)
     cr_expect_eq(v.first_cleared_at, events_first + 1, "the clear comes before the second run's events");
     cr_expect_eq(v.bad_tokens, 0);
     pf_kvpub_attach(pub, NULL); /* detach while s2 exists */
-    pf_zsub_close(sub);
-    pf_kvpub_close(pub);
-    pf_sched_destroy(s);
+    stop(sub, pub, s);
     pf_sched_destroy(s2);
+}
+
+/* kvpub.h: attaching a new run never touches the old scheduler, which may
+ * be destroyed already. Under a 8-token cap every 16-token block travels
+ * alone, so a step that stores last leaves its block queued, over the cap;
+ * attaching the next run queues an AllBlocksCleared, which sends that block
+ * early, stamped with the time read from the old, freed scheduler (a heap
+ * use-after-free: ASan aborts here). The block and the clear must still
+ * arrive, in that order, nothing lost. */
+Test(net_kvpub, attaching_a_new_run_never_reads_the_old_scheduler)
+{
+    static emitted em;
+    seen v;
+    pf_kvpub *pub;
+    pf_zsub *sub = start(&pub, &em, &v, 4096, 8, 0);
+    pf_sched *s = mk_sched();
+    em.pub = pub;
+    em.s = s;
+    pf_kvpub_attach(pub, s);
+    pf_sched_on_block(s, record, &em);
+    int rc;
+    while ((rc = pf_sched_step(s)) == 0 && !em.last_stored) {
+        cr_assert_eq(pf_kvpub_flush(pub, pf_sched_now(s)), 0);
+        pf_zsub_poll(sub, 0, on_note, &v);
+    }
+    cr_assert_eq(rc, 0, "the run ended before a step that stored last");
+    pf_sched_destroy(s); /* not detached: kvpub.h allows it */
+    pf_sched *s2 = mk_sched();
+    em.s = s2; /* the same workload: the token ids on_note checks are the same */
+    pf_kvpub_attach(pub, s2);
+    cr_assert_eq(pf_kvpub_flush(pub, 1.0), 0);
+    for (int t = 0; t < 500 && v.last_seq + 1 < pf_kvpub_next_seq(pub); t++)
+        pf_zsub_poll(sub, 10, on_note, &v);
+    pf_kvpub_stats st;
+    pf_kvpub_stats_get(pub, &st);
+    cr_expect_eq(v.last_seq + 1, pf_kvpub_next_seq(pub), "the last batch arrived");
+    cr_expect_gt(em.stored, 0);
+    expect_exact(&v, &em); /* the queued block too */
+    cr_expect_eq(v.cleared, 1);
+    cr_expect_eq(v.first_cleared_at, v.events, "the clear comes after the old run's last block");
+    cr_expect_gt(st.early_flushes, 0);
+    cr_expect_eq(st.errors, 0);
+    pf_kvpub_attach(pub, NULL);
+    stop(sub, pub, s2);
 }
 
 Test(net_kvpub, bad_configuration_is_refused)

@@ -1,8 +1,11 @@
 /* tests/test_net_prom.c - net/prom: the Prometheus text parser on a vLLM-like
  * page, broken and oversized input, quantiles as histogram_quantile computes
- * them, and the registry's writer read back by the parser. */
+ * them, and the registry's writer read back by the parser, also under a
+ * locale whose decimal point is a comma. */
 #include <criterion/criterion.h>
+#include <locale.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,4 +212,82 @@ Test(net_prom, histogram_counts_added_from_a_sketch)
     pf_prom_page_free(&pg);
     free(txt);
     pf_prom_registry_free(r);
+}
+
+/* A NUL inside a value or an `le` ends strtod's string inside the token:
+ * "1\0junk" was read as 1 and "2\0x" as the bound 2. Such lines break the
+ * format: counted and skipped like any other. */
+Test(net_prom, a_nul_inside_a_number_breaks_the_line)
+{
+    static const char txt[] = "a 1\0junk\nb_bucket{le=\"2\0x\"} 3\nc 4\n";
+    pf_prom_page pg;
+    cr_assert_eq(pf_prom_parse(txt, sizeof txt - 1, NULL, &pg), 0);
+    double v = 0;
+    cr_expect_eq(pg.n_bad, 2);
+    cr_expect_eq(pf_prom_sum(&pg, "a", &v), 0, "a value read as %g", v);
+    cr_expect_eq(pf_prom_sum(&pg, "b_bucket", &v), 0);
+    cr_expect_eq(pf_prom_sum(&pg, "c", &v), 1);
+    cr_expect_float_eq(v, 4.0, 1e-12);
+    pf_prom_page_free(&pg);
+}
+
+/* LC_ALL set to a locale whose decimal point is a comma (the dashboard sets
+ * LC_ALL from the environment): an installed one, else one built with
+ * localedef into a temporary LOCPATH (removed at once: setlocale has it
+ * mapped). Returns 1 when such a locale is now in force. */
+static int set_comma_locale(void)
+{
+    static const char *names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8", "de_DE", "fr_FR"};
+    int ok = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !ok; i++)
+        ok = setlocale(LC_ALL, names[i]) != NULL;
+    if (!ok) {
+        char dir[] = "/tmp/pf_prom_locale_XXXXXX", cmd[160];
+        if (!mkdtemp(dir))
+            return 0;
+        snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1", dir);
+        if (system(cmd) != -1 && setenv("LOCPATH", dir, 1) == 0)
+            ok = setlocale(LC_ALL, "de_DE.UTF-8") != NULL;
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            ok = 0;
+    }
+    return ok && strcmp(localeconv()->decimal_point, ",") == 0;
+}
+
+/* Under such a locale the registry wrote "0,375" (a page Prometheus refuses
+ * whole) and the parser stopped at the dot of every "0.25". Numbers on the
+ * wire are C numbers whatever the locale. */
+Test(net_prom, numbers_are_c_numbers_under_a_decimal_comma_locale)
+{
+    if (!set_comma_locale())
+        cr_skip_test("no locale with a decimal comma here (and no localedef to build one)");
+    static const double b[] = {0.5, 2.5};
+    pf_prom_registry *r = pf_prom_registry_new(NULL);
+    cr_assert(r);
+    int g = pf_prom_add(r, "vllm:kv_cache_usage_perc", "usage.", PF_PROM_GAUGE, NULL, 0);
+    int h = pf_prom_add(r, "vllm:e2e_request_latency_seconds", "e2e.", PF_PROM_HISTOGRAM, b, 2);
+    cr_assert(g >= 0 && h >= 0);
+    pf_prom_set(r, g, 0.375);
+    pf_prom_observe(r, h, 0.25);
+    char *txt;
+    size_t n;
+    cr_assert_eq(pf_prom_render(r, &txt, &n), 0);
+    cr_expect(strstr(txt, "\nvllm:kv_cache_usage_perc 0.375\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "vllm:e2e_request_latency_seconds_bucket{le=\"0.5\"} 1\n") != NULL, "%s", txt);
+    cr_expect(strstr(txt, "vllm:e2e_request_latency_seconds_sum 0.25\n") != NULL, "%s", txt);
+    pf_prom_page pg;
+    cr_assert_eq(pf_prom_parse(txt, n, NULL, &pg), 0);
+    double v = 0;
+    cr_expect_eq(pg.n_bad, 0);
+    cr_expect_eq(pf_prom_sum(&pg, "vllm:kv_cache_usage_perc", &v), 1);
+    cr_expect_float_eq(v, 0.375, 1e-12);
+    pf_prom_hist hh;
+    cr_expect_eq(pf_prom_histogram(&pg, "vllm:e2e_request_latency_seconds", &hh), 3);
+    cr_expect_float_eq(hh.le[1], 2.5, 1e-12);
+    pf_prom_page_free(&pg);
+    free(txt);
+    pf_prom_registry_free(r);
+    /* the caller's locale is left as it was */
+    cr_expect_str_eq(localeconv()->decimal_point, ",");
 }

@@ -100,33 +100,69 @@ static int poll_until(pf_zsub *sub, seen *s, uint64_t want, int ms)
     return 0;
 }
 
-Test(net_zmq, gap_is_replayed_and_garbage_counted)
+/* A publisher on 127.0.0.1, ports picked by the kernel; with a ROUTER
+ * replay socket when with_replay. */
+static pf_zpub *open_pub(int with_replay)
 {
     pf_zpub_config pc = pf_zpub_config_default();
     pc.endpoint = "tcp://127.0.0.1:*";
-    pc.replay_endpoint = "tcp://127.0.0.1:*";
-    pub_job job = {0};
-    const char *why;
-    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    if (with_replay)
+        pc.replay_endpoint = "tcp://127.0.0.1:*";
+    pf_zpub *p = NULL;
+    const char *why = "";
+    cr_assert_eq(pf_zpub_open(&pc, &p, &why), 0, "%s", why);
+    return p;
+}
 
+/* The defaults, pointed at p's endpoints (its replay socket: NULL without). */
+static pf_zsub_config sub_config(const pf_zpub *p)
+{
     pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = pf_zpub_endpoint(job.pub);
-    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
-    pf_zsub *sub;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    sc.endpoint = pf_zpub_endpoint(p);
+    sc.replay_endpoint = pf_zpub_replay_endpoint(p);
+    return sc;
+}
 
+static pf_zsub *open_sub(const pf_zsub_config *sc)
+{
+    pf_zsub *sub = NULL;
+    const char *why = "";
+    cr_assert_eq(pf_zsub_open(sc, &sub, &why), 0, "%s", why);
+    return sub;
+}
+
+/* The publisher's script on its own thread. */
+static pthread_t start_job(void *(*fn)(void *), pub_job *job)
+{
     pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, pub_main, &job), 0);
-    seen s = {0};
-    int warmed = poll_until(sub, &s, 0, 5000); /* the subscription is live */
-    atomic_store(&job.phase, 1);
-    int done = warmed && poll_until(sub, &s, 10, 5000);
-    atomic_store(&job.phase, 2);
+    cr_assert_eq(pthread_create(&th, NULL, fn, job), 0);
+    return th;
+}
+
+/* Stop the publisher's thread, then take the subscriber's counters and
+ * close both ends. */
+static pf_zsub_stats finish(pub_job *job, pthread_t th, pf_zsub *sub)
+{
+    atomic_store(&job->phase, 2);
     pthread_join(th, NULL);
     pf_zsub_stats st;
     pf_zsub_stats_get(sub, &st);
     pf_zsub_close(sub);
-    pf_zpub_close(job.pub);
+    pf_zpub_close(job->pub);
+    return st;
+}
+
+Test(net_zmq, gap_is_replayed_and_garbage_counted)
+{
+    pub_job job = {.pub = open_pub(1)};
+    pf_zsub_config sc = sub_config(job.pub);
+    pf_zsub *sub = open_sub(&sc);
+    pthread_t th = start_job(pub_main, &job);
+    seen s = {0};
+    int warmed = poll_until(sub, &s, 0, 5000); /* the subscription is live */
+    atomic_store(&job.phase, 1);
+    int done = warmed && poll_until(sub, &s, 10, 5000);
+    pf_zsub_stats st = finish(&job, th, sub);
 
     cr_assert(warmed, "no warm-up batch arrived");
     cr_assert(done, "the script's last batch never arrived");
@@ -172,17 +208,12 @@ static void *pub_again(void *arg)
 Test(net_zmq, restarted_publisher_is_noticed)
 {
     /* first life: hashes from 1000, runs until the subscriber has seen some */
-    pf_zpub_config pc = pf_zpub_config_default();
-    pc.endpoint = "tcp://127.0.0.1:*";
-    pf_zpub *p;
-    const char *why;
-    cr_assert_eq(pf_zpub_open(&pc, &p, &why), 0, "%s", why);
-    char ep[PF_ZSUB_ENDPOINT_MAX];
+    pf_zpub *p = open_pub(0);
+    char ep[PF_ZSUB_ENDPOINT_MAX]; /* outlives p: the second life binds it again */
     snprintf(ep, sizeof ep, "%s", pf_zpub_endpoint(p));
     pf_zsub_config sc = pf_zsub_config_default();
     sc.endpoint = ep;
-    pf_zsub *sub;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pf_zsub *sub = open_sub(&sc);
     seen s = {0};
     int got = 0;
     for (int t = 0; t < 500 && !got; t++) {
@@ -258,15 +289,9 @@ static void to_model(void *ctx, const pf_zsub_note *n)
  * by a subscriber feeding the attach model: the counts must match. */
 Test(net_zmq, builder_calls_reach_the_attach_model)
 {
-    pf_zpub_config pc = pf_zpub_config_default();
-    pc.endpoint = "tcp://127.0.0.1:*";
-    pf_zpub *p;
-    const char *why;
-    cr_assert_eq(pf_zpub_open(&pc, &p, &why), 0, "%s", why);
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = pf_zpub_endpoint(p);
-    pf_zsub *sub;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pf_zpub *p = open_pub(0);
+    pf_zsub_config sc = sub_config(p);
+    pf_zsub *sub = open_sub(&sc);
     model_ctx mc = {pf_attach_new(0), 0};
     /* warm up with empty-but-valid batches until the subscription is live */
     for (int t = 0; t < 500 && mc.batches == 0; t++) {
@@ -312,30 +337,16 @@ static void *pub_history(void *arg)
 
 Test(net_zmq, history_is_replayed_on_the_first_message)
 {
-    pf_zpub_config pc = pf_zpub_config_default();
-    pc.endpoint = "tcp://127.0.0.1:*";
-    pc.replay_endpoint = "tcp://127.0.0.1:*";
-    pub_job job = {0};
-    const char *why;
-    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    pub_job job = {.pub = open_pub(1)};
     for (uint64_t h = 1; h <= 5; h++) /* nobody listens yet */
         publish_hash(job.pub, h, 0);
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = pf_zpub_endpoint(job.pub);
-    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    pf_zsub_config sc = sub_config(job.pub);
     sc.replay_history = 1;
-    pf_zsub *sub;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, pub_history, &job), 0);
+    pf_zsub *sub = open_sub(&sc);
+    pthread_t th = start_job(pub_history, &job);
     seen s = {0};
     int got = poll_until(sub, &s, 0, 5000);
-    atomic_store(&job.phase, 2);
-    pthread_join(th, NULL);
-    pf_zsub_stats st;
-    pf_zsub_stats_get(sub, &st);
-    pf_zsub_close(sub);
-    pf_zpub_close(job.pub);
+    pf_zsub_stats st = finish(&job, th, sub);
     cr_assert(got);
     cr_assert_geq(s.n, 6);
     for (int i = 0; i < 5; i++)
@@ -368,32 +379,18 @@ static void *pub_oversize(void *arg)
 
 Test(net_zmq, oversized_messages_are_refused_and_the_stream_goes_on)
 {
-    pf_zpub_config pc = pf_zpub_config_default();
-    pc.endpoint = "tcp://127.0.0.1:*";
-    pc.replay_endpoint = "tcp://127.0.0.1:*";
-    pub_job job = {0};
-    const char *why;
-    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = pf_zpub_endpoint(job.pub);
-    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    pub_job job = {.pub = open_pub(1)};
+    pf_zsub_config sc = sub_config(job.pub);
     sc.limits.max_bytes = 4096;
     sc.replay_timeout_ms = 500;
     sc.silence_ms = 0; /* the monitor alone must bring the stream back */
-    pf_zsub *sub;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, pub_oversize, &job), 0);
+    pf_zsub *sub = open_sub(&sc);
+    pthread_t th = start_job(pub_oversize, &job);
     seen s = {0};
     int warmed = poll_until(sub, &s, 0, 5000);
     atomic_store(&job.phase, 1);
     int after = warmed && poll_until(sub, &s, 30, 10000);
-    atomic_store(&job.phase, 2);
-    pthread_join(th, NULL);
-    pf_zsub_stats st;
-    pf_zsub_stats_get(sub, &st);
-    pf_zsub_close(sub);
-    pf_zpub_close(job.pub);
+    pf_zsub_stats st = finish(&job, th, sub);
     cr_assert(warmed, "no warm-up batch arrived");
     cr_expect(after, "nothing arrived after the oversized message");
     cr_expect_geq(st.gaps, 1);
@@ -484,33 +481,20 @@ Test(net_zmq, a_seq_jump_to_the_top_still_replays)
 {
     raw_sock rp;
     raw_open(&rp, ZMQ_PUB);
-    pf_zpub_config pc = pf_zpub_config_default();
-    pc.endpoint = "tcp://127.0.0.1:*";
-    pc.replay_endpoint = "tcp://127.0.0.1:*";
-    pub_job job = {0};
-    const char *why;
-    cr_assert_eq(pf_zpub_open(&pc, &job.pub, &why), 0, "%s", why);
+    pub_job job = {.pub = open_pub(1)};
     for (uint64_t h = 100; h <= 103; h++) /* replay ring: seq 0..3 = hashes 100..103 */
         cr_assert_eq(publish_hash(job.pub, h, PF_ZPUB_BUFFER_ONLY), 0);
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, serve_replays, &job), 0);
+    pthread_t th = start_job(serve_replays, &job);
 
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = rp.ep;
-    sc.replay_endpoint = pf_zpub_replay_endpoint(job.pub);
+    pf_zsub_config sc = sub_config(job.pub);
+    sc.endpoint = rp.ep; /* the events from the raw socket, replays from job.pub */
     sc.replay_timeout_ms = 2000;
-    pf_zsub *sub;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pf_zsub *sub = open_sub(&sc);
     seen s = {0};
     int warmed = raw_warm_up(&rp, sub, &s);
     raw_send(&rp, (uint64_t)INT64_MAX, 7);
     int got = warmed && poll_for_hash(sub, &s, 7, 5000);
-    atomic_store(&job.phase, 2);
-    pthread_join(th, NULL);
-    pf_zsub_stats st;
-    pf_zsub_stats_get(sub, &st);
-    pf_zsub_close(sub);
-    pf_zpub_close(job.pub);
+    pf_zsub_stats st = finish(&job, th, sub);
     raw_close(&rp);
 
     cr_assert(warmed, "the subscription never went live");
@@ -543,9 +527,7 @@ Test(net_zmq, an_unanswered_replay_pauses_replays)
     sc.endpoint = rp.ep;
     sc.replay_endpoint = dead.ep;
     sc.replay_timeout_ms = 200;
-    pf_zsub *sub;
-    const char *why;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, &why), 0, "%s", why);
+    pf_zsub *sub = open_sub(&sc);
     seen s = {0};
     int warmed = raw_warm_up(&rp, sub, &s);
     for (uint64_t q = 2; q <= 10; q += 2) /* five gaps: 1, 3, 5, 7, 9 missing */
