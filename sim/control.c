@@ -34,7 +34,9 @@ int pf_sim_set_watermark_auto(pf_sim *sim, int on)
     int was = sim->p.watermark_auto;
     sim->p.watermark_auto = on != 0;
     if (on && !was) {
-        /* the controller starts from the watermark in force, now */
+        /* the controller starts from the watermark in force, now, and
+         * from it again at every reset */
+        sim->lc_w0 = sim->p.watermark;
         pf_sim__loadctl_start(sim, pf_sched_now(sim->sc));
     }
     pthread_mutex_unlock(&sim->mu);

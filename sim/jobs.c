@@ -646,7 +646,8 @@ int pf_jobs_add_prefix(pf_jobs *jobs, int shared_tokens, int groups, int max_seq
         pf_job *j = &jobs->jobs[i];
         j->group = -1;
         j->shared = 0;
-        if (shared_tokens == 0 || groups == 0 || shared_tokens + 2 > max_seq_len)
+        /* 64 bits: shared_tokens + 2 must not wrap for a large count */
+        if (shared_tokens == 0 || groups == 0 || (int64_t)shared_tokens + 2 > max_seq_len)
             continue;
         /* the system prompt comes before the user's: the prompt grows to
          * hold it and one token of its own, the output shrinks if the job

@@ -643,7 +643,7 @@ static void leave_running(pf_sched *s, int id)
  * host pool allow, else drop it to be recomputed. Either way it leaves the
  * running list for the head of the waiting queue. What it was promised in
  * this step goes back (tokens to the budget, frames to the free count). */
-static void preempt(pf_sched *s, int v, int *budget)
+static void preempt(pf_sched *s, int v, int64_t *budget)
 {
     pf_req *q = &s->r[v];
     if (q->sched_tokens > 0) {
@@ -690,7 +690,11 @@ static void arrive(pf_sched *s, int id)
 {
     pf_req *q = &s->r[id];
     int64_t final = (int64_t)q->prompt + q->output;
-    int need = s->p.paged ? blocks_for(s, final)
+    /* Paged, the KV a request ever holds is final - 1 tokens: its last
+     * output token is sampled, never computed (land_one ends it there), so
+     * a request whose prompt + output - 1 tokens fill the pool exactly
+     * still fits it. A naive reservation is its policy's size. */
+    int need = s->p.paged ? blocks_for(s, final - 1)
                           : blocks_for(s, pf_sched_naive_tokens(s->p.reserve, (int)final,
                                                                 s->p.max_seq_len));
     if (need > s->pool_frames) {
@@ -710,7 +714,7 @@ static void arrivals(pf_sched *s)
 }
 
 /* Schedule n tokens of running request id explicitly; its frames promised. */
-static void schedule(pf_sched *s, int id, int n, int *budget)
+static void schedule(pf_sched *s, int id, int n, int64_t *budget)
 {
     pf_req *q = &s->r[id];
     s->pending += frames_needed(s, q, n);
@@ -723,13 +727,13 @@ static void schedule(pf_sched *s, int id, int n, int *budget)
 
 /* Step 2 for one running request, walking. Returns 1 when the walk must
  * stop (vLLM: the request preempted itself), else 0. */
-static int walk_one(pf_sched *s, int id, int *budget)
+static int walk_one(pf_sched *s, int id, int64_t *budget)
 {
     pf_req *q = &s->r[id];
     int vllm = s->p.rules == PF_SCHED_VLLM;
     int n = want_tokens(q);
     if (vllm && n > *budget)
-        n = *budget;
+        n = (int)*budget;
     if (n <= 0)
         return 0;
     int need = frames_needed(s, q, n);
@@ -762,7 +766,7 @@ static int walk_one(pf_sched *s, int id, int *budget)
 }
 
 /* The fast plan (see the top of the file): returns 1 if it applied. */
-static int plan_fast(pf_sched *s, int *budget)
+static int plan_fast(pf_sched *s, int64_t *budget)
 {
     int vllm = s->p.rules == PF_SCHED_VLLM;
     int64_t want = s->ndec;
@@ -871,7 +875,7 @@ static void admit_now(pf_sched *s, int id, int n)
 
 /* Step 3 for the head of the queue. Returns 1 if it was admitted (or
  * aborted), 0 if it must wait (and blocks the queue). */
-static int admit_head(pf_sched *s, int *budget)
+static int admit_head(pf_sched *s, int64_t *budget)
 {
     int id = s->wq[s->wq_head];
     pf_req *q = &s->r[id];
@@ -886,7 +890,7 @@ static int admit_head(pf_sched *s, int *budget)
     int64_t left = req_tokens(q) - (hits ? base : q->computed);
     int n = left > INT_MAX ? INT_MAX : (int)left;
     if (vllm && n > *budget)
-        n = *budget;
+        n = (int)*budget;
     int need;
     if (!s->p.paged) {
         int64_t final = (int64_t)q->prompt + q->output;
@@ -1056,7 +1060,10 @@ int pf_sched_plan(pf_sched *s)
     s->pending = 0;
     s->step_preempted = 0;
     int vllm = s->p.rules == PF_SCHED_VLLM;
-    int budget = vllm ? s->p.max_num_batched_tokens : INT_MAX;
+    /* The seed's rules have no budget: 64 bits, so that no step's prompts
+     * (up to pool x block size tokens, past 2^31 on a large pool of large
+     * blocks) ever exhaust it */
+    int64_t budget = vllm ? s->p.max_num_batched_tokens : INT64_MAX;
 
     /* 2. running requests: the fast plan, else the walk in admission order
      * (a copy of the order: victims leave the list during the walk) */

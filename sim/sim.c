@@ -314,6 +314,7 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
         goto oom;
     s->p = *p;
     s->p0 = *p;
+    s->lc_w0 = p->watermark;
     s->njobs = jobs->njobs;
     s->nshards = 1;
     s->workers_target = p->workers;
@@ -459,6 +460,8 @@ int pf_sim__frames_used(const pf_sched *sc)
 
 void pf_sim__loadctl_start(pf_sim *s, double t)
 {
+    if (s->p.watermark_auto)
+        s->p.watermark = s->lc_w0; /* not where the last run left it */
     pf_loadctl_params lp;
     pf_loadctl_params_default(&lp);
     (void)pf_loadctl_init(&s->lc, &lp, s->p.watermark, t);

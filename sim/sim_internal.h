@@ -30,7 +30,8 @@ struct pf_sim {
     /* immutable after create */
     int njobs;
     pf_req *jobs;      /* the requests as created, sorted by arrival      */
-    pf_sim_params p0;  /* the parameters as created (reset restores mode) */
+    pf_sim_params p0;  /* the parameters as created (the cost model and
+                          block size every run is timed with) */
 
     pthread_mutex_t mu;
     atomic_int callers; /* API calls waiting for mu (pf_sim__lock)        */
@@ -65,6 +66,8 @@ struct pf_sim {
 
     /* the load controller (--watermark auto) */
     pf_loadctl lc;
+    double lc_w0;      /* the watermark it starts every run from: the one
+                          created with, or in force when auto was turned on */
     int64_t lc_raises, lc_lowers;
 
     /* every event, to a caller (pf_sim_on_event) */
@@ -136,7 +139,8 @@ void pf_sim__let_callers_in(pf_sim *s);
  * ones, which count as free, as vLLM's kv_cache_usage counts them). */
 int pf_sim__frames_used(const pf_sched *sc);
 
-/* The load controller (re)started from the watermark in force at time t. */
+/* The load controller (re)started at time t; under --watermark auto from
+ * lc_w0 (a reset repeats the run), else from the watermark in force. */
 void pf_sim__loadctl_start(pf_sim *s, double t);
 
 /* sim.c, all under mu */

@@ -55,11 +55,18 @@ static const char *what(const pf_sim_params *p)
     return buf;
 }
 
-static void run_checked(const pf_sim_params *p, const pf_jobs *j, pf_sim_stats *st)
+/* A simulator over jobs j, created or the test fails with the reason. */
+static pf_sim *make_sim(const pf_sim_params *p, const pf_jobs *j)
 {
     char err[256];
     pf_sim *s = pf_sim_create(p, j, err, sizeof err);
     cr_assert_not_null(s, "create: %s", err);
+    return s;
+}
+
+static void run_checked(const pf_sim_params *p, const pf_jobs *j, pf_sim_stats *st)
+{
+    pf_sim *s = make_sim(p, j);
     cr_assert_eq(pf_sim_run(s, st), PF_OK, "%s", what(p));
     cr_assert(st->done);
     cr_assert_eq(st->finished, j->njobs, "%s", what(p));
@@ -72,13 +79,11 @@ static void run_checked(const pf_sim_params *p, const pf_jobs *j, pf_sim_stats *
     pf_sim_destroy(s);
 }
 
+/* The same over an array of jobs. */
 static pf_sim *make(const pf_sim_params *p, const pf_job *jobs, int n)
 {
     pf_jobs j = {(pf_job *)jobs, n, 0};
-    char err[256];
-    pf_sim *s = pf_sim_create(p, &j, err, sizeof err);
-    cr_assert_not_null(s, "create: %s", err);
-    return s;
+    return make_sim(p, &j);
 }
 
 Test(sim_engine, no_leak_any_rules_mode_policy_preempt_deterministic)
@@ -205,8 +210,7 @@ Test(sim_engine, deterministic_outputs_are_byte_identical)
         small_params(&p);
         p.scheduler = (pf_sched_rules)r;
         p.watermark = 0.02;
-        pf_sim *a = pf_sim_create(&p, &j, NULL, 0), *b = pf_sim_create(&p, &j, NULL, 0);
-        cr_assert(a && b);
+        pf_sim *a = make_sim(&p, &j), *b = make_sim(&p, &j);
         pf_sim_stats sa, sb, sc;
         cr_assert_eq(pf_sim_run(a, &sa), PF_OK);
         cr_assert_gt(sa.preemptions, 0, "the run preempts");
@@ -336,8 +340,7 @@ Test(sim_engine, thread_count_changes_between_runs_keep_the_figures)
     run_checked(&p, &j, &d);
     p.engine = PF_ENGINE_THREADED;
     p.threads = 1;
-    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    pf_sim *s = make_sim(&p, &j);
     const int counts[] = {1, 5, 2, 0, 3};
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
         cr_assert_eq(pf_sim_set_threads(s, counts[k]), PF_OK);
@@ -420,8 +423,7 @@ Test(sim_engine, trace_arrivals_in_seconds_are_respected)
             p.engine = (pf_engine)e;
             p.threads = 2;
             p.tick_us = 0;
-            pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
-            cr_assert_not_null(s, "%s", err);
+            pf_sim *s = make_sim(&p, &j);
             pf_sim_stats st;
             step_checking_arrivals(s, &st);
             cr_assert_eq(st.finished, j.njobs);
@@ -513,9 +515,7 @@ Test(sim_engine, memory_is_proportional_to_live_sequences_not_max_len)
         p.mode = m ? PF_SIM_PAGED : PF_SIM_NAIVE;
         p.naive_reserve = PF_RESERVE_ORACLE;
         p.tick_us = 0;
-        char err[256];
-        pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
-        cr_assert_not_null(s, "%s", err);
+        pf_sim *s = make_sim(&p, &j);
         pf_sim_stats st;
         cr_assert_eq(pf_sim_run(s, &st), PF_OK);
         cr_assert_eq(st.finished, 1000, "%s", pf_sim_mode_name(p.mode));
@@ -552,8 +552,7 @@ Test(sim_engine, azure_sized_trace_runs_to_the_end, .timeout = 300)
     p.cfg.max_seq_len = 16384;
     p.tick_us = 0;
     p.naive_throughput = 1.0; /* the baseline is not what this test is about */
-    pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
-    cr_assert_not_null(s, "%s", err);
+    pf_sim *s = make_sim(&p, &j);
     pf_sim_stats st;
     cr_assert_eq(pf_sim_run(s, &st), PF_OK);
     cr_assert_eq(st.finished, j.njobs);
@@ -693,6 +692,20 @@ Test(sim_engine, figure2_split_sums_to_one_and_orders)
 
 /* ---- the load controller ----------------------------------------------------- */
 
+/* --watermark auto from 0 on 128 workers: a run that thrashes at its
+ * start, so the controller has to move (engine e, 2 threads, no wall time). */
+static void auto_thrash_params(pf_sim_params *p, pf_engine e)
+{
+    pf_sim_params_default(p);
+    p->workers = 128;
+    p->watermark = 0.0;
+    p->watermark_auto = 1;
+    p->engine = e;
+    p->threads = 2;
+    p->tick_us = 0;
+    p->naive_throughput = 1.0;
+}
+
 /* --watermark auto on a run that thrashes at watermark 0: the controller
  * moves the watermark, keeps it inside its bounds, logs each move as a
  * PF_EV_WATERMARK event whose value (thousandths) is inside them too, and
@@ -705,14 +718,7 @@ Test(sim_engine, auto_watermark_stays_in_bounds_and_logs_its_moves)
     pf_loadctl_params_default(&lp);
     for (int e = 0; e <= 1; e++) {
         pf_sim_params p;
-        pf_sim_params_default(&p);
-        p.workers = 128;
-        p.watermark = 0.0;
-        p.watermark_auto = 1;
-        p.engine = (pf_engine)e;
-        p.threads = 2;
-        p.tick_us = 0;
-        p.naive_throughput = 1.0;
+        auto_thrash_params(&p, (pf_engine)e);
         pf_sim *s = make(&p, j.jobs, j.njobs);
         pf_sim_snapshot snap;
         memset(&snap, 0, sizeof snap);
@@ -754,6 +760,39 @@ Test(sim_engine, auto_watermark_stays_in_bounds_and_logs_its_moves)
     pf_jobs_free(&j);
 }
 
+/* Audit regression: a reset under --watermark auto started the controller
+ * from the watermark the last run left (0.2 or more after a thrash), so the
+ * second run of the same jobs differed from the first, as did every loop of
+ * a live run. A reset repeats the run, and the controller starts from the
+ * watermark it was created with. Both engines. */
+Test(sim_engine, auto_watermark_reset_repeats_the_run)
+{
+    pf_jobs j;
+    cr_assert_eq(pf_jobs_generate(&j, 42, 512, pf_mix_seed(), 0.0, 2048), PF_OK);
+    for (int e = 0; e <= 1; e++) {
+        pf_sim_params p;
+        auto_thrash_params(&p, (pf_engine)e);
+        pf_sim *s = make(&p, j.jobs, j.njobs);
+        pf_sim_stats a, mid, b;
+        cr_assert_eq(pf_sim_run(s, &a), PF_OK);
+        cr_assert_gt(a.loadctl_raises, 0, "the controller moved");
+        cr_assert_neq(a.watermark, p.watermark, "and ended away from its start");
+        cr_assert_eq(pf_sim_reset(s), PF_OK);
+        pf_sim_get_stats(s, &mid);
+        cr_assert_eq(mid.watermark, p.watermark, "a reset starts from the first watermark");
+        cr_assert_eq(pf_sim_run(s, &b), PF_OK);
+        cr_assert_eq(b.preemptions, a.preemptions, "engine %d", e);
+        cr_assert_eq(b.recomputed_tokens, a.recomputed_tokens);
+        cr_assert_eq(b.loadctl_raises, a.loadctl_raises);
+        cr_assert_eq(b.loadctl_lowers, a.loadctl_lowers);
+        cr_assert_eq(b.step, a.step);
+        cr_assert_eq(b.time_s, a.time_s);
+        cr_assert_eq(b.watermark, a.watermark);
+        pf_sim_destroy(s);
+    }
+    pf_jobs_free(&j);
+}
+
 /* ---- snapshots and layout ------------------------------------------------------ */
 
 Test(sim_engine, snapshot_matches_pool)
@@ -763,8 +802,7 @@ Test(sim_engine, snapshot_matches_pool)
     pf_sim_params p;
     small_params(&p);
     p.mode = PF_SIM_NAIVE;
-    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    pf_sim *s = make_sim(&p, &j);
     pf_sim_snapshot snap;
     memset(&snap, 0, sizeof snap);
     int saw_reserved = 0;
@@ -810,8 +848,7 @@ Test(sim_engine, layout_gives_each_running_sequence_its_table)
         small_params(&p);
         p.mode = (pf_sim_mode)m;
         p.max_num_batched_tokens = 256; /* chunked prefills: some tables are partial */
-        pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-        cr_assert_not_null(s);
+        pf_sim *s = make_sim(&p, &j);
         pf_sim_snapshot snap;
         memset(&snap, 0, sizeof snap);
         int checked = 0, rc = 0;
@@ -881,8 +918,7 @@ Test(sim_engine, live_control_threaded_and_deterministic)
         p.engine = (pf_engine)e;
         p.threads = 2;
         p.tick_us = 200;
-        pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-        cr_assert_not_null(s);
+        pf_sim *s = make_sim(&p, &j);
         cr_assert_eq(pf_sim_start(s), PF_OK);
         pf_sim_snapshot snap;
         memset(&snap, 0, sizeof snap);
@@ -966,8 +1002,7 @@ Test(sim_engine, bad_parameters_refused)
     p.max_num_batched_tokens = 0;
     cr_assert_null(pf_sim_create(&p, &j, NULL, 0));
     small_params(&p);
-    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    pf_sim *s = make_sim(&p, &j);
     cr_assert_eq(pf_sim_set_watermark(s, -0.1), PF_ERR_ARG);
     cr_assert_eq(pf_sim_set_workers(s, PF_SIM_MAX_SEQS + 1), PF_ERR_ARG);
     cr_assert_eq(pf_sim_set_workers(s, 0), PF_ERR_ARG);
@@ -1015,8 +1050,7 @@ Test(sim_engine, never_admissible_requests_are_aborted)
         small_params(&p);
         p.scheduler = (pf_sched_rules)r;
         p.watermark = 1.0;
-        pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-        cr_assert_not_null(s);
+        pf_sim *s = make_sim(&p, &j);
         pf_sim_stats st;
         cr_assert_eq(pf_sim_run(s, &st), PF_OK);
         cr_assert(st.done);
@@ -1091,8 +1125,7 @@ Test(sim_engine, stepping_ends)
     pf_sim_params p;
     small_params(&p);
     p.watermark = 1.0;
-    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    pf_sim *s = make_sim(&p, &j);
     int rc = 0;
     for (int k = 0; k < 10 && rc == 0; k++)
         rc = pf_sim_step(s);
@@ -1213,8 +1246,7 @@ Test(sim_engine, baseline_follows_workers)
     small_params(&p);
     p.workers = 128;
     p.watermark = 0.05;
-    pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    pf_sim *s = make_sim(&p, &j);
     pf_sim_stats a, b, fresh;
     cr_assert_eq(pf_sim_run(s, &a), PF_OK);
     cr_assert_eq(pf_sim_set_workers(s, 2), PF_OK);
@@ -1222,8 +1254,7 @@ Test(sim_engine, baseline_follows_workers)
     cr_assert_eq(pf_sim_run(s, &b), PF_OK);
     pf_sim_destroy(s);
     p.workers = 2;
-    s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    s = make_sim(&p, &j);
     cr_assert_eq(pf_sim_run(s, &fresh), PF_OK);
     pf_sim_destroy(s);
     cr_assert_eq(b.step, fresh.step, "same run");
@@ -1232,8 +1263,7 @@ Test(sim_engine, baseline_follows_workers)
     cr_assert_gt(fabs(a.throughput_vs_naive - b.throughput_vs_naive), 0.01, "the cap matters here");
     /* also while stepping (the dashboard's headless path) */
     p.workers = 128;
-    s = pf_sim_create(&p, &j, NULL, 0);
-    cr_assert_not_null(s);
+    s = make_sim(&p, &j);
     cr_assert_eq(pf_sim_set_workers(s, 2), PF_OK);
     int rc = 0;
     while (rc == 0)
@@ -1323,8 +1353,7 @@ Test(sim_engine, stop_at_random_moments_never_hangs, .timeout = 240)
         p.workers = 1 + (int)(lcg(&r) % 48);
         p.tick_us = (int)(lcg(&r) % 3) * 100;
         p.preempt = (pf_preempt_mode)(lcg(&r) % 2);
-        pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-        cr_assert_not_null(s);
+        pf_sim *s = make_sim(&p, &j);
         cr_assert_eq(pf_sim_start(s), PF_OK);
         switch (lcg(&r) % 6) {
         case 0:
@@ -1415,8 +1444,7 @@ Test(sim_engine, single_steps_asked_back_to_back_are_never_lost)
         p.threads = 2;
         pf_jobs j;
         cr_assert_eq(pf_jobs_generate(&j, 42, 30, pf_mix_seed(), 0, 2048), PF_OK);
-        pf_sim *s = pf_sim_create(&p, &j, NULL, 0);
-        cr_assert_not_null(s);
+        pf_sim *s = make_sim(&p, &j);
         cr_assert_eq(pf_sim_start(s), PF_OK);
         cr_assert_eq(pf_sim_set_paused(s, 1), PF_OK);
         pf_sim_stats st;
@@ -1609,9 +1637,7 @@ Test(sim_engine, snapshot_copied_on_the_crew_equals_the_serial_copy)
     p.cfg.pool_blocks = 1 << 18;
     p.tick_us = 0;
     p.naive_throughput = 1.0;
-    char err[256];
-    pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
-    cr_assert_not_null(s, "%s", err);
+    pf_sim *s = make_sim(&p, &j);
     pf_sim_stats st;
     for (int i = 0; i < 400; i++) {
         cr_assert_geq(pf_sim_step(s), 0);

@@ -3,6 +3,7 @@
  * of malformed line answered with "FILE:LINE: what"; shared system prompts
  * (pf_jobs_add_prefix) and parallel samples (pf_jobs_fork). */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -346,6 +347,28 @@ Test(sim_jobs, add_prefix_groups)
     cr_assert_eq(pf_jobs_add_prefix(&j, 2047, 2, 2048), PF_OK);
     cr_assert_eq(j.jobs[0].group, -1);
     pf_jobs_free(&j);
+}
+
+/* Audit regression: a system prompt of INT_MAX tokens wrapped the room
+ * check (shared + 2 overflowed), so every job joined a group with a
+ * prompt of INT_MIN tokens. It cannot fit: no job changes. */
+Test(sim_jobs, add_prefix_huge_shared_count_keeps_the_jobs)
+{
+    pf_jobs j, before;
+    cr_assert_eq(pf_jobs_generate(&j, 42, 50, pf_mix_seed(), 0.0, 2048), PF_OK);
+    cr_assert_eq(pf_jobs_generate(&before, 42, 50, pf_mix_seed(), 0.0, 2048), PF_OK);
+    const int huge[] = {INT_MAX, INT_MAX - 1, 2047};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(pf_jobs_add_prefix(&j, huge[k], 2, 2048), PF_OK);
+        for (int i = 0; i < j.njobs; i++) {
+            cr_assert_eq(j.jobs[i].group, -1, "shared %d, job %d", huge[k], i);
+            cr_assert_eq(j.jobs[i].shared, 0);
+            cr_assert_eq(j.jobs[i].prompt, before.jobs[i].prompt, "shared %d, job %d", huge[k], i);
+            cr_assert_eq(j.jobs[i].output, before.jobs[i].output);
+        }
+    }
+    pf_jobs_free(&j);
+    pf_jobs_free(&before);
 }
 
 /* --n K: every job becomes K samples arriving together, the first an

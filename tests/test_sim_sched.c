@@ -58,6 +58,14 @@ static void on_ev(void *ctx, pf_sched_ev e, int req, int a)
     }
 }
 
+/* Record s's events into l (emptied first). */
+static void log_events(pf_sched *s, evlog *l)
+{
+    memset(l, 0, sizeof *l);
+    l->s = s;
+    pf_sched_on_event(s, on_ev, l);
+}
+
 static int count_ev(const evlog *l, pf_sched_ev e, int req)
 {
     int c = 0;
@@ -75,6 +83,37 @@ static pf_sched_params vllm(int block, int budget, double wm)
     p.max_num_batched_tokens = budget;
     p.watermark = wm;
     return p;
+}
+
+/* n random requests from seed: arrivals gap x U(0, 1) s apart, prompts
+ * in [p_lo, p_hi] and outputs in [1, o_hi] tokens; with groups, each in
+ * prefix group -1..3 sharing its first 0..128 tokens. */
+static void random_reqs(pf_req *j, int n, uint64_t seed, double gap, int p_lo, int p_hi, int o_hi,
+                        int groups)
+{
+    pf_rng g;
+    pf_rng_seed(&g, seed);
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        t += pf_rng_unit(&g) * gap;
+        if (groups)
+            j[i] = G(t, (int)pf_rng_range(&g, p_lo, p_hi), (int)pf_rng_range(&g, 1, o_hi),
+                     (int)pf_rng_range(&g, -1, 3), (int)pf_rng_range(&g, 0, 128));
+        else
+            j[i] = J(t, (int)pf_rng_range(&g, p_lo, p_hi), (int)pf_rng_range(&g, 1, o_hi));
+    }
+}
+
+/* Three prefix groups of 48 shared tokens, 40 requests half a second
+ * apart, on a 40-frame pool with caching on: sharing and eviction. */
+static pf_sched *three_groups(void)
+{
+    pf_sched_params p = vllm(16, 64, 0.0);
+    p.prefix_caching = 1;
+    pf_req j[40];
+    for (int i = 0; i < 40; i++)
+        j[i] = G(i * 0.5, 80 + (i % 5) * 10, 20 + (i % 7) * 9, i % 3, 48);
+    return mk(&p, j, 40, 40);
 }
 
 /* Prompt 100 with a budget of 32: chunks 32, 32, 32, 4; the last chunk
@@ -159,9 +198,8 @@ Test(sim_sched, newest_preempted_and_recomputed)
     pf_sched_params p = vllm(4, 1000, 0.0);
     pf_req j[2] = {J(0, 4, 8), J(0, 4, 8)};
     pf_sched *s = mk(&p, j, 2, 4);
-    evlog l = {0};
-    l.s = s;
-    pf_sched_on_event(s, on_ev, &l);
+    evlog l;
+    log_events(s, &l);
     /* after step k each has generated k tokens and computed 3 + k.
      * step 1: both prefill 4 (1 frame each) and sample.
      * step 2: each computes token 5 -> second frame each: pool full.
@@ -226,14 +264,66 @@ Test(sim_sched, never_admissible_head_is_aborted_alone)
     pf_sched_params p = vllm(16, 100000, 0.5);
     pf_req j[3] = {J(0, 16, 2), J(0, 80, 2), J(0, 16, 2)};
     pf_sched *s = mk(&p, j, 3, 8);
-    evlog l = {0};
-    l.s = s;
-    pf_sched_on_event(s, on_ev, &l);
+    evlog l;
+    log_events(s, &l);
     cr_assert_eq(pf_sched_run(s), PF_OK);
     cr_assert_eq(pf_sched_req(s, 1)->state, PF_REQ_ABORTED);
     cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE);
     cr_assert_eq(pf_sched_req(s, 2)->state, PF_REQ_DONE);
     cr_assert_eq(count_ev(&l, PF_SCHED_EV_ABORT, -1), 1);
+    pf_sched_destroy(s);
+}
+
+/* Audit regression (off by one at pool exhaustion): a request holds at most
+ * prompt + output - 1 tokens of KV, since its last token is sampled and
+ * never computed. Pool of 4 frames of 4 tokens: prompt 15 + output 2 peaks
+ * at 16 tokens, exactly the pool, and must run (it was aborted as if it
+ * needed 17); prompt 15 + output 3 peaks at 17 and can never fit. Both
+ * rule sets, both preemption modes. */
+Test(sim_sched, request_filling_the_pool_exactly_runs)
+{
+    for (int r = 0; r < PF_SCHED_COUNT; r++)
+        for (int m = 0; m < PF_PREEMPT_COUNT; m++) {
+            pf_sched_params p = vllm(4, 1000, 0.0);
+            p.rules = r;
+            p.preempt = m;
+            pf_req fits[1] = {J(0, 15, 2)};
+            pf_sched *s = mk(&p, fits, 1, 4);
+            cr_assert_eq(pf_sched_run(s), PF_OK);
+            cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_DONE, "rules %d mode %d", r, m);
+            cr_assert_eq(pf_sched_req(s, 0)->generated, 2);
+            cr_assert_eq(pf_pool_peak(pf_sched_pool(s)), 4, "it used the whole pool");
+            cr_assert_eq(pf_pool_used_count(pf_sched_pool(s)), 0);
+            pf_sched_destroy(s);
+            pf_req big[1] = {J(0, 15, 3)};
+            s = mk(&p, big, 1, 4);
+            cr_assert_eq(pf_sched_run(s), PF_OK);
+            cr_assert_eq(pf_sched_req(s, 0)->state, PF_REQ_ABORTED, "17 tokens > 16 slots");
+            pf_sched_destroy(s);
+        }
+}
+
+/* Audit regression (overflow on large flags): the seed's rules have no
+ * token budget, but it was INT_MAX tokens, so a step of more than 2^31
+ * prompt tokens (a large pool of large blocks) left the rest waiting. 300
+ * one-token requests of 2^23-token prompts in 2^16 frames of 65,536
+ * tokens: all fit the pool, so all run in the first step (2.5e9 tokens). */
+Test(sim_sched, seed_rules_budget_never_runs_out)
+{
+    pf_sched_params p = vllm(65536, 8192, 0.0);
+    p.rules = PF_SCHED_SEED;
+    p.max_seq_len = 1 << 24;
+    enum { N = 300 };
+    static pf_req j[N];
+    for (int i = 0; i < N; i++)
+        j[i] = J(0, 1 << 23, 1);
+    pf_sched *s = mk(&p, j, N, 1 << 16);
+    cr_assert_eq(pf_sched_plan(s), 0);
+    cr_assert_eq(pf_sched_running(s), N, "every request admitted in the first step");
+    cr_assert_eq(pf_sched_last_batch(s)->work.prefill_tokens, (int64_t)N << 23);
+    pf_sched_land(s, 0);
+    cr_assert_eq(pf_sched_commit(s), 1, "and finished in it");
+    cr_assert_eq(pf_sched_tokens(s), N);
     pf_sched_destroy(s);
 }
 
@@ -280,9 +370,8 @@ Test(sim_sched, seed_rules_stall_then_preempt_in_one_jump)
     p.stall_limit = 1000000;
     pf_req j[2] = {J(0, 4, 8), J(0, 4, 8)};
     pf_sched *s = mk(&p, j, 2, 4);
-    evlog l = {0};
-    l.s = s;
-    pf_sched_on_event(s, on_ev, &l);
+    evlog l;
+    log_events(s, &l);
     int calls = 0;
     while (pf_sched_step(s) == 0)
         calls++;
@@ -303,9 +392,8 @@ Test(sim_sched, swap_brings_the_kv_back)
     p.preempt = PF_PREEMPT_SWAP;
     pf_req j[2] = {J(0, 4, 8), J(0, 4, 8)};
     pf_sched *s = mk(&p, j, 2, 4);
-    evlog l = {0};
-    l.s = s;
-    pf_sched_on_event(s, on_ev, &l);
+    evlog l;
+    log_events(s, &l);
     int64_t recomputed = 0, swapped_in = 0;
     int rc;
     while ((rc = pf_sched_step(s)) == 0) {
@@ -348,15 +436,9 @@ Test(sim_sched, naive_reservations)
  * leaks, and the same inputs give the same times. */
 Test(sim_sched, random_runs_consistent_and_deterministic)
 {
-    pf_rng g;
-    pf_rng_seed(&g, 7);
     enum { N = 60 };
     pf_req j[N];
-    double t = 0;
-    for (int i = 0; i < N; i++) {
-        t += pf_rng_unit(&g) * 3.0;
-        j[i] = J(t, (int)pf_rng_range(&g, 1, 200), (int)pf_rng_range(&g, 1, 300));
-    }
+    random_reqs(j, N, 7, 3.0, 1, 200, 300, 0);
     for (int r = 0; r < PF_SCHED_COUNT; r++)
         for (int v = 0; v < PF_VICTIM_COUNT; v++)
             for (int m = 0; m < PF_PREEMPT_COUNT; m++) {
@@ -455,15 +537,9 @@ static void run_variant(const pf_sched_params *p, const pf_req *j, int n, int sh
 
 Test(sim_sched, fast_plan_and_shards_change_nothing)
 {
-    pf_rng g;
-    pf_rng_seed(&g, 11);
     enum { N = 300 };
     static pf_req j[N];
-    double t = 0;
-    for (int i = 0; i < N; i++) {
-        t += pf_rng_unit(&g) * 0.5;
-        j[i] = J(t, (int)pf_rng_range(&g, 1, 300), (int)pf_rng_range(&g, 1, 400));
-    }
+    random_reqs(j, N, 11, 0.5, 1, 300, 400, 0);
     for (int r = 0; r < PF_SCHED_COUNT; r++)
         for (int v = 0; v < PF_VICTIM_COUNT; v += 2) {
             pf_sched_params p = vllm(16, 512, 0.01);
@@ -531,12 +607,7 @@ Test(sim_sched, prefix_hits_skip_the_cached_blocks)
  * evicted, least recently released first, and everything stays consistent. */
 Test(sim_sched, prefix_sharing_and_eviction)
 {
-    pf_sched_params p = vllm(16, 64, 0.0);
-    p.prefix_caching = 1;
-    pf_req j[40];
-    for (int i = 0; i < 40; i++)
-        j[i] = G(i * 0.5, 80 + (i % 5) * 10, 20 + (i % 7) * 9, i % 3, 48);
-    pf_sched *s = mk(&p, j, 40, 40);
+    pf_sched *s = three_groups();
     int shared_seen = 0, rc;
     while ((rc = pf_sched_step(s)) == 0) {
         cr_assert_eq(pf_sched_check(s), PF_OK);
@@ -583,12 +654,7 @@ static void on_block(void *ctx, const pf_sched_block_event *e)
 
 Test(sim_sched, block_events_pair_up)
 {
-    pf_sched_params p = vllm(16, 64, 0.0);
-    p.prefix_caching = 1;
-    pf_req j[40];
-    for (int i = 0; i < 40; i++)
-        j[i] = G(i * 0.5, 80 + (i % 5) * 10, 20 + (i % 7) * 9, i % 3, 48);
-    pf_sched *s = mk(&p, j, 40, 40);
+    pf_sched *s = three_groups();
     static blocklog l;
     memset(&l, 0, sizeof l);
     pf_sched_on_block(s, on_block, &l);
@@ -606,16 +672,9 @@ Test(sim_sched, block_events_pair_up)
  * fast, one shard or seven: consistent after every step, same outcome. */
 Test(sim_sched, prefix_random_runs_agree)
 {
-    pf_rng g;
-    pf_rng_seed(&g, 21);
     enum { N = 200 };
     static pf_req j[N];
-    double t = 0;
-    for (int i = 0; i < N; i++) {
-        t += pf_rng_unit(&g) * 0.5;
-        j[i] = G(t, (int)pf_rng_range(&g, 20, 300), (int)pf_rng_range(&g, 1, 200),
-                 (int)pf_rng_range(&g, -1, 3), (int)pf_rng_range(&g, 0, 128));
-    }
+    random_reqs(j, N, 21, 0.5, 20, 300, 200, 1);
     for (int r = 0; r < PF_SCHED_COUNT; r++)
         for (int m = 0; m < PF_PREEMPT_COUNT; m++) {
             pf_sched_params p = vllm(16, 256, 0.01);
