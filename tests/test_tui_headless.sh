@@ -193,4 +193,22 @@ if [ -w /dev/full ]; then
         grep -q "cannot write the output" "$TMP/err" || fail "'$args' >/dev/full: $(cat "$TMP/err")"
     done
 fi
+# numbers are C numbers under any locale: the dashboard took LC_ALL from
+# the environment (for UTF-8), and under de_DE its headless JSON lines and
+# summary wrote 0,5 for 0.5 (broken JSON). A de_DE locale is built into
+# $TMP when none is installed (localedef, Debian's locales package).
+# (localedef may exit 1 on warnings and still write the locale)
+mkdir -p "$TMP/loc"
+localedef -i de_DE -f UTF-8 "$TMP/loc/de_DE.UTF-8" >/dev/null 2>&1
+if [ -d "$TMP/loc/de_DE.UTF-8" ]; then
+    for fmt in text jsonl; do
+        LOCPATH="$TMP/loc" LC_ALL=de_DE.UTF-8 "$BIN" --headless --ticks 100 --dump-every 50 --format $fmt \
+            >"$TMP/de" 2>"$TMP/err" || fail "de_DE $fmt: $(cat "$TMP/err")"
+        LC_ALL=C.UTF-8 "$BIN" --headless --ticks 100 --dump-every 50 --format $fmt >"$TMP/c" 2>/dev/null
+        grep -q '[0-9]\.[0-9]' "$TMP/de" || fail "de_DE $fmt: no decimal number at all"
+        cmp -s "$TMP/de" "$TMP/c" || fail "de_DE $fmt: differs from C.UTF-8: $(diff "$TMP/de" "$TMP/c" | head -4)"
+    done
+else
+    echo "note: no localedef here; the decimal-comma check did not run"
+fi
 echo PASS

@@ -32,8 +32,11 @@ void pf_look_settle(pf_dash_look *l)
     const char *nc = getenv("NO_COLOR");
     if (nc && nc[0])
         l->no_color = 1;
-    /* the locale decides whether the terminal takes UTF-8 */
-    setlocale(LC_ALL, "");
+    /* the locale's character set decides whether the terminal takes UTF-8
+     * (ncursesw reads it too). LC_CTYPE only: with LC_ALL, LC_NUMERIC came
+     * along, and under de_DE the headless JSON and summary, and the
+     * /metrics page, wrote 0,5 for 0.5 */
+    setlocale(LC_CTYPE, "");
     if (l->ascii)
         return;
     const char *cs = nl_langinfo(CODESET);

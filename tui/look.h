@@ -8,8 +8,9 @@
  *
  * Contract: pf_look_default before parsing; pf_look_opts writes
  * PF_LOOK_NOPTS rows that point into the look (it must outlive the parse);
- * pf_look_settle once after parsing (it calls setlocale, so the caller's
- * main thread, before any other thread starts).
+ * pf_look_settle once after parsing (it sets LC_CTYPE from the environment,
+ * so the caller's main thread, before any other thread starts; numbers stay
+ * C numbers).
  * Callers: tui/dash.c, tui/replay.c.
  */
 #ifndef PF_TUI_LOOK_H
