@@ -723,15 +723,11 @@ int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int p
     return version < 0 || version > PF_GPU_KERNEL_VERSIONS ? PF_ERR_ARG : PF_OK;
 }
 
-int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
-                             const int *lens_host, int max_len, int version, int sm_count,
-                             int blocks_per_sm)
+/* The longest sequence the plan serves: the host lengths' maximum, or the
+ * caller's bound without them; at least 1 token, at most the capacity.
+ * PF_OK or PF_ERR_ARG. */
+static int plan_bound(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len, int *bound_out)
 {
-    int rc = pf_gpu__plan_begin(plan, s, paged, version);
-    if (rc != PF_OK)
-        return rc;
-    if (sm_count < 1 || blocks_per_sm < 1)
-        return PF_ERR_ARG;
     const int cap = paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap;
     int bound = 0;
     if (lens_host) {
@@ -745,50 +741,51 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
             return PF_ERR_ARG;
         bound = max_len;
     }
-    if (bound < 1)
-        bound = 1;
-    const int B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
-    long long slots_ll = (long long)sm_count * blocks_per_sm;
-    const int slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
-    int v = version ? version : pf_gpu_default_version(s);
-    if (!version && pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
-        v = default_large(s); /* a small launch, but too long for one cluster */
-    /* blocks per chunk of a sequence, and the bytes a block reads a token
-     * (version 14: a block serves several head tiles, each its own KV) */
-    const int tiles = pf_gpu__head_tiles(s), per = pf_gpu_version_heads(v, s->dtype);
-    const int heads = (tiles + per - 1) / per;
-    const double tok_bytes =
-        2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype) * (per < tiles ? per : tiles);
-    /* The model's SM shares. A block of a version serving `per` tiles has
-     * the bytes in flight of a one-tile block (2 stages of 4 warps), so it
-     * is modelled as one of `per` shares of an SM: the machine saturates at
-     * per x sm_count such blocks, each streaming at most 1/per of an SM's
-     * share. That cap is pessimistic (the seventh session's probe had a
-     * block draw at least twice it), but it plans as many blocks as slots;
-     * with one share an SM, the tenth session's first call planned llama at
-     * 2 chunks (256 blocks; 0.932 of the read bandwidth) and long at 9 (144
-     * blocks; 0.665). per = 1 leaves every other version's plan as it was. */
-    const int shares = sm_count * per;
-    const double merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
-    /* a work list: the lengths known, a version that merges in place, a
-     * list short enough to simulate (its first candidate has a unit per
-     * sequence) */
-    const int listed = lens_host && pf_gpu_version_listed(v) &&
-                       (long long)s->num_seqs * heads <= PLAN_MAX_SIM_BLOCKS;
-    if (pf_gpu_version_steal(v) && !listed)
-        return PF_ERR_ARG; /* version 11 runs from a work list only */
-    double *heap = malloc(sizeof(double) * (size_t)slots);
-    pf_gpu_unit *list = listed ? malloc(sizeof *list * (size_t)PLAN_MAX_UNITS) : NULL;
-    if (!heap || (listed && !list)) {
+    *bound_out = bound < 1 ? 1 : bound;
+    return PF_OK;
+}
+
+/* What the planner's search weighs: the shape, the lengths and the
+ * machine as the cost model sees them (pf_gpu_attn_plan_compute). */
+typedef struct {
+    const pf_gpu_attn_shape *s;
+    const int *lens;  /* the host lengths, or NULL: every sequence at bound */
+    int bound;        /* the longest sequence                               */
+    int B;            /* chunks are whole multiples of B tokens             */
+    int v;            /* the version planned                                */
+    int heads;        /* blocks a chunk of a sequence takes                 */
+    double tok_bytes; /* bytes a block reads a token                        */
+    int slots;        /* blocks resident at once                            */
+    int shares;       /* the SM shares the bandwidth is divided into        */
+    double merge_ns;  /* the merge launch's cost when a sequence splits     */
+    int listed;       /* from a work list of units                          */
+} plan_model;
+
+/* The chunk the plan takes: its length, the longest sequence's splits, and
+ * the work list's units (listed plans). */
+typedef struct {
+    int chunk, splits;
+    long long units;
+} plan_pick;
+
+/* The candidates: the longest sequence in 1, 2, 3... equal whole-page
+ * chunks, each costed by the model; the cheapest wins, fewer splits on a
+ * tie (within 1%: less merge traffic). PF_OK, PF_ERR_NOMEM, or PF_ERR_ARG
+ * when no candidate fits (longer than 256 chunks of 4096 tokens, 2^20, or
+ * than a cluster's chunks). */
+static int plan_search(const plan_model *m, plan_pick *best_pick)
+{
+    const pf_gpu_attn_shape *s = m->s;
+    double *heap = malloc(sizeof(double) * (size_t)m->slots);
+    pf_gpu_unit *list = m->listed ? malloc(sizeof *list * (size_t)PLAN_MAX_UNITS) : NULL;
+    if (!heap || (m->listed && !list)) {
         free(heap);
         free(list);
         return PF_ERR_NOMEM;
     }
-
-    /* candidates: the longest sequence in 1, 2, 3... equal whole-page chunks */
+    const int B = m->B, bound = m->bound, heads = m->heads;
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
-    int best_chunk = 0, best_splits = 0;
-    long long best_units = 0;
+    plan_pick pick = {0, 0, 0};
     double best = INFINITY;
     for (int sp = 1; sp <= 256; sp++) {
         int c = (bound + sp - 1) / sp;
@@ -800,39 +797,81 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         const int splits = (bound + c - 1) / c;
         if (splits != sp)
             continue; /* the same chunk as an earlier candidate */
-        if (pf_gpu_version_cluster(v) && splits > PF_GPU_CLUSTER_MAX)
+        if (pf_gpu_version_cluster(m->v) && splits > PF_GPU_CLUSTER_MAX)
             break; /* one cluster holds a sequence's chunks */
         const size_t merge_bytes =
             splits > 1 ? (size_t)s->num_seqs * s->num_q_heads * splits * (s->head_dim + 1) * 4 : 0;
         long long units = 0;
         double cost;
-        if (listed) {
-            units = plan_units_count(lens_host, s->num_seqs, bound, c, 0);
+        if (m->listed) {
+            units = plan_units_count(m->lens, s->num_seqs, bound, c, 0);
             if (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS)
                 break; /* finer chunks only make more */
-            pf_gpu__plan_units(lens_host, s->num_seqs, bound, c, 0, list);
-            cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, tok_bytes,
-                             slots, shares, heap, merge_bytes, merge_ns);
+            pf_gpu__plan_units(m->lens, s->num_seqs, bound, c, 0, list);
+            cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, m->tok_bytes,
+                             m->slots, m->shares, heap, merge_bytes, m->merge_ns);
         } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
-            cost = plan_cost(lens_host, s->num_seqs, bound, heads, c, splits, NULL, 0, tok_bytes,
-                             slots, shares, heap, merge_bytes, merge_ns);
+            cost = plan_cost(m->lens, s->num_seqs, bound, heads, c, splits, NULL, 0, m->tok_bytes,
+                             m->slots, m->shares, heap, merge_bytes, m->merge_ns);
         else /* too many blocks to simulate: the machine stays saturated */
-            cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / slots +
-                   (double)s->num_seqs * heads * bound * tok_bytes / PLAN_BW_BYTES_PER_NS +
-                   (splits > 1 ? merge_ns : 0);
-        /* fewer splits win ties (within 1%): less merge traffic */
+            cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / m->slots +
+                   (double)s->num_seqs * heads * bound * m->tok_bytes / PLAN_BW_BYTES_PER_NS +
+                   (splits > 1 ? m->merge_ns : 0);
         if (cost < best * 0.99) {
             best = cost;
-            best_chunk = c;
-            best_splits = splits;
-            best_units = units;
+            pick = (plan_pick){c, splits, units};
         }
     }
     free(heap);
     free(list);
-    if (!best_chunk)
-        return PF_ERR_ARG; /* longer than 256 chunks of 4096 tokens (2^20), or than
-                              v9's 8: refused */
+    *best_pick = pick;
+    return pick.chunk ? PF_OK : PF_ERR_ARG;
+}
+
+int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm)
+{
+    int rc = pf_gpu__plan_begin(plan, s, paged, version);
+    if (rc != PF_OK)
+        return rc;
+    if (sm_count < 1 || blocks_per_sm < 1)
+        return PF_ERR_ARG;
+    plan_model m = {.s = s, .lens = lens_host};
+    if ((rc = plan_bound(s, paged, lens_host, max_len, &m.bound)) != PF_OK)
+        return rc;
+    m.B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
+    long long slots_ll = (long long)sm_count * blocks_per_sm;
+    m.slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
+    int v = version ? version : pf_gpu_default_version(s);
+    if (!version && pf_gpu_version_cluster(v) && m.bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
+        v = default_large(s); /* a small launch, but too long for one cluster */
+    m.v = v;
+    /* blocks per chunk of a sequence, and the bytes a block reads a token
+     * (version 14: a block serves several head tiles, each its own KV) */
+    const int tiles = pf_gpu__head_tiles(s), per = pf_gpu_version_heads(v, s->dtype);
+    m.heads = (tiles + per - 1) / per;
+    m.tok_bytes = 2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype) * (per < tiles ? per : tiles);
+    /* The model's SM shares. A block of a version serving `per` tiles has
+     * the bytes in flight of a one-tile block (2 stages of 4 warps), so it
+     * is modelled as one of `per` shares of an SM: the machine saturates at
+     * per x sm_count such blocks, each streaming at most 1/per of an SM's
+     * share. That cap is pessimistic (the seventh session's probe had a
+     * block draw at least twice it), but it plans as many blocks as slots;
+     * with one share an SM, the tenth session's first call planned llama at
+     * 2 chunks (256 blocks; 0.932 of the read bandwidth) and long at 9 (144
+     * blocks; 0.665). per = 1 leaves every other version's plan as it was. */
+    m.shares = sm_count * per;
+    m.merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
+    /* a work list: the lengths known, a version that merges in place, a
+     * list short enough to simulate (its first candidate has a unit per
+     * sequence) */
+    m.listed = lens_host && pf_gpu_version_listed(v) && (long long)s->num_seqs * m.heads <= PLAN_MAX_SIM_BLOCKS;
+    if (pf_gpu_version_steal(v) && !m.listed)
+        return PF_ERR_ARG; /* version 11 runs from a work list only */
+    plan_pick pick;
+    if ((rc = plan_search(&m, &pick)) != PF_OK)
+        return rc;
     plan->shape = *s;
     if (!(plan->shape.scale > 0.f))
         plan->shape.scale = 1.f / sqrtf((float)s->head_dim);
@@ -840,16 +879,16 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         plan->shape.block_size = 16;
     plan->paged = paged ? 1 : 0;
     plan->version = v;
-    plan->max_len = bound;
-    plan->chunk = best_chunk;
-    plan->splits = best_splits;
+    plan->max_len = m.bound;
+    plan->chunk = pick.chunk;
+    plan->splits = pick.splits;
     plan->sm_count = sm_count;
     plan->blocks_per_sm = blocks_per_sm;
     plan->group_tile = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
     if (!version && pf_gpu_version_cluster(v)) /* a small launch: see PF_GPU_SMALL_TILE */
         plan->group_tile = PF_GPU_SMALL_TILE;
-    if (listed) {
-        plan->units = (int)best_units;
+    if (m.listed) {
+        plan->units = (int)pick.units;
         plan->lens_hash = lens_hash(lens_host, s->num_seqs);
     }
     plan_workspace(plan);
