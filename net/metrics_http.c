@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 
 /* ---- fetching ------------------------------------------------------------ */
@@ -159,13 +160,6 @@ struct pf_mfetch {
     pf_mfetch_stats st;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int pf_mfetch_open(const char *url, int interval_ms, int timeout_ms, size_t max_bytes, pf_mfetch **out,
                    const char **why)
 {
@@ -215,7 +209,7 @@ int pf_mfetch_step(pf_mfetch *f, pf_prom_page *page, const char **why)
         why = &dummy;
     if (!f || !page)
         return PF_ERR_ARG;
-    double t = now_s();
+    double t = pf_clock_s();
     if (!f->easy) {
         if (t < f->next_start)
             return 0;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <zmq.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 
 pf_zsub_config pf_zsub_config_default(void)
@@ -45,13 +46,6 @@ struct pf_zsub {
     rank_state r[PF_ZSUB_MAX_RANKS];
     pf_zsub_stats st;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int pf_zsub_rank_endpoint(const char *ep, int r, char *out, size_t cap)
 {
@@ -138,7 +132,7 @@ static int rank_connect(pf_zsub *s, rank_state *rs, const char **why)
         rank_close(rs);
         return PF_ERR_IO;
     }
-    rs->last_msg = now_s();
+    rs->last_msg = pf_clock_s();
     return 0;
 }
 
@@ -256,7 +250,7 @@ int pf_zsub_rank_live(const pf_zsub *s, int r)
      * from lately (the word of the messages themselves) */
     if (rs->connected)
         return 1;
-    return rs->heard && (s->cfg.silence_ms <= 0 || (now_s() - rs->last_msg) * 1000.0 < s->cfg.silence_ms);
+    return rs->heard && (s->cfg.silence_ms <= 0 || (pf_clock_s() - rs->last_msg) * 1000.0 < s->cfg.silence_ms);
 }
 
 /* Receive one multipart message of up to 3 frames (more are drained and make
@@ -358,14 +352,14 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
      * us: silence (replay_timeout_ms since the last reply), 30 s in all, and
      * the number of replies (what we asked for, plus some slack for stray
      * ones). */
-    double start_t = now_s(), deadline = start_t + s->cfg.replay_timeout_ms / 1000.0;
+    double start_t = pf_clock_s(), deadline = start_t + s->cfg.replay_timeout_ms / 1000.0;
     int64_t next = from;
     /* Unsigned: the gap is whatever seq the peer sent (up to 2^63 - 1), and
      * "the gap plus 64" must not overflow a signed counter. */
     uint64_t budget = (uint64_t)(upto - from) + 64;
     int finished = 0; /* the end marker came, or everything asked for */
     for (;;) {
-        double t = now_s();
+        double t = pf_clock_s();
         int left_ms = (int)((deadline - t) * 1000.0);
         if (left_ms <= 0 || t - start_t > 30.0 || budget == 0)
             break;
@@ -377,7 +371,7 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         int n = recv_frames(d, fr, ZMQ_DONTWAIT);
         if (n == 0)
             continue;
-        deadline = now_s() + s->cfg.replay_timeout_ms / 1000.0;
+        deadline = pf_clock_s() + s->cfg.replay_timeout_ms / 1000.0;
         int64_t seq;
         s->st.messages += n > 0;
         if (n != 3 || zmq_msg_size(&fr[0]) != 0 || seq_of(&fr[1], &seq) != 0) {
@@ -410,14 +404,14 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
      * screen) for seconds at a time, and the backlog it builds meanwhile
      * makes more gaps. */
     if (!finished)
-        rs->replay_pause_until = now_s() + PF_ZSUB_REPLAY_PAUSE * (s->cfg.replay_timeout_ms / 1000.0);
+        rs->replay_pause_until = pf_clock_s() + PF_ZSUB_REPLAY_PAUSE * (s->cfg.replay_timeout_ms / 1000.0);
     return got;
 }
 
 /* Whether rank's gaps may be asked for now (a replay socket, not paused). */
 static int replay_ok(const rank_state *rs)
 {
-    return rs->replay_ep[0] && now_s() >= rs->replay_pause_until;
+    return rs->replay_ep[0] && pf_clock_s() >= rs->replay_pause_until;
 }
 
 static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, void *ctx)
@@ -429,7 +423,7 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
         s->st.malformed++;
         return 0;
     }
-    rs->last_msg = now_s();
+    rs->last_msg = pf_clock_s();
     rs->heard = 1;
     int got = 0;
     if (rs->last_seq < 0 && seq > 0 && s->cfg.replay_history && replay_ok(rs)) {
@@ -497,7 +491,7 @@ int pf_zsub_poll(pf_zsub *s, int timeout_ms, pf_zsub_fn fn, void *ctx)
             close_frames(fr, n);
         }
     }
-    double t = now_s();
+    double t = pf_clock_s();
     for (int r = 0; r < nr; r++) {
         rank_state *rs = &s->r[r];
         rank_monitor(rs);

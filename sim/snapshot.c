@@ -10,6 +10,7 @@
 #include <time.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 #include "sim/sim_internal.h"
 
@@ -175,13 +176,6 @@ static int64_t held_frames(const pf_sim *s)
             n += pf_sched_req(s->sc, id)->nframes;
     }
     return n;
-}
-
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* The running requests of slots [lo, hi) into snap->seqs from *ns and
@@ -377,10 +371,10 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
             snap->tab_cap = c;
         }
         pf_sim__lock(sim);
-        double t0 = mono_s();
+        double t0 = pf_clock_s();
         int again = copy_locked(sim, snap);
         if (!again) {
-            snap->locked_s = mono_s() - t0;
+            snap->locked_s = pf_clock_s() - t0;
             /* the pool may be read after mu is released: a reset (which
              * destroys it) waits for this read lock */
             pthread_rwlock_rdlock(&sim->life);
