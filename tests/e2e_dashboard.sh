@@ -340,7 +340,7 @@ wait_for " 5 rec/s" || fail "replay: f did not halve the rate (10 rec/s)"
 $T send-keys -t pf F F
 wait_for " 20 rec/s" || fail "replay: F did not double the rate"
 $T send-keys -t pf W
-wait_for "a replay cannot change" || fail "replay: W (a live key) not refused on the status line"
+wait_for "a live key: not here" || fail "replay: W (a live key) not refused on the status line"
 $T send-keys -t pf q
 wait_for "PF_EXIT=0" 15 || fail "replay: q did not exit 0"
 $T kill-session -t pf

@@ -166,7 +166,7 @@ static int player_key(player *pl, int cmd)
         pl->look.window = pf_render_window_zoom(pl->look.window, cmd == PF_DASH_CMD_ZOOM_OUT);
         break;
     default:
-        snprintf(pl->msg, sizeof pl->msg, "a replay cannot change the run");
+        snprintf(pl->msg, sizeof pl->msg, "a live key: not here"); /* fits the status at 120 columns */
         break;
     }
     return 0;
