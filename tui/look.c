@@ -14,11 +14,10 @@ void pf_look_default(pf_dash_look *l)
 
 void pf_look_opts(pf_dash_look *l, pf_opt *rows)
 {
-    static const char *const colorings[] = {"owner", "state", "age", NULL};
     const pf_opt r[PF_LOOK_NOPTS] = {
         {"ascii", PF_OPT_FLAG, &l->ascii, 0, 0, NULL, NULL, "ASCII glyphs instead of UTF-8", 0},
         {"no-color", PF_OPT_FLAG, &l->no_color, 0, 0, NULL, NULL, "no colours (also when NO_COLOR is set)", 0},
-        {"coloring", PF_OPT_CHOICE, &l->coloring, 0, 0, colorings, "C",
+        {"coloring", PF_OPT_CHOICE, &l->coloring, 0, 0, pf_coloring_names, "C",
          "what the grid's colour means: owner, state or age (key c cycles)", 0},
         {"charts", PF_OPT_FLAG, &l->charts, 0, 0, NULL, NULL, "start with the charts (key t)", 0},
         {"window", PF_OPT_DOUBLE, &l->window, PF_CHART_MIN_WINDOW_S, PF_CHART_MAX_WINDOW_S, NULL, "SECONDS",

@@ -126,7 +126,7 @@ static const char *preempt_label(int m)
  * marked (bold, bright green); the frames of the inspected sequence are
  * drawn reversed and the cursor cell underlined and reversed. */
 
-const char *const pf_coloring_names[PF_COLORING_COUNT] = {"owner", "state", "age"};
+const char *const pf_coloring_names[PF_COLORING_COUNT + 1] = {"owner", "state", "age", NULL};
 
 int pf_render_age_bucket(double age)
 {

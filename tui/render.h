@@ -89,7 +89,7 @@ typedef enum {
     PF_COLORING_COUNT
 } pf_coloring;
 
-extern const char *const pf_coloring_names[PF_COLORING_COUNT];
+extern const char *const pf_coloring_names[PF_COLORING_COUNT + 1]; /* NULL-ended: a flag's choices */
 
 /* Age buckets of PF_COLORING_AGE, in simulated seconds since the owner was
  * first scheduled: [0, 1), [1, 4), [4, 16), [16, 64), 64+. A factor of 4
