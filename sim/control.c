@@ -61,12 +61,17 @@ int pf_sim_set_threads(pf_sim *sim, int threads)
     if (!sim || threads < 0 || threads > PF_CREW_MAX)
         return PF_ERR_ARG;
     pf_sim__lock(sim);
+    int old_target = sim->threads_target, old_threads = sim->p.threads;
     sim->threads_target = pf_sim__threads_of(threads);
     sim->p.threads = threads;
     int rc = PF_OK;
     /* without a driver, the caller steps: apply at once */
     if (!sim->running && sim->p.engine == PF_ENGINE_THREADED)
         rc = pf_sim__apply_threads_locked(sim, threads);
+    if (rc != PF_OK) { /* the crew kept its size: say so */
+        sim->threads_target = old_target;
+        sim->p.threads = old_threads;
+    }
     pthread_mutex_unlock(&sim->mu);
     return rc;
 }
@@ -98,10 +103,13 @@ int pf_sim_set_mode(pf_sim *sim, pf_sim_mode mode)
     if (!sim || (unsigned)mode > PF_SIM_PAGED)
         return PF_ERR_ARG;
     pf_sim__lock(sim);
+    pf_sim_mode old = sim->p.mode;
     sim->p.mode = mode;
     int rc = pf_sim__reset_locked(sim);
     if (rc == PF_OK)
         pf_sim__event(sim, PF_EV_RESET, -1, 0);
+    else /* the old run goes on (out of memory): in its own mode */
+        sim->p.mode = old;
     pthread_mutex_unlock(&sim->mu);
     pf_sim__refresh_baseline(sim);
     return rc;

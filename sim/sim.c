@@ -278,10 +278,41 @@ int pf_sim__reset_locked(pf_sim *s)
     return reset_err(s, NULL, 0);
 }
 
+/* qsort is not stable, and libcs break ties differently: the same jobs must
+ * give the same run anywhere, so requests arriving together keep the
+ * caller's order, the index breaking the tie. */
+typedef struct {
+    double arrival;
+    int index;
+} arrival_ix;
+
 static int by_arrival(const void *a, const void *b)
 {
-    const pf_req *x = a, *y = b;
-    return (x->arrival > y->arrival) - (x->arrival < y->arrival);
+    const arrival_ix *x = a, *y = b;
+    if (x->arrival != y->arrival)
+        return x->arrival < y->arrival ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Reorder jobs[0..n) by arrival, stably. PF_ERR_NOMEM leaves them as they were. */
+static int sort_by_arrival(pf_req *jobs, int n)
+{
+    arrival_ix *ix = malloc((size_t)n * sizeof *ix);
+    pf_req *tmp = malloc((size_t)n * sizeof *tmp);
+    int rc = PF_ERR_NOMEM;
+    if (!ix || !tmp)
+        goto out;
+    for (int i = 0; i < n; i++)
+        ix[i] = (arrival_ix){jobs[i].arrival, i};
+    qsort(ix, (size_t)n, sizeof *ix, by_arrival);
+    for (int i = 0; i < n; i++)
+        tmp[i] = jobs[ix[i].index];
+    memcpy(jobs, tmp, (size_t)n * sizeof *jobs);
+    rc = PF_OK;
+out:
+    free(tmp);
+    free(ix);
+    return rc;
 }
 
 pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, size_t errlen)
@@ -357,7 +388,8 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
                 pf_sim_destroy(s);
                 return NULL;
             }
-        qsort(s->jobs, (size_t)s->njobs, sizeof *s->jobs, by_arrival);
+        if (sort_by_arrival(s->jobs, s->njobs) != PF_OK)
+            goto oom;
     }
     if (p->engine == PF_ENGINE_THREADED && pf_sim__apply_threads_locked(s, p->threads) != PF_OK)
         goto oom;
