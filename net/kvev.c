@@ -15,6 +15,7 @@ pf_kvev_limits pf_kvev_limits_default(void)
         .max_events = 65536,
         .max_hashes = 65536,
         .max_tokens = 1u << 20,
+        .max_batch_hashes = 1u << 18,
     };
     return l;
 }
@@ -425,10 +426,16 @@ static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, p
         *why = "out of memory";
         return PF_ERR_NOMEM;
     }
+    /* Each event is held to what is left of the batch's hash budget: the
+     * cap is checked before an event's hashes are allocated, not after. */
+    pf_kvev_limits left = *lim;
+    uint32_t hashes_left = lim->max_batch_hashes;
     for (uint32_t i = 0; i < n; i++) {
         pf_kvev_event *e = &b->events[b->n_events];
-        int rc = decode_event(&events->via.array.ptr[i], lim, e);
+        left.max_hashes = lim->max_hashes < hashes_left ? lim->max_hashes : hashes_left;
+        int rc = decode_event(&events->via.array.ptr[i], &left, e);
         if (rc == 0) {
+            hashes_left -= e->n_hashes;
             b->n_events++;
             continue;
         }
@@ -439,7 +446,7 @@ static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, p
         else if (rc == -1)
             b->n_malformed++;
         else if (rc == -2) {
-            *why = "an event has more block hashes or token ids than allowed";
+            *why = "more block hashes or token ids than allowed (in an event or in the batch)";
             return PF_ERR_RANGE;
         } else {
             *why = "out of memory";

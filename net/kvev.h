@@ -90,7 +90,12 @@ typedef struct {
  *               that): msgpack-c builds a 24-byte object per value, so decoding
  *               is capped near 48 MB whatever the payload says;
  *   max_events  65,536 per batch; max_hashes 65,536 per event (a 1 M-token prompt
- *               in 16-token blocks); max_tokens 1 M per event (the same prompt).
+ *               in 16-token blocks); max_tokens 1 M per event (the same prompt);
+ *   max_batch_hashes 262,144 per batch (4 M tokens of 16-token blocks, 100x a
+ *               step's budget). A hash takes one payload byte and 80 decoded
+ *               ones (pf_kvev_hash): without this cap a 2 MiB payload of
+ *               small integers would decode to 160 MB of hashes; with it, to
+ *               at most 21 MB.
  */
 typedef struct {
     size_t max_bytes;
@@ -98,6 +103,7 @@ typedef struct {
     uint32_t max_events;
     uint32_t max_hashes;
     uint32_t max_tokens;
+    uint32_t max_batch_hashes;
 } pf_kvev_limits;
 
 pf_kvev_limits pf_kvev_limits_default(void);

@@ -362,6 +362,19 @@ Test(net_kvev, limits_are_enforced)
     lim.max_tokens = 3;
     cr_expect_eq(pf_kvev_decode(p, n, &lim, &out, &why), PF_ERR_RANGE);
     pf_kvev_batch_free(&out);
+    /* the batch's hashes, over its events: the whole count passes, one
+     * fewer does not */
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < in.n_events; i++)
+        total += in.events[i].n_hashes;
+    cr_assert_gt(total, 1);
+    lim = pf_kvev_limits_default();
+    lim.max_batch_hashes = total;
+    cr_expect_eq(pf_kvev_decode(p, n, &lim, &out, &why), 0);
+    pf_kvev_batch_free(&out);
+    lim.max_batch_hashes = total - 1;
+    cr_expect_eq(pf_kvev_decode(p, n, &lim, &out, &why), PF_ERR_RANGE);
+    pf_kvev_batch_free(&out);
     lim = pf_kvev_limits_default();
     lim.max_bytes = n - 1;
     cr_expect_eq(pf_kvev_decode(p, n, &lim, &out, &why), PF_ERR_RANGE);
