@@ -352,7 +352,12 @@ int pf_msrv_start(const char *addr, int port, pf_prom_registry *reg, pf_msrv **o
     if (!s)
         return PF_ERR_NOMEM;
     s->reg = reg;
-    s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL,
+    /* One polling thread, epoll where the system has it (MHD_USE_AUTO):
+     * select() would refuse any socket numbered 1024 or more, and a
+     * dashboard with many attached streams can own that many descriptors.
+     * A scraper holds one keep-alive connection; 64 of them, each dropped
+     * after 10 s of silence, leave room for several scrapers and curl. */
+    s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, (uint16_t)port, NULL, NULL,
                             on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                             MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
     if (!s->d) {
