@@ -109,6 +109,7 @@ Test(cli, empty_string) { expect_usage((char *[]){"x", "--trace", ""}, 3, "--tra
 Test(cli, overflow) { expect_usage((char *[]){"x", "--seqs", "99999999999999999999999"}, 3, "--seqs"); }
 /* strtol/strtod would take these as 5, 16 and 8 */
 Test(cli, leading_blank) { expect_usage((char *[]){"x", "--seqs", " 5"}, 3, "got ' 5'"); }
+Test(cli, plus_sign) { expect_usage((char *[]){"x", "--seqs", "+5"}, 3, "got '+5'"); }
 Test(cli, hex_int) { expect_usage((char *[]){"x", "--seqs", "0x10"}, 3, "got '0x10'"); }
 Test(cli, hex_double) { expect_usage((char *[]){"x", "--watermark", "0x1p-3"}, 3, "got '0x1p-3'"); }
 

@@ -121,9 +121,10 @@ static int set_value(const char *prog, pf_opt *o, const char *value)
         o->seen = 1;
         return PF_CLI_OK;
     }
-    /* strtod and strtoll also take leading blanks and hexadecimal ("0x1p3"
-     * is 8): a number on our command line is written out plainly */
-    if (isspace((unsigned char)value[0]) || strpbrk(value, "xX"))
+    /* strtod and strtoll also take leading blanks, a plus sign and
+     * hexadecimal ("0x1p3" is 8): a number on our command line is written
+     * out plainly, as the help and the reports print it */
+    if (isspace((unsigned char)value[0]) || value[0] == '+' || strpbrk(value, "xX"))
         return bad_value(prog, o, value);
     if (o->kind == PF_OPT_DOUBLE) {
         double v = strtod(value, &end);
