@@ -1170,12 +1170,17 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess)
         return pf_gpu_cuda_err((int)e);
-    const int v = version ? version : pf_gpu_default_version(s);
+    /* the version is resolved here only to size the SM's slots: the
+     * planner is given the caller's `version`, since version 0 plans more
+     * than a version (a small launch's head tile, the long sequence's
+     * fallback; pf_gpu_attn_plan_compute) */
+    int v;
+    if ((rc = pf_gpu__plan_version(s, paged, lens_host, max_len, version, &v)) != PF_OK)
+        return rc;
     int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
     if (per_sm < 1)
         per_sm = 1;
-    rc = pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, v, sms, per_sm);
-    return rc;
+    return pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, version, sms, per_sm);
 }
 
 extern "C" int pf_gpu_attn_workspace_init(const pf_gpu_attn_plan *plan, const int *lens_host,

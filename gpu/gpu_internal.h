@@ -26,6 +26,13 @@ extern "C" {
  * validated (pf_gpu_attn_validate's answer), the kernel version in
  * [0, PF_GPU_KERNEL_VERSIONS]. PF_OK or the error to return. */
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version);
+/* The kernel version a plan of this shape, these lengths (or max_len) and
+ * `version` runs, as pf_gpu_attn_plan_compute resolves it (0: the shape's
+ * default, a small launch's long sequence the large launch's), into *v_out:
+ * what pf_gpu_attn_plan_make sizes the SM's slots by. Call it after
+ * pf_gpu__plan_begin. PF_OK or PF_ERR_ARG (lengths past the capacity). */
+int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len,
+                         int version, int *v_out);
 /* Set a made plan's chunking: the longest sequence (plan->max_len) in about
  * `splits` chunks of whole pages (at most PF_GPU_MAX_CHUNK tokens each), and
  * the workspace that needs (a plan with a work list needs the lengths it
@@ -199,13 +206,18 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
  *                                 0.923 for v7; 0.239 ms beside v1's 0.243
  *                                 and cuDNN's 0.238 in gpu/peers.py);
- *   16-bit, otherwise         12 (ninth session, one call, against v7:
+ *   16-bit, otherwise         19 (v12 with bf16's weights as one term;
+ *                                 twenty-first session, on an H100, one
+ *                                 process a workload: v19 / v12 0.995-1.000
+ *                                 on 22 of 22 paired bf16 passes of llama,
+ *                                 batch, long and llama at block sizes
+ *                                 8-256, while v12 against itself gave
+ *                                 0.998-1.001; in fp16, where v12 already
+ *                                 feeds one term, the two are one kernel.
+ *                                 Before it 12: ninth session, against v7,
  *                                 llama 0.942 vs 0.936, batch 0.935 vs
- *                                 0.926, long 0.911 vs 0.900; bf16 and fp16
- *                                 at block sizes 8-256 0.937-0.969; v13,
- *                                 its whole-quad form, within +-0.3 points
- *                                 of it in another call: not enough to
- *                                 move the default);
+ *                                 0.926, long 0.911 vs 0.900; v13, its
+ *                                 whole-quad form, within +-0.3 points);
  *   fp32                       7 (versions 6 and 12 are 16-bit only; seed
  *                                 9.5 us against 9.9 for v8, and v9's
  *                                 10.5 us: small launches included).
@@ -218,9 +230,9 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * prefetch hint, eleventh session: tied with v12 in three calls) nor 18
  * (version 6 in cuDNN's decode shape, 2 blocks an SM, fifteenth session:
  * ahead of v12 on llama on two machine starts, behind it on the next two,
- * and 1.5-2.3 points behind at 8-token pages), nor, until they have run on
- * a device, 19 and 20 (12 and 18 with bf16's weights as one term,
- * seventeenth session). */
+ * and 1.5-2.3 points behind at 8-token pages), nor 12 since the
+ * twenty-first session (19 is it with one term), nor 20 (18 with one
+ * term: 0.977-1.017 of v12 in the same runs, on both sides of it). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its

@@ -371,7 +371,7 @@ static int default_large(const pf_gpu_attn_shape *s)
 {
     if (s->dtype == PF_GPU_F32)
         return 7;
-    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 8 : 12;
+    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 8 : 19;
 }
 
 int pf_gpu_default_version(const pf_gpu_attn_shape *s)
@@ -745,6 +745,28 @@ static int plan_bound(const pf_gpu_attn_shape *s, int paged, const int *lens_hos
     return PF_OK;
 }
 
+/* The version a plan runs: `version`, or for 0 the shape's default, and
+ * for a small launch whose longest sequence (`bound`) is more chunks than
+ * one cluster holds, the large launch's version. */
+static int resolve_version(const pf_gpu_attn_shape *s, int bound, int version)
+{
+    if (version)
+        return version;
+    const int v = pf_gpu_default_version(s);
+    if (pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
+        return default_large(s); /* a small launch, but too long for one cluster */
+    return v;
+}
+
+int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len,
+                         int version, int *v_out)
+{
+    int bound, rc = plan_bound(s, paged, lens_host, max_len, &bound);
+    if (rc == PF_OK)
+        *v_out = resolve_version(s, bound, version);
+    return rc;
+}
+
 /* What the planner's search weighs: the shape, the lengths and the
  * machine as the cost model sees them (pf_gpu_attn_plan_compute). */
 typedef struct {
@@ -843,9 +865,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     m.B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     m.slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
-    int v = version ? version : pf_gpu_default_version(s);
-    if (!version && pf_gpu_version_cluster(v) && m.bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
-        v = default_large(s); /* a small launch, but too long for one cluster */
+    const int v = resolve_version(s, m.bound, version);
     m.v = v;
     /* blocks per chunk of a sequence, and the bytes a block reads a token
      * (version 14: a block serves several head tiles, each its own KV) */

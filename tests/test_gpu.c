@@ -863,6 +863,31 @@ Test(gpu, tail_units_cover_every_token_once_run_after_run)
     pcase_free(&c);
 }
 
+/* The public planner (device queries) resolves version 0 as
+ * pf_gpu_attn_plan_compute does: a small launch serves one query head a
+ * block, and one whose sequence outgrows a cluster falls back to the large
+ * launch's version. (Until the twenty-first session plan_make handed the
+ * planner the resolved version, so neither reached a caller.) */
+Test(gpu, plan_make_plans_version_0_as_the_planner_does)
+{
+    pf_gpu_attn_shape s = {.num_seqs = 1, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128,
+                           .block_size = 16, .max_blocks_per_seq = 4096, .naive_cap = 4096,
+                           .dtype = PF_GPU_BF16, .scale = 0.f};
+    int len = 1024; /* the single workload */
+    pf_gpu_attn_plan p, q;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, &len, 0, 0), PF_OK);
+    cr_assert_eq(p.version, 9);
+    cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
+    cr_assert_eq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK);
+    cr_assert_eq(q.group_tile, 4, "an explicit version keeps the group's tile");
+    len = 8 * PF_GPU_MAX_CHUNK + 16;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, &len, 0, 0), PF_OK,
+                 "a small launch too long for a cluster plans the large launch's version");
+    cr_assert_eq(p.version, 19);
+    cr_assert_neq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK,
+                  "version 9 itself cannot merge more chunks than a cluster holds");
+}
+
 Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
 {
     const int lens[PS] = {1, 77, 160, 320};
