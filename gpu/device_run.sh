@@ -6,7 +6,8 @@
 #   TESTS=1      test_gpu, test_gpu_host, test_gpu_bench_cli and the two
 #                probes' tests (ctest -L gpu), and test_cli_bench_files
 #                (its successful run needs a device)
-#   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs
+#   SAN=1        compute-sanitizer memcheck and racecheck on test-sized runs,
+#                checked and not timed (bench --check-only)
 #                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
 #                skips memcheck over the whole device test suite)
@@ -87,7 +88,7 @@ if [ "${SAN:-0}" = 1 ]; then
                     echo "== $tool, kernel $k: GQA $dt with splits and an empty tail"
                     timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
                         --lengths ${SAN_LENGTHS:-1,17,300,5000} --q-heads 8 --kv-heads 2 --head-dim 128 --dtype $dt \
-                        --iters 1 --no-read-bw 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result"
+                        --check-only 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result"
                     echo "$tool kernel $k $dt status ${PIPESTATUS[0]}"
                 done
             done

@@ -104,6 +104,7 @@ struct CaseIn {
     int rivals[PF_GPU_BENCH_MAX_RIVALS]; /* more versions, timed beside */
     int num_rivals;
     int interleave; /* pools in FlashInfer's layout (pf_gpu_bench_cfg) */
+    int check_only; /* check, time nothing (pf_gpu_bench_cfg)          */
 };
 
 double median_of(double *x, int n)
@@ -1053,11 +1054,13 @@ int run_case(const CaseIn &in, pf_gpu_bench_result *res, char *err, size_t errle
                                     case_readback, case_plan, case_check};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0] && rc == PF_OK; i++)
         rc = steps[i](&c);
-    if (rc == PF_OK && in.measure_bw)
+    if (rc == PF_OK && in.measure_bw && !in.check_only)
         rc = case_read_bw(&c);
-    if (rc == PF_OK)
+    if (rc == PF_OK && !in.check_only) {
         rc = case_time(&c);
-    if (rc == PF_OK && in.host_time)
+        res->timed = rc == PF_OK;
+    }
+    if (rc == PF_OK && in.host_time && !in.check_only)
         rc = case_host_time(&c);
     if (rc == PF_OK && in.timeline)
         rc = case_timeline(&c);
@@ -1337,6 +1340,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     }
     in.num_rivals = cfg->num_rivals;
     in.interleave = cfg->kv_interleaved != 0;
+    in.check_only = cfg->check_only != 0;
     for (int k = 0; k <= cfg->num_rivals; k++) {
         const int v = k ? cfg->rivals[k - 1] : cfg->version;
         if (k)

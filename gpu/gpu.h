@@ -343,6 +343,12 @@ typedef struct {
      * are: the tables name frame 2 p, and V's pool pointer is K's plus one
      * frame (see *Layouts* at the top of this header). */
     int kv_interleaved;
+    /* 1: check every pass of every version and time nothing: no timed
+     * rounds, no read probe, no host-time loops (the result's timings stay
+     * 0 and res->timed 0). What a compute-sanitizer run needs: the
+     * kernels' every launch path once, without the hundreds of launches
+     * and 256 MB flushes that timing adds (`--check-only`). */
+    int check_only;
 } pf_gpu_bench_cfg;
 
 /* One compared version's plan, timings and checks (the first version's
@@ -400,6 +406,7 @@ typedef struct {
     pf_gpu_timeline timeline;  /* its summary                               */
     int num_rivals;            /* cfg->num_rivals                           */
     int kv_interleaved;        /* the paged pools the run used (cfg's)      */
+    int timed;                 /* the passes were timed (not check_only)    */
     pf_gpu_bench_rival rival[PF_GPU_BENCH_MAX_RIVALS];
 } pf_gpu_bench_result;
 

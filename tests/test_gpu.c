@@ -863,6 +863,42 @@ Test(gpu, tail_units_cover_every_token_once_run_after_run)
     pcase_free(&c);
 }
 
+/* --check-only: every pass of every version checked as in a timed run,
+ * nothing timed (no timings, no stream row, no host-time loops); the same
+ * configuration timed fills them. */
+Test(gpu, check_only_checks_every_version_and_times_nothing)
+{
+    const int lens[] = {5, 300, 1000};
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 3, .seq_lens = lens, .naive_cap = 1024, .num_q_heads = 8,
+        .num_kv_heads = 2, .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16,
+        .iters = 2, .seed = 5, .shuffle_seed = 3, .tolerance = 1e-3, .ref_all_heads = 1,
+        .measure_bw = 1, .version = 0, .rivals = {19}, .num_rivals = 1, .check_only = 1,
+    };
+    pf_gpu_bench_result res;
+    char err[300] = "";
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+    cr_assert(res.pass, "%s", res.failure);
+    cr_assert(!res.timed);
+    cr_assert_eq(res.ref_checked, 3LL * 8 * 128, "every head of every sequence checked");
+    cr_assert(res.have_shuffled && res.readback_ok);
+    cr_assert_eq(res.rival[0].version, 19);
+    cr_assert_gt(res.rival[0].max_err_ref, 0.0, "the rival's naive pass was checked");
+    cr_assert_eq(res.rival[0].max_diff_shuffled, 0.0);
+    cr_assert_eq(res.naive.median_ms, 0.0);
+    cr_assert_eq(res.rival[0].shuffled.median_ms, 0.0);
+    cr_assert(!res.have_stream);
+    cr_assert_eq(res.read_bw_gbps, 0.0, "no read probe");
+    cr_assert_eq(res.host_us_per_run, 0.0);
+    cfg.check_only = 0;
+    cfg.measure_bw = 0;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+    cr_assert(res.pass && res.timed);
+    cr_assert_gt(res.naive.median_ms, 0.0);
+    cr_assert_gt(res.rival[0].shuffled.median_ms, 0.0);
+    cr_assert_gt(res.host_us_per_run, 0.0);
+}
+
 /* The public planner (device queries) resolves version 0 as
  * pf_gpu_attn_plan_compute does: a small launch serves one query head a
  * block, and one whose sequence outgrows a cluster falls back to the large

@@ -53,8 +53,10 @@ expect_usage --compare 99999999999999999999
 expect_usage --kernel 12 --tail 2 --compare 14
 expect_usage --compare 11 --grid-order
 expect_usage --kv-layout nope
+expect_usage --check-only --profile-out /tmp/pagefault-check-only.prof
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"
+expect_usage --check-only --timeline "$tlu"
 [ -e "$tlu" ] && { echo "FAIL: a usage error left a timeline behind"; fails=$((fails + 1)); rm -f "$tlu"; }
 
 prof=$(mktemp -u)
@@ -132,6 +134,16 @@ expect_pass "--compare" '"c1_version": *18
 "c2_max_diff_base": *0[,}]
 "pass": *"v18 paged-shuffled"' --workload llama --seqs 4 --len 1000 --kernel 12 --compare 18,12 \
     --iters 3 --no-read-bw
+
+# --check-only: every version checked, nothing timed: no timing table, no
+# ratio, no host time in the report (a key's absence is the point)
+expect_pass "--check-only" '"c1_version": *19
+"c1_max_err_ref"
+"c2_max_diff_shuffled": *0[,}]' --workload llama --seqs 2 --len 700 --check-only --compare 19,9
+if [ $rc -eq 0 ] && grep -qE '"(median_ms|paged_slowdown|host_us_per_run|c1_naive_ratio)"' "$out"; then
+    echo "FAIL: --check-only reported a time"
+    fails=$((fails + 1))
+fi
 
 # the pools in FlashInfer's layout: the checks pass and the report names it
 expect_pass "--kv-layout interleaved" '"kv_layout": *"interleaved' --workload seed --seqs 8 \

@@ -78,6 +78,7 @@ typedef struct {
     double tolerance;
     int ref_all_heads;
     int no_read_bw;
+    int check_only;
     int kernel;
     const char *compare;
     int kv_layout;
@@ -111,8 +112,9 @@ static const char bench_summary[] =
     "them as `pagefault-gpu-profile/1`. --timeline FILE runs one more paged launch with the\n"
     "kernel's block timeline on (versions 7 on): when each thread block started, got its\n"
     "first K/V and ended, on which SM; it prints a summary (start spread, first data, tail,\n"
-    "SM busy) and writes the blocks as CSV. Exit status: 0 pass, 1 a check failed, 2 usage,\n"
-    "3 no GPU.";
+    "SM busy) and writes the blocks as CSV. --check-only runs the checks alone (every version,\n"
+    "every pass, once) and times nothing: what compute-sanitizer runs need. Exit status: 0\n"
+    "pass, 1 a check failed, 2 usage, 3 no GPU.";
 
 /* --compare's list: 1 to PF_GPU_BENCH_MAX_RIVALS versions 0..
  * PF_GPU_KERNEL_VERSIONS, comma-separated, nothing else. 0, or -1 when
@@ -338,7 +340,8 @@ static void bench_compare_num(pf_report *r, int k, const char *name, const char 
  * pass (below 1: faster) and its checks. */
 static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
 {
-    pf_report_section(r, "compare", "Versions compared (same process, passes interleaved)");
+    pf_report_section(r, "compare", res->timed ? "Versions compared (same process, passes interleaved)"
+                                               : "Versions compared (same data, checked, not timed)");
     pf_report_num(r, "base_version", "against version", res->version, "%.0f", NULL);
     static const char *const pass[3] = {"naive", "ordered", "shuffled"};
     const double base[3] = {res->naive.median_ms, res->ordered.median_ms,
@@ -352,7 +355,7 @@ static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
         bench_compare_num(r, k, "version", label, n, "%.0f", NULL);
         snprintf(label, sizeof label, "  v%d split-KV chunk", n);
         bench_compare_num(r, k, "chunk", label, v->chunk_tokens, "%.0f", "tokens");
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 3 && res->timed; i++) {
             if (i == 2 && !res->have_shuffled)
                 continue;
             snprintf(name, sizeof name, "%s_ratio", pass[i]);
@@ -371,8 +374,10 @@ static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
                               NULL);
         }
     }
-    pf_report_note(r, "a ratio is the compared version's median over --kernel's for the same "
-                      "pass, both timed in one round-robin; a repeat of --kernel shows the noise");
+    if (res->timed)
+        pf_report_note(r, "a ratio is the compared version's median over --kernel's for the same "
+                          "pass, both timed in one round-robin; a repeat of --kernel shows the "
+                          "noise");
 }
 
 /* The report of a run, a section a function, in the order printed. */
@@ -573,11 +578,14 @@ static void add_results(pf_report *r, const bench_args *a, const bench_workload 
 {
     results_setup(r, a, w, lens, n, cfg, res);
     results_memory(r, res);
-    results_timing(r, res);
-    results_ratios(r, res);
+    if (res->timed) {
+        results_timing(r, res);
+        results_ratios(r, res);
+    }
     if (res->num_rivals)
         bench_add_compare(r, res);
-    results_api(r, res);
+    if (res->timed)
+        results_api(r, res);
     if (res->have_timeline)
         results_timeline(r, a, res);
     results_checks(r, a, res);
@@ -603,7 +611,7 @@ static int write_profile(FILE *f, int iters)
 }
 
 /* The flag table, pointing into *a. BENCH_NOPTS rows and the end. */
-#define BENCH_NOPTS 28
+#define BENCH_NOPTS 29
 static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
 {
     const pf_opt t[] = {
@@ -636,6 +644,8 @@ static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
          "CPU reference on every head even for large workloads", 0},
         {"no-read-bw", PF_OPT_FLAG, &a->no_read_bw, 0, 0, NULL, NULL,
          "skip the read-bandwidth probe (fractions of it then print as 0)", 0},
+        {"check-only", PF_OPT_FLAG, &a->check_only, 0, 0, NULL, NULL,
+         "check every pass and time nothing (for compute-sanitizer runs)", 0},
         {"kernel", PF_OPT_INT, &a->kernel, 0, PF_GPU_KERNEL_VERSIONS, NULL, "N",
          "kernel version, 0: the default (docs/gpu.md)", 0},
         {"compare", PF_OPT_STRING, &a->compare, 0, 0, NULL, "V1,V2,...",
@@ -716,6 +726,12 @@ static int bench_check(bench_args *a, pf_opt *opts)
             return pf_cli_error(PROG,
                                 "--grid-order: kernel version 11 runs from its work list only");
     }
+    /* --check-only times nothing, so a flag that asks for a measurement
+     * contradicts it (--iters and --no-read-bw have nothing to act on, and
+     * are accepted) */
+    if (a->check_only && (a->timeline || a->profile_out))
+        return pf_cli_error(PROG, "--check-only times nothing: %s measures",
+                            a->timeline ? "--timeline" : "--profile-out");
     if (a->timeline && a->kernel > 0 && a->kernel < PF_GPU_TRACE_MIN_VERSION)
         return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
                                   "%d to %d do)", a->kernel, PF_GPU_TRACE_MIN_VERSION,
@@ -757,7 +773,8 @@ static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n
         .dtype = (pf_gpu_dtype)a->dtype, .iters = a->iters, .seed = (unsigned long long)a->seed,
         .shuffle_seed = (unsigned long long)a->shuffle_seed, .shuffle_window = a->shuffle_window,
         .tolerance = a->tolerance,
-        .ref_all_heads = a->ref_all_heads, .measure_bw = !a->no_read_bw, .version = a->kernel,
+        .ref_all_heads = a->ref_all_heads, .measure_bw = !a->no_read_bw && !a->check_only,
+        .check_only = a->check_only, .version = a->kernel,
         .grid_order = a->grid_order,
         .tail = a->tail,
         .splits = a->splits,
