@@ -247,7 +247,10 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
  * H200 (docs/gpu-journal.md, sixth session, one call): single 9.8 us
  * against 10.0 at the group's tile of 4 in `pagefault bench`, and in
  * gpu/peers.py 9.7 against 10.1 us, cuDNN's SDPA 10.1 us in the same
- * process. */
+ * process. (Those were forced tiles: until the twenty-first session
+ * pf_gpu_attn_plan_make handed the planner version 0 already resolved, and
+ * this tile never reached a caller. Since, on the H200: single 9.8 us
+ * beside cuDNN's 10.0 in gpu/peers.py.) */
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
