@@ -30,6 +30,12 @@ endif()
 # Real sockets on 127.0.0.1 (ports chosen by the kernel).
 pf_criterion_test(test_net_zmq SOURCES test_net_zmq.c LIBS pf_net)
 pf_criterion_test(test_net_http SOURCES test_net_http.c LIBS pf_net_http)
+# the server past 1024 descriptors: a plain executable so that a machine
+# whose descriptor limit is too low reports it skipped (77), not passed
+add_executable(test_net_http_fds test_net_http_fds.c)
+target_link_libraries(test_net_http_fds PRIVATE pf_net_http)
+add_test(NAME test_net_http_fds COMMAND test_net_http_fds)
+set_tests_properties(test_net_http_fds PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 pf_criterion_test(test_net_attach SOURCES test_net_attach.c LIBS pf_net_codec)
 
 # `pagefault attach` end to end: usage errors, and a Python publisher in

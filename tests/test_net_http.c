@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/err.h"
@@ -135,48 +133,6 @@ Test(net_http, a_100_mb_page_is_cut_at_the_cap)
     pf_prom_page_free(&page);
     pf_mfetch_close(f);
     MHD_stop_daemon(d);
-}
-
-/* Serving still works when the process already holds over a thousand
- * descriptors (a dashboard with many streams, a test harness): the server's
- * sockets are then numbered past 1024, where select() cannot watch them. */
-Test(net_http, serves_with_descriptors_past_1024)
-{
-    struct rlimit rl;
-    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
-    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 1200)
-        cr_skip_test("the hard descriptor limit is %lu", (unsigned long)rl.rlim_max);
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1200) {
-        rl.rlim_cur = 1200;
-        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
-    }
-    enum { HELD = 1100 };
-    int held[HELD], nheld = 0;
-    int fd0 = open("/dev/null", O_RDONLY);
-    cr_assert_geq(fd0, 0);
-    while (nheld < HELD) {
-        int fd = dup(fd0);
-        cr_assert_geq(fd, 0);
-        held[nheld++] = fd;
-    }
-    pf_prom_registry *r = pf_prom_registry_new(NULL);
-    int g = pf_prom_add(r, "vllm:num_requests_running", "Running.", PF_PROM_GAUGE, NULL, 0);
-    pf_prom_set(r, g, 3);
-    pf_msrv *s;
-    const char *why;
-    cr_assert_eq(pf_msrv_start(NULL, 0, r, &s, &why), 0, "%s", why);
-    char url[128];
-    url_of(url, sizeof url, pf_msrv_port(s), "/metrics");
-    char *body;
-    size_t n;
-    cr_assert_eq(pf_http_get(url, 2000, 1 << 20, &body, &n, NULL, &why), 0, "%s", why);
-    cr_expect(strstr(body, "vllm:num_requests_running 3") != NULL, "%.*s", (int)n, body);
-    free(body);
-    pf_msrv_stop(s);
-    pf_prom_registry_free(r);
-    for (int i = 0; i < nheld; i++)
-        close(held[i]);
-    close(fd0);
 }
 
 Test(net_http, bad_urls_and_refused_connections)
