@@ -1243,18 +1243,21 @@ extern "C" int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, c
                                 int n_tokens, const int *block_tables, const int *seq_lens,
                                 void *k_pool, void *v_pool, void *stream)
 {
-    int rc = pf_gpu_attn_validate(s, 1);
+    const int rc = pf_gpu__append_args(s, k_new, v_new, n_tokens, block_tables, seq_lens, k_pool,
+                                       v_pool);
     if (rc != PF_OK)
         return rc;
-    if (n_tokens < 0 || !k_new || !v_new || !block_tables || !seq_lens || !k_pool || !v_pool)
-        return PF_ERR_ARG;
     return pf_gpu_launch_append(s, k_new, v_new, n_tokens, block_tables, seq_lens, k_pool, v_pool,
                                 stream);
 }
 
-/* The device is there and the kernels serve this head shape: PF_OK, else
- * PF_ERR_UNAVAILABLE or PF_ERR_ARG with the reason in err. */
-static int ready_for(int hq, int hkv, int head_dim, int block_size, char *err, size_t errlen)
+/* The device is there and the kernels serve this head shape and element
+ * type: PF_OK, else PF_ERR_UNAVAILABLE or PF_ERR_ARG with the reason in
+ * err. (A dtype out of the enum would size the host buffers at 2 bytes an
+ * element and store 4: pf_gpu_dtype_size's and pf_gpu_host_store's
+ * fallbacks differ.) */
+static int ready_for(int hq, int hkv, int head_dim, int block_size, pf_gpu_dtype dt, char *err,
+                     size_t errlen)
 {
     char why[200];
     if (!device_ready(why, sizeof why)) {
@@ -1263,6 +1266,10 @@ static int ready_for(int hq, int hkv, int head_dim, int block_size, char *err, s
     }
     if (!pf_gpu_shape_ok(hq, hkv, head_dim, block_size, why, sizeof why)) {
         set_err(err, errlen, "%s", why);
+        return PF_ERR_ARG;
+    }
+    if (dt != PF_GPU_F32 && dt != PF_GPU_F16 && dt != PF_GPU_BF16) {
+        set_err(err, errlen, "element type %d: fp32 (0), fp16 (1) or bf16 (2)", (int)dt);
         return PF_ERR_ARG;
     }
     return PF_OK;
@@ -1275,7 +1282,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         return PF_ERR_ARG;
     memset(res, 0, sizeof *res);
     int ready = ready_for(cfg->num_q_heads, cfg->num_kv_heads, cfg->head_dim, cfg->block_size,
-                          err, errlen);
+                          cfg->dtype, err, errlen);
     if (ready != PF_OK)
         return ready;
     if (cfg->num_seqs < 1 || cfg->num_seqs > 65535 || !cfg->seq_lens || cfg->iters < 1 ||
@@ -1411,8 +1418,8 @@ extern "C" int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_
         return PF_ERR_ARG;
     }
     memset(out, 0, sizeof *out);
-    int ready = ready_for(hs->num_q_heads, hs->num_kv_heads, hs->head_dim, layout->block_size, err,
-                          errlen);
+    int ready = ready_for(hs->num_q_heads, hs->num_kv_heads, hs->head_dim, layout->block_size,
+                          hs->dtype, err, errlen);
     if (ready != PF_OK)
         return ready;
     if (layout->num_seqs < 1 || !layout->seq_lens || !layout->block_tables ||
@@ -1583,6 +1590,10 @@ extern "C" int pf_gpu_attn_graph_make(pf_gpu_attn_graph **g, const pf_gpu_attn_p
     if (!g)
         return PF_ERR_ARG;
     *g = NULL;
+    /* the run's argument checks before any device work, as the stub makes
+     * them (the capture would give the same answer, a stream later) */
+    if (pf_gpu__run_args(plan, q, k, v, block_tables, seq_lens, out, workspace) != PF_OK)
+        return PF_ERR_ARG;
     pf_gpu_attn_graph *h = (pf_gpu_attn_graph *)calloc(1, sizeof *h);
     if (!h)
         return PF_ERR_NOMEM;

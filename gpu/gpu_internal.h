@@ -117,6 +117,11 @@ int pf_gpu__workspace_args(const pf_gpu_attn_plan *plan, const int *lens_host,
 int pf_gpu__run_args(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
                      const int *block_tables, const int *seq_lens, const void *out,
                      const void *workspace);
+/* pf_gpu_append_kv's argument checks (both builds): PF_OK, or the paged
+ * shape's validation error, or PF_ERR_ARG (n_tokens < 0, a NULL pointer). */
+int pf_gpu__append_args(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
+                        int n_tokens, const int *block_tables, const int *seq_lens,
+                        const void *k_pool, const void *v_pool);
 
 /* Where the parts of a plan's workspace start (bytes): partial outputs
  * [num_seqs][hq][slots][D] floats at 0 and log2-sum-exps [..][slots] at

@@ -82,9 +82,10 @@ int pf_gpu_append_kv(const pf_gpu_attn_shape *s, const void *k_new, const void *
                      int n_tokens, const int *block_tables, const int *seq_lens, void *k_pool,
                      void *v_pool, void *stream)
 {
-    (void)s, (void)k_new, (void)v_new, (void)n_tokens, (void)block_tables, (void)seq_lens,
-        (void)k_pool, (void)v_pool, (void)stream;
-    return PF_ERR_UNAVAILABLE;
+    (void)stream;
+    const int rc = pf_gpu__append_args(s, k_new, v_new, n_tokens, block_tables, seq_lens, k_pool,
+                                       v_pool);
+    return rc != PF_OK ? rc : PF_ERR_UNAVAILABLE;
 }
 
 int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
@@ -148,17 +149,18 @@ int pf_gpu_attn_graph_make(pf_gpu_attn_graph **g, const pf_gpu_attn_plan *plan, 
                            const void *k, const void *v, const int *block_tables,
                            const int *seq_lens, void *out, void *workspace)
 {
-    (void)plan, (void)q, (void)k, (void)v, (void)block_tables, (void)seq_lens, (void)out,
-        (void)workspace;
-    if (g)
-        *g = NULL;
+    if (!g)
+        return PF_ERR_ARG;
+    *g = NULL;
+    if (pf_gpu__run_args(plan, q, k, v, block_tables, seq_lens, out, workspace) != PF_OK)
+        return PF_ERR_ARG;
     return PF_ERR_UNAVAILABLE;
 }
 
 int pf_gpu_attn_graph_launch(pf_gpu_attn_graph *g, int times, void *stream)
 {
-    (void)g, (void)times, (void)stream;
-    return PF_ERR_UNAVAILABLE;
+    (void)stream;
+    return !g || times < 0 ? PF_ERR_ARG : PF_ERR_UNAVAILABLE; /* no graph is ever made here */
 }
 
 void pf_gpu_attn_graph_free(pf_gpu_attn_graph *g)

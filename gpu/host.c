@@ -667,6 +667,18 @@ static int plan_ws_ok(const pf_gpu_attn_plan *plan, const void *workspace)
            (uintptr_t)workspace % PF_GPU_WORKSPACE_ALIGN == 0;
 }
 
+int pf_gpu__append_args(const pf_gpu_attn_shape *s, const void *k_new, const void *v_new,
+                        int n_tokens, const int *block_tables, const int *seq_lens,
+                        const void *k_pool, const void *v_pool)
+{
+    const int rc = pf_gpu_attn_validate(s, 1);
+    if (rc != PF_OK)
+        return rc;
+    return n_tokens < 0 || !k_new || !v_new || !block_tables || !seq_lens || !k_pool || !v_pool
+               ? PF_ERR_ARG
+               : PF_OK;
+}
+
 int pf_gpu__run_args(const pf_gpu_attn_plan *plan, const void *q, const void *k, const void *v,
                      const int *block_tables, const int *seq_lens, const void *out,
                      const void *workspace)
@@ -747,13 +759,16 @@ static int plan_bound(const pf_gpu_attn_shape *s, int paged, const int *lens_hos
 
 /* The version a plan runs: `version`, or for 0 the shape's default, and
  * for a small launch whose longest sequence (`bound`) is more chunks than
- * one cluster holds, the large launch's version. */
-static int resolve_version(const pf_gpu_attn_shape *s, int bound, int version)
+ * one cluster holds, the large launch's version. A chunk is whole pages
+ * (16 tokens for the naive layout) of at most PF_GPU_MAX_CHUNK tokens, so
+ * a cluster holds less than 8 x 4096 tokens when the page size does not
+ * divide 4096 (8 x 4080 at 48-token pages). */
+static int resolve_version(const pf_gpu_attn_shape *s, int paged, int bound, int version)
 {
     if (version)
         return version;
-    const int v = pf_gpu_default_version(s);
-    if (pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * PF_GPU_MAX_CHUNK)
+    const int v = pf_gpu_default_version(s), B = paged ? s->block_size : 16;
+    if (pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * (PF_GPU_MAX_CHUNK / B * B))
         return default_large(s); /* a small launch, but too long for one cluster */
     return v;
 }
@@ -763,7 +778,7 @@ int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_
 {
     int bound, rc = plan_bound(s, paged, lens_host, max_len, &bound);
     if (rc == PF_OK)
-        *v_out = resolve_version(s, bound, version);
+        *v_out = resolve_version(s, paged, bound, version);
     return rc;
 }
 
@@ -810,10 +825,11 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
     plan_pick pick = {0, 0, 0};
     double best = INFINITY;
     for (int sp = 1; sp <= 256; sp++) {
-        int c = (bound + sp - 1) / sp;
-        c = (c + B - 1) / B * B;
-        if (c > max_chunk)
+        /* in 64 bits: bound may be INT_MAX (a naive plan at its capacity) */
+        const long long c_ll = ((long long)bound + sp - 1) / sp;
+        if ((c_ll + B - 1) / B * B > max_chunk)
             continue; /* too long for one block: needs more splits */
+        const int c = (int)((c_ll + B - 1) / B * B);
         if (c < PF_GPU_MIN_CHUNK && sp > 1)
             break;
         const int splits = (bound + c - 1) / c;
@@ -865,7 +881,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     m.B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     m.slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
-    const int v = resolve_version(s, m.bound, version);
+    const int v = resolve_version(s, paged, m.bound, version);
     m.v = v;
     /* blocks per chunk of a sequence, and the bytes a block reads a token
      * (version 14: a block serves several head tiles, each its own KV) */
@@ -1012,7 +1028,16 @@ int pf_gpu__plan_set_group_tile(pf_gpu_attn_plan *plan, int tile)
     const int group = plan->shape.num_q_heads / plan->shape.num_kv_heads;
     if ((tile != 1 && tile != 2 && tile != 4 && tile != 8) || group % tile)
         return PF_ERR_ARG;
+    /* a smaller tile is more head tiles: the launch's items must still
+     * fit an int, as set_splits and set_tail check */
+    const int old = plan->group_tile;
     plan->group_tile = tile;
+    if ((plan->units ? (long long)plan->units
+                     : (long long)plan->shape.num_seqs * plan->splits) *
+            pf_gpu__plan_head_tiles(plan) > INT_MAX) {
+        plan->group_tile = old;
+        return PF_ERR_ARG;
+    }
     plan_workspace(plan);
     return PF_OK;
 }

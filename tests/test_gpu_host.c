@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1128,4 +1129,90 @@ Test(gpu_host, version_14_serves_four_head_tiles_a_block)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
     cr_assert_eq(pf_gpu__plan_head_tiles(&p), 3);
     assert_covers(&p, 1024, 16);
+}
+
+/* Version 0's fallback for a small launch too long for one cluster counts
+ * the chunks a cluster can really hold: whole pages of at most 4096 tokens,
+ * so 8 x 4080 tokens at 48-token pages (until the twenty-first session it
+ * counted 8 x 4096, kept version 9 for 32641-32768 tokens, and the plan
+ * was refused where version 19 plans fine). */
+Test(gpu_host, cluster_fallback_counts_whole_pages)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 1;
+    s.block_size = 48;
+    s.max_blocks_per_seq = 700;
+    pf_gpu_attn_plan p;
+    int v = -1, len = 8 * (PF_GPU_MAX_CHUNK / 48 * 48); /* 32640: one cluster */
+    cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
+    cr_assert_eq(v, 9);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, 9);
+    for (len = 32641; len <= 32768; len += 127) {
+        cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
+        cr_assert_eq(v, 19, "%d tokens", len);
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK,
+                     "%d tokens", len);
+        cr_assert_eq(p.version, 19);
+    }
+    /* the naive layout's chunks are multiples of 16, which divides 4096 */
+    len = 8 * PF_GPU_MAX_CHUNK;
+    s.naive_cap = len;
+    cr_assert_eq(pf_gpu__plan_version(&s, 0, NULL, len, 0, &v), PF_OK);
+    cr_assert_eq(v, 9);
+}
+
+/* Forcing a smaller head tile multiplies the launch's items: past INT_MAX
+ * it is refused (set_splits and set_tail already were), and the plan keeps
+ * its tile. */
+Test(gpu_host, group_tile_refuses_a_launch_past_int_max)
+{
+    pf_gpu_attn_shape g = {.num_seqs = 256, .num_q_heads = 32768, .num_kv_heads = 4096,
+                           .head_dim = 64, .block_size = 16, .max_blocks_per_seq = 256,
+                           .dtype = PF_GPU_BF16};
+    static int lens[256];
+    for (int i = 0; i < 256; i++)
+        lens[i] = 4096;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &g, 1, lens, 0, 7, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 256, lens), PF_OK);
+    cr_assert_eq(p.group_tile, 8);
+    cr_assert_leq((long long)p.units * pf_gpu__plan_head_tiles(&p), INT_MAX);
+    cr_assert_eq(pf_gpu__plan_set_group_tile(&p, 1), PF_ERR_ARG);
+    cr_assert_eq(p.group_tile, 8, "a refused tile leaves the plan as it was");
+    cr_assert_eq(pf_gpu__plan_set_group_tile(&p, 8), PF_OK);
+}
+
+/* A naive plan at a capacity of INT_MAX tokens: refused (no chunking
+ * serves it), with no signed overflow on the way (UBSan in CI). */
+Test(gpu_host, naive_plan_at_int_max_is_refused_cleanly)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 1;
+    s.naive_cap = INT_MAX;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 0, NULL, INT_MAX, 12, 132, 4), PF_ERR_ARG);
+}
+
+/* The argument checks that come before any device work answer the same in
+ * both builds (this test links the stub without CUDA, the real library
+ * with it; no device here either way). */
+Test(gpu_host, argument_errors_before_the_device_in_both_builds)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    int tab = 0, len = 1;
+    char buf[16] = {0};
+    cr_assert_eq(pf_gpu_append_kv(&s, buf, buf, -1, &tab, &len, buf, buf, NULL), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_append_kv(&s, NULL, buf, 1, &tab, &len, buf, buf, NULL), PF_ERR_ARG);
+    s.head_dim = 96;
+    cr_assert_eq(pf_gpu_append_kv(&s, buf, buf, 1, &tab, &len, buf, buf, NULL), PF_ERR_ARG);
+    pf_gpu_attn_plan unmade;
+    memset(&unmade, 0, sizeof unmade);
+    pf_gpu_attn_graph *g = (pf_gpu_attn_graph *)buf;
+    cr_assert_eq(pf_gpu_attn_graph_make(NULL, &unmade, buf, buf, buf, &tab, &len, buf, NULL),
+                 PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_attn_graph_make(&g, &unmade, buf, buf, buf, &tab, &len, buf, NULL),
+                 PF_ERR_ARG);
+    cr_assert_null(g, "a refused capture leaves no graph");
+    cr_assert_eq(pf_gpu_attn_graph_launch(NULL, 1, NULL), PF_ERR_ARG);
 }
