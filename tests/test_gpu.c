@@ -264,6 +264,20 @@ Test(gpu, runner_refuses_bad_input)
     cfg.head_dim = 80;
     cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
     cr_assert(strstr(err, "head dim") != NULL, "%s", err);
+    /* an element type out of the enum: refused before any buffer is sized
+     * by it (it overflowed the host copies: 2 bytes sized, 4 stored) */
+    cfg.head_dim = 64;
+    cfg.dtype = (pf_gpu_dtype)7;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "element type 7") != NULL, "%s", err);
+    const int tab[2] = {0, 1};
+    pf_gpu_layout lay = {.num_seqs = 2, .seq_lens = lens, .block_tables = tab,
+                         .max_blocks_per_seq = 1, .pool_frames = 2, .block_size = 16};
+    pf_gpu_head_shape hs = {.num_q_heads = 4, .num_kv_heads = 2, .head_dim = 64,
+                            .dtype = (pf_gpu_dtype)-1};
+    pf_gpu_pass_result pr;
+    cr_assert_eq(pf_gpu_run_layout(&lay, &hs, &pr, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "element type -1") != NULL, "%s", err);
 }
 
 /* Versions 19 and 20 are 12 and 18 with bf16's weights fed to P V as one
