@@ -104,7 +104,7 @@ struct CaseIn {
     int rivals[PF_GPU_BENCH_MAX_RIVALS]; /* more versions, timed beside */
     int num_rivals;
     int interleave; /* pools in FlashInfer's layout (pf_gpu_bench_cfg) */
-    int check_only; /* check, time nothing (pf_gpu_bench_cfg)          */
+    int check_only; /* no timed rounds (measure_bw, host_time off too) */
 };
 
 double median_of(double *x, int n)
@@ -1054,13 +1054,13 @@ int run_case(const CaseIn &in, pf_gpu_bench_result *res, char *err, size_t errle
                                     case_readback, case_plan, case_check};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0] && rc == PF_OK; i++)
         rc = steps[i](&c);
-    if (rc == PF_OK && in.measure_bw && !in.check_only)
+    if (rc == PF_OK && in.measure_bw)
         rc = case_read_bw(&c);
     if (rc == PF_OK && !in.check_only) {
         rc = case_time(&c);
         res->timed = rc == PF_OK;
     }
-    if (rc == PF_OK && in.host_time && !in.check_only)
+    if (rc == PF_OK && in.host_time)
         rc = case_host_time(&c);
     if (rc == PF_OK && in.timeline)
         rc = case_timeline(&c);
@@ -1331,12 +1331,13 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.seed = cfg->seed;
     in.tol = cfg->tolerance;
     in.ref_all_heads = cfg->ref_all_heads;
-    in.measure_bw = cfg->measure_bw;
+    /* check_only: no read probe, no timed rounds, no host-time loops */
+    in.measure_bw = cfg->measure_bw && !cfg->check_only;
     in.version = cfg->version;
     in.splits = cfg->splits;
     in.grid_order = cfg->grid_order;
     in.tail = cfg->tail;
-    in.host_time = 1;
+    in.host_time = !cfg->check_only;
     in.timeline = cfg->timeline;
     in.group_tile = cfg->group_tile;
     in.timeline_csv = cfg->timeline_csv;

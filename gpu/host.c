@@ -826,10 +826,10 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
     double best = INFINITY;
     for (int sp = 1; sp <= 256; sp++) {
         /* in 64 bits: bound may be INT_MAX (a naive plan at its capacity) */
-        const long long c_ll = ((long long)bound + sp - 1) / sp;
-        if ((c_ll + B - 1) / B * B > max_chunk)
+        const long long c_ll = (((long long)bound + sp - 1) / sp + B - 1) / B * B;
+        if (c_ll > max_chunk)
             continue; /* too long for one block: needs more splits */
-        const int c = (int)((c_ll + B - 1) / B * B);
+        const int c = (int)c_ll;
         if (c < PF_GPU_MIN_CHUNK && sp > 1)
             break;
         const int splits = (bound + c - 1) / c;

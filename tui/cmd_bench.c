@@ -773,7 +773,7 @@ static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n
         .dtype = (pf_gpu_dtype)a->dtype, .iters = a->iters, .seed = (unsigned long long)a->seed,
         .shuffle_seed = (unsigned long long)a->shuffle_seed, .shuffle_window = a->shuffle_window,
         .tolerance = a->tolerance,
-        .ref_all_heads = a->ref_all_heads, .measure_bw = !a->no_read_bw && !a->check_only,
+        .ref_all_heads = a->ref_all_heads, .measure_bw = !a->no_read_bw,
         .check_only = a->check_only, .version = a->kernel,
         .grid_order = a->grid_order,
         .tail = a->tail,
