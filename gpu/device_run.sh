@@ -23,7 +23,9 @@
 #                each of NCU_WORKLOADS (default llama); NCU_SKIP=3 NCU_COUNT=3
 #                takes the naive, ordered and shuffled launches of the first
 #                warm-up round (default 4 1: the ordered one); NCU_SECTIONS
-#                adds sections (e.g. "InstructionStats SchedulerStats")
+#                adds sections (e.g. "InstructionStats SchedulerStats");
+#                NCU_STALLS=1 adds the warp stall reasons, cycles an issued
+#                instruction (to this and to NCU_CUDNN)
 #   NCU_CUDNN="llama long"  Nsight Compute on PyTorch's cuDNN SDPA: one decode
 #                call a workload (llama, long, batch or single; after 3
 #                untimed), inside an NVTX range -> ncu.txt
@@ -138,12 +140,15 @@ if [ "${BLOCKS:-0}" = 1 ]; then
         done
     done
 fi
+# the stall reasons, each in warp cycles per issued instruction
+stalls=(--metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio")
 if [ "${NCU:-0}" = 1 ]; then
     : >"$OUT/ncu.txt"
     for w in ${NCU_WORKLOADS:-llama}; do
         echo "### ncu, launches ${NCU_SKIP:-4}+${NCU_COUNT:-1} of pagefault bench --workload $w --kernel ${NCU_KERNEL:-0}" >>"$OUT/ncu.txt"
         extra=()
         for sec in ${NCU_SECTIONS:-}; do extra+=(--section "$sec"); done
+        [ "${NCU_STALLS:-0}" = 1 ] && extra+=("${stalls[@]}")
         ncu --clock-control none -k regex:"attn_(v|mma|steal|tma)" --launch-skip ${NCU_SKIP:-4} \
             --launch-count ${NCU_COUNT:-1} \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
@@ -152,13 +157,15 @@ if [ "${NCU:-0}" = 1 ]; then
         echo "ncu status $?" >>"$OUT/ncu.txt"
     done
 fi
+cudnn_extra=()
+[ "${NCU_STALLS:-0}" = 1 ] && cudnn_extra=("${stalls[@]}")
 for w in ${NCU_CUDNN:-}; do
     # the fifteenth session's look at cuDNN's decode kernel (docs/gpu-journal.md)
     echo "### ncu, PyTorch cuDNN SDPA on $w" >>"$OUT/ncu.txt"
     ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
         --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         --section WarpStateStats --section SchedulerStats \
-        python3 - "$w" >>"$OUT/ncu.txt" 2>&1 <<'PY'
+        "${cudnn_extra[@]}" python3 - "$w" >>"$OUT/ncu.txt" 2>&1 <<'PY'
 import sys, torch, torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 shapes = {"llama": (64, 4096), "long": (8, 32768), "batch": (256, 1024), "single": (1, 1024)}
