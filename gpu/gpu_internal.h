@@ -325,7 +325,7 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
 {
-    return version == 19 || version == 20;
+    return version >= 19 && version <= 21;
 }
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):

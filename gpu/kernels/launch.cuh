@@ -158,7 +158,7 @@ template <typename F> int reserve_for_four(F fn)
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH = false, int L2P = 0, bool P1 = false>
+          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
@@ -167,7 +167,7 @@ Kern<T> pick_mma()
         /* one-term weights change bf16's arithmetic only: fp16 gets its
          * base version's kernel itself, not a second copy of it */
         constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
-        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one>;
+        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS>;
         if constexpr (mma_static(D, STAGES, TOK)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -299,7 +299,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
     /* pf_gpu_version_one_term_p: the check's allowance follows these two */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
-    default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>(); /* 20 */
+    case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
+    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true, true>(); /* 21 */
     }
 }
 

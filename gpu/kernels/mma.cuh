@@ -319,7 +319,7 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
  * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P, bool P1>
+          bool MH, bool TMA, int L2P, bool P1, bool KVS>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
@@ -338,6 +338,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!MH || (TOK == 8 && !QUAD), "version 14 is version 12 a warp a head tile");
     static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
+    static_assert(!KVS || (TOK == 8 && !QUAD && !MH && !TMA), "version 21 is version 19's copy");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -417,8 +418,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                    : r * CPR + (pc ^ (r & 7));
     };
 
-    /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st. */
-    auto issue = [&](int k, int st) {
+    /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st:
+     * its K and V rows (half 0), or K's only (1) or V's only (2), version
+     * 21's two copy groups a tile. */
+    auto issue = [&](int k, int st, int half) {
         const int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
         if constexpr (TMA) {
             /* versions 15 and 16: lane 0 names the tile's boxes, 8 rows by
@@ -456,8 +459,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 #pragma unroll
             for (int it = r0 / RPI; it < (r0 + n) / RPI; it++) {
                 const int slot = piece(it * RPI + crow, cpc);
-                cp_async16<L2P>(dk + slot, pk + (it * RPI - r0) * D, true);
-                cp_async16<L2P>(dv + slot, pv + (it * RPI - r0) * D, true);
+                if (half != 2)
+                    cp_async16<L2P>(dk + slot, pk + (it * RPI - r0) * D, true);
+                if (half != 1)
+                    cp_async16<L2P>(dv + slot, pv + (it * RPI - r0) * D, true);
             }
         };
         /* the pool offset of chunk token u's row */
@@ -511,19 +516,35 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 e += cpc * 8;
             }
             const int slot = piece(rr, cpc);
-            cp_async16<L2P>(dk + slot, kb + e, ok);
-            cp_async16<L2P>(dv + slot, vb + e, ok);
+            if (half != 2)
+                cp_async16<L2P>(dk + slot, kb + e, ok);
+            if (half != 1)
+                cp_async16<L2P>(dv + slot, vb + e, ok);
         }
     };
     const int nt_chunk = (t1 - t0 + TOK - 1) / TOK;
     const int mine = MH ? (active ? nt_chunk : 0)
                         : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+    if constexpr (KVS) {
+        /* version 21: every stage filled at the start, each tile as two
+         * copy groups, K's then V's (see the loop) */
 #pragma unroll
-    for (int i = 0; i < STAGES - 1; i++) {
-        if (i < mine)
-            issue(i, i);
-        if constexpr (!TMA)
+        for (int i = 0; i < STAGES; i++) {
+            if (i < mine)
+                issue(i, i, 1);
             cp_async_commit();
+            if (i < mine)
+                issue(i, i, 2);
+            cp_async_commit();
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < STAGES - 1; i++) {
+            if (i < mine)
+                issue(i, i, 0);
+            if constexpr (!TMA)
+                cp_async_commit();
+        }
     }
 
     /* Q as A fragments (rows g < GT; the other rows zero), unscaled: the
@@ -586,11 +607,22 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
      * x (d lo | hi): the A operand of run_quad as loaded */
     const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
 
+    /* Version 21 (KVS) waits for K and for V apart and refills each half of
+     * a slot as soon as it is read. The groups are committed K_0, V_0, ...,
+     * K_{S-1}, V_{S-1} (S = STAGES), then in iteration k K_{k+S} after the
+     * scores and V_{k+S} after P V (empty groups past the end keep the
+     * count), so when K_k is awaited 2S - 1 groups follow it (V_k and the
+     * S - 1 tiles after it), and as many follow V_k when it is awaited
+     * (their K_{k+S} now among them): both waits are wait_group(2S - 1). */
     for (int k = 0; k < mine; k++) {
         const int st = k % STAGES;
+        if constexpr (KVS) {
+            cp_async_wait<2 * STAGES - 1>();
+            __syncwarp(); /* the warp's copies of K_k are visible to all its lanes */
+        } else {
         __syncwarp(); /* every lane is done reading the slot about to be refilled */
         if (k + STAGES - 1 < mine)
-            issue(k + STAGES - 1, (k + STAGES - 1) % STAGES);
+            issue(k + STAGES - 1, (k + STAGES - 1) % STAGES, 0);
         if constexpr (TMA) {
             /* the slot's (k / STAGES)-th fill has landed */
             mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
@@ -613,6 +645,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             cp_async_commit();
             cp_async_wait<STAGES - 1>();
             __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
+        }
         }
         if (k == 0)
             trace_mark(a, kTrReady);
@@ -652,6 +685,12 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 Mma<T>::template run<true>(&s[0], q[0], q[1], b[0], b[1]);
                 Mma<T>::template run<true>(&s[0], q[2], q[3], b[2], b[3]);
             }
+        }
+        if constexpr (KVS) { /* K_k read: its half of the slot takes K_{k+S} */
+            __syncwarp();
+            if (k + STAGES < mine)
+                issue(k + STAGES, st, 1);
+            cp_async_commit();
         }
         const int tb = t0 + (MH ? k : warp + k * W) * TOK + 2 * c;
         float x[X];
@@ -702,6 +741,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         /* O += P V */
         unsigned pr0, pr2;
         const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0), pa2 = Mma<T>::pack(p[2], p[3], &pr2);
+        if constexpr (KVS) {
+            cp_async_wait<2 * STAGES - 1>();
+            __syncwarp(); /* V_k visible */
+        }
 #pragma unroll
         for (int j = 0; j < NT / 4 * (TOK / 8); j++) {
             unsigned b[4];
@@ -737,6 +780,12 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     }
                 }
             }
+        }
+        if constexpr (KVS) { /* V_k read: its half of the slot takes V_{k+S} */
+            __syncwarp();
+            if (k + STAGES < mine)
+                issue(k + STAGES, st, 2);
+            cp_async_commit();
         }
     }
     cp_async_wait<0>();
@@ -797,11 +846,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P, bool P1>
+          bool MH, int L2P, bool P1, bool KVS>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
     attn_mma(const AttnArgs<T> a)
 {
-    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1>(a, nullptr);
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS>(a, nullptr);
 }
 
 /* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by
@@ -811,7 +860,7 @@ template <typename T, int D, int GT, bool PAGED, int STAGES>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, 8))
     attn_tma(const AttnArgs<T> a, const __grid_constant__ TmaMaps tm)
 {
-    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false>(a, &tm);
+    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false, false>(a, &tm);
 }
 
 } /* namespace */
