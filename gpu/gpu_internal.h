@@ -320,7 +320,7 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
     return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
-/* Versions 19 and 20 feed bf16's attention weights to P V as one bf16
+/* Versions 19-21 feed bf16's attention weights to P V as one bf16
  * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels/launch.cuh pick_v:
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
@@ -330,7 +330,7 @@ static inline int pf_gpu_version_one_term_p(int version)
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
  * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
- * tensor cores (versions 6 and 12-20, 16-bit) p enters as fp16 (11 bits:
+ * tensor cores (versions 6 and 12-21, 16-bit) p enters as fp16 (11 bits:
  * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16) or as
  * one term (8 bits: 2^-8). Relative for normal numbers: fp16 weights below
  * 2^-14 are subnormal and off by up to 2^-25 absolutely, which the check's

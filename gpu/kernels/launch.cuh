@@ -132,7 +132,7 @@ template <typename F> int reserve_for_four(F fn)
     return bytes;
 }
 
-/* Versions 6, 12, 13, 14 and 17-20 (attn_mma). Version 6: STAGES 3 (per
+/* Versions 6, 12, 13, 14 and 17-21 (attn_mma). Version 6: STAGES 3 (per
  * warp two tiles being copied while one is used; STAGES 2, for 3 blocks an
  * SM at D = 128, spilled registers at the bound that needs and ran at half
  * the speed, docs/gpu-journal.md). Version 12: 8-token tiles, 2 stages, 32 KB a
@@ -153,7 +153,8 @@ template <typename F> int reserve_for_four(F fn)
  * as FlashAttention, FlashInfer and cuDNN feed them: 16 mma a tile fewer
  * (of 40 for v12 at D = 128) and no second rounding; the CPU check allows
  * for the coarser weights (pf_gpu_version_p_eps). fp16 runs 12's and 18's
- * arithmetic unchanged in them.
+ * arithmetic unchanged in them. 21: 19 with K and V as two copy groups,
+ * each half of a stage refilled as soon as it is read (KVS, mma.cuh).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */

@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-20: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-21: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -50,7 +50,7 @@ namespace {
  * tokens; the row's max is reduced over the 4 lanes of a quad, and the
  * scores' C fragment is, once rounded to 16 bits, the A fragment of P.
  * P goes to the mma as fp16, or for bf16 as hi + lo (see Mma; one term in
- * versions 19 and 20); the sum l
+ * versions 19-21); the sum l
  * is taken from the unrounded fp32 P. fp32 data has no 16-bit mma: version 6 runs version 5's
  * kernel on it. */
 
@@ -309,11 +309,32 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * a quarter of an SM, host.c). Its naive pass reads 4 separate per-head
  * streams (the naive layout is [seq][head][cap][D]), so it is the paged
  * pass that this version is for. */
+/* ---- version 21: K and V awaited apart, each half refilled once read ----
+ *
+ * Why. Nsight Compute on version 19 (twenty-second session) has its warps
+ * waiting on their copies (long scoreboard) for 6.2-6.6 of 10.6-10.8
+ * cycles an issued instruction on the H200 and 12 of 16 on the H100
+ * (cuDNN's decode kernel, 3% faster on the H200: 5.0 of 10.4).
+ * FlashAttention's kernels load V while they compute the scores. Version
+ * 19 waits for a tile's K and V together and refills the stage only when
+ * both are read, so during a tile's arithmetic one tile of copies (4 KB a
+ * warp) is in flight.
+ *
+ * How. Each tile's copies are two groups, K's then V's, and every stage
+ * is filled at the start. In iteration k the warp waits for K_k alone,
+ * computes the scores, and at once refills K's half of the stage with
+ * K_{k+S}; then the softmax; then it waits for V_k, runs P V, and refills
+ * V's half with V_{k+S}. The scores start while V_k still lands, and
+ * during the softmax and P V three half tiles (6 KB a warp) are in flight,
+ * in the same 32 KB a block and the same registers (ptxas: 122, as
+ * version 19). The arithmetic and its order are version 19's, so the
+ * outputs are bitwise the same. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
  * 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma), 19 and
- * 20 (12 and 18 with P1: bf16's P as one term): see the comments above.
+ * 20 (12 and 18 with P1: bf16's P as one term), 21 (19 with KVS: K and V
+ * as two copy groups, below): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
@@ -323,7 +344,7 @@ template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY,
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
-     * (versions 19 and 20) feeds them as one */
+     * (versions 19-21) feeds them as one */
     constexpr bool kSplitP = Mma<T>::kSplitP && !P1;
     constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
     constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
