@@ -68,9 +68,11 @@ int pf_sim_set_threads(pf_sim *sim, int threads)
     /* without a driver, the caller steps: apply at once */
     if (!sim->running && sim->p.engine == PF_ENGINE_THREADED)
         rc = pf_sim__apply_threads_locked(sim, threads);
-    if (rc != PF_OK) { /* the crew kept its size: say so */
-        sim->threads_target = old_target;
-        sim->p.threads = old_threads;
+    if (rc != PF_OK) {
+        /* the crew kept its size, or (when even its old threads could not
+         * be restarted) runs on one: the parameters read back what runs */
+        sim->threads_target = sim->nshards;
+        sim->p.threads = sim->threads_target == old_target ? old_threads : sim->threads_target;
     }
     pthread_mutex_unlock(&sim->mu);
     return rc;

@@ -55,8 +55,14 @@ static void *driver_main(void *arg)
                 pf_sim__event(s, PF_EV_RESET, -1, 0);
         }
         if (s->p.engine == PF_ENGINE_THREADED &&
-            (s->crew ? pf_crew_size(s->crew) : 1) != s->threads_target)
-            (void)pf_sim__apply_threads_locked(s, s->threads_target);
+            (s->crew ? pf_crew_size(s->crew) : 1) != s->threads_target &&
+            pf_sim__apply_threads_locked(s, s->threads_target) != PF_OK) {
+            /* no threads to be had: run on the crew it was left with, and
+             * say so (the parameters read back what runs), rather than
+             * stop and restart the crew at every step */
+            s->threads_target = s->nshards;
+            s->p.threads = s->nshards;
+        }
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         (void)pf_sim__step_locked(s); /* done and livelock are read above */

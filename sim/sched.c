@@ -396,6 +396,11 @@ int pf_sched_set_shards(pf_sched *s, int nshards)
     return PF_OK;
 }
 
+int pf_sched_shards(const pf_sched *s)
+{
+    return s ? s->nshards : 0;
+}
+
 /* ---- queues, lists, slots ----------------------------------------------------- */
 
 static void wq_push_back(pf_sched *s, int id)

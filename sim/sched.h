@@ -219,9 +219,11 @@ int pf_sched_step(pf_sched *s);
  * The results do not depend on the number of shards. plan returns 1 when
  * every request is done (nothing to land or commit), 0 when a step was
  * planned, or a negative pf_err. pf_sched_set_shards sizes the per-shard
- * state (1..4096) between steps. */
+ * state (1..4096) between steps; on failure the shards are as they were.
+ * pf_sched_shards: how many there are. */
 int pf_sched_plan(pf_sched *s);
 int pf_sched_set_shards(pf_sched *s, int nshards);
+int pf_sched_shards(const pf_sched *s);
 int pf_sched_nslots(const pf_sched *s);
 void pf_sched_land(pf_sched *s, int shard);
 int pf_sched_commit(pf_sched *s);

@@ -430,23 +430,43 @@ int pf_sim__threads_of(int threads)
     return n < 1 ? 1 : n > PF_CREW_MAX ? PF_CREW_MAX : (int)n;
 }
 
-int pf_sim__apply_threads_locked(pf_sim *s, int threads)
+/* The crew at n threads (none for 1). On failure it is at its old size
+ * or, when even that could not be restarted, at 1 (pf_crew_resize). */
+static int crew_to(pf_sim *s, int n)
 {
-    threads = pf_sim__threads_of(threads);
-    if (threads <= 1) {
+    if (n <= 1) {
         pf_crew_destroy(s->crew);
         s->crew = NULL;
-    } else if (!s->crew) {
-        s->crew = pf_crew_create(threads);
-        if (!s->crew)
-            return PF_ERR_NOMEM;
-    } else if (pf_crew_size(s->crew) != threads) {
-        int rc = pf_crew_resize(s->crew, threads);
-        if (rc != PF_OK)
-            return rc;
+        return PF_OK;
     }
-    s->nshards = s->crew ? pf_crew_size(s->crew) : 1;
-    return s->sc ? pf_sched_set_shards(s->sc, s->nshards) : PF_OK;
+    if (!s->crew) {
+        s->crew = pf_crew_create(n);
+        return s->crew ? PF_OK : PF_ERR_NOMEM;
+    }
+    return pf_crew_resize(s->crew, n);
+}
+
+/* The crew, s->nshards and the scheduler's shards change together: a step
+ * lands shards 0 .. crew size - 1 (or 0 .. s->nshards - 1 serially) of the
+ * scheduler's plan, so the three must always agree, or a shard's tokens
+ * are never landed (fewer threads than shards) or a thread lands a shard
+ * the scheduler does not have (more). The step that can fail first: the
+ * scheduler's new shards are allocated before any thread is started, and
+ * a crew that fails to grow or shrink takes the scheduler's shards to the
+ * size it is left at (shrinking them frees, it cannot fail). */
+int pf_sim__apply_threads_locked(pf_sim *s, int threads)
+{
+    const int n = pf_sim__threads_of(threads);
+    if (s->sc && n > s->nshards) {
+        const int rc = pf_sched_set_shards(s->sc, n);
+        if (rc != PF_OK)
+            return rc; /* nothing changed */
+    }
+    const int rc = crew_to(s, n);
+    s->nshards = s->crew ? pf_crew_size(s->crew) : 1; /* n, or where the failure left it */
+    if (s->sc)
+        (void)pf_sched_set_shards(s->sc, s->nshards); /* no larger than it is: cannot fail */
+    return rc;
 }
 
 void pf_sim_on_sched(pf_sim *sim, pf_sim_attach_fn attach, pf_sim_step_fn step_end, void *ctx)
