@@ -26,6 +26,10 @@
 #                adds sections (e.g. "InstructionStats SchedulerStats");
 #                NCU_STALLS=1 adds the warp stall reasons, cycles an issued
 #                instruction (to this and to NCU_CUDNN)
+#   NCU_SASS=1   the executed count of every SASS instruction of one llama
+#                launch, ours (NCU_KERNEL, the shuffled pass) and cuDNN's ->
+#                sass_ours.csv, sass_cudnn.csv (ncu's source page), and the
+#                instruction-mix section of each -> sass_mix.txt
 #   NCU_CUDNN="llama long"  Nsight Compute on PyTorch's cuDNN SDPA: one decode
 #                call a workload (llama, long, batch or single; after 3
 #                untimed), inside an NVTX range -> ncu.txt
@@ -159,13 +163,9 @@ if [ "${NCU:-0}" = 1 ]; then
 fi
 cudnn_extra=()
 [ "${NCU_STALLS:-0}" = 1 ] && cudnn_extra=("${stalls[@]}")
-for w in ${NCU_CUDNN:-}; do
-    # the fifteenth session's look at cuDNN's decode kernel (docs/gpu-journal.md)
-    echo "### ncu, PyTorch cuDNN SDPA on $w" >>"$OUT/ncu.txt"
-    ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
-        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-        --section WarpStateStats --section SchedulerStats \
-        "${cudnn_extra[@]}" python3 - "$w" >>"$OUT/ncu.txt" 2>&1 <<'PY'
+# one cuDNN SDPA decode call of a workload (after 3 untimed) inside the NVTX
+# range "prof", which the NCU_CUDNN and NCU_SASS stages profile
+cudnn_py=$(cat <<'PY'
 import sys, torch, torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 shapes = {"llama": (64, 4096), "long": (8, 32768), "batch": (256, 1024), "single": (1, 1024)}
@@ -183,8 +183,31 @@ with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
     torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
 PY
+)
+for w in ${NCU_CUDNN:-}; do
+    # the fifteenth session's look at cuDNN's decode kernel (docs/gpu-journal.md)
+    echo "### ncu, PyTorch cuDNN SDPA on $w" >>"$OUT/ncu.txt"
+    ncu --clock-control none --nvtx --nvtx-include "prof/" --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --section WarpStateStats --section SchedulerStats \
+        "${cudnn_extra[@]}" python3 -c "$cudnn_py" "$w" >>"$OUT/ncu.txt" 2>&1
     echo "ncu status $?" >>"$OUT/ncu.txt"
 done
+if [ "${NCU_SASS:-0}" = 1 ]; then
+    # the fifteenth session found cuDNN issuing half our instructions a
+    # cycle; this counts which (twenty-second session)
+    ncu --clock-control none -k regex:"attn_(v|mma|steal|tma)" --launch-skip 5 --launch-count 1 \
+        --section InstructionStats --section SourceCounters -o "$OUT/ours" -f \
+        $BIN bench --workload llama --kernel ${NCU_KERNEL:-0} --iters 2 --no-read-bw >/dev/null 2>"$OUT/sass_mix.txt"
+    ncu --clock-control none --nvtx --nvtx-include "prof/" --section InstructionStats \
+        --section SourceCounters -o "$OUT/cudnn" -f python3 -c "$cudnn_py" llama >/dev/null 2>>"$OUT/sass_mix.txt"
+    for who in ours cudnn; do
+        ncu --import "$OUT/$who.ncu-rep" --page source --print-source sass --csv >"$OUT/sass_$who.csv" 2>&1
+        echo "### $who" >>"$OUT/sass_mix.txt"
+        ncu --import "$OUT/$who.ncu-rep" --page details --print-details all >>"$OUT/sass_mix.txt" 2>&1
+        rm -f "$OUT/$who.ncu-rep"
+    done
+fi
 if [ "${PEERS:-0}" = 1 ]; then
     PYTHONUNBUFFERED=1 python3 gpu/peers.py .dev-bin/libpagefault_gpu.so --versions "${PEERS_VERSIONS:-0}" \
         ${PEERS_WORKLOADS:+--workloads "$PEERS_WORKLOADS"} ${PEERS_ARGS:-} >"$OUT/peers.txt" 2>&1
