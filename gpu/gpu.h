@@ -180,7 +180,9 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
 /* ---- (b) one-shot calls on device pointers (stream: a cudaStream_t or NULL).
  * Each plans for every sequence at capacity (max_blocks_per_seq * block_size,
  * or naive_cap), takes its workspace from the stream-ordered allocator and
- * runs: convenient, but plan + run is the fast path. ---- */
+ * runs: convenient, but plan + run is the fast path. Planning at capacity,
+ * they refuse (PF_ERR_ARG) a capacity past PF_GPU_MAX_SEQ_TOKENS, which the
+ * validator allows: plan with the lengths (or a bound) for such a shape. ---- */
 
 int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
                            const void *v_pool, const int *block_tables, const int *seq_lens,
@@ -286,6 +288,11 @@ typedef struct {
 /* Most tokens one split-KV chunk (one thread block) holds: a block caches
  * its chunk's slice of the block table in shared memory. */
 #define PF_GPU_CHUNK_MAX_TOKENS 4096
+/* Most chunks a sequence is split into, and so the longest sequence a plan
+ * takes (its lengths' maximum, or its bound): 256 x 4096 = 2^20 tokens.
+ * Longer needs more partials per output row than the merge is sized for. */
+#define PF_GPU_MAX_SPLITS 256
+#define PF_GPU_MAX_SEQ_TOKENS (PF_GPU_MAX_SPLITS * PF_GPU_CHUNK_MAX_TOKENS)
 
 /* Most versions one bench run compares beside its own (`--compare`). */
 #define PF_GPU_BENCH_MAX_RIVALS 3

@@ -808,8 +808,8 @@ typedef struct {
 /* The candidates: the longest sequence in 1, 2, 3... equal whole-page
  * chunks, each costed by the model; the cheapest wins, fewer splits on a
  * tie (within 1%: less merge traffic). PF_OK, PF_ERR_NOMEM, or PF_ERR_ARG
- * when no candidate fits (longer than 256 chunks of 4096 tokens, 2^20, or
- * than a cluster's chunks). */
+ * when no candidate fits (longer than PF_GPU_MAX_SPLITS chunks of 4096
+ * tokens, PF_GPU_MAX_SEQ_TOKENS, or than a cluster's chunks). */
 static int plan_search(const plan_model *m, plan_pick *best_pick)
 {
     const pf_gpu_attn_shape *s = m->s;
@@ -824,7 +824,7 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
     const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
     plan_pick pick = {0, 0, 0};
     double best = INFINITY;
-    for (int sp = 1; sp <= 256; sp++) {
+    for (int sp = 1; sp <= PF_GPU_MAX_SPLITS; sp++) {
         /* in 64 bits: bound may be INT_MAX (a naive plan at its capacity) */
         const long long c_ll = (((long long)bound + sp - 1) / sp + B - 1) / B * B;
         if (c_ll > max_chunk)
@@ -934,7 +934,7 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
 
 int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_host)
 {
-    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || splits < 1 || splits > 256 ||
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || splits < 1 || splits > PF_GPU_MAX_SPLITS ||
         (plan->units && !lens_host))
         return PF_ERR_ARG;
     const int B = plan->paged ? plan->shape.block_size : 16;
@@ -1010,7 +1010,7 @@ int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host
     const int splits = (plan->max_len + c - 1) / c;
     const long long units =
         plan_units_count(lens_host, plan->shape.num_seqs, plan->max_len, c, tail);
-    if (splits > 256 || units > PLAN_MAX_UNITS ||
+    if (splits > PF_GPU_MAX_SPLITS || units > PLAN_MAX_UNITS ||
         units * pf_gpu__plan_head_tiles(plan) > INT_MAX)
         return PF_ERR_ARG;
     plan->chunk = c;

@@ -507,6 +507,37 @@ Test(gpu_host, plan_accepts_empty_sequences_and_refuses_overlong_ones)
     cr_assert_neq(p.magic, PF_GPU_PLAN_MAGIC); /* a refused plan cannot be run */
 }
 
+/* The longest sequence a plan takes is PF_GPU_MAX_SEQ_TOKENS (2^20: 256
+ * chunks of 4096), for a bound and for lengths alike; the validator allows
+ * capacities past it (the one-shot calls, which plan at capacity, refuse
+ * those: gpu.h), and plans from the lengths of such a shape work. */
+Test(gpu_host, plan_takes_sequences_up_to_the_documented_longest)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 2;
+    s.max_blocks_per_seq = 2 * PF_GPU_MAX_SEQ_TOKENS / s.block_size; /* capacity 2^21 */
+    cr_assert_eq(pf_gpu_attn_validate(&s, 1), PF_OK);
+    pf_gpu_attn_plan p;
+    for (int v = 0; v <= 19; v += 19) {
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, PF_GPU_MAX_SEQ_TOKENS, v, 132, 4),
+                     PF_OK, "version %d", v);
+        cr_assert_leq(p.splits, PF_GPU_MAX_SPLITS);
+        cr_assert_leq(p.chunk, PF_GPU_CHUNK_MAX_TOKENS);
+        cr_assert_geq((long long)p.splits * p.chunk, PF_GPU_MAX_SEQ_TOKENS);
+        cr_assert_eq(
+            pf_gpu_attn_plan_compute(&p, &s, 1, NULL, PF_GPU_MAX_SEQ_TOKENS + 1, v, 132, 4),
+            PF_ERR_ARG, "version %d", v);
+        /* at capacity, as the one-shot calls plan */
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, s.max_blocks_per_seq * s.block_size,
+                                              v, 132, 4),
+                     PF_ERR_ARG);
+        int lens[2] = {700, PF_GPU_MAX_SEQ_TOKENS};
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
+        lens[1]++;
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_ERR_ARG);
+    }
+}
+
 /* ---- issue 9's input: the cost-model profile ---- */
 
 Test(gpu_host, profile_writer_format_and_values)
