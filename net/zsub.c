@@ -436,16 +436,23 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
             s->st.duplicates++;
             return 0;
         }
+        /* A restart's new counter began at 0: batches 0 .. seq - 1 of the
+         * new life went by before this one (a SUB socket reconnects some
+         * 100 ms after the server is back), a gap like any other, asked of
+         * the new server's replay buffer after the restart is reported. */
+        int64_t from = rs->last_seq + 1;
         if (seq < rs->last_seq) {
             s->st.restarts++;
             pf_zsub_note nt = {PF_ZSUB_RESTART, rank, (uint64_t)seq, 0, NULL};
             if (fn)
                 fn(ctx, &nt);
-        } else if (seq > rs->last_seq + 1) {
-            int64_t missing = seq - rs->last_seq - 1;
+            from = 0;
+        }
+        if (seq > from) {
+            int64_t missing = seq - from;
             s->st.gaps++;
             s->st.missed += (uint64_t)missing;
-            int r = replay_ok(rs) ? replay(s, rank, rs->last_seq + 1, seq, fn, ctx) : 0;
+            int r = replay_ok(rs) ? replay(s, rank, from, seq, fn, ctx) : 0;
             s->st.replayed += (uint64_t)r;
             got += r;
             s->st.lost += (uint64_t)(missing - r);

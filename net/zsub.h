@@ -11,7 +11,9 @@
  *    order before the one that revealed the gap; what replay cannot supply
  *    is counted as lost;
  *  - seq going back (seq < last): the server restarted (its counter begins
- *    at 0 again): reported, and the rank's baseline reset;
+ *    at 0 again): reported, and the rank's baseline reset; the new life's
+ *    batches before this one (0 .. seq - 1) are a gap as above, replayed
+ *    from the new server or counted lost;
  *  - with replay_history, a rank's first message also asks for everything
  *    the publisher still buffers before it, so the view starts from the
  *    cache's recent history instead of empty;

@@ -72,13 +72,18 @@ static void *pub_main(void *arg)
 typedef struct {
     uint64_t hashes[256];
     int n, replayed, restarts;
+    uint64_t restart_seq; /* the seq that revealed the last restart */
+    int restart_at;       /* s->n then: where the new life's hashes begin */
 } seen;
 
 static void on_note(void *ctx, const pf_zsub_note *n)
 {
     seen *s = ctx;
-    if (n->kind == PF_ZSUB_RESTART)
+    if (n->kind == PF_ZSUB_RESTART) {
         s->restarts++;
+        s->restart_seq = n->seq;
+        s->restart_at = s->n;
+    }
     if (n->kind != PF_ZSUB_BATCH)
         return;
     s->replayed += n->replayed;
@@ -183,7 +188,7 @@ Test(net_zmq, gap_is_replayed_and_garbage_counted)
 }
 
 typedef struct {
-    const char *ep;
+    const char *ep, *replay_ep; /* replay_ep: NULL for none */
     atomic_int stop;
     uint64_t first_hash;
 } restart_job;
@@ -193,13 +198,17 @@ static void *pub_again(void *arg)
     restart_job *j = arg;
     pf_zpub_config pc = pf_zpub_config_default();
     pc.endpoint = j->ep;
+    pc.replay_endpoint = j->replay_ep;
     pf_zpub *p = NULL;
     for (int tries = 0; tries < 100 && pf_zpub_open(&pc, &p, NULL) != 0; tries++)
         sleep_ms(20);
     uint64_t h = j->first_hash;
     while (p && !atomic_load(&j->stop)) {
         publish_hash(p, h++, 0);
-        sleep_ms(5);
+        if (j->replay_ep)
+            pf_zpub_service(p, 5); /* answers replays meanwhile */
+        else
+            sleep_ms(5);
     }
     pf_zpub_close(p);
     return NULL;
@@ -247,7 +256,71 @@ Test(net_zmq, restarted_publisher_is_noticed)
     pf_zsub_close(sub);
     cr_expect(back, "the restart was not noticed");
     cr_expect_eq(st.restarts, 1);
+    /* the new life's batches before the first one seen (a SUB socket
+     * reconnects some 100 ms after the server is back) were lost: no
+     * replay socket here */
+    cr_expect_eq(st.lost, s.restart_seq, "lost %llu, the new life first seen at seq %llu",
+                 (unsigned long long)st.lost, (unsigned long long)s.restart_seq);
+    cr_expect_eq(st.missed, s.restart_seq);
+    cr_expect_eq(st.gaps, s.restart_seq > 0);
+}
+
+/* The same with replay sockets: the batches of the new life that went by
+ * before the subscriber reconnected come back from the new server's replay
+ * buffer, after the restart note and before the batch that revealed it, so
+ * the view has the new life whole: its hashes from the first one on, in
+ * order, none lost. */
+Test(net_zmq, restarted_publishers_first_batches_are_replayed)
+{
+    pf_zpub *p = open_pub(1);
+    char ep[PF_ZSUB_ENDPOINT_MAX], rep_ep[PF_ZSUB_ENDPOINT_MAX];
+    snprintf(ep, sizeof ep, "%s", pf_zpub_endpoint(p));
+    snprintf(rep_ep, sizeof rep_ep, "%s", pf_zpub_replay_endpoint(p));
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = ep;
+    sc.replay_endpoint = rep_ep;
+    pf_zsub *sub = open_sub(&sc);
+    seen s = {0};
+    int got = 0;
+    for (int t = 0; t < 500 && !got; t++) {
+        for (int k = 0; k < 20; k++)
+            publish_hash(p, 1000 + (uint64_t)(t * 20 + k), 0);
+        pf_zpub_service(p, 0);
+        pf_zsub_poll(sub, 10, on_note, &s);
+        got = s.n > 0;
+    }
+    for (int t = 0; t < 100 && got; t++) {
+        for (int k = 0; k < 20; k++)
+            publish_hash(p, 100000 + (uint64_t)(t * 20 + k), 0);
+        pf_zpub_service(p, 0);
+        pf_zsub_poll(sub, 1, on_note, &s);
+    }
+    pf_zpub_close(p);
+    cr_assert(got, "nothing arrived from the first publisher");
+    s.n = 0; /* room for the second life's hashes */
+
+    restart_job j = {.ep = ep, .replay_ep = rep_ep, .first_hash = 5000};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, pub_again, &j), 0);
+    int back = 0;
+    for (int t = 0; t < 1000 && !back; t++) {
+        pf_zsub_poll(sub, 10, on_note, &s);
+        back = s.restarts > 0;
+    }
+    atomic_store(&j.stop, 1);
+    pthread_join(th, NULL);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    cr_assert(back, "the restart was not noticed");
+    cr_assert_gt(s.restart_seq, 0, "the test needs the first batches of the new life missed");
+    cr_expect_eq(st.missed, s.restart_seq);
+    cr_expect_eq(st.replayed, s.restart_seq);
     cr_expect_eq(st.lost, 0);
+    /* from the restart note on: 5000, 5001, ... with no hole */
+    cr_assert_gt(s.n, s.restart_at);
+    for (int i = s.restart_at; i < s.n; i++)
+        cr_expect_eq(s.hashes[i], 5000 + (uint64_t)(i - s.restart_at), "position %d", i);
 }
 
 Test(net_zmq, rank_endpoints_follow_vllm)
