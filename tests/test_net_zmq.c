@@ -214,47 +214,62 @@ static void *pub_again(void *arg)
     return NULL;
 }
 
-Test(net_zmq, restarted_publisher_is_noticed)
+/* 20 batches, hashes h0 .. h0 + 19, and any replay request answered */
+static void burst(pf_zpub *p, uint64_t h0)
 {
-    /* first life: hashes from 1000, runs until the subscriber has seen some */
-    pf_zpub *p = open_pub(0);
-    char ep[PF_ZSUB_ENDPOINT_MAX]; /* outlives p: the second life binds it again */
+    for (uint64_t k = 0; k < 20; k++)
+        publish_hash(p, h0 + k, 0);
+    pf_zpub_service(p, 0);
+}
+
+/* A publisher's two lives on one port, seen by one subscriber (with the
+ * replay sockets when with_replay): the first runs until the subscriber has
+ * seen it and then long enough that the second life's counter (from 0)
+ * stays below its last seq; the second publishes hashes from 5000 until the
+ * subscriber has noticed the restart. The hashes the callback saw are
+ * those after the first life's end (s->n is reset there). */
+static pf_zsub_stats two_lives(int with_replay, seen *s)
+{
+    pf_zpub *p = open_pub(with_replay);
+    char ep[PF_ZSUB_ENDPOINT_MAX], rep_ep[PF_ZSUB_ENDPOINT_MAX]; /* outlive p */
     snprintf(ep, sizeof ep, "%s", pf_zpub_endpoint(p));
+    snprintf(rep_ep, sizeof rep_ep, "%s", with_replay ? pf_zpub_replay_endpoint(p) : "");
     pf_zsub_config sc = pf_zsub_config_default();
     sc.endpoint = ep;
+    sc.replay_endpoint = with_replay ? rep_ep : NULL;
     pf_zsub *sub = open_sub(&sc);
-    seen s = {0};
     int got = 0;
     for (int t = 0; t < 500 && !got; t++) {
-        for (int k = 0; k < 20; k++) /* a longer first life: seq well above 0 */
-            publish_hash(p, 1000 + (uint64_t)(t * 20 + k), 0);
-        pf_zsub_poll(sub, 10, on_note, &s);
-        got = s.n > 0;
+        burst(p, 1000 + (uint64_t)t * 20);
+        pf_zsub_poll(sub, 10, on_note, s);
+        got = s->n > 0;
     }
-    /* a long first life, so the second life's counter (from 0) stays below it */
     for (int t = 0; t < 100 && got; t++) {
-        for (int k = 0; k < 20; k++)
-            publish_hash(p, 100000 + (uint64_t)(t * 20 + k), 0);
-        pf_zsub_poll(sub, 1, on_note, &s);
+        burst(p, 100000 + (uint64_t)t * 20);
+        pf_zsub_poll(sub, 1, on_note, s);
     }
     pf_zpub_close(p);
     cr_assert(got, "nothing arrived from the first publisher");
+    s->n = 0; /* room for the second life's hashes */
 
-    /* second life on the same port: seq starts at 0 again */
-    restart_job j = {.ep = ep, .first_hash = 5000};
+    restart_job j = {.ep = ep, .replay_ep = with_replay ? rep_ep : NULL, .first_hash = 5000};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, pub_again, &j), 0);
-    int back = 0;
-    for (int t = 0; t < 1000 && !back; t++) {
-        pf_zsub_poll(sub, 10, on_note, &s);
-        back = s.restarts > 0;
-    }
+    for (int t = 0; t < 1000 && !s->restarts; t++)
+        pf_zsub_poll(sub, 10, on_note, s);
     atomic_store(&j.stop, 1);
     pthread_join(th, NULL);
     pf_zsub_stats st;
     pf_zsub_stats_get(sub, &st);
     pf_zsub_close(sub);
-    cr_expect(back, "the restart was not noticed");
+    cr_assert(s->restarts, "the restart was not noticed");
+    return st;
+}
+
+Test(net_zmq, restarted_publisher_is_noticed)
+{
+    seen s = {0};
+    const pf_zsub_stats st = two_lives(0, &s);
     cr_expect_eq(st.restarts, 1);
     /* the new life's batches before the first one seen (a SUB socket
      * reconnects some 100 ms after the server is back) were lost: no
@@ -272,47 +287,9 @@ Test(net_zmq, restarted_publisher_is_noticed)
  * order, none lost. */
 Test(net_zmq, restarted_publishers_first_batches_are_replayed)
 {
-    pf_zpub *p = open_pub(1);
-    char ep[PF_ZSUB_ENDPOINT_MAX], rep_ep[PF_ZSUB_ENDPOINT_MAX];
-    snprintf(ep, sizeof ep, "%s", pf_zpub_endpoint(p));
-    snprintf(rep_ep, sizeof rep_ep, "%s", pf_zpub_replay_endpoint(p));
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = ep;
-    sc.replay_endpoint = rep_ep;
-    pf_zsub *sub = open_sub(&sc);
     seen s = {0};
-    int got = 0;
-    for (int t = 0; t < 500 && !got; t++) {
-        for (int k = 0; k < 20; k++)
-            publish_hash(p, 1000 + (uint64_t)(t * 20 + k), 0);
-        pf_zpub_service(p, 0);
-        pf_zsub_poll(sub, 10, on_note, &s);
-        got = s.n > 0;
-    }
-    for (int t = 0; t < 100 && got; t++) {
-        for (int k = 0; k < 20; k++)
-            publish_hash(p, 100000 + (uint64_t)(t * 20 + k), 0);
-        pf_zpub_service(p, 0);
-        pf_zsub_poll(sub, 1, on_note, &s);
-    }
-    pf_zpub_close(p);
-    cr_assert(got, "nothing arrived from the first publisher");
-    s.n = 0; /* room for the second life's hashes */
-
-    restart_job j = {.ep = ep, .replay_ep = rep_ep, .first_hash = 5000};
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, pub_again, &j), 0);
-    int back = 0;
-    for (int t = 0; t < 1000 && !back; t++) {
-        pf_zsub_poll(sub, 10, on_note, &s);
-        back = s.restarts > 0;
-    }
-    atomic_store(&j.stop, 1);
-    pthread_join(th, NULL);
-    pf_zsub_stats st;
-    pf_zsub_stats_get(sub, &st);
-    pf_zsub_close(sub);
-    cr_assert(back, "the restart was not noticed");
+    const pf_zsub_stats st = two_lives(1, &s);
+    cr_assert_eq(st.restarts, 1);
     cr_assert_gt(s.restart_seq, 0, "the test needs the first batches of the new life missed");
     cr_expect_eq(st.missed, s.restart_seq);
     cr_expect_eq(st.replayed, s.restart_seq);

@@ -108,86 +108,58 @@ static void run_matches(pf_sim *s, const pf_sim_stats *want, const char *what)
               want->time_s);
 }
 
-/* No memory for the scheduler's new shards: the call fails and nothing
- * changes (before the fix the crew had grown to 5 threads over 2 shards,
- * and the next step landed shards 2-4 past the scheduler's array). */
-Test(sim_threads_fail, no_memory_for_shards_changes_nothing)
+/* A simulator on `from` threads (its run checked), a change to `to` that
+ * fails while *fail is set, then: PF_ERR_NOMEM, the crew and both shard
+ * counts at left_at, the parameters saying so, the same figures; and once
+ * the failure is gone, the change made and the figures still the same. */
+static void failed_change(uint64_t seed, int from, int to, atomic_int *fail, int left_at)
 {
     pf_jobs j;
-    cr_assert_eq(pf_jobs_generate(&j, 19, 64, pf_mix_seed(), 0.0, 512), PF_OK);
+    cr_assert_eq(pf_jobs_generate(&j, seed, 64, pf_mix_seed(), 0.0, 512), PF_OK);
     const pf_sim_stats want = reference(&j);
     pf_sim_params p;
-    params(&p, PF_ENGINE_THREADED, 2);
+    params(&p, PF_ENGINE_THREADED, from);
     pf_sim *s = make(&p, &j);
-    atomic_store(&fail_caches, 1);
-    const int rc = pf_sim_set_threads(s, 5);
-    atomic_store(&fail_caches, 0);
+    run_matches(s, &want, "before");
+    atomic_store(fail, 1);
+    const int rc = pf_sim_set_threads(s, to);
+    atomic_store(fail, 0);
     cr_assert_eq(rc, PF_ERR_NOMEM);
-    agree(s, 2, "after a refused grow");
+    agree(s, left_at, "after the failed change");
     pf_sim_params got;
     pf_sim_get_params(s, &got);
-    cr_assert_eq(got.threads, 2, "the parameters read back what runs");
-    run_matches(s, &want, "after a refused grow");
-    cr_assert_eq(pf_sim_set_threads(s, 5), PF_OK, "with memory again");
-    agree(s, 5, "grown to 5");
-    run_matches(s, &want, "grown to 5");
+    cr_assert_eq(got.threads, left_at, "the parameters read back what runs: %d", got.threads);
+    run_matches(s, &want, "after the failed change");
+    cr_assert_eq(pf_sim_set_threads(s, to), PF_OK, "once it can be had");
+    agree(s, to, "changed");
+    run_matches(s, &want, "changed");
     pf_sim_destroy(s);
     pf_jobs_free(&j);
+}
+
+/* No memory for the scheduler's new shards (2 -> 5): the call fails and
+ * nothing changes (before the fix the crew had grown to 5 threads over 2
+ * shards, and the next step landed shards 2-4 past the scheduler's array). */
+Test(sim_threads_fail, no_memory_for_shards_changes_nothing)
+{
+    failed_change(19, 2, 5, &fail_caches, 2);
 }
 
 /* No threads at all: growing from 3 to 6 fails, and the crew's old threads
  * cannot be restarted either, so it runs on one (pf_crew_resize). The
  * scheduler's shards follow it down (before the fix they stayed at 3, and
  * shards 1 and 2 were never landed when the crew ran the step), and the
- * parameters say 1. Growing works again once threads can be had. */
+ * parameters say 1. */
 Test(sim_threads_fail, no_threads_leaves_crew_and_shards_agreeing)
 {
-    pf_jobs j;
-    cr_assert_eq(pf_jobs_generate(&j, 23, 64, pf_mix_seed(), 0.0, 512), PF_OK);
-    const pf_sim_stats want = reference(&j);
-    pf_sim_params p;
-    params(&p, PF_ENGINE_THREADED, 3);
-    pf_sim *s = make(&p, &j);
-    run_matches(s, &want, "3 threads");
-    atomic_store(&fail_threads, 1);
-    const int rc = pf_sim_set_threads(s, 6);
-    pf_sim_params got;
-    pf_sim_get_params(s, &got);
-    cr_assert_eq(rc, PF_ERR_NOMEM);
-    agree(s, 1, "after a failed grow");
-    cr_assert_eq(got.threads, 1, "the crew runs on the caller alone: %d", got.threads);
-    run_matches(s, &want, "after a failed grow, threads unavailable");
-    atomic_store(&fail_threads, 0);
-    cr_assert_eq(pf_sim_set_threads(s, 4), PF_OK);
-    agree(s, 4, "4 threads again");
-    pf_sim_get_params(s, &got);
-    cr_assert_eq(got.threads, 4);
-    run_matches(s, &want, "4 threads again");
-    pf_sim_destroy(s);
-    pf_jobs_free(&j);
+    failed_change(23, 3, 6, &fail_threads, 1);
 }
 
-/* A crew that cannot be created at all (threads 1 -> 4 with no thread to
- * be had): the simulator stays on one shard and runs as before. */
+/* A crew that cannot be created at all (1 -> 4 with no thread to be had):
+ * the simulator stays on one shard and runs as before. */
 Test(sim_threads_fail, no_crew_at_all)
 {
-    pf_jobs j;
-    cr_assert_eq(pf_jobs_generate(&j, 29, 64, pf_mix_seed(), 0.0, 512), PF_OK);
-    const pf_sim_stats want = reference(&j);
-    pf_sim_params p;
-    params(&p, PF_ENGINE_THREADED, 1);
-    pf_sim *s = make(&p, &j);
-    atomic_store(&fail_threads, 1);
-    const int rc = pf_sim_set_threads(s, 4);
-    atomic_store(&fail_threads, 0);
-    cr_assert_eq(rc, PF_ERR_NOMEM);
-    agree(s, 1, "no crew");
-    pf_sim_params got;
-    pf_sim_get_params(s, &got);
-    cr_assert_eq(got.threads, 1);
-    run_matches(s, &want, "no crew");
-    pf_sim_destroy(s);
-    pf_jobs_free(&j);
+    failed_change(29, 1, 4, &fail_threads, 1);
 }
 
 /* Live: the driver applies a new thread count between steps. When no
