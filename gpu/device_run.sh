@@ -204,7 +204,10 @@ if [ "${NCU_SASS:-0}" = 1 ]; then
     for who in ours cudnn; do
         ncu --import "$OUT/$who.ncu-rep" --page source --print-source sass --csv >"$OUT/sass_$who.csv" 2>&1
         echo "### $who" >>"$OUT/sass_mix.txt"
-        ncu --import "$OUT/$who.ncu-rep" --page details --print-details all >>"$OUT/sass_mix.txt" 2>&1
+        # the instruction mix as the opcode histogram, in case the source
+        # page above is not there: InstructionStats' per-opcode instances
+        ncu --import "$OUT/$who.ncu-rep" --page details --print-details all \
+            --print-metric-instances values >>"$OUT/sass_mix.txt" 2>&1
         rm -f "$OUT/$who.ncu-rep"
     done
 fi
