@@ -34,6 +34,22 @@ static void wait_until(pf_sim *s, const struct timespec *until)
     (void)rc; /* ETIMEDOUT or a wake-up: the loop re-reads its state */
 }
 
+/* The thread count asked for while the driver ran (pf_sim_set_threads only
+ * records it then), applied; mu held, no step in flight. When no threads
+ * are to be had it settles on the crew it was left with and says so (the
+ * parameters read back what runs), rather than stop and restart the crew
+ * at every step. */
+static void apply_threads_target(pf_sim *s)
+{
+    if (s->p.engine != PF_ENGINE_THREADED ||
+        (s->crew ? pf_crew_size(s->crew) : 1) == s->threads_target)
+        return;
+    if (pf_sim__apply_threads_locked(s, s->threads_target) != PF_OK) {
+        s->threads_target = s->nshards;
+        s->p.threads = s->nshards;
+    }
+}
+
 static void *driver_main(void *arg)
 {
     pf_sim *s = arg;
@@ -54,15 +70,7 @@ static void *driver_main(void *arg)
             if (pf_sim__reset_locked(s) == PF_OK)
                 pf_sim__event(s, PF_EV_RESET, -1, 0);
         }
-        if (s->p.engine == PF_ENGINE_THREADED &&
-            (s->crew ? pf_crew_size(s->crew) : 1) != s->threads_target &&
-            pf_sim__apply_threads_locked(s, s->threads_target) != PF_OK) {
-            /* no threads to be had: run on the crew it was left with, and
-             * say so (the parameters read back what runs), rather than
-             * stop and restart the crew at every step */
-            s->threads_target = s->nshards;
-            s->p.threads = s->nshards;
-        }
+        apply_threads_target(s);
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         (void)pf_sim__step_locked(s); /* done and livelock are read above */
@@ -115,6 +123,11 @@ int pf_sim_stop(pf_sim *sim)
     pf_sim__lock(sim);
     sim->driver_started = 0;
     sim->running = 0;
+    /* a count asked for since the driver's last step (or while it was
+     * paused) would otherwise never be applied: without a driver the
+     * caller steps, and pf_sim_set_threads applies at once only what it is
+     * asked from now on */
+    apply_threads_target(sim);
     pthread_mutex_unlock(&sim->mu);
     return PF_OK;
 }

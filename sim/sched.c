@@ -101,6 +101,9 @@ typedef struct {
     int err;           /* a table could not grow (host memory)        */
     int nnote, cap;    /* requests with something for commit          */
     int32_t *note;     /* their ids, in slot order                    */
+    int lost;          /* note could not grow (host memory): commit
+                          finds them by their flags in the shard's
+                          slots instead                               */
     itl_run *runs;     /* inter-token gaps landed here, in slot order,
                           as runs of equal gaps (itl_note)            */
     int nruns, runcap;
@@ -1202,8 +1205,12 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
         int k = q->hold ? q->hold - q->nframes : frames_needed(s, q, n);
         q->hold = 0;
         if (take_frames(s, id, k, o->cache) != PF_OK) {
+            /* nothing landed: the request stays as it was, and so must
+             * the totals the next fast plan trusts (a decoding request
+             * left out of them would be landed without its token or its
+             * frame promised) */
             o->err = PF_ERR_NOMEM;
-            return;
+            goto totals;
         }
         int was_decode = q->decode;
         q->state = PF_REQ_RUNNING; /* it ran: no longer stalled */
@@ -1229,7 +1236,7 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
                 q->flags |= F_DONE;
                 q->t_done = t;
                 if (note(o, id) != PF_OK)
-                    o->err = PF_ERR_NOMEM;
+                    o->lost = 1;
                 return;
             }
         }
@@ -1238,8 +1245,9 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
             q->flags |= F_TO_DECODE;
         if (q->flags & (F_FIRST | F_TO_DECODE | F_BLOCKS))
             if (note(o, id) != PF_OK)
-                o->err = PF_ERR_NOMEM;
+                o->lost = 1;
     }
+totals:
     if (q->decode) {
         o->ndec++;
         o->ctx += q->computed;
@@ -1314,6 +1322,7 @@ void pf_sched_land(pf_sched *s, int shard)
     o.nnote = 0;
     o.nruns = 0;
     o.err = PF_OK;
+    o.lost = 0;
     int64_t lo = (int64_t)s->nslots * shard / s->nshards;
     int64_t hi = (int64_t)s->nslots * (shard + 1) / s->nshards;
     double t = s->t_end;
@@ -1351,6 +1360,36 @@ static void offer_blocks(pf_sched *s, int id, int64_t tokens)
     q->hashed = full;
 }
 
+/* What land left for commit about request id (its flags), done. */
+static void commit_one(pf_sched *s, int id)
+{
+    pf_req *q = &s->r[id];
+    if (q->flags & F_BLOCKS)
+        offer_blocks(s, id, q->computed);
+    if (q->flags & F_TO_DECODE)
+        list_remove(s, id, 1);
+    if (q->flags & F_FIRST)
+        emit(s, PF_SCHED_EV_FIRST_TOKEN, id, 0);
+    if (q->flags & F_DONE) {
+        int was_decode = q->decode || (q->flags & F_TO_DECODE);
+        list_remove(s, id, 0);
+        if (!was_decode)
+            list_remove(s, id, 1);
+        if (s->pc)
+            drop_frames(s, id, s->shard[0].cache);
+        slot_release(s, id);
+        s->nrun--;
+        q->state = PF_REQ_DONE;
+        q->decode = 0;
+        s->ended++;
+        pf_request_times rt = {q->arrival, q->t_first_sched, q->t_first_token, q->t_done,
+                               q->prompt, q->output};
+        (void)pf_metrics_add_request(&s->metrics, &rt);
+        emit(s, PF_SCHED_EV_FINISH, id, 0);
+    }
+    q->flags = 0;
+}
+
 int pf_sched_commit(pf_sched *s)
 {
     if (!s)
@@ -1372,33 +1411,23 @@ int pf_sched_commit(pf_sched *s)
         s->tokens += o->tokens;
         if (o->err)
             err = o->err;
-        for (int i = 0; i < o->nnote; i++) {
-            int id = o->note[i];
-            pf_req *q = &s->r[id];
-            if (q->flags & F_BLOCKS)
-                offer_blocks(s, id, q->computed);
-            if (q->flags & F_TO_DECODE)
-                list_remove(s, id, 1);
-            if (q->flags & F_FIRST)
-                emit(s, PF_SCHED_EV_FIRST_TOKEN, id, 0);
-            if (q->flags & F_DONE) {
-                int was_decode = q->decode || (q->flags & F_TO_DECODE);
-                list_remove(s, id, 0);
-                if (!was_decode)
-                    list_remove(s, id, 1);
-                if (s->pc)
-                    drop_frames(s, id, s->shard[0].cache);
-                slot_release(s, id);
-                s->nrun--;
-                q->state = PF_REQ_DONE;
-                q->decode = 0;
-                s->ended++;
-                pf_request_times rt = {q->arrival, q->t_first_sched, q->t_first_token, q->t_done,
-                                       q->prompt, q->output};
-                (void)pf_metrics_add_request(&s->metrics, &rt);
-                emit(s, PF_SCHED_EV_FINISH, id, 0);
+        if (o->lost) {
+            /* the note list is short of some (it could not grow): every
+             * request land flagged is in the shard's slots, in the same
+             * (slot) order, so nothing is lost, a finish least of all (a
+             * finished request left running would be landed again: a
+             * token past its output, frames never promised) */
+            int64_t lo = (int64_t)s->nslots * k / s->nshards;
+            int64_t hi = (int64_t)s->nslots * (k + 1) / s->nshards;
+            for (int64_t w = lo; w < hi; w++) {
+                int id = s->slot_req[w];
+                if (id >= 0 && s->r[id].flags)
+                    commit_one(s, id);
             }
-            q->flags = 0;
+            o->lost = 0;
+        } else {
+            for (int i = 0; i < o->nnote; i++)
+                commit_one(s, o->note[i]);
         }
         o->nnote = 0;
     }

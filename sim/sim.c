@@ -259,6 +259,8 @@ static int reset_err(pf_sim *s, char *err, size_t errlen)
         return strstr(err, "out of memory") ? PF_ERR_NOMEM : PF_ERR_ARG;
     if (pf_sched_set_shards(sc, s->nshards) != PF_OK) {
         pf_sched_destroy(sc);
+        /* the caller's err says why (pf_sim_create hands it back as is) */
+        snprintf(err, errlen, "out of memory");
         return PF_ERR_NOMEM;
     }
     pthread_rwlock_wrlock(&s->life);

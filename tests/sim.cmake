@@ -24,8 +24,8 @@ pf_race_test(race_sim SOURCES race_sim.c LIBS pf_sim)
 pf_race_test(race_sched SOURCES race_sched.c LIBS pf_sim)
 pf_race_test(race_crew SOURCES race_crew.c LIBS pf_sim)
 
-# The threaded engine when threads or memory run out while its crew changes
-# size: failures made at link time (the wrappers are in the test).
-pf_criterion_test(test_sim_threads_fail SOURCES test_sim_threads_fail.c LIBS pf_sim)
-target_link_options(test_sim_threads_fail PRIVATE -Wl,--wrap=pthread_create
-                    -Wl,--wrap=pf_pool_cache_new)
+# The simulator when threads or memory run out: failures made at link time
+# (the wrappers are in the test).
+pf_criterion_test(test_sim_fail SOURCES test_sim_fail.c LIBS pf_sim)
+target_link_options(test_sim_fail PRIVATE -Wl,--wrap=pthread_create -Wl,--wrap=pf_pool_cache_new
+                    -Wl,--wrap=pf_pool_alloc_n_c -Wl,--wrap=realloc)
