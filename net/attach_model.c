@@ -112,6 +112,8 @@ static void map_clear(map_t *m)
 
 /* ---- the model --------------------------------------------------------- */
 
+#define ATTACH_SOCKETS 64 /* the subscriber's ranks (PF_ZSUB_MAX_RANKS) */
+
 struct pf_attach {
     uint32_t max_blocks;
     pf_attach_block *blocks; /* by display slot */
@@ -127,6 +129,11 @@ struct pf_attach {
      * clears; with a walk each, one batch froze the caller for minutes. */
     uint32_t *link_next, *link_prev;
     map_t rank_first; /* rank -> first slot of its list */
+    /* Per socket (the caller's rank, 0..ATTACH_SOCKETS-1): 1 + the rank its
+     * latest batch named in data_parallel_rank, 0 for none. The blocks are
+     * keyed by that rank, and a restart is reported per socket: attached to
+     * rank 3's port alone, socket 0 carries rank 3's blocks. */
+    int32_t named[ATTACH_SOCKETS];
     uint32_t order;
     pf_attach_counts c;
     /* previous poll, for rates */
@@ -351,8 +358,11 @@ void pf_attach_apply(pf_attach *m, int rank, const pf_kvev_batch *b)
 {
     if (!m || !b)
         return;
+    int sock = rank;
     if (b->has_dp_rank && b->dp_rank < 0x7fff)
         rank = (int)b->dp_rank; /* the batch's own word wins over the socket's */
+    if (sock >= 0 && sock < ATTACH_SOCKETS)
+        m->named[sock] = rank != sock ? rank + 1 : 0;
     m->c.batches++;
     for (uint32_t i = 0; i < b->n_events; i++) {
         const pf_kvev_event *e = &b->events[i];
@@ -382,6 +392,10 @@ void pf_attach_restart(pf_attach *m, int rank)
         return;
     m->c.restarts++;
     clear_rank(m, rank);
+    if (rank >= 0 && rank < ATTACH_SOCKETS && m->named[rank]) {
+        clear_rank(m, m->named[rank] - 1); /* the rank this socket's blocks are keyed by */
+        m->named[rank] = 0;
+    }
     m->have_prev = 0;
 }
 

@@ -85,7 +85,9 @@ pf_attach *pf_attach_new(uint32_t max_blocks);
 void pf_attach_free(pf_attach *m);
 
 void pf_attach_apply(pf_attach *m, int rank, const pf_kvev_batch *b);
-/* A rank's server restarted: its blocks are gone. */
+/* A rank's server restarted: its blocks are gone (rank: the caller's, as
+ * given to pf_attach_apply; the blocks its batches filed under another
+ * data_parallel_rank go too). */
 void pf_attach_restart(pf_attach *m, int rank);
 /* Read the counters from a freshly polled page, t its time in seconds. */
 void pf_attach_metrics(pf_attach *m, const pf_prom_page *page, double t);

@@ -41,10 +41,20 @@ struct pf_zpub {
     /* events queued by pf_zpub_stored/removed/cleared, owned */
     pf_kvev_event *q;
     uint32_t nq, capq;
+    uint64_t qhashes; /* block hashes in the queue                      */
+    size_t qbytes;    /* an upper bound on their encoding (see ev_bytes) */
 };
+
+/* Inbound messages are untrusted too: the sockets bind every interface by
+ * default, and without a cap libzmq takes in a frame of whatever size a peer
+ * announces. What a publisher receives is small: subscriptions (a flag and a
+ * topic prefix, under 128 bytes from net/zsub) and replay requests
+ * ([b"", 8 bytes]). A peer sending more is disconnected by libzmq. */
+#define ZPUB_INBOUND_MAX 4096
 
 static int bind_sock(void *ctx, int type, const char *ep, int rank, void **sock, char *bound, const char **why)
 {
+    int64_t maxmsg = ZPUB_INBOUND_MAX;
     char e[PF_ZSUB_ENDPOINT_MAX];
     /* a "*" port has nothing to offset: bind as given */
     if (strstr(ep, ":*") || strstr(ep, "://*:*"))
@@ -60,6 +70,7 @@ static int bind_sock(void *ctx, int type, const char *ep, int rank, void **sock,
     }
     int linger = 0;
     zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(*sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     if (zmq_bind(*sock, e) != 0) {
         *why = zmq_strerror(zmq_errno());
         return PF_ERR_IO;
@@ -264,6 +275,8 @@ static void queue_reset(pf_zpub *p)
         free(p->q[i].token_ids);
     }
     p->nq = 0;
+    p->qhashes = 0;
+    p->qbytes = 0;
 }
 
 int pf_zpub_flush(pf_zpub *p, double ts)
@@ -284,22 +297,67 @@ int pf_zpub_flush(pf_zpub *p, double ts)
 
 uint32_t pf_zpub_pending(const pf_zpub *p) { return p ? p->nq : 0; }
 
-static pf_kvev_event *queue_push(pf_zpub *p)
+/* The bytes msgpack takes for the unsigned integer v. */
+static size_t mp_uint_bytes(uint64_t v)
+{
+    return v < 128 ? 1 : v <= UINT8_MAX ? 2 : v <= UINT16_MAX ? 3 : v <= UINT32_MAX ? 5 : 9;
+}
+
+/* An upper bound on the bytes of one event and of a batch's own fields (ts,
+ * the events array's header, data_parallel_rank), in either encoding: an
+ * event's keys, tag, headers, parent, block size and medium take about 125
+ * bytes in a map, fewer in an array. */
+#define ZPUB_EVENT_BYTES 160
+#define ZPUB_CLEARED_BYTES 32 /* {"type": "AllBlocksCleared"}: 23 */
+#define ZPUB_BATCH_BYTES 64
+
+static size_t ev_bytes(const uint64_t *hashes, uint32_t n, const uint32_t *token_ids, uint32_t n_tokens)
+{
+    size_t b = ZPUB_EVENT_BYTES;
+    for (uint32_t i = 0; i < n; i++)
+        b += mp_uint_bytes(hashes[i]);
+    for (uint32_t i = 0; i < n_tokens; i++)
+        b += mp_uint_bytes(token_ids[i]);
+    return b;
+}
+
+/* Room in the queue for an event of nh hashes encoded in at most `bytes`.
+ * The batch must stay one that a subscriber with the decoder's default
+ * limits accepts (events, hashes per batch, payload size): past any of them
+ * the queue is flushed first; an event that no payload can hold is refused
+ * (PF_ERR_ARG), not published for every subscriber to refuse. Returns 0 with
+ * *out set, or a negative pf_err. */
+static int queue_push(pf_zpub *p, uint32_t nh, size_t bytes, pf_kvev_event **out)
 {
     pf_kvev_limits lim = pf_kvev_limits_default();
-    if (p->nq >= lim.max_events && pf_zpub_flush(p, 0) != 0)
-        return NULL;
+    if (bytes > lim.max_bytes - ZPUB_BATCH_BYTES)
+        return PF_ERR_ARG;
+    if (p->nq && (p->nq >= lim.max_events || p->qhashes + nh > lim.max_batch_hashes ||
+                  p->qbytes + bytes > lim.max_bytes - ZPUB_BATCH_BYTES)) {
+        int rc = pf_zpub_flush(p, 0);
+        if (rc)
+            return rc;
+    }
     if (p->nq == p->capq) {
         uint32_t nc = p->capq ? p->capq * 2 : 64;
         pf_kvev_event *nq = realloc(p->q, (size_t)nc * sizeof *nq);
         if (!nq)
-            return NULL;
+            return PF_ERR_NOMEM;
         p->q = nq;
         p->capq = nc;
     }
     pf_kvev_event *e = &p->q[p->nq];
     memset(e, 0, sizeof *e);
-    return e;
+    *out = e;
+    return 0;
+}
+
+/* The event queue_push gave is complete: count it. */
+static void queue_commit(pf_zpub *p, uint32_t nh, size_t bytes)
+{
+    p->nq++;
+    p->qhashes += nh;
+    p->qbytes += bytes;
 }
 
 static int copy_hashes(pf_kvev_event *e, const uint64_t *h, uint32_t n)
@@ -322,9 +380,11 @@ int pf_zpub_stored(pf_zpub *p, const uint64_t *hashes, uint32_t n, const uint64_
     if (!p || (n && !hashes) || (n_tokens && !token_ids) || n > lim.max_hashes || n_tokens > lim.max_tokens ||
         block_size < 1 || block_size > 65536)
         return PF_ERR_ARG;
-    pf_kvev_event *e = queue_push(p);
-    if (!e)
-        return PF_ERR_NOMEM;
+    size_t bytes = ev_bytes(hashes, n, token_ids, n_tokens);
+    pf_kvev_event *e;
+    int rc = queue_push(p, n, bytes, &e);
+    if (rc)
+        return rc;
     e->type = PF_KVEV_STORED;
     e->block_size = block_size;
     strcpy(e->medium, "GPU");
@@ -341,7 +401,7 @@ int pf_zpub_stored(pf_zpub *p, const uint64_t *hashes, uint32_t n, const uint64_
         memcpy(e->token_ids, token_ids, (size_t)n_tokens * sizeof *e->token_ids);
         e->n_tokens = n_tokens;
     }
-    p->nq++;
+    queue_commit(p, n, bytes);
     return 0;
 }
 
@@ -349,14 +409,16 @@ int pf_zpub_removed(pf_zpub *p, const uint64_t *hashes, uint32_t n)
 {
     if (!p || (n && !hashes) || n > pf_kvev_limits_default().max_hashes)
         return PF_ERR_ARG;
-    pf_kvev_event *e = queue_push(p);
-    if (!e)
-        return PF_ERR_NOMEM;
+    size_t bytes = ev_bytes(hashes, n, NULL, 0);
+    pf_kvev_event *e;
+    int rc = queue_push(p, n, bytes, &e);
+    if (rc)
+        return rc;
     e->type = PF_KVEV_REMOVED;
     strcpy(e->medium, "GPU");
     if (copy_hashes(e, hashes, n) != 0)
         return PF_ERR_NOMEM;
-    p->nq++;
+    queue_commit(p, n, bytes);
     return 0;
 }
 
@@ -364,10 +426,11 @@ int pf_zpub_cleared(pf_zpub *p)
 {
     if (!p)
         return PF_ERR_ARG;
-    pf_kvev_event *e = queue_push(p);
-    if (!e)
-        return PF_ERR_NOMEM;
+    pf_kvev_event *e;
+    int rc = queue_push(p, 0, ZPUB_CLEARED_BYTES, &e);
+    if (rc)
+        return rc;
     e->type = PF_KVEV_CLEARED;
-    p->nq++;
+    queue_commit(p, 0, ZPUB_CLEARED_BYTES);
     return 0;
 }

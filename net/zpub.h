@@ -52,8 +52,10 @@ int pf_zpub_publish_payload(pf_zpub *p, const void *payload, size_t len, int fla
  * does. Hashes are 64-bit integers (vLLM's older int hashes; they decode
  * the same as bytes ones for every consumer that keys by hash). parent NULL:
  * none. token_ids may be NULL (n_tokens 0). Each returns 0, PF_ERR_ARG or
- * PF_ERR_NOMEM; the queue is bounded by the decoder's limits (an event past
- * them flushes the queue first). */
+ * PF_ERR_NOMEM (or the error of the early flush below); the queue is bounded
+ * by the decoder's default limits (events, hashes per batch, payload bytes):
+ * an event past them flushes the queue first, and one that no payload within
+ * them can hold (a million large token ids) is PF_ERR_ARG. */
 int pf_zpub_stored(pf_zpub *p, const uint64_t *hashes, uint32_t n, const uint64_t *parent,
                    const uint32_t *token_ids, uint32_t n_tokens, int block_size);
 int pf_zpub_removed(pf_zpub *p, const uint64_t *hashes, uint32_t n);

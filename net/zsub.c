@@ -373,7 +373,7 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
             continue;
         deadline = pf_clock_s() + s->cfg.replay_timeout_ms / 1000.0;
         int64_t seq;
-        s->st.messages += n > 0;
+        s->st.messages++; /* a malformed one (n < 0) too, as pf_zsub_poll counts */
         if (n != 3 || zmq_msg_size(&fr[0]) != 0 || seq_of(&fr[1], &seq) != 0) {
             s->st.malformed++;
             if (n > 0)
@@ -439,14 +439,17 @@ static int handle(pf_zsub *s, int rank, zmq_msg_t fr[3], int n, pf_zsub_fn fn, v
         /* A restart's new counter began at 0: batches 0 .. seq - 1 of the
          * new life went by before this one (a SUB socket reconnects some
          * 100 ms after the server is back), a gap like any other, asked of
-         * the new server's replay buffer after the restart is reported. */
-        int64_t from = rs->last_seq + 1;
-        if (seq < rs->last_seq) {
+         * the new server's replay buffer after the restart is reported.
+         * last_seq may be 2^63 - 1 (any seq a peer sends): "+ 1" only where
+         * seq is larger, or it overflows. */
+        int64_t from = 0;
+        if (seq > rs->last_seq) {
+            from = rs->last_seq + 1;
+        } else {
             s->st.restarts++;
             pf_zsub_note nt = {PF_ZSUB_RESTART, rank, (uint64_t)seq, 0, NULL};
             if (fn)
                 fn(ctx, &nt);
-            from = 0;
         }
         if (seq > from) {
             int64_t missing = seq - from;

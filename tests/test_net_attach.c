@@ -9,6 +9,7 @@
 
 #include "core/rng.h"
 #include "net/attach_model.h"
+#include "net/kvev.h"
 
 /* A batch of one event: hashes h[0..n) (ints), parent p (0 = none). */
 static void apply(pf_attach *m, int rank, pf_kvev_type t, const uint64_t *h, int n, uint64_t p)
@@ -264,5 +265,32 @@ Test(net_attach, per_rank_clears_match_a_reference)
     cr_expect_eq(pf_attach_counts_get(m)->blocks_live, 0);
     cr_expect_eq(pf_attach_counts_get(m)->prefixes_live, 0);
     cr_expect_eq(pf_attach_slot_count(m), 0);
+    pf_attach_free(m);
+}
+
+/* ---- attach model: a restart of a rank whose batches name another rank ----- */
+
+/* Attached to rank 3's port alone (--endpoint tcp://HOST:5560, one socket:
+ * socket rank 0), every batch says data_parallel_rank 3, and the model keys
+ * the blocks by 3. The subscriber reports a restart of socket rank 0: the
+ * blocks that socket delivered must go, not stay live for ever. */
+Test(net_attach, a_restart_clears_the_rank_its_batches_named)
+{
+    pf_attach *m = pf_attach_new(0);
+    pf_kvev_hash hs[3] = {pf_kvev_hash_uint(1), pf_kvev_hash_uint(2), pf_kvev_hash_uint(3)};
+    pf_kvev_event e = {.type = PF_KVEV_STORED, .hashes = hs, .n_hashes = 3, .block_size = 16};
+    pf_kvev_batch b = {.events = &e, .n_events = 1, .has_dp_rank = 1, .dp_rank = 3};
+    pf_attach_apply(m, 0, &b);
+    /* another socket's own blocks, which must stay */
+    pf_kvev_batch b1 = {.events = &e, .n_events = 1};
+    pf_attach_apply(m, 1, &b1);
+    const pf_attach_counts *c = pf_attach_counts_get(m);
+    cr_assert_eq(c->blocks_live, 6);
+    pf_attach_restart(m, 0);
+    cr_expect_eq(c->blocks_live, 3, "socket 0's blocks (keyed by rank 3) survived its restart");
+    /* the new life stores the same hashes: new blocks, not "stored again" */
+    pf_attach_apply(m, 0, &b);
+    cr_expect_eq(c->stored_again, 0);
+    cr_expect_eq(c->blocks_live, 6);
     pf_attach_free(m);
 }

@@ -1,6 +1,9 @@
 /* tests/test_net_zmq.c - net/zpub and net/zsub over real TCP sockets on
  * 127.0.0.1: delivery in order, a gap repaired by replay, garbage counted,
- * a restarted publisher noticed, endpoint arithmetic for data-parallel ranks.
+ * a restarted publisher noticed, endpoint arithmetic for data-parallel ranks;
+ * hostile peers (seqs at the top of the range, oversized requests, replies
+ * of too many frames) and the publisher's queue held within what its own
+ * subscriber decodes.
  * The publisher runs a scripted thread; assertions stay on the main thread. */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -474,7 +477,14 @@ static void raw_close(raw_sock *r)
     zmq_ctx_term(r->ctx);
 }
 
-/* [topic "", seq (8 bytes big-endian), a batch storing `hash`] */
+/* seq as 8 bytes big-endian, as vLLM frames it */
+static void put_seq(uint8_t sb[8], uint64_t seq)
+{
+    for (int i = 0; i < 8; i++)
+        sb[i] = (uint8_t)(seq >> (56 - 8 * i));
+}
+
+/* [topic "", seq, a batch storing `hash`] */
 static void raw_send(raw_sock *r, uint64_t seq, uint64_t hash)
 {
     pf_kvev_hash hs = pf_kvev_hash_uint(hash);
@@ -484,20 +494,19 @@ static void raw_send(raw_sock *r, uint64_t seq, uint64_t hash)
     size_t n;
     cr_assert_eq(pf_kvev_encode(&b, 0, &buf, &n), 0);
     uint8_t sb[8];
-    for (int i = 0; i < 8; i++)
-        sb[i] = (uint8_t)(seq >> (56 - 8 * i));
+    put_seq(sb, seq);
     zmq_send(r->sock, "", 0, ZMQ_SNDMORE);
     zmq_send(r->sock, sb, 8, ZMQ_SNDMORE);
     zmq_send(r->sock, buf, n, 0);
     free(buf);
 }
 
-/* Send seq 0 (hash 1000) until the subscriber has taken one: the
+/* Send `seq` (hash 1000) until the subscriber has taken one: the
  * subscription is live; the repeats are dropped as duplicates. */
-static int raw_warm_up(raw_sock *r, pf_zsub *sub, seen *s)
+static int raw_warm_up(raw_sock *r, uint64_t seq, pf_zsub *sub, seen *s)
 {
     for (int t = 0; t < 500 && s->n == 0; t++) {
-        raw_send(r, 0, 1000);
+        raw_send(r, seq, 1000);
         pf_zsub_poll(sub, 10, on_note, s);
     }
     return s->n > 0;
@@ -541,7 +550,7 @@ Test(net_zmq, a_seq_jump_to_the_top_still_replays)
     sc.replay_timeout_ms = 2000;
     pf_zsub *sub = open_sub(&sc);
     seen s = {0};
-    int warmed = raw_warm_up(&rp, sub, &s);
+    int warmed = raw_warm_up(&rp, 0, sub, &s);
     raw_send(&rp, (uint64_t)INT64_MAX, 7);
     int got = warmed && poll_for_hash(sub, &s, 7, 5000);
     pf_zsub_stats st = finish(&job, th, sub);
@@ -579,7 +588,7 @@ Test(net_zmq, an_unanswered_replay_pauses_replays)
     sc.replay_timeout_ms = 200;
     pf_zsub *sub = open_sub(&sc);
     seen s = {0};
-    int warmed = raw_warm_up(&rp, sub, &s);
+    int warmed = raw_warm_up(&rp, 0, sub, &s);
     for (uint64_t q = 2; q <= 10; q += 2) /* five gaps: 1, 3, 5, 7, 9 missing */
         raw_send(&rp, q, q);
     int got = warmed && poll_for_hash(sub, &s, 10, 10000);
@@ -596,4 +605,280 @@ Test(net_zmq, an_unanswered_replay_pauses_replays)
     cr_expect_eq(st.replays, 1, "%llu replays asked of a socket that never answers",
                  (unsigned long long)st.replays);
     cr_expect_eq(st.lost, 5); /* the later four at once, not a timeout each */
+}
+
+/* ---- zsub: the message after seq 2^63 - 1 ---------------------------------- */
+
+/* A peer sends seq 2^63 - 1 (a valid, non-negative seq), then any other seq:
+ * handle() computed "last_seq + 1" before comparing, a signed overflow
+ * (UBSan aborts: the build uses -fno-sanitize-recover). The second message is
+ * a restart (seq went back) and must be delivered as one. */
+Test(net_zmq, the_message_after_the_top_seq_is_a_restart)
+{
+    raw_sock rp;
+    raw_open(&rp, ZMQ_PUB);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = rp.ep;
+    pf_zsub *sub = NULL;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, NULL), 0);
+    seen s = {0};
+    cr_assert(raw_warm_up(&rp, (uint64_t)INT64_MAX, sub, &s), "the subscription never went live");
+    raw_send(&rp, 0, 7);
+    int got = poll_for_hash(sub, &s, 7, 5000);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    raw_close(&rp);
+    cr_assert(got, "the batch after the top seq never arrived");
+    cr_expect_eq(st.restarts, 1);
+    cr_expect_eq(s.restarts, 1);
+    cr_expect_eq(st.gaps, 0);
+}
+
+/* ---- zpub: the queue must stay decodable by a subscriber with default limits */
+
+/* Ask p's replay socket for everything and decode what comes back with the
+ * decoder's default limits. Returns the number of payloads; *bad those that
+ * did not decode, *hashes and *tokens what the good ones held. */
+static int replay_all(pf_zpub *p, int *bad, uint64_t *hashes, uint64_t *tokens)
+{
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    cr_assert_eq(zmq_connect(d, pf_zpub_replay_endpoint(p)), 0);
+    uint8_t start[8] = {0};
+    zmq_send(d, "", 0, ZMQ_SNDMORE);
+    zmq_send(d, start, 8, 0);
+    for (int t = 0; t < 500 && pf_zpub_service(p, 10) == 0; t++)
+        ;
+    int n = 0;
+    *bad = 0;
+    *hashes = *tokens = 0;
+    int to = 5000;
+    zmq_setsockopt(d, ZMQ_RCVTIMEO, &to, sizeof to);
+    for (;;) {
+        zmq_msg_t fr[3];
+        for (int i = 0; i < 3; i++) {
+            zmq_msg_init(&fr[i]);
+            cr_assert_geq(zmq_msg_recv(&fr[i], d, 0), 0, "no replay reply");
+        }
+        int64_t seq = 0;
+        memcpy(&seq, zmq_msg_data(&fr[1]), 8);
+        int end = seq == -1;
+        if (!end) {
+            pf_kvev_batch b;
+            if (pf_kvev_decode(zmq_msg_data(&fr[2]), zmq_msg_size(&fr[2]), NULL, &b, NULL) == 0) {
+                for (uint32_t i = 0; i < b.n_events; i++) {
+                    *hashes += b.events[i].n_hashes;
+                    *tokens += b.events[i].n_tokens;
+                }
+            } else {
+                (*bad)++;
+            }
+            pf_kvev_batch_free(&b);
+            n++;
+        }
+        for (int i = 0; i < 3; i++)
+            zmq_msg_close(&fr[i]);
+        if (end)
+            break;
+    }
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    return n;
+}
+
+/* Five events of 65,536 hashes each (each within the per-event cap) made
+ * one batch of 327,680 hashes: past the decoder's max_batch_hashes
+ * (262,144), so every subscriber refused the whole batch. */
+Test(net_zmq, queued_hashes_stay_within_a_batch)
+{
+    enum { N = 65536, EVENTS = 5 };
+    pf_zpub *p = open_pub(1);
+    uint64_t *h = malloc(N * sizeof *h);
+    cr_assert(h);
+    for (uint32_t i = 0; i < N; i++)
+        h[i] = i;
+    for (int k = 0; k < EVENTS; k++)
+        cr_assert_eq(pf_zpub_stored(p, h, N, NULL, NULL, 0, 16), 0);
+    cr_assert_eq(pf_zpub_flush(p, 1.0), 0);
+    free(h);
+    int bad;
+    uint64_t hashes, tokens;
+    int n = replay_all(p, &bad, &hashes, &tokens);
+    pf_zpub_close(p);
+    cr_expect_geq(n, 2, "one batch of %d x %d hashes", EVENTS, N);
+    cr_expect_eq(bad, 0, "%d of %d batches refused by the decoder", bad, n);
+    cr_expect_eq(hashes, (uint64_t)EVENTS * N);
+}
+
+/* n token ids, each v (malloc'd) */
+static uint32_t *token_ids(uint32_t n, uint32_t v)
+{
+    uint32_t *t = malloc(n * sizeof *t);
+    cr_assert(t);
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = v;
+    return t;
+}
+
+/* Two events of 600,000 token ids (3 msgpack bytes each, 1.8 MB) made one
+ * payload of 3.6 MB: past the decoder's 2 MiB max_bytes. */
+Test(net_zmq, queued_tokens_stay_within_a_payload)
+{
+    enum { T = 600000 };
+    pf_zpub *p = open_pub(1);
+    uint32_t *tok = token_ids(T, 1000);
+    const uint64_t a = 1, b = 2;
+    cr_assert_eq(pf_zpub_stored(p, &a, 1, NULL, tok, T, 16), 0);
+    cr_assert_eq(pf_zpub_stored(p, &b, 1, &a, tok, T, 16), 0);
+    cr_assert_eq(pf_zpub_flush(p, 1.0), 0);
+    free(tok);
+    int bad;
+    uint64_t hashes, tokens;
+    int n = replay_all(p, &bad, &hashes, &tokens);
+    pf_zpub_close(p);
+    cr_expect_eq(bad, 0, "%d of %d batches refused by the decoder", bad, n);
+    cr_expect_eq(tokens, 2 * (uint64_t)T);
+}
+
+/* A lone event that no payload can carry (1,000,000 ids of 5 bytes: 5 MB)
+ * is refused when queued, not published for every subscriber to refuse. */
+Test(net_zmq, an_event_too_large_for_any_payload_is_refused)
+{
+    enum { T = 1000000 };
+    pf_zpub *p = open_pub(1);
+    uint32_t *tok = token_ids(T, 100000);
+    const uint64_t a = 1;
+    cr_expect_eq(pf_zpub_stored(p, &a, 1, NULL, tok, T, 16), PF_ERR_ARG);
+    cr_expect_eq(pf_zpub_pending(p), 0);
+    free(tok);
+    pf_zpub_close(p);
+}
+
+/* ---- zpub: an oversized replay request ------------------------------------ */
+
+/* The ROUTER replay socket took inbound messages of any size: a peer (the
+ * sockets bind every interface by default) could make the publisher buffer
+ * a frame as large as it cared to send. A request is [b"", 8 bytes]; one
+ * whose frame is 8 MiB must be refused by libzmq (ZMQ_MAXMSGSIZE), never
+ * reach pf_zpub_service. */
+Test(net_zmq, an_oversized_replay_request_is_not_taken_in)
+{
+    pf_zpub *p = open_pub(1);
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    cr_assert_eq(zmq_connect(d, pf_zpub_replay_endpoint(p)), 0);
+    size_t big = 8u << 20;
+    char *junk = calloc(1, big);
+    cr_assert(junk);
+    uint8_t start[8] = {0};
+    zmq_send(d, junk, big, ZMQ_SNDMORE);
+    zmq_send(d, start, 8, 0);
+    free(junk);
+    int answered = 0;
+    for (int t = 0; t < 100; t++)
+        answered += pf_zpub_service(p, 10);
+    /* a proper request is still answered (on a fresh connection) */
+    void *d2 = zmq_socket(ctx, ZMQ_DEALER);
+    zmq_setsockopt(d2, ZMQ_LINGER, &linger, sizeof linger);
+    cr_assert_eq(zmq_connect(d2, pf_zpub_replay_endpoint(p)), 0);
+    zmq_send(d2, "", 0, ZMQ_SNDMORE);
+    zmq_send(d2, start, 8, 0);
+    int good = 0;
+    for (int t = 0; t < 300 && !good; t++)
+        good = pf_zpub_service(p, 10);
+    zmq_close(d);
+    zmq_close(d2);
+    zmq_ctx_term(ctx);
+    pf_zpub_close(p);
+    cr_expect_eq(answered, 0, "an 8 MiB replay request was read and answered");
+    cr_expect_eq(good, 1);
+}
+
+/* ---- zsub: a replay reply of more than three frames ------------------------ */
+
+typedef struct {
+    raw_sock router;
+    atomic_int stop;
+} bad_replayer;
+
+/* Answers one replay request with a 4-frame reply (malformed), then the end
+ * marker. */
+static void *serve_bad_replay(void *arg)
+{
+    bad_replayer *b = arg;
+    int to = 50;
+    zmq_setsockopt(b->router.sock, ZMQ_RCVTIMEO, &to, sizeof to);
+    while (!atomic_load(&b->stop)) {
+        zmq_msg_t id;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, b->router.sock, 0) < 0) {
+            zmq_msg_close(&id);
+            continue;
+        }
+        while (zmq_msg_more(&id)) { /* the rest of the request */
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            zmq_msg_recv(&m, b->router.sock, 0);
+            int more = zmq_msg_more(&m);
+            zmq_msg_close(&m);
+            if (!more)
+                break;
+        }
+        uint8_t sb[8];
+        put_seq(sb, 1);
+        zmq_send(b->router.sock, zmq_msg_data(&id), zmq_msg_size(&id), ZMQ_SNDMORE);
+        zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
+        zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
+        zmq_send(b->router.sock, "x", 1, ZMQ_SNDMORE);
+        zmq_send(b->router.sock, "extra", 5, 0);
+        memset(sb, 0xff, sizeof sb);
+        zmq_send(b->router.sock, zmq_msg_data(&id), zmq_msg_size(&id), ZMQ_SNDMORE);
+        zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
+        zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
+        zmq_send(b->router.sock, "", 0, 0);
+        zmq_msg_close(&id);
+    }
+    return NULL;
+}
+
+/* Every malformed message is a message: the live path counts both, the
+ * replay path counted only the malformed one, so malformed could pass
+ * messages. */
+Test(net_zmq, a_malformed_replay_reply_is_counted_as_a_message)
+{
+    raw_sock rp;
+    raw_open(&rp, ZMQ_PUB);
+    bad_replayer br = {0};
+    raw_open(&br.router, ZMQ_ROUTER);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, serve_bad_replay, &br), 0);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = rp.ep;
+    sc.replay_endpoint = br.router.ep;
+    pf_zsub *sub = NULL;
+    cr_assert_eq(pf_zsub_open(&sc, &sub, NULL), 0);
+    seen s = {0};
+    cr_assert(raw_warm_up(&rp, 0, sub, &s), "the subscription never went live");
+    raw_send(&rp, 2, 7); /* seq 1 missing: a replay */
+    int got = poll_for_hash(sub, &s, 7, 5000);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    atomic_store(&br.stop, 1);
+    pthread_join(th, NULL);
+    raw_close(&br.router);
+    raw_close(&rp);
+    cr_assert(got);
+    cr_expect_eq(st.replays, 1);
+    cr_expect_eq(st.malformed, 1);
+    /* warm-up messages (>= 1), the 4-frame reply, the end marker, seq 2 */
+    cr_expect_eq(st.messages, st.batches + st.duplicates + st.malformed + 1,
+                 "messages %llu, batches %llu, duplicates %llu, malformed %llu",
+                 (unsigned long long)st.messages, (unsigned long long)st.batches,
+                 (unsigned long long)st.duplicates, (unsigned long long)st.malformed);
 }

@@ -279,9 +279,7 @@ Test(sim_fail, stop_applies_a_pending_thread_count)
     pf_sim_params p;
     params(&p, PF_ENGINE_THREADED, 2);
     p.tick_us = 100;
-    char err[256];
-    pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
-    cr_assert_not_null(s, "create: %s", err);
+    pf_sim *s = make(&p, &j);
     cr_assert_eq(pf_sim_set_paused(s, 1), PF_OK);
     cr_assert_eq(pf_sim_start(s), PF_OK);
     cr_assert_eq(pf_sim_set_threads(s, 4), PF_OK);
@@ -316,9 +314,7 @@ Test(sim_fail, failed_landing_keeps_decode_totals)
     pf_sim_params p;
     params(&p, PF_ENGINE_DETERMINISTIC, 1);
     p.cfg.block_size = 1;
-    char err[256];
-    pf_sim *s = pf_sim_create(&p, &j, err, sizeof err);
-    cr_assert_not_null(s, "create: %s", err);
+    pf_sim *s = make(&p, &j);
     cr_assert_eq(pf_sim_step(s), 0); /* the prompt: now decoding */
     cr_assert_eq(pf_sim_check(s), PF_OK);
     atomic_store(&fail_frames, 1);
