@@ -238,6 +238,8 @@ static int params_ok(const pf_sched_params *p, int pool_frames, char *err, size_
         BAD("unknown preemption mode %d", (int)p->preempt);
     if (p->swap_host_blocks < 0 || p->stall_limit < 0 || p->pingpong_window < 0)
         BAD("swap blocks, stall limit and ping-pong window must be >= 0");
+    if (p->stall_limit > PF_SCHED_STALL_LIMIT_MAX)
+        BAD("stall limit must be at most %d, got %d", PF_SCHED_STALL_LIMIT_MAX, p->stall_limit);
     if (pool_frames < 1)
         BAD("the pool needs at least one frame, got %d", pool_frames);
     if (!(p->slo_ttft_s >= 0.0 && p->slo_tpot_s >= 0.0) || isinf(p->slo_ttft_s) ||

@@ -81,13 +81,20 @@ typedef struct {
     pf_victim_policy victim;    /* vLLM's is PF_VICTIM_NEWEST                         */
     pf_preempt_mode preempt;    /* recompute (vLLM V1's only mode) or swap            */
     int swap_host_blocks;       /* host swap pool, frames                             */
-    int stall_limit;            /* seed rules: steps a faulting request stalls        */
+    int stall_limit;            /* seed rules: steps a faulting request stalls
+                                   (0..PF_SCHED_STALL_LIMIT_MAX)                       */
     int pingpong_window;        /* steps: preempted again this soon after readmission */
     int always_walk;            /* tests: never take the fast plan (same results)     */
     double slo_ttft_s, slo_tpot_s; /* latency objectives (0: none), sim/metrics.h    */
     int prefix_caching;         /* vLLM's --enable-prefix-caching (sim/prefix.h)       */
     uint64_t token_seed;        /* synthetic token ids (pf_token_at)                  */
 } pf_sched_params;
+
+/* The longest stall the seed's rules take: a request's stall count must
+ * never reach INT_MAX (it grows by one a step, and by the skipped steps
+ * when every running request stalls), and a million steps of stalling is
+ * already far past any run the seed describes (its limit is 4). */
+#define PF_SCHED_STALL_LIMIT_MAX 1000000
 
 /* vLLM's defaults for a >= 70 GiB GPU serving the OpenAI API (vLLM 0.8-0.11,
  * EngineArgs._set_default_args_v1): 8192 batched tokens, 1024 sequences,

@@ -95,8 +95,8 @@ static int params_check(const pf_sim_params *p, char *err, size_t errlen)
         BAD("tick must be in [0, 10000000] us, got %d", p->tick_us);
     if (p->pingpong_window < 0)
         BAD("ping-pong window must be >= 0, got %d", p->pingpong_window);
-    if (p->stall_limit < 0)
-        BAD("stall limit must be >= 0, got %d", p->stall_limit);
+    if (p->stall_limit < 0 || p->stall_limit > PF_SCHED_STALL_LIMIT_MAX)
+        BAD("stall limit must be in [0, %d], got %d", PF_SCHED_STALL_LIMIT_MAX, p->stall_limit);
     if (!(p->slo_ttft_s >= 0.0) || !(p->slo_tpot_s >= 0.0) || isinf(p->slo_ttft_s) ||
         isinf(p->slo_tpot_s))
         BAD("SLO targets must be finite and >= 0 seconds");

@@ -11,6 +11,7 @@
  * Workloads are small (max-len 512, pool 256 blocks) where they can be, so
  * the suite stays fast under the sanitizers. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1039,6 +1040,16 @@ Test(sim_engine, bad_parameters_refused)
     small_params(&p);
     p.max_num_batched_tokens = 0;
     cr_assert_null(pf_sim_create(&p, &j, NULL, 0));
+    /* a stall count near INT_MAX would overflow (sim/sched.h) */
+    small_params(&p);
+    p.stall_limit = PF_SCHED_STALL_LIMIT_MAX + 1;
+    char why[160] = "";
+    cr_assert_null(pf_sim_create(&p, &j, why, sizeof why));
+    cr_assert(strstr(why, "stall limit") != NULL, "%s", why);
+    p.stall_limit = INT_MAX;
+    cr_assert_null(pf_sim_create(&p, &j, NULL, 0));
+    p.stall_limit = PF_SCHED_STALL_LIMIT_MAX;
+    pf_sim_destroy(make_sim(&p, &j));
     small_params(&p);
     pf_sim *s = make_sim(&p, &j);
     cr_assert_eq(pf_sim_set_watermark(s, -0.1), PF_ERR_ARG);

@@ -9,6 +9,7 @@
 #include "core/err.h"
 #include "core/workload.h"
 #include "sim/crew.h"
+#include "sim/sched.h" /* PF_SCHED_STALL_LIMIT_MAX */
 
 /* Choice tables of the presets' names, filled once from core/config and
  * sim/cost (their lists are static, so the names outlive every use). */
@@ -103,7 +104,7 @@ int pf_simflags_opts(pf_simflags *f, pf_opt *opts, int with_mode)
         {"n", PF_OPT_INT, &f->n, 1, 64, NULL, "K", "parallel samples per request (fork)", 0},
         {"policy", PF_OPT_CHOICE, &f->policy, 0, 0, pf_victim_names, NULL, "victim of a page fault", 0},
         {"preempt", PF_OPT_CHOICE, &f->preempt, 0, 0, pf_preempt_names, NULL, "preemption mode", 0},
-        {"stall-limit", PF_OPT_INT, &p->stall_limit, 0, 1000000, NULL, "N",
+        {"stall-limit", PF_OPT_INT, &p->stall_limit, 0, PF_SCHED_STALL_LIMIT_MAX, NULL, "N",
          "seed rules: steps a faulting sequence stalls before a victim is preempted", 0},
         {"swap-blocks", PF_OPT_INT, &p->swap_host_blocks, 0, 1 << 30, NULL, "N",
          "host swap capacity in blocks", 0},
