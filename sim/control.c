@@ -134,8 +134,12 @@ int pf_sim_single_step(pf_sim *sim)
         return PF_ERR_ARG;
     pf_sim__lock(sim);
     int rc = PF_OK;
-    if (!sim->running)
-        rc = pf_sim__step_locked(sim) < 0 ? PF_ERR_RANGE : PF_OK;
+    if (!sim->running) {
+        /* the step's own error: PF_ERR_RANGE for a livelock, PF_ERR_NOMEM
+         * when memory ran out */
+        const int st = pf_sim__step_locked(sim);
+        rc = st < 0 ? st : PF_OK;
+    }
     else if (!sim->paused)
         rc = PF_ERR_ARG;
     else {

@@ -319,7 +319,8 @@ int pf_sim_set_policy(pf_sim *sim, pf_victim_policy policy);
 int pf_sim_set_preempt(pf_sim *sim, pf_preempt_mode mode);
 int pf_sim_set_mode(pf_sim *sim, pf_sim_mode mode); /* implies reset */
 int pf_sim_set_paused(pf_sim *sim, int paused); /* live mode; pf_sim_run ignores it */
-int pf_sim_single_step(pf_sim *sim);               /* while paused: one step */
+int pf_sim_single_step(pf_sim *sim);               /* while paused: one step (with no
+                                                       driver, now: the step's error) */
 int pf_sim_set_tick_us(pf_sim *sim, int tick_us);  /* speed */
 int pf_sim_reset(pf_sim *sim);                      /* same jobs from the start */
 void pf_sim_get_params(pf_sim *sim, pf_sim_params *out);
