@@ -37,6 +37,11 @@ ISSUE9="--watermark auto --enable-prefix-caching --shared-prefix-tokens 64 --pre
 head -1 "$TMP/sim.csv" | grep -q '^watermark,mode,' || fail "sweep column first: $(head -1 "$TMP/sim.csv")"
 head -1 "$TMP/sim.csv" | grep -q 'config\.watermark' && fail "swept watermark also in config"
 head -1 "$TMP/sim1.csv" | grep -q ',config\.watermark,' || fail "config.watermark without a sweep"
+# a swept keyword (watermark=auto) is not the number 0: the auto point's
+# rows read "0", the same as the watermark=0 point's beside them
+"$BIN" sim $SIM --sweep watermark=auto,0 --format csv >"$TMP/simauto.csv" 2>/dev/null || fail "sim csv, watermark=auto swept"
+first=$(sed -n 2p "$TMP/simauto.csv" | cut -d, -f1)
+[ "$first" != "0" ] || fail "--sweep watermark=auto reported as watermark 0 in csv"
 
 # A trace through a pipe, swept: read once, parsed for each point.
 TRACE='arrival,prompt,output\n0,100,50\n3,30,20\n5,900,40\n9,10,10\n'

@@ -169,6 +169,12 @@ grep -q -- '--pool-blocks 10 cannot hold one naive reservation: --max-len 100000
 "$BIN" --headless --ticks 5 --record /nonexistent-dir/x.pfrec >/dev/null 2>"$TMP/err"
 [ $? -eq 2 ] || fail "--record to an unwritable path: want exit 2"
 grep -q "cannot write" "$TMP/err" || fail "--record to an unwritable path: $(cat "$TMP/err")"
+# a live --record that fails before it starts (here: no terminal) must
+# leave an existing recording alone; it was truncated to a bare header
+printf 'an earlier recording\n' >"$TMP/old.pfrec"
+"$BIN" --jobs 4 --record "$TMP/old.pfrec" </dev/null >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] || fail "live --record without a terminal: want exit 2"
+grep -q 'an earlier recording' "$TMP/old.pfrec" || fail "live --record without a terminal clobbered the file"
 
 # --gpu with no usable GPU: the frame says why, stderr says so in bench's
 # words and the status is bench's (3); with a GPU the pass runs (status 0)

@@ -95,6 +95,66 @@ Test(cells, invalid_utf8_and_controls_become_visible)
     pf_cells_free(&b);
 }
 
+/* C1 controls (U+0080..U+009F) are controls too: U+009B is CSI, which a
+ * terminal may act on. They were drawn as they came. */
+Test(cells, c1_controls_become_blanks)
+{
+    pf_cells b = {0, 0, NULL};
+    cr_assert_eq(pf_cells_resize(&b, 8, 1), 0);
+    pf_cells_text(&b, 0, 0, -1, 0, 0, "a\xc2\x9b" "2J\xc2\x85z");
+    cr_assert_eq(pf_cells_at(&b, 0, 0)->ch, 'a');
+    cr_assert_eq(pf_cells_at(&b, 1, 0)->ch, ' ', "U+009B drawn as 0x%x", pf_cells_at(&b, 1, 0)->ch);
+    cr_assert_eq(pf_cells_at(&b, 4, 0)->ch, ' ', "U+0085 drawn as 0x%x", pf_cells_at(&b, 4, 0)->ch);
+    cr_assert_eq(pf_cells_at(&b, 5, 0)->ch, 'z');
+    pf_cells_free(&b);
+}
+
+/* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not
+ * UTF-8: each was decoded to a code point (an overlong "\xc0\xaf" to '/',
+ * a surrogate that the headless dump then wrote out as invalid UTF-8). */
+Test(cells, invalid_utf8_decodes_to_question_mark)
+{
+    static const char *const bad[] = {"\xc0\xaf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xed\xa0\x80",
+                                      "\xf4\x90\x80\x80", "\xf7\xbf\xbf\xbf"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint32_t cp = 0;
+        int n = pf_utf8_decode(bad[i], &cp);
+        cr_assert_eq(cp, '?', "case %zu decoded to U+%04X", i, cp);
+        cr_assert_eq(n, 1, "case %zu used %d bytes", i, n);
+    }
+    /* the valid neighbours still decode */
+    uint32_t cp;
+    cr_assert_eq(pf_utf8_decode("\xc2\x80", &cp), 2);
+    cr_assert_eq(cp, 0x80u);
+    cr_assert_eq(pf_utf8_decode("\xed\x9f\xbf", &cp), 3);
+    cr_assert_eq(cp, 0xD7FFu);
+    cr_assert_eq(pf_utf8_decode("\xf4\x8f\xbf\xbf", &cp), 4);
+    cr_assert_eq(cp, 0x10FFFFu);
+}
+
+/* A needle longer than 256 code points was cut to its first 256, so text
+ * that is not on the screen was "found". */
+Test(cells, find_matches_the_whole_needle)
+{
+    pf_cells b = {0, 0, NULL};
+    cr_assert_eq(pf_cells_resize(&b, 400, 1), 0);
+    char row[401], needle[302];
+    memset(row, 'a', 400);
+    row[400] = 0;
+    pf_cells_text(&b, 0, 0, -1, 0, 0, row);
+    memset(needle, 'a', 300);
+    needle[300] = 'b';
+    needle[301] = 0;
+    cr_assert_eq(pf_cells_find(&b, needle, NULL, NULL), 0);
+    needle[300] = 0; /* 300 a's are there */
+    int x = -1, y = -1;
+    cr_assert_eq(pf_cells_find(&b, needle, &x, &y), 1);
+    cr_assert_eq(x, 0);
+    cr_assert_eq(y, 0);
+    cr_assert_eq(pf_cells_find(&b, "", NULL, NULL), 0);
+    pf_cells_free(&b);
+}
+
 /* ---- grid ------------------------------------------------------------------- */
 
 Test(grid, owner_colours_stable_and_distinct)

@@ -90,6 +90,14 @@ int pf_utf8_decode(const char *s, uint32_t *cp)
         }
         v = (v << 6) | (u[i] & 0x3F);
     }
+    /* well-formed bytes that are still not UTF-8: an overlong form (it
+     * hides '/' or ESC), a UTF-16 surrogate, or past U+10FFFF (the dump
+     * would write them back out as invalid UTF-8) */
+    static const uint32_t min_of[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < min_of[n] || (v >= 0xD800 && v <= 0xDFFF) || v > 0x10FFFF) {
+        *cp = '?';
+        return 1;
+    }
     *cp = v;
     return n;
 }
@@ -128,8 +136,8 @@ int pf_cells_text(pf_cells *b, int x, int y, int maxw, uint8_t color, uint8_t at
     while (*p && col < maxw) {
         uint32_t cp;
         p += pf_utf8_decode(p, &cp);
-        if (cp < 0x20 || cp == 0x7F)
-            cp = ' '; /* control characters never reach the terminal */
+        if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))
+            cp = ' '; /* control characters (C0, DEL, C1) never reach the terminal */
         pf_cells_put(b, x + col, y, cp, color, attr);
         col++;
     }
@@ -174,20 +182,22 @@ int pf_cells_row_text(const pf_cells *b, int y, char *out, size_t cap)
 
 int pf_cells_find(const pf_cells *b, const char *utf8, int *x, int *y)
 {
-    /* Decode the needle once, then a naive scan per row: screens are small. */
-    uint32_t needle[256];
-    int n = 0;
-    const char *p = utf8;
-    while (*p && n < 256)
-        p += pf_utf8_decode(p, &needle[n++]);
-    if (!n)
+    /* A naive scan per row, the needle decoded as it is compared: screens
+     * are small, and a copy of it into a fixed array cut long needles
+     * short (a false match). */
+    if (!utf8[0])
         return 0;
     for (int r = 0; r < b->h; r++)
-        for (int c = 0; c + n <= b->w; c++) {
-            int i = 0;
-            while (i < n && b->cells[(size_t)r * (size_t)b->w + (size_t)(c + i)].ch == needle[i])
+        for (int c = 0; c < b->w; c++) {
+            const char *p = utf8;
+            int i = 0, ok = 1;
+            while (ok && *p) {
+                uint32_t cp;
+                p += pf_utf8_decode(p, &cp);
+                ok = c + i < b->w && b->cells[(size_t)r * (size_t)b->w + (size_t)(c + i)].ch == cp;
                 i++;
-            if (i == n) {
+            }
+            if (ok) {
                 if (x)
                     *x = c;
                 if (y)

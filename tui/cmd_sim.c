@@ -249,10 +249,20 @@ static const char *const kv_labels[] = {
 #define NLAT (int)(sizeof lat_keys / sizeof lat_keys[0])
 #define NKV (int)(sizeof kv_keys / sizeof kv_keys[0])
 
+/* The swept value as typed. A keyword (watermark=auto) is no number: NaN
+ * (JSON null), not the 0 strtod gives, which read as a swept watermark
+ * of 0 beside the real one. */
+static void sweep_cell(pf_report *r, const char *sweep_val)
+{
+    char *end;
+    double v = strtod(sweep_val, &end);
+    pf_report_cell_num_text(r, end != sweep_val && !*end ? v : NAN, sweep_val);
+}
+
 static void cell_lead(pf_report *r, const char *sweep_val, const char *mode)
 {
     if (sweep_val)
-        pf_report_cell_num_text(r, strtod(sweep_val, NULL), sweep_val);
+        sweep_cell(r, sweep_val);
     pf_report_cell_str(r, mode);
 }
 
@@ -668,7 +678,7 @@ static void report_decisions(pf_report *r, const sweep_point *pts, int npoints, 
             const pf_event *e = &pts[k].dec.ev[i];
             double nw = e->frames / 1000.0;
             if (sp->n)
-                pf_report_cell_num_text(r, strtod(pts[k].val, NULL), pts[k].val);
+                sweep_cell(r, pts[k].val);
             pf_report_cell_num(r, e->time, "%.2f");
             pf_report_cell_num(r, nw, "%.3f");
             pf_report_cell_num(r, e->seq / 1000.0, "%.3f");

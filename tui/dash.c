@@ -598,6 +598,20 @@ typedef struct {
     double next_frame; /* the next frame's deadline */
 } dash_live;
 
+/* --record's file, truncated, with its header. 0, or -1 with a line in
+ * err. */
+static int dash_record_open(dash_opts *o, char *err, size_t errlen)
+{
+    o->rec = fopen(o->record, "wb");
+    if (o->rec && pf_record_begin(o->rec) == 0)
+        return 0;
+    snprintf(err, errlen, "--record: cannot write '%s'", o->record);
+    if (o->rec)
+        fclose(o->rec);
+    o->rec = NULL;
+    return -1;
+}
+
 /* Start everything: the publishers (bound before the terminal is taken, so
  * that a bind failure is one clear line), the terminal, the naive baseline
  * (start_phase), the simulator and the control bridge. Returns -1 when all
@@ -624,6 +638,11 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
         }
     }
     if (pf_term_open(o->look.no_color, err, sizeof err) != 0) {
+        fprintf(stderr, "pagefault: %s\n", err);
+        return 2;
+    }
+    if (o->record && dash_record_open(o, err, sizeof err) != 0) {
+        pf_term_close();
         fprintf(stderr, "pagefault: %s\n", err);
         return 2;
     }
@@ -1012,13 +1031,13 @@ static int dash_check(const char *prog, dash_opts *o, pf_opt *opts)
 static pf_sim *dash_prepare(dash_opts *o, pf_jobs *jobs, int *status)
 {
     pf_sim *sim = make_sim(o, jobs, status); /* checks every parameter before a terminal opens */
-    if (sim && o->record) {
-        o->rec = fopen(o->record, "wb");
-        if (!o->rec || pf_record_begin(o->rec) != 0) {
-            fprintf(stderr, "pagefault: --record: cannot write '%s'\n", o->record);
-            if (o->rec)
-                fclose(o->rec);
-            o->rec = NULL;
+    /* live, the file is opened once the terminal is taken (live_open):
+     * "wb" truncates, and a start that fails there left an earlier
+     * recording cut to a bare header */
+    if (sim && o->record && o->headless) {
+        char err[320];
+        if (dash_record_open(o, err, sizeof err) != 0) {
+            fprintf(stderr, "pagefault: %s\n", err);
             pf_sim_destroy(sim);
             sim = NULL;
             *status = 2;
