@@ -52,6 +52,15 @@ int pf_mem_account(const int *lens, int n, int block_size, int max_seq_len,
     return PF_OK;
 }
 
+/* floor(budget / per_seq) as a count: any finite budget is accepted, and a
+ * quotient of 2^63 or more has no int64 (converting it is undefined; x86
+ * gives INT64_MIN), so it saturates at INT64_MAX. */
+static int64_t seqs_in(double budget, double per_seq)
+{
+    double q = floor(budget / per_seq);
+    return q >= 9223372036854775808.0 ? INT64_MAX : (int64_t)q;
+}
+
 int pf_mem_fit_budget(size_t bytes_per_token, double budget_bytes, int max_len, int mean_len,
                       int block_size, pf_mem_budget *out)
 {
@@ -70,8 +79,8 @@ int pf_mem_fit_budget(size_t bytes_per_token, double budget_bytes, int max_len, 
     double naive_seq = (double)max_len * (double)bytes_per_token;
     double paged_seq = (double)blocks_for(mean_len, block_size) * block_size *
                        (double)bytes_per_token;
-    out->naive_seqs = (int64_t)floor(budget_bytes / naive_seq);
-    out->paged_seqs = (int64_t)floor(budget_bytes / paged_seq);
+    out->naive_seqs = seqs_in(budget_bytes, naive_seq);
+    out->paged_seqs = seqs_in(budget_bytes, paged_seq);
     /* 0 when not even one naive sequence fits (no finite ratio; JSON has no inf). */
     out->ratio = out->naive_seqs > 0 ? (double)out->paged_seqs / (double)out->naive_seqs : 0.0;
     return PF_OK;

@@ -43,8 +43,8 @@ typedef struct {
     size_t bytes_per_token;
     double budget_bytes;
     int max_len, mean_len, block_size;
-    int64_t naive_seqs;    /* floor(budget / (max_len * bpt))                 */
-    int64_t paged_seqs;    /* floor(budget / (ceil(mean/B) * B * bpt))        */
+    int64_t naive_seqs;    /* floor(budget / (max_len * bpt)), at most INT64_MAX */
+    int64_t paged_seqs;    /* floor(budget / (ceil(mean/B) * B * bpt)), likewise */
     double ratio;          /* paged / naive                                   */
 } pf_mem_budget;
 

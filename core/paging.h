@@ -39,16 +39,20 @@ static inline PF_HD int pf_page_offset(int token, int block_size)
     return token % block_size;
 }
 
-/* number of blocks needed to hold len tokens: ceil(len / B) */
+/* number of blocks needed to hold len tokens: ceil(len / B). Quotient plus
+ * a partial block, not (len + B - 1) / B: that sum overflows int for
+ * lengths within B of INT_MAX, and the result is an int that fits. */
 static inline PF_HD int pf_page_blocks_for(int len, int block_size)
 {
-    return (len + block_size - 1) / block_size;
+    return len / block_size + (len % block_size > 0);
 }
 
-/* tokens wasted in the last block of a sequence of len tokens */
+/* tokens wasted in the last block of a sequence of len tokens; from the
+ * remainder, since blocks * B itself may pass INT_MAX */
 static inline PF_HD int pf_page_tail_waste(int len, int block_size)
 {
-    return pf_page_blocks_for(len, block_size) * block_size - len;
+    int rem = len % block_size;
+    return rem > 0 ? block_size - rem : 0;
 }
 
 /* token -> pool slot (frame * B + offset): the page-table walk. */

@@ -3,6 +3,7 @@
  * its value, paged equals contiguous bitwise on a shuffled pool (GQA), and
  * the float version is within 1e-5 of the double-precision ground truth. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,4 +204,15 @@ Test(attn, bad_arguments)
     cr_assert_eq(pf_attn_ref_paged(&ok, q, k, v, NULL, 1, 4, out), PF_ERR_ARG);
     table[0] = -1;
     cr_assert_eq(pf_attn_ref_paged(&ok, q, k, v, table, 1, 4, out), PF_ERR_RANGE);
+}
+
+/* The paged reference checks the block table before reading the pool; with
+ * the overflow the check ran over no block at all and a -1 frame was used
+ * as an index (a read far before the pool: a crash). */
+Test(attn, attn_paged_checks_table_at_int_max_len)
+{
+    pf_attn_shape s = {1, 1, 1, 0.0f};
+    float q[1] = {1.0f}, k[1] = {0.0f}, v[1] = {0.0f}, out[1];
+    int table[1] = {-1};
+    cr_assert_eq(pf_attn_ref_paged(&s, q, k, v, table, INT_MAX, 2, out), PF_ERR_RANGE);
 }

@@ -2,6 +2,7 @@
  * (core/config.h): the worked example, the seed's configuration, the
  * Llama-3-70B budget, fragmentation near (B-1)/2 for uniform lengths. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <math.h>
 
 #include "core/config.h"
@@ -183,4 +184,22 @@ Test(memory, seed_workload_is_consistent)
     cr_assert_eq(r.paged_reserved_tokens - r.tokens, r.frag_tokens);
     cr_assert_float_eq(r.naive_bytes, 32.0 * 2048 * 512, 1e-3); /* 33.55 MB, as the seed */
     cr_assert_leq(r.blocks, 4096, "fits the seed's pool");
+}
+
+/* Any finite positive budget is accepted; one whose count exceeds int64
+ * converted the quotient out of range (undefined; INT64_MIN on x86, a
+ * negative number of sequences). The counts saturate at INT64_MAX. */
+Test(memory, fit_budget_huge_budget_saturates)
+{
+    pf_mem_budget b;
+    cr_assert_eq(pf_mem_fit_budget(1, 1e300, 1, 1, 1, &b), PF_OK);
+    cr_assert_eq(b.naive_seqs, INT64_MAX);
+    cr_assert_eq(b.paged_seqs, INT64_MAX);
+    cr_assert_float_eq(b.ratio, 1.0, 1e-12);
+    /* exactly 2^63 is one past INT64_MAX as well */
+    cr_assert_eq(pf_mem_fit_budget(1, 9223372036854775808.0, 1, 1, 1, &b), PF_OK);
+    cr_assert_eq(b.naive_seqs, INT64_MAX);
+    /* below the bound the count stays exact */
+    cr_assert_eq(pf_mem_fit_budget(2, 1e18, 1, 1, 1, &b), PF_OK);
+    cr_assert_eq(b.naive_seqs, 500000000000000000LL);
 }

@@ -2,6 +2,7 @@
  * hand-calculated addresses, and no two tokens of several sequences that
  * share one pool ever map to the same slot. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "core/err.h"
@@ -102,4 +103,24 @@ Test(paging, no_two_tokens_share_a_slot)
     free(slot_seen);
     free(elem_seen);
     pf_pool_destroy(p);
+}
+
+/* len + B - 1 overflowed int for lengths within B of INT_MAX: the block
+ * count came out negative and the tail waste wrong. */
+Test(paging, blocks_for_near_int_max)
+{
+    volatile int len = INT_MAX; /* volatile: no constant folding of the UB */
+    cr_assert_eq(pf_page_blocks_for(len, 16), 134217728); /* ceil((2^31 - 1) / 16) */
+    cr_assert_eq(pf_page_blocks_for(len, 1), INT_MAX);
+    cr_assert_eq(pf_page_blocks_for(len, INT_MAX), 1);
+    cr_assert_eq(pf_page_blocks_for(len, 2), 1 << 30);
+    cr_assert_eq(pf_page_blocks_for(len - 1, 2), (1 << 30) - 1);
+    cr_assert_eq(pf_page_tail_waste(len, 16), 1); /* 2^31 - (2^31 - 1) */
+    cr_assert_eq(pf_page_tail_waste(len, 1), 0);
+    cr_assert_eq(pf_page_tail_waste(len, 65536), 1);
+    /* the small cases keep their values, 0 tokens included */
+    cr_assert_eq(pf_page_blocks_for(0, 16), 0);
+    cr_assert_eq(pf_page_tail_waste(0, 16), 0);
+    cr_assert_eq(pf_page_blocks_for(17, 16), 2);
+    cr_assert_eq(pf_page_tail_waste(17, 16), 15);
 }
