@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/zsub.h" /* PF_ZSUB_MAX_RANKS (the header only: no libzmq) */
+
 /* ---- a u64 -> u32 map: open addressing, linear probing -------------------
  *
  * Deletion shifts later entries of the same probe run back into the hole
@@ -112,7 +114,7 @@ static void map_clear(map_t *m)
 
 /* ---- the model --------------------------------------------------------- */
 
-#define ATTACH_SOCKETS 64 /* the subscriber's ranks (PF_ZSUB_MAX_RANKS) */
+#define ATTACH_SOCKETS PF_ZSUB_MAX_RANKS /* the subscriber's sockets, a rank each */
 
 struct pf_attach {
     uint32_t max_blocks;

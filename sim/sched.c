@@ -1310,6 +1310,14 @@ int pf_sched_token_src(const pf_sched *s, int i, pf_token_src *out)
     return PF_OK;
 }
 
+/* Shard k's slots, [*lo, *hi): land walks them, and commit again when the
+ * shard's note list fell short. */
+static void shard_slots(const pf_sched *s, int k, int64_t *lo, int64_t *hi)
+{
+    *lo = (int64_t)s->nslots * k / s->nshards;
+    *hi = (int64_t)s->nslots * (k + 1) / s->nshards;
+}
+
 void pf_sched_land(pf_sched *s, int shard)
 {
     if (!s || shard < 0 || shard >= s->nshards)
@@ -1325,8 +1333,8 @@ void pf_sched_land(pf_sched *s, int shard)
     o.nruns = 0;
     o.err = PF_OK;
     o.lost = 0;
-    int64_t lo = (int64_t)s->nslots * shard / s->nshards;
-    int64_t hi = (int64_t)s->nslots * (shard + 1) / s->nshards;
+    int64_t lo, hi;
+    shard_slots(s, shard, &lo, &hi);
     double t = s->t_end;
     for (int64_t k = lo; k < hi; k++) {
         int id = s->slot_req[k];
@@ -1419,8 +1427,8 @@ int pf_sched_commit(pf_sched *s)
              * (slot) order, so nothing is lost, a finish least of all (a
              * finished request left running would be landed again: a
              * token past its output, frames never promised) */
-            int64_t lo = (int64_t)s->nslots * k / s->nshards;
-            int64_t hi = (int64_t)s->nslots * (k + 1) / s->nshards;
+            int64_t lo, hi;
+            shard_slots(s, k, &lo, &hi);
             for (int64_t w = lo; w < hi; w++) {
                 int id = s->slot_req[w];
                 if (id >= 0 && s->r[id].flags)

@@ -641,32 +641,32 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             cp_async_wait<2 * STAGES - 1>();
             __syncwarp(); /* the warp's copies of K_k are visible to all its lanes */
         } else {
-        __syncwarp(); /* every lane is done reading the slot about to be refilled */
-        if (k + STAGES - 1 < mine)
-            issue(k + STAGES - 1, (k + STAGES - 1) % STAGES, 0);
-        if constexpr (TMA) {
-            /* the slot's (k / STAGES)-th fill has landed */
-            mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
-            const int valid = t1 - (t0 + (warp + k * W) * TOK);
-            if (valid < TOK) {
-                /* the chunk's last tile: its rows past the end were copied
-                 * as the memory holds them. Their scores are masked below,
-                 * but P = 0 times V = NaN is NaN, so V's rows are zeroed
-                 * (cp.async's zero-fill does this in versions 6, 12-14,
-                 * 17 and 18). The fence orders the stores before any later
-                 * copy into the slot; there is none (it is the warp's last
-                 * tile), so it only keeps the order safe if that changes. */
-                uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
-                for (int i = lane; i < (TOK - valid) * CPR; i += 32)
-                    vz[piece(valid + i / CPR, i % CPR)] = make_uint4(0u, 0u, 0u, 0u);
-                fence_proxy_async();
-                __syncwarp();
+            __syncwarp(); /* every lane is done reading the slot about to be refilled */
+            if (k + STAGES - 1 < mine)
+                issue(k + STAGES - 1, (k + STAGES - 1) % STAGES, 0);
+            if constexpr (TMA) {
+                /* the slot's (k / STAGES)-th fill has landed */
+                mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
+                const int valid = t1 - (t0 + (warp + k * W) * TOK);
+                if (valid < TOK) {
+                    /* the chunk's last tile: its rows past the end were copied
+                     * as the memory holds them. Their scores are masked below,
+                     * but P = 0 times V = NaN is NaN, so V's rows are zeroed
+                     * (cp.async's zero-fill does this in versions 6, 12-14,
+                     * 17 and 18). The fence orders the stores before any later
+                     * copy into the slot; there is none (it is the warp's last
+                     * tile), so it only keeps the order safe if that changes. */
+                    uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
+                    for (int i = lane; i < (TOK - valid) * CPR; i += 32)
+                        vz[piece(valid + i / CPR, i % CPR)] = make_uint4(0u, 0u, 0u, 0u);
+                    fence_proxy_async();
+                    __syncwarp();
+                }
+            } else {
+                cp_async_commit();
+                cp_async_wait<STAGES - 1>();
+                __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
             }
-        } else {
-            cp_async_commit();
-            cp_async_wait<STAGES - 1>();
-            __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
-        }
         }
         if (k == 0)
             trace_mark(a, kTrReady);
