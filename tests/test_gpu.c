@@ -317,39 +317,50 @@ Test(gpu, one_term_weights)
         }
 }
 
-/* Version 21 is version 19 with K and V copied as two groups and each half
- * of a stage refilled as soon as it is read: the copies' order changes,
- * not the arithmetic, so its outputs are bitwise version 19's, in both
- * element types, at block sizes whose 8-token tiles are copied at fixed
- * offsets (8: a page a tile; 16) or row by row (10: tiles straddle pages),
- * with sequences that end inside a tile (17, 300: their tails go row by
- * row too) and one of one token. */
+/* Versions 21-24 change how a tile is copied, not its arithmetic: 21 is
+ * version 19 with K and V copied as two groups and each half of a stage
+ * refilled as soon as it is read, 22 is 21 with 3 stages, 23 is 19 with 3
+ * stages, 24 is version 20 with 21's two groups. So their outputs are
+ * bitwise their base's (19 for 21-23, 20 for 24), in both element types,
+ * at block sizes whose tiles are copied at fixed offsets (8: a page an
+ * 8-token tile, two a 16-token one; 16) or row by row (10: tiles straddle
+ * pages), with sequences that end inside a tile (17, 300: their tails go
+ * row by row too) and one of one token. */
 Test(gpu, split_copy_groups_change_no_output)
 {
     int lens[] = {1, 17, 300, 700};
     const pf_gpu_dtype dts[] = {PF_GPU_F16, PF_GPU_BF16};
     const int blocks[] = {8, 10, 16};
-    for (int t = 0; t < 2; t++)
-        for (int b = 0; b < 3; b++) {
-            pf_gpu_bench_cfg cfg = {
-                .num_seqs = 4, .seq_lens = lens, .naive_cap = 700, .num_q_heads = 8,
-                .num_kv_heads = 2, .head_dim = 128, .block_size = blocks[b], .dtype = dts[t],
-                .iters = 2, .seed = 5, .shuffle_seed = 3, .tolerance = 1e-3,
-                .ref_all_heads = 1, .version = 19, .num_rivals = 1, .rivals = {21},
-                .check_only = 1,
-            };
-            pf_gpu_bench_result res;
-            char err[300] = "";
-            const char *dt = pf_gpu_dtype_name(dts[t]);
-            cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
-            cr_assert(res.pass, "%s, B %d: %s", dt, blocks[b], res.failure);
-            const pf_gpu_bench_rival *v = &res.rival[0];
-            cr_assert_eq(v->version, 21);
-            cr_assert_eq(v->max_diff_base, 0.0, "%s, B %d: v21's outputs are v19's", dt,
-                         blocks[b]);
-            cr_assert_eq(v->max_diff_ordered, 0.0);
-            cr_assert_eq(v->max_diff_shuffled, 0.0);
-        }
+    const struct {
+        int base, n, rivals[3];
+    } sets[] = {{19, 3, {21, 22, 23}}, {20, 1, {24}}};
+    for (int k = 0; k < 2; k++)
+        for (int t = 0; t < 2; t++)
+            for (int b = 0; b < 3; b++) {
+                pf_gpu_bench_cfg cfg = {
+                    .num_seqs = 4, .seq_lens = lens, .naive_cap = 700, .num_q_heads = 8,
+                    .num_kv_heads = 2, .head_dim = 128, .block_size = blocks[b],
+                    .dtype = dts[t], .iters = 2, .seed = 5, .shuffle_seed = 3,
+                    .tolerance = 1e-3, .ref_all_heads = 1, .version = sets[k].base,
+                    .num_rivals = sets[k].n, .check_only = 1,
+                };
+                for (int r = 0; r < sets[k].n; r++)
+                    cfg.rivals[r] = sets[k].rivals[r];
+                pf_gpu_bench_result res;
+                char err[300] = "";
+                const char *dt = pf_gpu_dtype_name(dts[t]);
+                cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+                cr_assert(res.pass, "%s, B %d, base v%d: %s", dt, blocks[b], sets[k].base,
+                          res.failure);
+                for (int r = 0; r < sets[k].n; r++) {
+                    const pf_gpu_bench_rival *v = &res.rival[r];
+                    cr_assert_eq(v->version, sets[k].rivals[r]);
+                    cr_assert_eq(v->max_diff_base, 0.0, "%s, B %d: v%d's outputs are v%d's", dt,
+                                 blocks[b], v->version, sets[k].base);
+                    cr_assert_eq(v->max_diff_ordered, 0.0);
+                    cr_assert_eq(v->max_diff_shuffled, 0.0);
+                }
+            }
 }
 
 /* --compare: more versions in one run. Each is planned, checked and timed

@@ -155,6 +155,11 @@ template <typename F> int reserve_for_four(F fn)
  * for the coarser weights (pf_gpu_version_p_eps). fp16 runs 12's and 18's
  * arithmetic unchanged in them. 21: 19 with K and V as two copy groups,
  * each half of a stage refilled as soon as it is read (KVS, mma.cuh).
+ * 22: 21 with 3 stages (48 KB a block, dynamic; still 4 blocks an SM);
+ * 23: 19 with 3 stages (the same 48 KB, one copy group a tile), so 22's
+ * figures separate the stage from the split groups; 24: 20 with KVS
+ * (cuDNN's shape, 2 blocks an SM, loading V while the scores run, as
+ * FlashAttention-2 and cuDNN's kernel do).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
@@ -301,7 +306,10 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     /* pf_gpu_version_one_term_p: the check's allowance follows these two */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
-    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true, true>(); /* 21 */
+    case 21: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true, true>();
+    case 22: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true, true>();
+    case 23: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true>();
+    default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true, true>(); /* 24 */
     }
 }
 

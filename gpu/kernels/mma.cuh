@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-21: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-24: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -328,13 +328,29 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * during the softmax and P V three half tiles (6 KB a warp) are in flight,
  * in the same 32 KB a block and the same registers (ptxas: 122, as
  * version 19). The arithmetic and its order are version 19's, so the
- * outputs are bitwise the same. */
+ * outputs are bitwise the same.
+ *
+ * Versions 22-24: what more bytes in flight a warp buy on the H200. At the
+ * same latency the H200's 4.6 TB/s asks each SM for 1.5 times the bytes in
+ * flight of the H100's 3.1, and only the H200 misses 0.95 (twenty-second
+ * session); version 21 had no lead on an H100, where the memory leaves the
+ * SMs slack. Version 22 is 21 with 3 stages: 48 KB a block (dynamic), still
+ * 4 blocks an SM (4 x 52 KB of the 227), five half tiles (10 KB a warp) in
+ * flight during the arithmetic instead of three. Version 23 is 19 with the
+ * same 3 stages and one copy group a tile (8 KB in flight during the
+ * arithmetic), so 22 against 23 and 19 tells the stage from the split.
+ * Version 24 is 20 (cuDNN's shape: 16-token tiles, 3 stages, 96 KB and 2
+ * blocks an SM) with the split groups, which is how FlashAttention-2 and
+ * cuDNN's decode kernel order a tile: V lands while the scores run. Each
+ * keeps its base version's arithmetic: 22 and 23 are bitwise 19's outputs,
+ * 24 is 20's. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
  * 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma), 19 and
  * 20 (12 and 18 with P1: bf16's P as one term), 21 (19 with KVS: K and V
- * as two copy groups, below): see the comments above.
+ * as two copy groups, below), 22 and 23 (21 and 19 with 3 stages), 24 (20
+ * with KVS): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
@@ -359,7 +375,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!MH || (TOK == 8 && !QUAD), "version 14 is version 12 a warp a head tile");
     static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
-    static_assert(!KVS || (TOK == 8 && !QUAD && !MH && !TMA), "version 21 is version 19's copy");
+    static_assert(!KVS || (!QUAD && !MH && !TMA), "versions 21, 22 and 24 split 19's and 20's copy");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
