@@ -640,6 +640,16 @@ static int enc_write(void *data, const char *buf, size_t len)
     return w->failed ? -1 : 0;
 }
 
+/* A hash a caller built by hand, checked before it is packed: a kind out
+ * of the enum, or bytes of a length past the array (pack_hash copies len
+ * bytes from it), would otherwise be packed as garbage or read past it. */
+static int hash_ok(const pf_kvev_hash *h)
+{
+    if (h->kind == PF_KVEV_HASH_BYTES)
+        return h->len >= 1 && h->len <= PF_KVEV_HASH_BYTES_MAX;
+    return h->kind <= PF_KVEV_HASH_INT;
+}
+
 int pf_kvev_encode(const pf_kvev_batch *b, int array_like, char **out, size_t *out_len)
 {
     if (!b || !out || !out_len || (b->n_events && !b->events))
@@ -647,8 +657,12 @@ int pf_kvev_encode(const pf_kvev_batch *b, int array_like, char **out, size_t *o
     for (uint32_t i = 0; i < b->n_events; i++) {
         const pf_kvev_event *e = &b->events[i];
         if (e->type < PF_KVEV_STORED || e->type > PF_KVEV_CLEARED ||
-            (e->n_hashes && !e->hashes) || (e->n_tokens && !e->token_ids))
+            (e->n_hashes && !e->hashes) || (e->n_tokens && !e->token_ids) ||
+            !hash_ok(&e->parent))
             return PF_ERR_ARG;
+        for (uint32_t j = 0; j < e->n_hashes; j++)
+            if (!hash_ok(&e->hashes[j]))
+                return PF_ERR_ARG;
     }
     enc_buf w = {0};
     msgpack_sbuffer_init(&w.sb);

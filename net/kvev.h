@@ -119,7 +119,8 @@ void pf_kvev_batch_free(pf_kvev_batch *b);
 
 /* Encode a batch in vLLM's format (array_like 0: maps, as current vLLM;
  * 1: arrays, as older vLLM). *out is malloc'd (caller frees), *out_len its
- * size. Returns 0, PF_ERR_ARG or PF_ERR_NOMEM. */
+ * size. Returns 0, PF_ERR_ARG (also for a hash of a kind out of the enum,
+ * or of bytes with a length outside 1..64) or PF_ERR_NOMEM. */
 int pf_kvev_encode(const pf_kvev_batch *b, int array_like, char **out, size_t *out_len);
 
 /* Helpers for building events (the publisher's side). */

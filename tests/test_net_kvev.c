@@ -339,6 +339,36 @@ Test(net_kvev, structural_errors_are_rejected_with_a_reason)
     cr_expect(strstr(why, "deep") != NULL, "%s", why);
 }
 
+/* A hand-built hash that no decoder makes is refused, not packed: bytes
+ * of a length past the 64-byte array (the packer would read past it), of
+ * length 0, or a kind out of the enum; a parent hash as well as a block's. */
+Test(net_kvev, encode_refuses_malformed_hashes)
+{
+    pf_kvev_batch in;
+    pf_kvev_event ev[3];
+    pf_kvev_hash hs[3];
+    uint32_t tok[4];
+    char *p = NULL;
+    size_t n;
+    for (int c = 0; c < 4; c++) {
+        make_batch(&in, ev, hs, tok);
+        cr_assert_gt(ev[0].n_hashes, 0);
+        pf_kvev_hash *h = c == 3 ? &ev[0].parent : &ev[0].hashes[0];
+        *h = pf_kvev_hash_bytes("abc", 3);
+        if (c == 0 || c == 3)
+            h->len = PF_KVEV_HASH_BYTES_MAX + 1;
+        else if (c == 1)
+            h->len = 0;
+        else
+            h->kind = PF_KVEV_HASH_BYTES + 1;
+        cr_expect_eq(pf_kvev_encode(&in, c & 1, &p, &n), PF_ERR_ARG, "case %d", c);
+        /* the same hash made well is packed */
+        *h = pf_kvev_hash_bytes("abc", 3);
+        cr_assert_eq(pf_kvev_encode(&in, c & 1, &p, &n), 0, "case %d", c);
+        free(p);
+    }
+}
+
 Test(net_kvev, limits_are_enforced)
 {
     pf_kvev_batch in, out;
