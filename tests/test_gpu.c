@@ -280,8 +280,8 @@ Test(gpu, runner_refuses_bad_input)
     cr_assert(strstr(err, "element type -1") != NULL, "%s", err);
 }
 
-/* Versions 19 and 20 are 12 and 18 with bf16's weights fed to P V as one
- * term: in fp16 they run their base's arithmetic (bitwise the same
+/* Versions 19, 20 and 25 are 12, 18 and 13 with bf16's weights fed to P V
+ * as one term: in fp16 they run their base's arithmetic (bitwise the same
  * outputs), in bf16 their own (other outputs, within the allowance for
  * one-term weights: res.pass). Each runs beside its base in one process
  * (--compare), whose naive output max_diff_base is measured against. */
@@ -289,9 +289,9 @@ Test(gpu, one_term_weights)
 {
     int lens[] = {1, 17, 300, 700};
     const pf_gpu_dtype dts[] = {PF_GPU_F16, PF_GPU_BF16};
-    const int pairs[][2] = {{12, 19}, {18, 20}};
+    const int pairs[][2] = {{12, 19}, {18, 20}, {13, 25}};
     for (int t = 0; t < 2; t++)
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < 3; p++) {
             pf_gpu_bench_cfg cfg = {
                 .num_seqs = 4, .seq_lens = lens, .naive_cap = 700, .num_q_heads = 8,
                 .num_kv_heads = 2, .head_dim = 128, .block_size = 16, .dtype = dts[t],

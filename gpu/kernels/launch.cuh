@@ -159,7 +159,8 @@ template <typename F> int reserve_for_four(F fn)
  * 23: 19 with 3 stages (the same 48 KB, one copy group a tile), so 22's
  * figures separate the stage from the split groups; 24: 20 with KVS
  * (cuDNN's shape, 2 blocks an SM, loading V while the scores run, as
- * FlashAttention-2 and cuDNN's kernel do).
+ * FlashAttention-2 and cuDNN's kernel do). 25: 13 with one-term weights
+ * (19's arithmetic without the mma's padding moves).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
@@ -309,7 +310,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 21: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true, true>();
     case 22: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true, true>();
     case 23: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true>();
-    default: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true, true>(); /* 24 */
+    case 24: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true, true>();
+    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true>(); /* 25 */
     }
 }
 

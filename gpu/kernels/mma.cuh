@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-24: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-25: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -343,14 +343,23 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * blocks an SM) with the split groups, which is how FlashAttention-2 and
  * cuDNN's decode kernel order a tile: V lands while the scores run. Each
  * keeps its base version's arithmetic: 22 and 23 are bitwise 19's outputs,
- * 24 is 20's. */
+ * 24 is 20's.
+ *
+ * Version 25: 19's arithmetic with 13's whole quads. Nsight Compute's
+ * source counters (twenty-third session) count 291 warp instructions a
+ * 4 KB piece of K and V in version 19 against 147 in cuDNN's decode
+ * kernel, and the difference is all register moves and zeros (80 against
+ * 3: 54 IMAD.MOV and 13 CS2R a piece, the padding halves of the mma's A
+ * and C) and integer work (123 against 52). Version 13 removed the padding
+ * moves from v12 (ninth session, level with v12 on the H200); 25 does the
+ * same for 19, whose one-term weights already took 8 mma a tile out. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
  * 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma), 19 and
  * 20 (12 and 18 with P1: bf16's P as one term), 21 (19 with KVS: K and V
  * as two copy groups, below), 22 and 23 (21 and 19 with 3 stages), 24 (20
- * with KVS): see the comments above.
+ * with KVS), 25 (13 with P1): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
