@@ -332,7 +332,7 @@ Test(gpu, split_copy_groups_change_no_output)
     const pf_gpu_dtype dts[] = {PF_GPU_F16, PF_GPU_BF16};
     const int blocks[] = {8, 10, 16};
     const struct {
-        int base, n, rivals[3];
+        int base, n, rivals[PF_GPU_BENCH_MAX_RIVALS];
     } sets[] = {{19, 3, {21, 22, 23}}, {20, 1, {24}}};
     for (int k = 0; k < 2; k++)
         for (int t = 0; t < 2; t++)

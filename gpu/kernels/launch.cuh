@@ -304,7 +304,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* pf_gpu_version_one_term_p: the check's allowance follows these two */
+    /* 19-25 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+     * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
     case 21: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true, true>();

@@ -349,8 +349,8 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * source counters (twenty-third session) count 291 warp instructions a
  * 4 KB piece of K and V in version 19 against 147 in cuDNN's decode
  * kernel, and the difference is all register moves and zeros (80 against
- * 3: 54 IMAD.MOV and 13 CS2R a piece, the padding halves of the mma's A
- * and C) and integer work (123 against 52). Version 13 removed the padding
+ * 3: 54 IMAD.MOV and 13 CS2R a piece, which we read as mostly the zeroed
+ * padding halves of the mma's A and C) and integer work (123 against 52). Version 13 removed the padding
  * moves from v12 (ninth session, level with v12 on the H200); 25 does the
  * same for 19, whose one-term weights already took 8 mma a tile out. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
