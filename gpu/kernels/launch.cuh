@@ -160,12 +160,14 @@ template <typename F> int reserve_for_four(F fn)
  * figures separate the stage from the split groups; 24: 20 with KVS
  * (cuDNN's shape, 2 blocks an SM, loading V while the scores run, as
  * FlashAttention-2 and cuDNN's kernel do). 25: 13 with one-term weights
- * (19's arithmetic without the mma's padding moves).
+ * (19's arithmetic without the mma's padding moves). 26: 25 with its
+ * addresses fixed (FIX: padded rows, the stages unrolled; 34 KB a block,
+ * static, 4 blocks an SM).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false>
+          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, bool FIX = false>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
@@ -174,15 +176,16 @@ Kern<T> pick_mma()
         /* one-term weights change bf16's arithmetic only: fp16 gets its
          * base version's kernel itself, not a second copy of it */
         constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
-        constexpr auto fn = attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS>;
-        if constexpr (mma_static(D, STAGES, TOK)) {
+        constexpr auto fn =
+            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX>;
+        if constexpr (mma_static(D, STAGES, TOK, FIX)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
                 return {fn, bytes};
             }
             return {fn, 0};
         } else {
-            constexpr int bytes = v6_smem_bytes(D, STAGES, TOK) + kSmemAlign;
+            constexpr int bytes = v6_smem_bytes(D, STAGES, TOK, FIX) + kSmemAlign;
             static const cudaError_t set = allow_smem(fn, bytes, true);
             (void)set;
             return {fn, bytes};
@@ -304,7 +307,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-25 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-26 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -312,7 +315,8 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 22: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true, true>();
     case 23: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true>();
     case 24: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true, true>();
-    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true>(); /* 25 */
+    case 25: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true>();
+    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, true>(); /* 26 */
     }
 }
 

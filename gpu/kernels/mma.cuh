@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-25: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-26: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -232,25 +232,27 @@ constexpr int kV6Warps = kThreads / 32;
 
 /* The pipeline buffer of versions 6 and 12: per warp STAGES tiles of
  * `tok` rows of K and of V (dynamic shared memory for v6, static for v12,
- * see mma_static). */
-__host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok)
+ * see mma_static); version 26 (fix) pads each row by 16 bytes. */
+__host__ __device__ constexpr int v6_smem_bytes(int D, int stages, int tok, bool fix = false)
 {
-    return kV6Warps * stages * 2 * tok * D * 2;
+    return kV6Warps * stages * 2 * tok * (D * 2 + (fix ? 16 : 0)); /* fix: version 26's pad */
 }
-/* (launched with kSmemAlign bytes more, see smem_align, unless static;
- * versions 15 and 16 with kTmaAlign more, see smem_align) */
-__host__ __device__ constexpr bool mma_static(int D, int stages, int tok)
+/* Static up to version 12's 32 KB and version 26's padded 34 KB, which
+ * with the table cache and Q stay under the 48 KB a block may declare
+ * statically (ptxas: 37-39 KB); else launched with kSmemAlign bytes more,
+ * see smem_align (versions 15 and 16 with kTmaAlign more). */
+__host__ __device__ constexpr bool mma_static(int D, int stages, int tok, bool fix = false)
 {
-    return v6_smem_bytes(D, stages, tok) <= 32 * 1024;
+    return v6_smem_bytes(D, stages, tok, fix) <= 34 * 1024;
 }
 /* Blocks an SM's 227 KB of shared memory holds (the static part, mostly
  * the table cache, counted as 4 KB), at most 4: the register bound asks no
  * more, so the compiler never spills to reach an occupancy the memory
  * forbids (ptxas, sm_90, version 6: 166-208 registers at D = 128, 2
  * blocks; 108-128 at D = 64, 4 blocks; no spills). */
-constexpr int v6_min_blocks(int D, int stages, int tok)
+constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
 {
-    const int fit = 227 * 1024 / (v6_smem_bytes(D, stages, tok) + 4096);
+    const int fit = 227 * 1024 / (v6_smem_bytes(D, stages, tok, fix) + 4096);
     return fit < 4 ? fit : 4;
 }
 
@@ -350,32 +352,51 @@ constexpr int v6_min_blocks(int D, int stages, int tok)
  * 4 KB piece of K and V in version 19 against 147 in cuDNN's decode
  * kernel, and the difference is all register moves and zeros (80 against
  * 3: 54 IMAD.MOV and 13 CS2R a piece, which we read as mostly the zeroed
- * padding halves of the mma's A and C) and integer work (123 against 52). Version 13 removed the padding
- * moves from v12 (ninth session, level with v12 on the H200); 25 does the
- * same for 19, whose one-term weights already took 8 mma a tile out. */
+ * padding halves of the mma's A and C) and integer work (123 against
+ * 52). Version 13 removed the padding moves from v12 (ninth session, level
+ * with v12 on the H200); 25 does the same for 19, whose one-term weights
+ * already took 8 mma a tile out.
+ *
+ * Version 26 (FIX): 25 with its addresses fixed, for the integer work.
+ * In 25's code (its PTX) every tile recomputes each shared-memory address
+ * of its copies and ldmatrix loads: the XOR swizzle mixes the lane's row
+ * with the piece (pc ^ (r % 8)), which no constant offset can express, and
+ * the stage (k % STAGES) is a run-time value; and the page walk multiplies
+ * in 64 bits twice. Version 26 pads each row of the tiles and of Q by 16
+ * bytes instead of swizzling (a row's pitch 272 bytes at D = 128: the
+ * eight rows an ldmatrix reads still start in eight different 16-byte
+ * bank groups, and a copy's eight lanes of a phase write 128 contiguous
+ * bytes), so piece (r, pc) is r * (CPR + 1) + pc: the lane's part is a
+ * register fixed for the kernel, r's and pc's compile-time parts an
+ * immediate. The loop is unrolled over the stages, so the stage is an
+ * immediate too, and the walk is one 32 x 32 -> 64-bit multiply. 34 KB a
+ * block instead of 32 (still static, 4 blocks an SM); the arithmetic and
+ * its order are 25's, so the outputs are bitwise 25's. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
  * 128, the L2 prefetch hint), 18 (6 with LAZY true, see pick_mma), 19 and
  * 20 (12 and 18 with P1: bf16's P as one term), 21 (19 with KVS: K and V
  * as two copy groups, below), 22 and 23 (21 and 19 with 3 stages), 24 (20
- * with KVS), 25 (13 with P1): see the comments above.
+ * with KVS), 25 (13 with P1), 26 (25 with FIX: padded rows, the stages
+ * unrolled): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
  * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P, bool P1, bool KVS>
+          bool MH, bool TMA, int L2P, bool P1, bool KVS, bool FIX>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
      * (versions 19-21) feeds them as one */
     constexpr bool kSplitP = Mma<T>::kSplitP && !P1;
     constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
+    constexpr int RU4 = CPR + FIX;    /* a row's pitch in shared memory (26: padded) */
     constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
     constexpr int NT = D / 8;         /* n-tiles of the output           */
     constexpr int KS = D / 16;        /* k-steps of the scores           */
-    constexpr int TILE_U4 = TOK * CPR;
+    constexpr int TILE_U4 = TOK * RU4;
     constexpr int W = kV6Warps;
     constexpr int X = TOK / 4;        /* scores a lane holds a tile      */
     constexpr int kTmaBoxes = D / kTmaBoxElts; /* boxes of a tile (15, 16) */
@@ -385,16 +406,17 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
     static_assert(!KVS || (!QUAD && !MH && !TMA), "versions 21, 22 and 24 split 19's and 20's copy");
+    static_assert(!FIX || (QUAD && !KVS), "version 26 is version 25's addressing");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
      * no dynamic shared memory costs the host less (docs/gpu-journal.md,
      * eighth session); version 6's 96 KB are dynamic, on the 128-byte grid */
     uint4 *v6buf;
-    if constexpr (mma_static(D, STAGES, TOK)) {
+    if constexpr (mma_static(D, STAGES, TOK, FIX)) {
         /* the copy engine's swizzle needs each tile on the 1024-byte grid */
         __shared__ alignas(TMA ? kTmaAlign : kSmemAlign) uint4
-            sbuf[v6_smem_bytes(D, STAGES, TOK) / 16];
+            sbuf[v6_smem_bytes(D, STAGES, TOK, FIX) / 16];
         v6buf = sbuf;
     } else {
         extern __shared__ uint4 v6dyn[];
@@ -408,7 +430,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     __shared__ int sm_last;
     /* versions 12, 13 and 15-17 keep Q here (below); 13 also a zero row;
      * 14 each warp's own 8 rows */
-    __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * CPR : 1];
+    __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * RU4 : 1];
 
     trace_mark(a, kTrStart);
     trace_mark(a, kTrSm);
@@ -436,6 +458,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const T *kb = kv_base<T, D, PAGED>(a, a.k, seq, kvh);
     const T *vb = kv_base<T, D, PAGED>(a, a.v, seq, kvh);
     uint4 *wbuf = v6buf + warp * STAGES * 2 * TILE_U4;
+    const unsigned fstride = (unsigned)(a.hkv * B * D); /* a frame, in elements */
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
     const bool walk_per_tile = B % TOK == 0;
     /* Whole tiles copied at fixed offsets (below): every 8-token tile, and
@@ -455,14 +478,18 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         __syncwarp();
     }
 
-    /* A tile's 16-byte piece pc of row r: rows of D elements, the pieces
-     * XOR-swizzled by r % 8 (versions 6, 12-14, 17, 18); the copy engine's
-     * layout (versions 15, 16) is the same swizzle on 128-byte half rows:
-     * D / 64 boxes of 8 rows one after the other */
+    /* A tile's 16-byte piece pc of row r (and of Q's rows in sq): rows of
+     * D elements, the pieces XOR-swizzled by r % 8 (versions 6, 12-14,
+     * 17-25); the copy engine's layout (versions 15, 16) is the same
+     * swizzle on 128-byte half rows: D / 64 boxes of 8 rows one after the
+     * other; version 26's rows are padded instead (see FIX, above) */
     auto piece = [](int r, int pc) {
-        return TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
-                   : r * CPR + (pc ^ (r & 7));
+        return FIX   ? r * RU4 + pc
+               : TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
+                     : r * CPR + (pc ^ (r & 7));
     };
+    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-26) */
+    auto qpiece = [](int r, int pc) { return FIX ? r * RU4 + pc : r * CPR + (pc ^ (r & 7)); };
 
     /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st:
      * its K and V rows (half 0), or K's only (1) or V's only (2), version
@@ -511,9 +538,14 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     cp_async16<L2P>(dv + slot, pv + (it * RPI - r0) * D, true);
             }
         };
-        /* the pool offset of chunk token u's row */
-        auto walk = [&](int u) {
+        /* the pool offset of chunk token u's row; version 26 as one 32 x 32
+         * -> 64-bit multiply (the frame by fstride) and 32-bit sums, as the
+         * shape's bounds allow (pf_gpu_shape_ok: Hkv B D < 2^27) */
+        auto walk = [&](int u) -> size_t {
             const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
+            if constexpr (FIX)
+                return (size_t)(unsigned)tbl[blk] * fstride +
+                       (unsigned)((kvh * B + u - blk * B) * D);
             return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
         };
         if (kFixedRows && t0 + u0 + TOK <= t1) {
@@ -623,10 +655,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             if (row < GT)
                 v = *reinterpret_cast<const uint4 *>(a.q + ((size_t)seq * a.hq + qh0 + row) * D +
                                                      pc * 8);
-            sq[row * CPR + (pc ^ row)] = v;
+            sq[qpiece(row, pc)] = v;
         }
         if (QUAD && tid < CPR) /* version 13: row 8, A's rows g + 8 */
-            sq[8 * CPR + tid] = make_uint4(0u, 0u, 0u, 0u);
+            sq[qpiece(8, tid)] = make_uint4(0u, 0u, 0u, 0u);
         __syncthreads();
     } else {
         const T *qrow = a.q + ((size_t)seq * a.hq + qh0 + (g < GT ? g : 0)) * D + 2 * c;
@@ -659,179 +691,191 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
      * scores and V_{k+S} after P V (empty groups past the end keep the
      * count), so when K_k is awaited 2S - 1 groups follow it (V_k and the
      * S - 1 tiles after it), and as many follow V_k when it is awaited
-     * (their K_{k+S} now among them): both waits are wait_group(2S - 1). */
-    for (int k = 0; k < mine; k++) {
-        const int st = k % STAGES;
-        if constexpr (KVS) {
-            cp_async_wait<2 * STAGES - 1>();
-            __syncwarp(); /* the warp's copies of K_k are visible to all its lanes */
-        } else {
-            __syncwarp(); /* every lane is done reading the slot about to be refilled */
-            if (k + STAGES - 1 < mine)
-                issue(k + STAGES - 1, (k + STAGES - 1) % STAGES, 0);
-            if constexpr (TMA) {
-                /* the slot's (k / STAGES)-th fill has landed */
-                mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
-                const int valid = t1 - (t0 + (warp + k * W) * TOK);
-                if (valid < TOK) {
-                    /* the chunk's last tile: its rows past the end were copied
-                     * as the memory holds them. Their scores are masked below,
-                     * but P = 0 times V = NaN is NaN, so V's rows are zeroed
-                     * (cp.async's zero-fill does this in versions 6, 12-14,
-                     * 17 and 18). The fence orders the stores before any later
-                     * copy into the slot; there is none (it is the warp's last
-                     * tile), so it only keeps the order safe if that changes. */
-                    uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
-                    for (int i = lane; i < (TOK - valid) * CPR; i += 32)
-                        vz[piece(valid + i / CPR, i % CPR)] = make_uint4(0u, 0u, 0u, 0u);
-                    fence_proxy_async();
-                    __syncwarp();
-                }
+     * (their K_{k+S} now among them): both waits are wait_group(2S - 1).
+     *
+     * Version 26 (FIX) unrolls the loop over the stages, so a tile's stage
+     * is a constant and every shared-memory address in the loop is one of
+     * a few per-lane registers plus an immediate (see FIX, above). */
+    constexpr int UNR = FIX ? STAGES : 1;
+    for (int k0 = 0; k0 < mine; k0 += UNR) {
+#pragma unroll
+        for (int i = 0; i < UNR; i++) {
+            const int k = k0 + i;
+            if (UNR > 1 && k >= mine)
+                break;
+            const int st = UNR > 1 ? i : k % STAGES; /* the tile's stage */
+            if constexpr (KVS) {
+                cp_async_wait<2 * STAGES - 1>();
+                __syncwarp(); /* the warp's copies of K_k are visible to all its lanes */
             } else {
-                cp_async_commit();
-                cp_async_wait<STAGES - 1>();
-                __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
-            }
-        }
-        if (k == 0)
-            trace_mark(a, kTrReady);
-        const uint4 *ks_ = wbuf + (st * 2 + 0) * TILE_U4;
-        const uint4 *vs_ = wbuf + (st * 2 + 1) * TILE_U4;
-
-        /* S = Q K^T: s[0..1] tokens 2c, 2c + 1 of the tile, s[2..3] (TOK
-         * 16) 8 + 2c, 9 + 2c */
-        float s[4] = {0.f, 0.f, 0.f, 0.f};
-        if constexpr (TOK == 16) {
-#pragma unroll
-            for (int ks = 0; ks < KS; ks++) {
-                unsigned b[4];
-                const int pc = ks * 2 + kpc;
-                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
-                Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
-                Mma<T>::run(&s[2], qa[ks][0], qa[ks][1], b[2], b[3]);
-            }
-        } else if constexpr (QUAD) { /* K's matrices (d lo | hi) x (k-step ks | ks + 1) */
-#pragma unroll
-            for (int ks = 0; ks < KS; ks += 2) {
-                unsigned b[4], q0[4], q1[4];
-                const int pc = ks * 2 + kpc;
-                ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
-                ldsm_x4(q0, sq + qrow * CPR + ((ks * 2 + qpc) ^ (qrow & 7)));
-                ldsm_x4(q1, sq + qrow * CPR + ((ks * 2 + 2 + qpc) ^ (qrow & 7)));
-                Mma<T>::run_quad(s, q0, b[0], b[1]);
-                Mma<T>::run_quad(s, q1, b[2], b[3]);
-            }
-        } else { /* Q's and K's four matrices: (d lo | hi) x (k-step ks | ks + 1) */
-#pragma unroll
-            for (int ks = 0; ks < KS; ks += 2) {
-                unsigned b[4], q[4];
-                const int pc = ks * 2 + kpc;
-                ldsm_x4(q, sqw + lr * CPR + (pc ^ lr));
-                ldsm_x4(b, ks_ + piece(ktok, pc));
-                Mma<T>::template run<true>(&s[0], q[0], q[1], b[0], b[1]);
-                Mma<T>::template run<true>(&s[0], q[2], q[3], b[2], b[3]);
-            }
-        }
-        if constexpr (KVS) { /* K_k read: its half of the slot takes K_{k+S} */
-            __syncwarp();
-            if (k + STAGES < mine)
-                issue(k + STAGES, st, 1);
-            cp_async_commit();
-        }
-        const int tb = t0 + (MH ? k : warp + k * W) * TOK + 2 * c;
-        float x[X];
-#pragma unroll
-        for (int i = 0; i < X; i++) {
-            const int off = (i & 1) + (i >> 1) * 8; /* token tb + off */
-            x[i] = tb + off < t1 ? s[i] * a.qscale : -INFINITY;
-        }
-        float mt = x[0];
-#pragma unroll
-        for (int i = 1; i < X; i++)
-            mt = fmaxf(mt, x[i]);
-        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-        float ms;         /* the max the exps are taken against */
-        float alpha = 1.f; /* version 6: l's rescale, fused with its sum */
-        if constexpr (LAZY) {
-            /* version 7's lazy rescale: m moves only when the tile's max
-             * passes it by more than kLazy; the quad agrees (same mt, m) */
-            const bool mv = mt > m + kLazy;
-            if (__any_sync(0xffffffffu, mv)) {
-                const float al = mv ? fast_exp2(m - mt) : 1.f; /* m = -inf: 0 */
-                m = mv ? mt : m;
-                l *= al;
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    o[n][0] *= al;
-                    o[n][1] *= al;
-                }
-            }
-            ms = m == -INFINITY ? 0.f : m;
-        } else {
-            const float mn = fmaxf(m, mt);
-            ms = mn == -INFINITY ? 0.f : mn; /* no valid token yet */
-            alpha = fast_exp2(m - ms);
-            m = mn;
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                o[n][0] *= alpha;
-                o[n][1] *= alpha;
-            }
-        }
-        float p[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int i = 0; i < X; i++)
-            p[i] = fast_exp2(x[i] - ms);
-        l = fmaf(l, alpha, (p[0] + p[1]) + (p[2] + p[3]));
-        /* O += P V */
-        unsigned pr0, pr2;
-        const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0), pa2 = Mma<T>::pack(p[2], p[3], &pr2);
-        if constexpr (KVS) {
-            cp_async_wait<2 * STAGES - 1>();
-            __syncwarp(); /* V_k visible */
-        }
-#pragma unroll
-        for (int j = 0; j < NT / 4 * (TOK / 8); j++) {
-            unsigned b[4];
-            if constexpr (TOK == 16) {
-                const int pc = 2 * j + vpc;
-                ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
-                Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
-                Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
-                if constexpr (kSplitP) {
-                    Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
-                    Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
-                }
-            } else {
-                const int pc = 4 * j + vpc;
-                ldsm_x4_t(b, vs_ + piece(vtok, pc));
-                if constexpr (QUAD) {
-#pragma unroll
-                    for (int q = 0; q < 4; q += 2) { /* n-tiles x, y in one C quad */
-                        float *x = o[4 * j + q], *y = o[4 * j + q + 1];
-                        Mma<T>::run8(x, y, pa0, 0u, b[q]);
-                        Mma<T>::run8(x, y, 0u, pa0, b[q + 1]);
-                        if constexpr (kSplitP) {
-                            Mma<T>::run8(x, y, pr0, 0u, b[q]);
-                            Mma<T>::run8(x, y, 0u, pr0, b[q + 1]);
-                        }
+                __syncwarp(); /* every lane is done reading the slot about to be refilled */
+                if (k + STAGES - 1 < mine)
+                    issue(k + STAGES - 1, (st + STAGES - 1) % STAGES, 0);
+                if constexpr (TMA) {
+                    /* the slot's (k / STAGES)-th fill has landed */
+                    mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
+                    const int valid = t1 - (t0 + (warp + k * W) * TOK);
+                    if (valid < TOK) {
+                        /* the chunk's last tile: its rows past the end were copied
+                         * as the memory holds them. Their scores are masked below,
+                         * but P = 0 times V = NaN is NaN, so V's rows are zeroed
+                         * (cp.async's zero-fill does this in versions 6, 12-14,
+                         * 17 and 18). The fence orders the stores before any later
+                         * copy into the slot; there is none (it is the warp's last
+                         * tile), so it only keeps the order safe if that changes. */
+                        uint4 *vz = wbuf + (st * 2 + 1) * TILE_U4;
+                        for (int i = lane; i < (TOK - valid) * CPR; i += 32)
+                            vz[piece(valid + i / CPR, i % CPR)] = make_uint4(0u, 0u, 0u, 0u);
+                        fence_proxy_async();
+                        __syncwarp();
                     }
                 } else {
+                    cp_async_commit();
+                    cp_async_wait<STAGES - 1>();
+                    __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
+                }
+            }
+            if (k == 0)
+                trace_mark(a, kTrReady);
+            const uint4 *ks_ = wbuf + (st * 2 + 0) * TILE_U4;
+            const uint4 *vs_ = wbuf + (st * 2 + 1) * TILE_U4;
+
+            /* S = Q K^T: s[0..1] tokens 2c, 2c + 1 of the tile, s[2..3] (TOK
+             * 16) 8 + 2c, 9 + 2c */
+            float s[4] = {0.f, 0.f, 0.f, 0.f};
+            if constexpr (TOK == 16) {
 #pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        Mma<T>::run8(o[4 * j + q], pa0, b[q]);
-                        if constexpr (kSplitP)
-                            Mma<T>::run8(o[4 * j + q], pr0, b[q]);
+                for (int ks = 0; ks < KS; ks++) {
+                    unsigned b[4];
+                    const int pc = ks * 2 + kpc;
+                    ldsm_x4(b, ks_ + ktok * CPR + (pc ^ (ktok & 7)));
+                    Mma<T>::run(&s[0], qa[ks][0], qa[ks][1], b[0], b[1]);
+                    Mma<T>::run(&s[2], qa[ks][0], qa[ks][1], b[2], b[3]);
+                }
+            } else if constexpr (QUAD) { /* K's matrices (d lo | hi) x (k-step ks | ks + 1) */
+#pragma unroll
+                for (int ks = 0; ks < KS; ks += 2) {
+                    unsigned b[4], q0[4], q1[4];
+                    const int pc = ks * 2 + kpc;
+                    ldsm_x4(b, ks_ + piece(ktok, pc));
+                    ldsm_x4(q0, sq + qpiece(qrow, ks * 2 + qpc));
+                    ldsm_x4(q1, sq + qpiece(qrow, ks * 2 + 2 + qpc));
+                    Mma<T>::run_quad(s, q0, b[0], b[1]);
+                    Mma<T>::run_quad(s, q1, b[2], b[3]);
+                }
+            } else { /* Q's and K's four matrices: (d lo | hi) x (k-step ks | ks + 1) */
+#pragma unroll
+                for (int ks = 0; ks < KS; ks += 2) {
+                    unsigned b[4], q[4];
+                    const int pc = ks * 2 + kpc;
+                    ldsm_x4(q, sqw + lr * CPR + (pc ^ lr));
+                    ldsm_x4(b, ks_ + piece(ktok, pc));
+                    Mma<T>::template run<true>(&s[0], q[0], q[1], b[0], b[1]);
+                    Mma<T>::template run<true>(&s[0], q[2], q[3], b[2], b[3]);
+                }
+            }
+            if constexpr (KVS) { /* K_k read: its half of the slot takes K_{k+S} */
+                __syncwarp();
+                if (k + STAGES < mine)
+                    issue(k + STAGES, st, 1);
+                cp_async_commit();
+            }
+            const int tb = t0 + (MH ? k : warp + k * W) * TOK + 2 * c;
+            float x[X];
+#pragma unroll
+            for (int i = 0; i < X; i++) {
+                const int off = (i & 1) + (i >> 1) * 8; /* token tb + off */
+                x[i] = tb + off < t1 ? s[i] * a.qscale : -INFINITY;
+            }
+            float mt = x[0];
+#pragma unroll
+            for (int i = 1; i < X; i++)
+                mt = fmaxf(mt, x[i]);
+            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+            mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+            float ms;         /* the max the exps are taken against */
+            float alpha = 1.f; /* version 6: l's rescale, fused with its sum */
+            if constexpr (LAZY) {
+                /* version 7's lazy rescale: m moves only when the tile's max
+                 * passes it by more than kLazy; the quad agrees (same mt, m) */
+                const bool mv = mt > m + kLazy;
+                if (__any_sync(0xffffffffu, mv)) {
+                    const float al = mv ? fast_exp2(m - mt) : 1.f; /* m = -inf: 0 */
+                    m = mv ? mt : m;
+                    l *= al;
+#pragma unroll
+                    for (int n = 0; n < NT; n++) {
+                        o[n][0] *= al;
+                        o[n][1] *= al;
+                    }
+                }
+                ms = m == -INFINITY ? 0.f : m;
+            } else {
+                const float mn = fmaxf(m, mt);
+                ms = mn == -INFINITY ? 0.f : mn; /* no valid token yet */
+                alpha = fast_exp2(m - ms);
+                m = mn;
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    o[n][0] *= alpha;
+                    o[n][1] *= alpha;
+                }
+            }
+            float p[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+            for (int i = 0; i < X; i++)
+                p[i] = fast_exp2(x[i] - ms);
+            l = fmaf(l, alpha, (p[0] + p[1]) + (p[2] + p[3]));
+            /* O += P V */
+            unsigned pr0, pr2;
+            const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0);
+            const unsigned pa2 = Mma<T>::pack(p[2], p[3], &pr2);
+            if constexpr (KVS) {
+                cp_async_wait<2 * STAGES - 1>();
+                __syncwarp(); /* V_k visible */
+            }
+#pragma unroll
+            for (int j = 0; j < NT / 4 * (TOK / 8); j++) {
+                unsigned b[4];
+                if constexpr (TOK == 16) {
+                    const int pc = 2 * j + vpc;
+                    ldsm_x4_t(b, vs_ + vtok * CPR + (pc ^ (vtok & 7)));
+                    Mma<T>::run(o[2 * j], pa0, pa2, b[0], b[1]);
+                    Mma<T>::run(o[2 * j + 1], pa0, pa2, b[2], b[3]);
+                    if constexpr (kSplitP) {
+                        Mma<T>::run(o[2 * j], pr0, pr2, b[0], b[1]);
+                        Mma<T>::run(o[2 * j + 1], pr0, pr2, b[2], b[3]);
+                    }
+                } else {
+                    const int pc = 4 * j + vpc;
+                    ldsm_x4_t(b, vs_ + piece(vtok, pc));
+                    if constexpr (QUAD) {
+#pragma unroll
+                        for (int q = 0; q < 4; q += 2) { /* n-tiles x, y in one C quad */
+                            float *x = o[4 * j + q], *y = o[4 * j + q + 1];
+                            Mma<T>::run8(x, y, pa0, 0u, b[q]);
+                            Mma<T>::run8(x, y, 0u, pa0, b[q + 1]);
+                            if constexpr (kSplitP) {
+                                Mma<T>::run8(x, y, pr0, 0u, b[q]);
+                                Mma<T>::run8(x, y, 0u, pr0, b[q + 1]);
+                            }
+                        }
+                    } else {
+#pragma unroll
+                        for (int q = 0; q < 4; q++) {
+                            Mma<T>::run8(o[4 * j + q], pa0, b[q]);
+                            if constexpr (kSplitP)
+                                Mma<T>::run8(o[4 * j + q], pr0, b[q]);
+                        }
                     }
                 }
             }
-        }
-        if constexpr (KVS) { /* V_k read: its half of the slot takes V_{k+S} */
-            __syncwarp();
-            if (k + STAGES < mine)
-                issue(k + STAGES, st, 2);
-            cp_async_commit();
+            if constexpr (KVS) { /* V_k read: its half of the slot takes V_{k+S} */
+                __syncwarp();
+                if (k + STAGES < mine)
+                    issue(k + STAGES, st, 2);
+                cp_async_commit();
+            }
         }
     }
     cp_async_wait<0>();
@@ -892,11 +936,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P, bool P1, bool KVS>
-__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK))
+          bool MH, int L2P, bool P1, bool KVS, bool FIX>
+__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK, FIX))
     attn_mma(const AttnArgs<T> a)
 {
-    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS>(a, nullptr);
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX>(a, nullptr);
 }
 
 /* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by
@@ -906,7 +950,7 @@ template <typename T, int D, int GT, bool PAGED, int STAGES>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, 8))
     attn_tma(const AttnArgs<T> a, const __grid_constant__ TmaMaps tm)
 {
-    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false, false>(a, &tm);
+    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false, false, false>(a, &tm);
 }
 
 } /* namespace */
