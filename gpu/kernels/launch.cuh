@@ -162,12 +162,14 @@ template <typename F> int reserve_for_four(F fn)
  * FlashAttention-2 and cuDNN's kernel do). 25: 13 with one-term weights
  * (19's arithmetic without the mma's padding moves). 26: 25 with its
  * addresses fixed (FIX: padded rows, the stages unrolled; 34 KB a block,
- * static, 4 blocks an SM).
+ * static, 4 blocks an SM). 27: 26 with Q's fragments held in registers
+ * (QREG).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, bool FIX = false>
+          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, bool FIX = false,
+          bool QREG = false>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
@@ -177,7 +179,7 @@ Kern<T> pick_mma()
          * base version's kernel itself, not a second copy of it */
         constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
         constexpr auto fn =
-            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX>;
+            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX, QREG>;
         if constexpr (mma_static(D, STAGES, TOK, FIX)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -307,7 +309,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-26 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-27 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -316,7 +318,9 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 23: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true>();
     case 24: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true, true>();
     case 25: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true>();
-    default: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, true>(); /* 26 */
+    case 26: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, true>();
+    default: /* 27 */
+        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, true, true>();
     }
 }
 

@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-26: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-27: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -371,7 +371,15 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * immediate. The loop is unrolled over the stages, so the stage is an
  * immediate too, and the walk is one 32 x 32 -> 64-bit multiply. 34 KB a
  * block instead of 32 (still static, 4 blocks an SM); the arithmetic and
- * its order are 25's, so the outputs are bitwise 25's. */
+ * its order are 25's, so the outputs are bitwise 25's.
+ *
+ * Version 27 (QREG): 26 with Q's fragments loaded once and held in
+ * registers, as version 6 holds them: 8 ldmatrix of the 16 a tile (and
+ * 4 KB of shared-memory reads a warp a tile, as much as the tile's K and V)
+ * fewer. Version 12 spilled when it held Q (eighth session); 26 needs 88
+ * registers, and the 32 of the held quads (their padding halves zero, as
+ * the mma takes them) bring it to 119 of the 128 (ptxas, bf16 D128 paged,
+ * no spill). Same arithmetic: bitwise 25's outputs. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
@@ -379,13 +387,13 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * 20 (12 and 18 with P1: bf16's P as one term), 21 (19 with KVS: K and V
  * as two copy groups, below), 22 and 23 (21 and 19 with 3 stages), 24 (20
  * with KVS), 25 (13 with P1), 26 (25 with FIX: padded rows, the stages
- * unrolled): see the comments above.
+ * unrolled), 27 (26 with QREG: Q in registers): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
  * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P, bool P1, bool KVS, bool FIX>
+          bool MH, bool TMA, int L2P, bool P1, bool KVS, bool FIX, bool QREG>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
@@ -407,6 +415,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
     static_assert(!KVS || (!QUAD && !MH && !TMA), "versions 21, 22 and 24 split 19's and 20's copy");
     static_assert(!FIX || (QUAD && !KVS), "version 26 is version 25's addressing");
+    static_assert(!QREG || FIX, "version 27 is version 26 with Q in registers");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -488,7 +497,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                : TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
                      : r * CPR + (pc ^ (r & 7));
     };
-    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-26) */
+    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-27) */
     auto qpiece = [](int r, int pc) { return FIX ? r * RU4 + pc : r * CPR + (pc ^ (r & 7)); };
 
     /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st:
@@ -684,6 +693,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     /* version 13: Q's matrices for one k-step are (rows 0-7 | the zero row)
      * x (d lo | hi): the A operand of run_quad as loaded */
     const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
+    /* version 27: those quads loaded once, held for the chunk */
+    unsigned qq[QREG ? KS / 2 : 1][2][4];
+    if constexpr (QREG) {
+#pragma unroll
+        for (int ks = 0; ks < KS; ks += 2) {
+            ldsm_x4(qq[ks / 2][0], sq + qpiece(qrow, ks * 2 + qpc));
+            ldsm_x4(qq[ks / 2][1], sq + qpiece(qrow, ks * 2 + 2 + qpc));
+        }
+    }
 
     /* Version 21 (KVS) waits for K and for V apart and refills each half of
      * a slot as soon as it is read. The groups are committed K_0, V_0, ...,
@@ -755,13 +773,19 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             } else if constexpr (QUAD) { /* K's matrices (d lo | hi) x (k-step ks | ks + 1) */
 #pragma unroll
                 for (int ks = 0; ks < KS; ks += 2) {
-                    unsigned b[4], q0[4], q1[4];
+                    unsigned b[4];
                     const int pc = ks * 2 + kpc;
                     ldsm_x4(b, ks_ + piece(ktok, pc));
-                    ldsm_x4(q0, sq + qpiece(qrow, ks * 2 + qpc));
-                    ldsm_x4(q1, sq + qpiece(qrow, ks * 2 + 2 + qpc));
-                    Mma<T>::run_quad(s, q0, b[0], b[1]);
-                    Mma<T>::run_quad(s, q1, b[2], b[3]);
+                    if constexpr (QREG) {
+                        Mma<T>::run_quad(s, qq[ks / 2][0], b[0], b[1]);
+                        Mma<T>::run_quad(s, qq[ks / 2][1], b[2], b[3]);
+                    } else {
+                        unsigned q0[4], q1[4];
+                        ldsm_x4(q0, sq + qpiece(qrow, ks * 2 + qpc));
+                        ldsm_x4(q1, sq + qpiece(qrow, ks * 2 + 2 + qpc));
+                        Mma<T>::run_quad(s, q0, b[0], b[1]);
+                        Mma<T>::run_quad(s, q1, b[2], b[3]);
+                    }
                 }
             } else { /* Q's and K's four matrices: (d lo | hi) x (k-step ks | ks + 1) */
 #pragma unroll
@@ -936,11 +960,12 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P, bool P1, bool KVS, bool FIX>
+          bool MH, int L2P, bool P1, bool KVS, bool FIX, bool QREG>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK, FIX))
     attn_mma(const AttnArgs<T> a)
 {
-    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX>(a, nullptr);
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX, QREG>(a,
+                                                                                     nullptr);
 }
 
 /* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by
@@ -950,7 +975,8 @@ template <typename T, int D, int GT, bool PAGED, int STAGES>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, 8))
     attn_tma(const AttnArgs<T> a, const __grid_constant__ TmaMaps tm)
 {
-    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false, false, false>(a, &tm);
+    mma_body<T, D, GT, PAGED, STAGES, 8, true, false, false, true, 0, false, false, false, false>(
+        a, &tm);
 }
 
 } /* namespace */
