@@ -317,13 +317,15 @@ Test(gpu, one_term_weights)
         }
 }
 
-/* Versions 21-24, 26 and 27 change how a tile is copied or addressed, not its
+/* Versions 21-24 and 26-30 change how a tile is copied or addressed, not its
  * arithmetic: 21 is version 19 with K and V copied as two groups and each
  * half of a stage refilled as soon as it is read, 22 is 21 with 3 stages,
  * 23 is 19 with 3 stages, 24 is version 20 with 21's two groups, 26 is 25
  * with padded rows in shared memory and the stages unrolled, 27 is 26 with
- * Q held in registers. So their outputs are bitwise their base's (19 for
- * 21-23, 20 for 24, 25 for 26 and 27),
+ * Q held in registers, 28 and 29 are 26 and 27 with 25's swizzled rows and
+ * their lane addresses taken once, 30 is 29 with P's mma pairs built once
+ * a tile. So their outputs are bitwise their base's (19 for 21-23, 20 for
+ * 24, 25 for 26-30),
  * in both element types, at block sizes whose tiles are copied at fixed
  * offsets (8: a page an 8-token tile, two a 16-token one; 16) or row by row
  * (10: tiles straddle pages), with sequences that end inside a tile (17,
@@ -335,8 +337,8 @@ Test(gpu, split_copy_groups_change_no_output)
     const int blocks[] = {8, 10, 16};
     const struct {
         int base, n, rivals[PF_GPU_BENCH_MAX_RIVALS];
-    } sets[] = {{19, 3, {21, 22, 23}}, {20, 1, {24}}, {25, 2, {26, 27}}};
-    for (int k = 0; k < 3; k++)
+    } sets[] = {{19, 3, {21, 22, 23}}, {20, 1, {24}}, {25, 3, {26, 27, 28}}, {25, 2, {29, 30}}};
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
         for (int t = 0; t < 2; t++)
             for (int b = 0; b < 3; b++) {
                 pf_gpu_bench_cfg cfg = {

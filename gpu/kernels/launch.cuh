@@ -163,12 +163,15 @@ template <typename F> int reserve_for_four(F fn)
  * (19's arithmetic without the mma's padding moves). 26: 25 with its
  * addresses fixed (FIX: padded rows, the stages unrolled; 34 KB a block,
  * static, 4 blocks an SM). 27: 26 with Q's fragments held in registers
- * (QREG).
+ * (QREG). Both measured 8% slower than 25 on the H200 (the padded rows
+ * split each copied 128-byte line over two of shared memory's, mma.cuh).
+ * 28 and 29: 26 and 27 with 25's swizzled rows, the lane's addresses
+ * taken once (FIX 2); 30: 29 with P's mma pairs built once a tile (FIX 3).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, bool FIX = false,
+          bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, int FIX = 0,
           bool QREG = false>
 Kern<T> pick_mma()
 {
@@ -180,14 +183,14 @@ Kern<T> pick_mma()
         constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
         constexpr auto fn =
             attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX, QREG>;
-        if constexpr (mma_static(D, STAGES, TOK, FIX)) {
+        if constexpr (mma_static(D, STAGES, TOK, FIX == 1)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
                 return {fn, bytes};
             }
             return {fn, 0};
         } else {
-            constexpr int bytes = v6_smem_bytes(D, STAGES, TOK, FIX) + kSmemAlign;
+            constexpr int bytes = v6_smem_bytes(D, STAGES, TOK, FIX == 1) + kSmemAlign;
             static const cudaError_t set = allow_smem(fn, bytes, true);
             (void)set;
             return {fn, bytes};
@@ -309,7 +312,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-27 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-30 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -318,9 +321,12 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 23: return pick_mma<T, D, GT, PAGED, 3, 8, true, false, false, 0, true>();
     case 24: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true, true>();
     case 25: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true>();
-    case 26: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, true>();
-    default: /* 27 */
-        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, true, true>();
+    case 26: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 1>();
+    case 27: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 1, true>();
+    case 28: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2>();
+    case 29: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true>();
+    default: /* 30 */
+        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 3, true>();
     }
 }
 

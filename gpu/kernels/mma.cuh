@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-27: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-30: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -54,19 +54,40 @@ namespace {
  * is taken from the unrounded fp32 P. fp32 data has no 16-bit mma: version 6 runs version 5's
  * kernel on it. */
 
+/* x as computed, opaque to the optimizer: version 28's loop-invariant
+ * addresses, which NVVM otherwise recomputes at each use inside the loop
+ * (its PTX: the swizzle's and/xor/shl again before every copy) */
+__device__ __forceinline__ unsigned pin_u32(unsigned x)
+{
+    asm volatile("mov.b32 %0, %0;\n" : "+r"(x));
+    return x;
+}
+__device__ __forceinline__ unsigned long long pin_u64(unsigned long long x)
+{
+    asm volatile("mov.b64 %0, %0;\n" : "+l"(x));
+    return x;
+}
+
+/* (from a shared-memory address s, or a generic pointer into shared memory) */
+__device__ __forceinline__ void ldsm_x4(unsigned *r, unsigned s)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
 __device__ __forceinline__ void ldsm_x4(unsigned *r, const void *smem)
 {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+    ldsm_x4(r, (unsigned)__cvta_generic_to_shared(smem));
+}
+__device__ __forceinline__ void ldsm_x4_t(unsigned *r, unsigned s)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(s));
 }
 __device__ __forceinline__ void ldsm_x4_t(unsigned *r, const void *smem)
 {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
+    ldsm_x4_t(r, (unsigned)__cvta_generic_to_shared(smem));
 }
 
 /* ---- the copy engine (versions 15 and 16) -------------------------------
@@ -197,6 +218,14 @@ __device__ __forceinline__ void fence_proxy_async()
                      "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"                                       \
                      : "+f"(x[0]), "+f"(x[1]), "+f"(y[0]), "+f"(y[1])                        \
                      : "r"(a0), "r"(a1), "r"(b0));                                           \
+    }                                                                                        \
+    __device__ static void run8(float *x, float *y, unsigned long long a, unsigned b0)       \
+    {                                                                                        \
+        asm volatile("{\n .reg .b32 a0, a1;\n mov.b64 {a0, a1}, %4;\n"                      \
+                     " mma.sync.aligned.m16n8k8.row.col.f32." TY "." TY ".f32 {%0,%1,%2,%3}, " \
+                     "{a0, a1}, {%5}, {%0,%1,%2,%3};\n}\n"                                  \
+                     : "+f"(x[0]), "+f"(x[1]), "+f"(y[0]), "+f"(y[1])                        \
+                     : "l"(a), "r"(b0));                                                     \
     }
 template <typename T> struct Mma;
 template <> struct Mma<__nv_bfloat16> {
@@ -379,7 +408,28 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * fewer. Version 12 spilled when it held Q (eighth session); 26 needs 88
  * registers, and the 32 of the held quads (their padding halves zero, as
  * the mma takes them) bring it to 119 of the 128 (ptxas, bf16 D128 paged,
- * no spill). Same arithmetic: bitwise 25's outputs. */
+ * no spill). Same arithmetic: bitwise 25's outputs.
+ *
+ * Measured (twenty-fourth session, H200): 26 and 27 are 8-9% slower than
+ * 25 on every workload and block size, though Nsight Compute counts 45.8
+ * million warp instructions a llama launch for 27 against 76.3 for 19
+ * (cuDNN's kernel: 38.5). The same profile has 33% of the kernel's L2
+ * sectors and 44% of its shared-memory wavefronts excessive: a padded row
+ * starts 16 bytes further into shared memory's 128-byte lines each row, so
+ * the 128-byte line of global memory that eight lanes copy lands across
+ * two of them, and the copy is split (with the swizzle, each line lands in
+ * one, its pieces permuted within it). So the padding goes, the swizzle
+ * stays, and the addresses are fixed another way: versions 28 and 29
+ * (FIX 2, below) are 26 and 27 with 25's swizzled rows, the lane's part of
+ * every address taken once before the loop (see cslot), and the same
+ * unrolled stages and multiply-add walk. Bitwise 25's outputs.
+ *
+ * Version 30 (FIX 3): 29 with P's A pairs built once a tile. In v27's
+ * SASS (the same profile) the P V products of a tile, m16n8k8 on the pairs
+ * {pa0, 0} and {0, pa0} (see run_quad's run8), are surrounded by about 20
+ * register moves and zeros that rebuild the pairs in other registers
+ * before each mma; 30 makes each pair one 64-bit value, pinned, which the
+ * mma unpacks in place. Same arithmetic: bitwise 25's outputs. */
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
@@ -387,20 +437,23 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * 20 (12 and 18 with P1: bf16's P as one term), 21 (19 with KVS: K and V
  * as two copy groups, below), 22 and 23 (21 and 19 with 3 stages), 24 (20
  * with KVS), 25 (13 with P1), 26 (25 with FIX: padded rows, the stages
- * unrolled), 27 (26 with QREG: Q in registers): see the comments above.
+ * unrolled), 27 (26 with QREG: Q in registers), 28 and 29 (26 and 27
+ * with FIX 2: 25's swizzle, the lane addresses taken once), 30 (29 with
+ * FIX 3: P's pairs built once): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
  * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P, bool P1, bool KVS, bool FIX, bool QREG>
+          bool MH, bool TMA, int L2P, bool P1, bool KVS, int FIX, bool QREG>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
      * (versions 19-21) feeds them as one */
     constexpr bool kSplitP = Mma<T>::kSplitP && !P1;
     constexpr int CPR = D * 2 / 16;   /* 16-byte pieces per row          */
-    constexpr int RU4 = CPR + FIX;    /* a row's pitch in shared memory (26: padded) */
+    constexpr bool PAD = FIX == 1;    /* versions 26 and 27: padded rows */
+    constexpr int RU4 = CPR + PAD;    /* a row's pitch in shared memory */
     constexpr int RPI = 32 / CPR;     /* rows a warp copies per step     */
     constexpr int NT = D / 8;         /* n-tiles of the output           */
     constexpr int KS = D / 16;        /* k-steps of the scores           */
@@ -414,18 +467,20 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
     static_assert(!KVS || (!QUAD && !MH && !TMA), "versions 21, 22 and 24 split 19's and 20's copy");
-    static_assert(!FIX || (QUAD && !KVS), "version 26 is version 25's addressing");
-    static_assert(!QREG || FIX, "version 27 is version 26 with Q in registers");
+    static_assert(!FIX || (QUAD && !KVS && !MH && !TMA), "versions 26-29 are 25's addressing");
+    static_assert(!QREG || FIX, "versions 27 and 29 are 26 and 28 with Q in registers");
+    static_assert(FIX < 2 || (TOK == 8 && RPI <= 8), "version 28's lane addresses (below)");
+    static_assert(FIX != 3 || !kSplitP, "version 30's pairs are P's one term");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
      * no dynamic shared memory costs the host less (docs/gpu-journal.md,
      * eighth session); version 6's 96 KB are dynamic, on the 128-byte grid */
     uint4 *v6buf;
-    if constexpr (mma_static(D, STAGES, TOK, FIX)) {
+    if constexpr (mma_static(D, STAGES, TOK, PAD)) {
         /* the copy engine's swizzle needs each tile on the 1024-byte grid */
         __shared__ alignas(TMA ? kTmaAlign : kSmemAlign) uint4
-            sbuf[v6_smem_bytes(D, STAGES, TOK, FIX) / 16];
+            sbuf[v6_smem_bytes(D, STAGES, TOK, PAD) / 16];
         v6buf = sbuf;
     } else {
         extern __shared__ uint4 v6dyn[];
@@ -493,12 +548,41 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
      * swizzle on 128-byte half rows: D / 64 boxes of 8 rows one after the
      * other; version 26's rows are padded instead (see FIX, above) */
     auto piece = [](int r, int pc) {
-        return FIX   ? r * RU4 + pc
+        return PAD   ? r * RU4 + pc
                : TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
                      : r * CPR + (pc ^ (r & 7));
     };
-    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-27) */
-    auto qpiece = [](int r, int pc) { return FIX ? r * RU4 + pc : r * CPR + (pc ^ (r & 7)); };
+    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-30) */
+    auto qpiece = [](int r, int pc) { return PAD ? r * RU4 + pc : r * CPR + (pc ^ (r & 7)); };
+    /* Version 28 (FIX 2): the lane's shared-memory addresses, each taken
+     * once for the kernel, so that in the loop every address is one of
+     * them plus an immediate. The swizzle stays: a piece pc = 4 m + j of
+     * row r (j < 4, r < 8 within the XOR) lies at
+     *     r CPR + 8 (m / 2) + ((4 (m % 2) + j) ^ r),
+     * a base for m % 2 plus 8 (m / 2): two bases cover the four k-steps of
+     * K's ldmatrix loads and the four n-tile groups of V's (the same lanes
+     * read the same rows and pieces of both at TOK 8), four Q's (its two
+     * loads a step, pc = 4 m + (0 | 2) + qpc). A lane's copy slot in row
+     * step it is fixed too (its row and piece are), one base a step. The
+     * stage and K or V add TILE_U4 multiples, immediates since the loop is
+     * unrolled over the stages. */
+    unsigned cslot[FIX >= 2 ? TOK / RPI : 1], kab[2], qab[4];
+    /* and the element offset of its piece of a tile's first row, which the
+     * walk folds into its 32-bit part (0: added by copy_rows) */
+    const unsigned loff = FIX >= 2 ? pin_u32(crow * D + cpc * 8) : 0u;
+    if constexpr (FIX >= 2) {
+        const unsigned sw = smem_u32(wbuf), sqa = smem_u32(sq);
+        const int lr8 = lane % 8, lm4 = lane / 8, qr = (lm4 & 1) ? 8 : lr8;
+#pragma unroll
+        for (int it = 0; it < TOK / RPI; it++)
+            cslot[it] = pin_u32(sw + 16u * piece(it * RPI + crow, cpc));
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            kab[i] = pin_u32(sw + 16u * piece(lr8, 4 * i + lm4));
+            qab[2 * i] = pin_u32(sqa + 16u * qpiece(qr, 4 * i + (lm4 >> 1)));
+            qab[2 * i + 1] = pin_u32(sqa + 16u * qpiece(qr, 4 * i + 2 + (lm4 >> 1)));
+        }
+    }
 
     /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st:
      * its K and V rows (half 0), or K's only (1) or V's only (2), version
@@ -534,12 +618,19 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         uint4 *dk = wbuf + (st * 2 + 0) * TILE_U4;
         uint4 *dv = wbuf + (st * 2 + 1) * TILE_U4;
         /* Rows r0 .. r0 + n of the tile from the address of row r0 (e: its
-         * element offset in K's buffer and V's), at fixed offsets. */
+         * element offset in K's buffer and V's; version 28: with the lane's
+         * own offset already in, see loff), at fixed offsets. */
         auto copy_rows = [&](size_t e, int r0, int n) {
-            const T *pk = kb + e + (size_t)(crow * D + cpc * 8);
-            const T *pv = vb + e + (size_t)(crow * D + cpc * 8);
+            const size_t le = FIX >= 2 ? e : e + (size_t)(crow * D + cpc * 8);
+            const T *pk = kb + le, *pv = vb + le;
 #pragma unroll
             for (int it = r0 / RPI; it < (r0 + n) / RPI; it++) {
+                if constexpr (FIX >= 2) { /* version 28: the slot's base, the stage's immediate */
+                    const unsigned sk = cslot[it] + 16u * (st * 2) * TILE_U4;
+                    cp_async16_s(sk, pk + (it * RPI - r0) * D);
+                    cp_async16_s(sk + 16u * TILE_U4, pv + (it * RPI - r0) * D);
+                    continue;
+                }
                 const int slot = piece(it * RPI + crow, cpc);
                 if (half != 2)
                     cp_async16<L2P>(dk + slot, pk + (it * RPI - r0) * D, true);
@@ -547,15 +638,16 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     cp_async16<L2P>(dv + slot, pv + (it * RPI - r0) * D, true);
             }
         };
-        /* the pool offset of chunk token u's row; version 26 as one 32 x 32
-         * -> 64-bit multiply (the frame by fstride) and 32-bit sums, as the
-         * shape's bounds allow (pf_gpu_shape_ok: Hkv B D < 2^27) */
-        auto walk = [&](int u) -> size_t {
+        /* the pool offset of chunk token u's row, plus lo; versions 26-29
+         * as one 32 x 32 -> 64-bit multiply-add (the frame by fstride) and
+         * 32-bit sums, as the shape's bounds allow (pf_gpu_shape_ok: Hkv B
+         * D < 2^27) */
+        auto walk = [&](int u, unsigned lo = 0u) -> size_t {
             const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
             if constexpr (FIX)
                 return (size_t)(unsigned)tbl[blk] * fstride +
-                       (unsigned)((kvh * B + u - blk * B) * D);
-            return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D);
+                       ((unsigned)((kvh * B + u - blk * B) * D) + lo);
+            return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D) + lo;
         };
         if (kFixedRows && t0 + u0 + TOK <= t1) {
             /* version 12's common case, as version 7's: the whole tile is
@@ -565,11 +657,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
              * 16-token tile at 8-token pages lies in two pages: a walk
              * for each half. */
             if (!PAGED) {
-                copy_rows((size_t)(t0 + u0) * D, 0, TOK);
+                copy_rows((size_t)(t0 + u0) * D + loff, 0, TOK);
                 return;
             }
             if (walk_per_tile) {
-                copy_rows(walk(u0), 0, TOK);
+                copy_rows(walk(u0, loff), 0, TOK);
                 return;
             }
             if constexpr (TOK == 16) {
@@ -774,15 +866,23 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 #pragma unroll
                 for (int ks = 0; ks < KS; ks += 2) {
                     unsigned b[4];
-                    const int pc = ks * 2 + kpc;
-                    ldsm_x4(b, ks_ + piece(ktok, pc));
+                    const int pc = ks * 2 + kpc, m = ks / 2; /* pc = 4 m + kpc */
+                    if constexpr (FIX >= 2)
+                        ldsm_x4(b, kab[m & 1] + 16u * (st * 2 * TILE_U4 + 8 * (m >> 1)));
+                    else
+                        ldsm_x4(b, ks_ + piece(ktok, pc));
                     if constexpr (QREG) {
                         Mma<T>::run_quad(s, qq[ks / 2][0], b[0], b[1]);
                         Mma<T>::run_quad(s, qq[ks / 2][1], b[2], b[3]);
                     } else {
                         unsigned q0[4], q1[4];
-                        ldsm_x4(q0, sq + qpiece(qrow, ks * 2 + qpc));
-                        ldsm_x4(q1, sq + qpiece(qrow, ks * 2 + 2 + qpc));
+                        if constexpr (FIX >= 2) {
+                            ldsm_x4(q0, qab[2 * (m & 1)] + 128u * (m >> 1));
+                            ldsm_x4(q1, qab[2 * (m & 1) + 1] + 128u * (m >> 1));
+                        } else {
+                            ldsm_x4(q0, sq + qpiece(qrow, ks * 2 + qpc));
+                            ldsm_x4(q1, sq + qpiece(qrow, ks * 2 + 2 + qpc));
+                        }
                         Mma<T>::run_quad(s, q0, b[0], b[1]);
                         Mma<T>::run_quad(s, q1, b[2], b[3]);
                     }
@@ -854,6 +954,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             unsigned pr0, pr2;
             const unsigned pa0 = Mma<T>::pack(p[0], p[1], &pr0);
             const unsigned pa2 = Mma<T>::pack(p[2], p[3], &pr2);
+            /* version 30: P's A pairs for the C quads, {pa0, 0} and {0, pa0},
+             * each as one 64-bit value, so that they are built once a tile
+             * (in v27's SASS, about 20 register moves a tile rebuilt them
+             * before the mma) */
+            unsigned long long plo = 0, phi = 0;
+            if constexpr (FIX == 3) {
+                plo = pin_u64(pa0);
+                phi = pin_u64((unsigned long long)pa0 << 32);
+            }
             if constexpr (KVS) {
                 cp_async_wait<2 * STAGES - 1>();
                 __syncwarp(); /* V_k visible */
@@ -872,8 +981,18 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     }
                 } else {
                     const int pc = 4 * j + vpc;
-                    ldsm_x4_t(b, vs_ + piece(vtok, pc));
-                    if constexpr (QUAD) {
+                    if constexpr (FIX >= 2) /* V's half of the stage; pc = 4 j + vpc */
+                        ldsm_x4_t(b, kab[j & 1] + 16u * ((st * 2 + 1) * TILE_U4 + 8 * (j >> 1)));
+                    else
+                        ldsm_x4_t(b, vs_ + piece(vtok, pc));
+                    if constexpr (FIX == 3) { /* version 30: the pairs built once a tile */
+#pragma unroll
+                        for (int q = 0; q < 4; q += 2) {
+                            float *x = o[4 * j + q], *y = o[4 * j + q + 1];
+                            Mma<T>::run8(x, y, plo, b[q]);
+                            Mma<T>::run8(x, y, phi, b[q + 1]);
+                        }
+                    } else if constexpr (QUAD) {
 #pragma unroll
                         for (int q = 0; q < 4; q += 2) { /* n-tiles x, y in one C quad */
                             float *x = o[4 * j + q], *y = o[4 * j + q + 1];
@@ -960,8 +1079,8 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P, bool P1, bool KVS, bool FIX, bool QREG>
-__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK, FIX))
+          bool MH, int L2P, bool P1, bool KVS, int FIX, bool QREG>
+__global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK, FIX == 1))
     attn_mma(const AttnArgs<T> a)
 {
     mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX, QREG>(a,

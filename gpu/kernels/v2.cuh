@@ -57,6 +57,12 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool va
                      "r"(valid ? 16 : 0)
                      : "memory");
 }
+/* version 28's form: to a shared-memory address, always whole (no
+ * src-size operand, so no register for it) */
+__device__ __forceinline__ void cp_async16_s(unsigned s, const void *gmem)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit()
 {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
