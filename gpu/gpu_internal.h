@@ -211,7 +211,16 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  *   16-bit, GQA tile 1 (MHA)   8 (mha 0.963 of the read bandwidth against
  *                                 0.923 for v7; 0.239 ms beside v1's 0.243
  *                                 and cuDNN's 0.238 in gpu/peers.py);
- *   16-bit, otherwise         19 (v12 with bf16's weights as one term;
+ *   16-bit, otherwise         29 (PF_GPU_GQA_VERSION: v25, itself v19
+ *                                 with whole-quad mma, with its lane
+ *                                 addresses taken once and Q held in
+ *                                 registers; twenty-fourth session, H200,
+ *                                 one process a workload: v29 / v19
+ *                                 shuffled llama 0.989, batch 0.991, long
+ *                                 0.994, llama at block sizes 8-256 in
+ *                                 bf16 and fp16 0.989-0.993, mixed 1.000,
+ *                                 bitwise v25's outputs. Before it 19:
+ *                                 v12 with bf16's weights as one term;
  *                                 twenty-first session, on an H100, one
  *                                 process a workload: v19 / v12 0.995-1.000
  *                                 on 22 of 22 paired bf16 passes of llama,
@@ -237,7 +246,12 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * ahead of v12 on llama on two machine starts, behind it on the next two,
  * and 1.5-2.3 points behind at 8-token pages), nor 12 since the
  * twenty-first session (19 is it with one term), nor 20 (18 with one
- * term: 0.977-1.017 of v12 in the same runs, on both sides of it). */
+ * term: 0.977-1.017 of v12 in the same runs, on both sides of it), nor
+ * 21-24 (more bytes in flight a warp: level or 0.1-2.0% slower on the
+ * H200, twenty-fourth session), 26 and 27 (padded rows: 8% slower), 28
+ * and 30 (29 without Q held, and 29 with P's pairs pinned: within 0.3%
+ * of 29, no faster). */
+#define PF_GPU_GQA_VERSION 29
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its

@@ -371,7 +371,7 @@ static int default_large(const pf_gpu_attn_shape *s)
 {
     if (s->dtype == PF_GPU_F32)
         return 7;
-    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 8 : 19;
+    return pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads) == 1 ? 8 : PF_GPU_GQA_VERSION;
 }
 
 int pf_gpu_default_version(const pf_gpu_attn_shape *s)

@@ -482,9 +482,9 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
     assert_covers(&p, 2049, 24);
     cr_assert_eq(p.version, 2);
-    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v19 for GQA */
+    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v29 for GQA */
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
-    cr_assert_eq(p.version, 19);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     s.num_kv_heads = s.num_q_heads;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
     cr_assert_eq(p.version, 8);
@@ -653,21 +653,21 @@ Test(gpu_host, device_failures_are_not_bad_arguments)
 Test(gpu_host, default_version_follows_the_measurements)
 {
     pf_gpu_attn_shape s = llama_shape();
-    cr_assert_eq(pf_gpu_default_version(&s), 19); /* llama: 1 GiB of K+V */
+    cr_assert_eq(pf_gpu_default_version(&s), PF_GPU_GQA_VERSION); /* llama: 1 GiB of K+V */
     s.num_seqs = 1;
     cr_assert_eq(pf_gpu_default_version(&s), 9); /* single: 8 head tiles, small */
     s.num_seqs = 4;
     cr_assert_eq(pf_gpu_default_version(&s), 9); /* 32 pairs */
     s.num_seqs = 5;
-    cr_assert_eq(pf_gpu_default_version(&s), 19);
+    cr_assert_eq(pf_gpu_default_version(&s), PF_GPU_GQA_VERSION);
     /* small, but one sequence longer than a cluster's 8 chunks: the large
-     * launch's version (19 for 16-bit GQA) */
+     * launch's version (29 for 16-bit GQA) */
     s.num_seqs = 1;
     s.max_blocks_per_seq = 4096;
     int len = 8 * PF_GPU_MAX_CHUNK + 16;
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
-    cr_assert_eq(p.version, 19);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     len -= 16;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
@@ -686,7 +686,7 @@ Test(gpu_host, default_version_follows_the_measurements)
     cr_assert_eq(v, 9);
     len += 16;
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
-    cr_assert_eq(v, 19);
+    cr_assert_eq(v, PF_GPU_GQA_VERSION);
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 9, &v), PF_OK);
     cr_assert_eq(v, 9, "an explicit version is kept");
     cr_assert_neq(pf_gpu_attn_plan_compute(&q, &s, 1, &len, 0, 9, 132, 4), PF_OK,
@@ -713,7 +713,7 @@ Test(gpu_host, default_version_follows_the_measurements)
     cr_assert_eq(pf_gpu_default_version(&s), 8);
     s = llama_shape();
     s.dtype = PF_GPU_F16; /* fp16 GQA: tensor cores as for bf16 */
-    cr_assert_eq(pf_gpu_default_version(&s), 19);
+    cr_assert_eq(pf_gpu_default_version(&s), PF_GPU_GQA_VERSION);
     s.dtype = PF_GPU_F32; /* fp32 GQA: versions 6 and 12 are 16-bit only */
     cr_assert_eq(pf_gpu_default_version(&s), 7);
 }
@@ -1181,10 +1181,10 @@ Test(gpu_host, cluster_fallback_counts_whole_pages)
     cr_assert_eq(p.version, 9);
     for (len = 32641; len <= 32768; len += 127) {
         cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
-        cr_assert_eq(v, 19, "%d tokens", len);
+        cr_assert_eq(v, PF_GPU_GQA_VERSION, "%d tokens", len);
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK,
                      "%d tokens", len);
-        cr_assert_eq(p.version, 19);
+        cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     }
     /* the naive layout's chunks are multiples of 16, which divides 4096 */
     len = 8 * PF_GPU_MAX_CHUNK;
