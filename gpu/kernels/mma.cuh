@@ -467,7 +467,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
     static_assert(!KVS || (!QUAD && !MH && !TMA), "versions 21, 22 and 24 split 19's and 20's copy");
-    static_assert(!FIX || (QUAD && !KVS && !MH && !TMA), "versions 26-29 are 25's addressing");
+    static_assert(!FIX || (QUAD && !KVS && !MH && !TMA), "versions 26-30 are 25's addressing");
     static_assert(!QREG || FIX, "versions 27 and 29 are 26 and 28 with Q in registers");
     static_assert(FIX < 2 || (TOK == 8 && RPI <= 8), "version 28's lane addresses (below)");
     static_assert(FIX != 3 || !kSplitP, "version 30's pairs are P's one term");
@@ -544,9 +544,9 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 
     /* A tile's 16-byte piece pc of row r (and of Q's rows in sq): rows of
      * D elements, the pieces XOR-swizzled by r % 8 (versions 6, 12-14,
-     * 17-25); the copy engine's layout (versions 15, 16) is the same
+     * 17-25, 28-30); the copy engine's layout (versions 15, 16) is the same
      * swizzle on 128-byte half rows: D / 64 boxes of 8 rows one after the
-     * other; version 26's rows are padded instead (see FIX, above) */
+     * other; versions 26 and 27 pad the rows instead (see FIX, above) */
     auto piece = [](int r, int pc) {
         return PAD   ? r * RU4 + pc
                : TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
