@@ -330,7 +330,7 @@ Test(gpu, one_term_weights)
  * offsets (8: a page an 8-token tile, two a 16-token one; 16) or row by row
  * (10: tiles straddle pages), with sequences that end inside a tile (17,
  * 300: their tails go row by row too) and one of one token. */
-Test(gpu, split_copy_groups_change_no_output)
+Test(gpu, copy_and_address_changes_keep_outputs)
 {
     int lens[] = {1, 17, 300, 700};
     const pf_gpu_dtype dts[] = {PF_GPU_F16, PF_GPU_BF16};
