@@ -809,11 +809,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     constexpr int UNR = FIX ? STAGES : 1;
     for (int k0 = 0; k0 < mine; k0 += UNR) {
 #pragma unroll
-        for (int i = 0; i < UNR; i++) {
-            const int k = k0 + i;
+        for (int sub = 0; sub < UNR; sub++) {
+            const int k = k0 + sub;
             if (UNR > 1 && k >= mine)
                 break;
-            const int st = UNR > 1 ? i : k % STAGES; /* the tile's stage */
+            const int st = UNR > 1 ? sub : k % STAGES; /* the tile's stage */
             if constexpr (KVS) {
                 cp_async_wait<2 * STAGES - 1>();
                 __syncwarp(); /* the warp's copies of K_k are visible to all its lanes */
