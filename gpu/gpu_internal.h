@@ -272,11 +272,11 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
  * beside cuDNN's 10.0 in gpu/peers.py.) */
 #define PF_GPU_SMALL_TILE 1
 
-/* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8
- * and 11 to 30 through global memory (their workspace also holds one
+/* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8,
+ * 11 to 30 and 32 through global memory (their workspace also holds one
  * counter per (sequence, head tile), zero at rest; version 14: per block of
  * 4 tiles) and from a work list when planned
- * from lengths; 9 and 10 inside a thread-block cluster, so their chunks
+ * from lengths; 9, 10 and 31 inside a thread-block cluster, so their chunks
  * stay in grid order, at most PF_GPU_CLUSTER_MAX of them, and need no
  * workspace. */
 #define PF_GPU_CLUSTER_MAX 8 /* the portable cluster size */
@@ -286,11 +286,11 @@ static inline int pf_gpu_version_fused(int version)
 }
 static inline int pf_gpu_version_cluster(int version)
 {
-    return version == 9 || version == 10;
+    return version == 9 || version == 10 || version == 31;
 }
 static inline int pf_gpu_version_listed(int version)
 {
-    return (version >= 5 && version <= 8) || version >= 11;
+    return (version >= 5 && version <= 8) || (version >= 11 && !pf_gpu_version_cluster(version));
 }
 
 /* Version 11 balances the work among its blocks at run time (work
@@ -334,17 +334,17 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
     return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
-/* Versions 19-30 feed bf16's attention weights to P V as one bf16
+/* Versions 19-32 feed bf16's attention weights to P V as one bf16
  * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels/launch.cuh pick_v:
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
 {
-    return version >= 19 && version <= 30;
+    return version >= 19 && version <= 32;
 }
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
  * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
- * tensor cores (versions 6 and 12-30, 16-bit) p enters as fp16 (11 bits:
+ * tensor cores (versions 6 and 12-32, 16-bit) p enters as fp16 (11 bits:
  * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16) or as
  * one term (8 bits: 2^-8). Relative for normal numbers: fp16 weights below
  * 2^-14 are subnormal and off by up to 2^-25 absolutely, which the check's

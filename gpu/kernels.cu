@@ -100,6 +100,18 @@ int prefetch_env()
 
 typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*LaunchExFn)(const CUlaunchConfig *, CUfunction, void **, void **);
+
+/* PF_GPU_LAUNCH=runtime takes the runtime's path only, to compare the two
+ * (read once, so a run reads no environment) */
+bool driver_launch_on()
+{
+    static const bool on = [] {
+        const char *e = getenv("PF_GPU_LAUNCH");
+        return !(e && !strcmp(e, "runtime"));
+    }();
+    return on;
+}
 
 } /* namespace */
 
@@ -185,21 +197,57 @@ CUfunction driver_function(const void *fn)
 }
 
 /* Launch fn on grid x kThreads threads with smem bytes of dynamic shared
- * memory, its parameters as cudaLaunchKernel takes them. */
-int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params)
+ * memory, its parameters as cudaLaunchKernel takes them; with cluster_x >
+ * 1, as clusters of cluster_x blocks along x (versions 9, 10 and 31), by
+ * the driver's cuLaunchKernelEx, else the runtime's cudaLaunchKernelExC. */
+int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params,
+                  int cluster_x)
 {
-    /* PF_GPU_LAUNCH=runtime takes the runtime's path only, to compare the
-     * two (read once, so a run reads no environment) */
-    static const LaunchFn drv = [] {
-        const char *e = getenv("PF_GPU_LAUNCH");
-        return e && !strcmp(e, "runtime") ? (LaunchFn) nullptr
-                                          : (LaunchFn)driver_entry("cuLaunchKernel");
-    }();
-    const CUfunction f = drv ? driver_function(fn) : nullptr;
-    if (f && drv(f, grid.x, grid.y, grid.z, kThreads, 1, 1, (unsigned)smem, (CUstream)st, params,
-                 nullptr) == CUDA_SUCCESS)
-        return PF_OK;
-    const cudaError_t e = cudaLaunchKernel(fn, grid, dim3(kThreads), params, (size_t)smem, st);
+    static const LaunchFn drv =
+        driver_launch_on() ? (LaunchFn)driver_entry("cuLaunchKernel") : nullptr;
+    static const LaunchExFn drv_ex =
+        driver_launch_on() ? (LaunchExFn)driver_entry("cuLaunchKernelEx") : nullptr;
+    cudaError_t e;
+    if (cluster_x > 1) {
+        const CUfunction f = drv_ex ? driver_function(fn) : nullptr;
+        CUlaunchAttribute at = {};
+        at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at.value.clusterDim.x = (unsigned)cluster_x;
+        at.value.clusterDim.y = 1;
+        at.value.clusterDim.z = 1;
+        CUlaunchConfig cfg = {};
+        cfg.gridDimX = grid.x;
+        cfg.gridDimY = grid.y;
+        cfg.gridDimZ = grid.z;
+        cfg.blockDimX = kThreads;
+        cfg.blockDimY = 1;
+        cfg.blockDimZ = 1;
+        cfg.sharedMemBytes = (unsigned)smem;
+        cfg.hStream = (CUstream)st;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        if (f && drv_ex(&cfg, f, params, nullptr) == CUDA_SUCCESS)
+            return PF_OK;
+        cudaLaunchAttribute rat[1];
+        rat[0].id = cudaLaunchAttributeClusterDimension;
+        rat[0].val.clusterDim.x = (unsigned)cluster_x;
+        rat[0].val.clusterDim.y = 1;
+        rat[0].val.clusterDim.z = 1;
+        cudaLaunchConfig_t rcfg = {};
+        rcfg.gridDim = grid;
+        rcfg.blockDim = dim3(kThreads);
+        rcfg.dynamicSmemBytes = (size_t)smem;
+        rcfg.stream = st;
+        rcfg.attrs = rat;
+        rcfg.numAttrs = 1;
+        e = cudaLaunchKernelExC(&rcfg, fn, params);
+    } else {
+        const CUfunction f = drv ? driver_function(fn) : nullptr;
+        if (f && drv(f, grid.x, grid.y, grid.z, kThreads, 1, 1, (unsigned)smem, (CUstream)st,
+                     params, nullptr) == CUDA_SUCCESS)
+            return PF_OK;
+        e = cudaLaunchKernel(fn, grid, dim3(kThreads), params, (size_t)smem, st);
+    }
     if (e != cudaSuccess)
         (void)cudaGetLastError(); /* reported here, not left for a later check */
     return pf_gpu_cuda_err((int)e);

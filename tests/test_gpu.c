@@ -159,7 +159,7 @@ Test(gpu, split_kv_long_sequences)
 /* More chunks than the in-place merge loads at once (kMergeBatch, 8, in
  * gpu/kernels/v2.cuh): its later batches rescale the running sums to a new max.
  * 20 chunks of 464 tokens for 9000, 9 for 4097, one for 1; every version
- * that merges through the workspace (not v9/v10, at most 8 in a cluster),
+ * that merges through the workspace (not v9, v10 or v31, at most 8 in a cluster),
  * fp16 and bf16, checked against the CPU reference and paged = naive. */
 Test(gpu, split_kv_more_chunks_than_one_merge_batch)
 {
@@ -365,6 +365,50 @@ Test(gpu, copy_and_address_changes_keep_outputs)
                     cr_assert_eq(v->max_diff_shuffled, 0.0);
                 }
             }
+}
+
+/* Versions 31 and 32 change how version 29 merges a split sequence's
+ * chunks, not the arithmetic: 31 launches them as one thread-block cluster
+ * and merges through distributed shared memory, 32 merges through the
+ * workspace as 29 does but counts with one acquire-release atomic instead
+ * of fences. The cluster's merge sums in the order of 29's and divides as
+ * it does (gpu/kernels/v2.cuh, attn_finish_cluster), so both give bitwise
+ * 29's outputs: here with 8 chunks a sequence, some sequences filling all
+ * 8, some fewer (31's empty ranks join the barriers with weight 0), one of
+ * one token; fp16 and bf16; pages of 8, 10 (chunks and tiles straddle
+ * pages) and 16 tokens. */
+Test(gpu, merge_changes_keep_outputs)
+{
+    int lens[] = {9000, 1, 4097, 300};
+    const pf_gpu_dtype dts[] = {PF_GPU_F16, PF_GPU_BF16};
+    const int blocks[] = {8, 10, 16};
+    for (int t = 0; t < 2; t++)
+        for (int b = 0; b < 3; b++) {
+            pf_gpu_bench_cfg cfg = {
+                .num_seqs = 4, .seq_lens = lens, .naive_cap = 9000, .num_q_heads = 8,
+                .num_kv_heads = 2, .head_dim = 128, .block_size = blocks[b], .dtype = dts[t],
+                .iters = 1, .seed = 11, .shuffle_seed = 3, .tolerance = 1e-3,
+                .ref_all_heads = 1, .version = 29, .num_rivals = 2, .rivals = {31, 32},
+                .splits = PF_GPU_CLUSTER_MAX, .check_only = 1,
+            };
+            pf_gpu_bench_result res;
+            char err[300] = "";
+            const char *dt = pf_gpu_dtype_name(dts[t]);
+            cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+            cr_assert(res.pass, "%s, B %d: %s", dt, blocks[b], res.failure);
+            cr_assert_eq(res.splits, PF_GPU_CLUSTER_MAX);
+            cr_assert_gt(res.units, 0, "v29 runs from its work list");
+            for (int r = 0; r < 2; r++) {
+                const pf_gpu_bench_rival *v = &res.rival[r];
+                cr_assert_eq(v->version, cfg.rivals[r]);
+                cr_assert_eq(v->splits, PF_GPU_CLUSTER_MAX, "%s, B %d", dt, blocks[b]);
+                cr_assert_eq(v->units > 0, v->version == 32, "only 31 runs in grid order");
+                cr_assert_eq(v->max_diff_base, 0.0, "%s, B %d: v%d's outputs are v29's", dt,
+                             blocks[b], v->version);
+                cr_assert_eq(v->max_diff_ordered, 0.0);
+                cr_assert_eq(v->max_diff_shuffled, 0.0);
+            }
+        }
 }
 
 /* --compare: more versions in one run. Each is planned, checked and timed

@@ -420,7 +420,7 @@ static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
                (2 + 2 * pairs) * sizeof(unsigned);
         want = (want + 7) / 8 * 8 +
                (size_t)p->units * (pairs / p->shape.num_seqs) * sizeof(unsigned long long);
-    } else if (p->splits > 1 && !pf_gpu_version_cluster(p->version)) { /* v9, v10: on chip */
+    } else if (p->splits > 1 && !pf_gpu_version_cluster(p->version)) { /* v9, v10, v31: on chip */
         want = (size_t)p->shape.num_seqs * p->shape.num_q_heads * p->splits *
                    (p->shape.head_dim + 1) * sizeof(float) +
                counters;
@@ -902,14 +902,14 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
         cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK, "v%d", v); /* 4096 */
-        const int can = v >= 5 && v != 9 && v != 10 && v != 11 && v != 14;
+        const int can = v >= 5 && v != 9 && v != 10 && v != 11 && v != 14 && v != 31;
         cr_assert_eq(pf_gpu_version_tail(v), can, "v%d", v);
         cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), can ? PF_OK : PF_ERR_ARG, "v%d", v);
     }
     /* the messages' list of them, as ranges; cut short, still a string */
     char can[64];
     pf_gpu_tail_versions(can, sizeof can);
-    cr_assert_str_eq(can, "5-8, 12, 13, 15-30");
+    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32");
     pf_gpu_tail_versions(can, 6);
     cr_assert_str_eq(can, "5-8");
     /* bindings check their mirror of the plan against this */
@@ -941,8 +941,8 @@ Test(gpu_host, work_list_only_from_lengths_and_fused_versions)
     cr_assert_eq(pf_gpu__work_list(&p, lens, pairs), PF_ERR_ARG);
     for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
-        cr_assert_eq(p.units > 0, (v >= 5 && v <= 8) || v >= 11, "version %d: %d units", v,
-                     p.units);
+        cr_assert_eq(p.units > 0, (v >= 5 && v <= 8) || (v >= 11 && v != 31),
+                     "version %d: %d units", v, p.units);
         assert_covers(&p, p.max_len, 16);
     }
     /* version 11 shares its work out from the list: no plan without one */
@@ -953,11 +953,13 @@ Test(gpu_host, work_list_only_from_lengths_and_fused_versions)
     assert_covers(&p, p.max_len, 16);
 }
 
-/* Versions 9 and 10 merge a sequence's chunks inside one thread-block
+/* Versions 9, 10 and 31 merge a sequence's chunks inside one thread-block
  * cluster: at most PF_GPU_CLUSTER_MAX chunks, no work list, no workspace. */
 Test(gpu_host, cluster_version_keeps_a_sequence_in_one_cluster)
 {
-    for (int v = 9; v <= 10; v++) {
+    const int vs[] = {9, 10, 31};
+    for (int i = 0; i < 3; i++) {
+        const int v = vs[i];
         cr_assert(pf_gpu_version_cluster(v) && !pf_gpu_version_listed(v));
         pf_gpu_attn_shape s = llama_shape();
         s.num_seqs = 1;

@@ -38,8 +38,10 @@ bool tma_fits(const pf_gpu_attn_shape *s, int paged);
  * nullptr where there is none */
 CUfunction driver_function(const void *fn);
 /* launch fn on grid x kThreads threads (the driver's launch, else the
- * runtime's); a PF_ code */
-int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params);
+ * runtime's), in clusters of cluster_x blocks along x when it is > 1; a
+ * PF_ code */
+int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params,
+                  int cluster_x = 1);
 
 } /* namespace pf_kern */
 
@@ -167,12 +169,17 @@ template <typename F> int reserve_for_four(F fn)
  * split each copied 128-byte line over two of shared memory's, mma.cuh).
  * 28 and 29: 26 and 27 with 25's swizzled rows, the lane's addresses
  * taken once (FIX 2); 30: 29 with P's mma pairs built once a tile (FIX 3).
+ * 31: 29 with a split sequence's chunks launched as one cluster, merged
+ * through distributed shared memory (END kEndCluster; v9's end,
+ * attn_finish_cluster) instead of partials in the workspace, a fence and an
+ * atomic. 32: 29 with the workspace merge's count one acquire-release
+ * atomic and no fences (END kEndAcqRel, v2.cuh).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
           bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, int FIX = 0,
-          bool QREG = false>
+          bool QREG = false, int END = kEndFence>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
@@ -182,7 +189,7 @@ Kern<T> pick_mma()
          * base version's kernel itself, not a second copy of it */
         constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
         constexpr auto fn =
-            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX, QREG>;
+            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX, QREG, END>;
         if constexpr (mma_static(D, STAGES, TOK, FIX == 1)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -312,7 +319,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-30 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-32 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -325,8 +332,17 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 27: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 1, true>();
     case 28: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2>();
     case 29: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true>();
-    default: /* 30 */
-        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 3, true>();
+    case 30: return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 3, true>();
+    case 31: /* 29 whose split sequences merge in a cluster; fp32, which has
+              * no 16-bit mma, runs version 9's kernel (a cluster too) */
+        if constexpr (std::is_same<T, float>::value)
+            return pick_v7<T, D, GT, PAGED, 2, true>();
+        else
+            return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
+                            kEndCluster>();
+    default: /* 32: 29 whose merge counts with one acquire-release atomic */
+        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
+                        kEndAcqRel>();
     }
 }
 
@@ -397,20 +413,9 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
     const Kern<T> kern = pick<T>(s, p->group_tile, p->paged, p->version);
     if (pf_gpu_version_cluster(p->version) && p->splits > 1) {
-        /* v9, v10: a sequence's chunks (grid x) are one cluster */
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(kThreads);
-        cfg.dynamicSmemBytes = (size_t)kern.smem;
-        cfg.stream = st;
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = (unsigned)p->splits;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        return pf_gpu_cuda_err((int)cudaLaunchKernelEx(&cfg, kern.fn, a));
+        /* v9, v10, v31: a sequence's chunks (grid x) are one cluster */
+        void *params[1] = {&a};
+        return launch_kernel((const void *)kern.fn, grid, kern.smem, st, params, p->splits);
     }
     const TmaMaps *maps = nullptr;
     int rc;

@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-30: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-32: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -439,13 +439,17 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * with KVS), 25 (13 with P1), 26 (25 with FIX: padded rows, the stages
  * unrolled), 27 (26 with QREG: Q in registers), 28 and 29 (26 and 27
  * with FIX 2: 25's swizzle, the lane addresses taken once), 30 (29 with
- * FIX 3: P's pairs built once): see the comments above.
+ * FIX 3: P's pairs built once), 31 (29 with END kEndCluster: a split
+ * sequence's chunks one cluster, merged through distributed shared memory
+ * by v9's end, attn_finish_cluster), 32 (29 with END kEndAcqRel: the
+ * workspace merge's count one acquire-release atomic, no fences; v2.cuh):
+ * see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
  * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P, bool P1, bool KVS, int FIX, bool QREG>
+          bool MH, bool TMA, int L2P, bool P1, bool KVS, int FIX, bool QREG, int END = kEndFence>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
@@ -471,6 +475,8 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!QREG || FIX, "versions 27 and 29 are 26 and 28 with Q in registers");
     static_assert(FIX < 2 || (TOK == 8 && RPI <= 8), "version 28's lane addresses (below)");
     static_assert(FIX != 3 || !kSplitP, "version 30's pairs are P's one term");
+    static_assert(END == kEndFence || (FIX == 2 && QREG && !MH), "versions 31, 32: 29's ends");
+    constexpr bool CL = END == kEndCluster;
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -492,6 +498,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
+    __shared__ float cl_lse[CL ? GT : 1]; /* version 31: this chunk's log2-sum-exps */
     /* versions 12, 13 and 15-17 keep Q here (below); 13 also a zero row;
      * 14 each warp's own 8 rows */
     __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * RU4 : 1];
@@ -515,6 +522,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const int brows = MH ? min(W * GT, a.hq - bq0) : GT;
     int len, t0, t1;
     if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, bq0, len, t0, t1, brows)) {
+        if constexpr (CL)
+            if (len > 0 && gridDim.x > 1) /* an empty chunk still joins its cluster */
+                attn_finish_cluster<T, D, GT, W>(a, &sm_m[0][0], &sm_l[0][0],
+                                                 reinterpret_cast<float *>(v6buf), cl_lse, seq,
+                                                 qh0, true);
         trace_mark(a, kTrEnd);
         return;
     }
@@ -1074,17 +1086,26 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                 make_float2(o[n][0], o[n][1]);
     }
     __syncthreads();
-    attn_finish<T, D, GT, W, true>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, &sm_last, job, qh0, len);
+    if constexpr (CL)
+        if (gridDim.x > 1) { /* version 31: a split sequence's chunks are one cluster */
+            attn_finish_cluster<T, D, GT, W>(a, &sm_m[0][0], &sm_l[0][0], sm_acc, cl_lse, seq,
+                                             qh0, false);
+            trace_mark(a, kTrEnd);
+            return;
+        }
+    /* (version 31 unsplit: one block a sequence, nothing to merge) */
+    attn_finish<T, D, GT, W, true, CL ? kEndFence : END>(a, &sm_m[0][0], &sm_l[0][0], sm_acc,
+                                                         &sm_last, job, qh0, len);
     trace_mark(a, kTrEnd);
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P, bool P1, bool KVS, int FIX, bool QREG>
+          bool MH, int L2P, bool P1, bool KVS, int FIX, bool QREG, int END>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK, FIX == 1))
     attn_mma(const AttnArgs<T> a)
 {
-    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX, QREG>(a,
-                                                                                     nullptr);
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX, QREG, END>(
+        a, nullptr);
 }
 
 /* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by

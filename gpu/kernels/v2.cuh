@@ -1,7 +1,9 @@
 /* gpu/kernels/v2.cuh - versions 2-5: a cp.async pipeline a thread; and what every
  * later version ends in: the block's log-sum-exp merge (attn_finish), the
- * partial outputs and the in-place merge of a sequence's chunks, the
- * block timeline's marks (trace_mark), the lazy rescale's threshold.
+ * partial outputs and the in-place merge of a sequence's chunks (through
+ * the workspace, or in a cluster: attn_finish_cluster, versions 9, 10 and
+ * 31), the block timeline's marks (trace_mark), the lazy rescale's
+ * threshold.
  *
  * Part of gpu/kernels.cuh, which includes the parts in order; CUDA C++,
  * inside gpu/ only. Everything is in the unnamed namespace: each element
@@ -301,17 +303,40 @@ __device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, in
     }
 }
 
+/* How a kernel that merges in place orders a split sequence's merge
+ * (merge_if_last; the attn_mma kernels' END):
+ *   kEndFence    versions 5-8 and 12-30: thread 0 fences (__threadfence,
+ *                a sequentially consistent fence) and counts with a
+ *                relaxed atomic; the last block's every thread fences again
+ *                before reading the partials back;
+ *   kEndCluster  version 31: a cluster's distributed shared memory
+ *                (attn_finish_cluster), no workspace;
+ *   kEndAcqRel   version 32: the count is one acquire-release atomic of
+ *                thread 0 and nothing else. Its release half publishes the
+ *                block's partials (every thread's stores come before it
+ *                through the barrier: release is cumulative); its acquire
+ *                half, in the last block, comes before every thread's
+ *                reads through the next barrier. The PTX memory model's
+ *                message-passing pattern, as libcu++'s barriers use it. The
+ *                last block of the launch pays this chain after its own
+ *                stream, so the twenty-fifth session took the fences off it
+ *                (long, 8 chunks a sequence, ran 1.5% behind llama, the same
+ *                512 blocks of 4096 tokens unsplit). */
+enum { kEndFence = 0, kEndCluster = 1, kEndAcqRel = 2 };
+
 /* The split-KV merge without a second launch (version 5 on). Each block of a split
  * sequence, its partials stored, counts itself done for its (sequence, head
  * tile); the block that counts last merges all chunks (the `rows` query
  * heads qh0 ..) and resets the counter to 0 for the next run (no other
  * block of this launch touches it after that). Partials written by other
  * SMs are read through L2 (__ldcg). The workspace's counters start at zero
- * (pf_gpu_attn_workspace_init). Every thread of the block calls it. */
-template <typename T, int D>
+ * (pf_gpu_attn_workspace_init). Every thread of the block calls it. END:
+ * kEndFence or kEndAcqRel, above. */
+template <typename T, int D, int END = kEndFence>
 __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last, const Work &job,
                                               int qh0, int rows, int len)
 {
+    static_assert(END == kEndFence || END == kEndAcqRel, "a workspace merge");
     __syncthreads(); /* every thread's partials are stored ... */
     const int seq = job.seq, ht = job.ht;
     /* the count is of chunks: a unit counts those of its span that hold
@@ -325,10 +350,18 @@ __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last
         /* ... and thread 0's fence, after the barrier, makes them all
          * visible to the GPU before the count (the barrier-then-one-fence
          * pattern of cooperative groups' grid sync: one fence a block, not
-         * one a thread) */
-        __threadfence();
+         * one a thread); kEndAcqRel: the count's own release does */
         unsigned *cnt = a.counters + (size_t)seq * a.htiles + ht;
-        const unsigned prev = atomicAdd(cnt, mine);
+        unsigned prev;
+        if constexpr (END == kEndAcqRel) {
+            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+                         : "=r"(prev)
+                         : "l"(cnt), "r"(mine)
+                         : "memory");
+        } else {
+            __threadfence();
+            prev = atomicAdd(cnt, mine);
+        }
         *sm_last = prev + mine == (unsigned)nch;
         if (*sm_last)
             *cnt = 0u;
@@ -336,7 +369,8 @@ __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last
     __syncthreads();
     if (!*sm_last)
         return;
-    __threadfence();
+    if constexpr (END == kEndFence)
+        __threadfence();
     merge_partials<T, D>(a, seq, qh0, rows, a.slots, np);
 }
 
@@ -347,7 +381,7 @@ __device__ __forceinline__ void merge_if_last(const AttnArgs<T> &a, int *sm_last
  * chunk's output: the final one when the sequence has one chunk, else a
  * normalised partial and its log2-sum-exp; with FUSED (v5 on) the block
  * that finishes its sequence's chunks last also merges them. */
-template <typename T, int D, int GT, int NP, bool FUSED>
+template <typename T, int D, int GT, int NP, bool FUSED, int END = kEndFence>
 __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *sm_m,
                                             const float *sm_l, const float *sm_acc, int *sm_last,
                                             const Work &job, int qh0, int len)
@@ -360,7 +394,106 @@ __device__ __forceinline__ void attn_finish(const AttnArgs<T> &a, const float *s
                               slot_of(a, job, job.chunk));
     if (!FUSED || whole)
         return;
-    merge_if_last<T, D>(a, sm_last, job, qh0, GT, len);
+    merge_if_last<T, D, END>(a, sm_last, job, qh0, GT, len);
+}
+
+namespace cg = cooperative_groups;
+
+/* The end of versions 9, 10 and 31: the split-KV merge inside a thread-block
+ * cluster (sm_90). The chunks of one (sequence, head tile) form one cluster
+ * (grid x = splits = the cluster's size, at most 8). Each block merges its
+ * row groups as attn_finish does, but leaves the normalised partial output
+ * in its own shared memory (slot 0 of sm_acc: the thread that owns (g, d)
+ * has read every slot of it before it writes) and its log2-sum-exp in
+ * cl_lse. The cluster barrier publishes them (release/acquire across the
+ * cluster). Then the cluster's blocks share the output out: block r merges
+ * elements r x 128 + tid of the GT x D, reading the others' partials
+ * through distributed shared memory; a second barrier keeps every block
+ * resident until all have read. Against v5-v8's merge (partials to global
+ * memory, a fence, an atomic, the last block reading them back through L2)
+ * this takes two dependent memory round trips off the end of a small
+ * launch.
+ *
+ * Written for latency. Every block first copies the cluster's nr x GT
+ * log2-sum-exps into its own shared memory (one remote read a thread, all
+ * at once) and turns them into weights; each output element then issues
+ * its nr remote reads together (the loop over ranks is unrolled to the
+ * cluster's most, 8). The sixth session's block timeline found the first
+ * form of this merge (block 0 alone, each element reading every rank's
+ * log2-sum-exp twice in dependent loops) taking 5.4 of single's 9.0 us
+ * blocks, against 2.3 us for all their tiles.
+ *
+ * A block whose chunk holds no tokens (a sequence shorter than the
+ * longest) still joins both barriers, with a log2-sum-exp of -inf, whose
+ * weight is 0 and whose slot is never multiplied (it was never written, and
+ * 0 times garbage may be NaN). Chunk 0 has tokens whenever the length is >
+ * 0; when it is not, no block of the cluster merges and chunk 0 writes the
+ * zeros.
+ *
+ * The sums run in merge_partials' order (ranks = chunks, from 0; an empty
+ * rank adds an exact 0) and the output is O / L as there, so a split
+ * sequence's output is bitwise what the in-place merge of version 29 gives
+ * it (version 31 is 29 with this end; until the twenty-fifth session the
+ * output was O times 1 / L, a rounding apart). */
+template <typename T, int D, int GT, int NP>
+__device__ void attn_finish_cluster(const AttnArgs<T> &a, const float *sm_m, const float *sm_l,
+                                    float *sm_acc, float *cl_lse, int seq, int qh0, bool empty)
+{
+    constexpr int RMAX = PF_GPU_CLUSTER_MAX;
+    __shared__ float w_all[RMAX][GT]; /* rank r's weight for head g, 0 if empty */
+    __shared__ float sum_w[GT];       /* the sum of the weights                */
+    cg::cluster_group cl = cg::this_cluster();
+    const int tid = threadIdx.x;
+    const int nr = (int)cl.num_blocks(), rank = (int)cl.block_rank();
+    if (empty) {
+        for (int g = tid; g < GT; g += kThreads)
+            cl_lse[g] = -INFINITY;
+    } else {
+        for (int idx = tid; idx < GT * D; idx += kThreads) {
+            const int g = idx / D, d = idx % D;
+            float M, L;
+            const float O = merge_groups<D, GT, NP>(sm_m, sm_l, sm_acc, g, d, M, L);
+            sm_acc[g * D + d] = O / L;
+            if (d == 0)
+                cl_lse[g] = M + log2f(L);
+        }
+    }
+    cl.sync();
+    /* every block: the cluster's log2-sum-exps, then their weights */
+    for (int i = tid; i < RMAX * GT; i += kThreads) {
+        const int r = i / GT, g = i % GT;
+        w_all[r][g] = r < nr ? cl.map_shared_rank(cl_lse, r)[g] : -INFINITY;
+    }
+    __syncthreads();
+    for (int g = tid; g < GT; g += kThreads) {
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < RMAX; r++)
+            M = fmaxf(M, w_all[r][g]);
+        float L = 0.f;
+#pragma unroll
+        for (int r = 0; r < RMAX; r++) {
+            const float w = w_all[r][g] == -INFINITY ? 0.f : fast_exp2(w_all[r][g] - M);
+            w_all[r][g] = w;
+            L += w;
+        }
+        sum_w[g] = L;
+    }
+    __syncthreads();
+    /* every block its share, an empty one too (chunk 0 always has weights) */
+    for (int idx = rank * kThreads + tid; idx < GT * D; idx += nr * kThreads) {
+        const int g = idx / D, d = idx % D;
+        float x[RMAX];
+#pragma unroll
+        for (int r = 0; r < RMAX; r++) /* all the remote reads first */
+            x[r] = r < nr && w_all[r][g] > 0.f ? cl.map_shared_rank(sm_acc, r)[g * D + d] : 0.f;
+        float O = 0.f;
+#pragma unroll
+        for (int r = 0; r < RMAX; r++)
+            O = fmaf(w_all[r][g], x[r], O);
+        a.out[((size_t)seq * a.hq + qh0 + g) * D + d] = Elt<T>::store(O / sum_w[g]);
+    }
+    cl.sync();
 }
 
 template <typename T, int D, int GT, bool PAGED, int N, int kStages, bool SHIFT, bool FUSED,
