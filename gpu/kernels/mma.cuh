@@ -564,7 +564,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                : TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
                      : r * CPR + (pc ^ (r & 7));
     };
-    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-30) */
+    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-32) */
     auto qpiece = [](int r, int pc) { return PAD ? r * RU4 + pc : r * CPR + (pc ^ (r & 7)); };
     /* Version 28 (FIX 2): the lane's shared-memory addresses, each taken
      * once for the kernel, so that in the loop every address is one of
