@@ -10,7 +10,8 @@
 #                checked and not timed (bench --check-only)
 #                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
-#                skips memcheck over the whole device test suite)
+#                skips memcheck over the whole device test suite; SAN_EXTRA more
+#                bench flags, e.g. "--splits 1 --pack 2" for version 33's packs)
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
 #                the planner's split-KV overridden (bench --splits)
@@ -94,7 +95,7 @@ if [ "${SAN:-0}" = 1 ]; then
                     echo "== $tool, kernel $k: GQA $dt with splits and an empty tail"
                     timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool $tool --error-exitcode 9 $BIN bench --kernel $k \
                         --lengths ${SAN_LENGTHS:-1,17,300,5000} --q-heads 8 --kv-heads 2 --head-dim 128 --dtype $dt \
-                        --check-only 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result"
+                        --check-only ${SAN_EXTRA:-} 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|result"
                     echo "$tool kernel $k $dt status ${PIPESTATUS[0]}"
                 done
             done

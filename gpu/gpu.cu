@@ -97,6 +97,7 @@ struct CaseIn {
     int splits;    /* 0: the planner's; else forced   */
     int grid_order; /* 1: drop the plan's work list   */
     int tail;      /* pf_gpu__plan_set_tail: 0 none  */
+    int pack;      /* pf_gpu__plan_set_pack (version 33): 0 the planner's */
     int host_time; /* measure the host time of a run */
     int timeline;  /* one more launch, traced          */
     int group_tile; /* 0: the plan's; else forced      */
@@ -637,6 +638,8 @@ int plan_version(Case *c, Ver *v)
     if (in.group_tile > 0)
         CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile),
             step_name(c, v, "--group-tile", name));
+    if (in.pack > 0 && pf_gpu_version_packs(pl->version))
+        CKP(pf_gpu__plan_set_pack(pl, in.pack), step_name(c, v, "--pack", name));
     v->plan[0] = *pl;
     v->plan[0].paged = 0;
     if (pl->workspace_bytes) {
@@ -657,6 +660,7 @@ int case_plan(Case *c)
             c->res->chunk_tokens = pl->chunk;
             c->res->splits = pl->splits;
             c->res->units = pl->units;
+            c->res->pack = pl->pack;
             c->res->version = pl->version;
             c->res->group_tile = pl->group_tile;
         } else {
@@ -664,6 +668,7 @@ int case_plan(Case *c)
             r->chunk_tokens = pl->chunk;
             r->splits = pl->splits;
             r->units = pl->units;
+            r->pack = pl->pack;
             r->version = pl->version;
             r->group_tile = pl->group_tile;
         }
@@ -1337,6 +1342,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     in.splits = cfg->splits;
     in.grid_order = cfg->grid_order;
     in.tail = cfg->tail;
+    in.pack = cfg->pack;
     in.host_time = !cfg->check_only;
     in.timeline = cfg->timeline;
     in.group_tile = cfg->group_tile;
@@ -1344,6 +1350,11 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
     if (cfg->num_rivals < 0 || cfg->num_rivals > PF_GPU_BENCH_MAX_RIVALS) {
         set_err(err, errlen, "%d versions to compare: at most %d", cfg->num_rivals,
                 PF_GPU_BENCH_MAX_RIVALS);
+        return PF_ERR_ARG;
+    }
+    if (cfg->pack < 0 || cfg->pack > PF_GPU_PACK_MAX) {
+        set_err(err, errlen, "pack %d: 0 (the planner's) to %d sequences a block", cfg->pack,
+                PF_GPU_PACK_MAX);
         return PF_ERR_ARG;
     }
     in.num_rivals = cfg->num_rivals;

@@ -96,7 +96,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * workspace a run needs. It may query the device (SM count, occupancy).
  * workspace_init: prepare a workspace of plan->workspace_bytes for the
  * plan's runs, once (runs leave it as they found it). Given the host
- * lengths, versions 5-8, 11-30 and 32 run from a work list (plan->units > 0): one
+ * lengths, versions 5-8, 11-30, 32 and 33 run from a work list (plan->units > 0): one
  * unit per chunk that holds tokens, longest first, so that blocks start in
  * longest-processing-time order and no block is launched for a short
  * sequence's empty chunks; workspace_init writes that list. Version 11
@@ -109,7 +109,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * bound, and with a work list a sequence's length only up to the end of the
  * chunks planned for it (its host length rounded up to plan->chunk): plan
  * again when the lengths grow past that. */
-#define PF_GPU_KERNEL_VERSIONS 32 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 33 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */
@@ -127,6 +127,8 @@ typedef struct {
                                 a unit of its first 7/8 and `tail` units of
                                 its last 1/8, balanced by the block
                                 scheduler (gpu_internal.h)                 */
+    int pack;                /* version 33: units (whole sequences) a block
+                                streams one after another; 0: one a block */
     unsigned long long lens_hash; /* of the host lengths the list is made of */
     unsigned magic;          /* set by plan; run refuses anything else     */
 } pf_gpu_attn_plan;
@@ -210,6 +212,9 @@ int pf_gpu_version_takes_tail(int version);
 /* Those versions as ranges ("5-8, 12, 13, 15-20"), for messages: written to
  * buf (n bytes, NUL-terminated; if short, the whole entries that fit). */
 void pf_gpu_tail_versions(char *buf, size_t n);
+/* 1 when kernel version v can stream several whole sequences a block
+ * (pf_gpu_bench_cfg's pack; `pagefault bench --pack`): version 33. */
+int pf_gpu_version_takes_pack(int version);
 
 /* The block timeline of one launch (`pagefault bench --timeline`, (f) below).
  * Kernel versions 7 on can record, per thread block of a launch, five words
@@ -296,6 +301,8 @@ typedef struct {
 
 /* Most versions one bench run compares beside its own (`--compare`). */
 #define PF_GPU_BENCH_MAX_RIVALS 3
+/* Most whole sequences version 33 streams in one block (its pack). */
+#define PF_GPU_PACK_MAX 32
 /* Most timed iterations a pass (each is an event pair per pass). */
 #define PF_GPU_BENCH_MAX_ITERS 1000000
 
@@ -325,6 +332,10 @@ typedef struct {
                               measuring the list, `--grid-order`)           */
     int tail;              /* 0: none; N: each block's last 1/8 as N units
                               of its own (`--tail`, pf_gpu__plan_set_tail) */
+    int pack;              /* 0: the planner's; N: version 33's plan streams
+                              N whole sequences a block, 1 none (`--pack`,
+                              pf_gpu__plan_set_pack; other versions ignore it),
+                              at most PF_GPU_PACK_MAX                      */
     int timeline;          /* 1: one more paged launch (the last layout)
                               with the block timeline on, summarized in
                               res->timeline; versions 7 on (see (f))        */
@@ -338,7 +349,7 @@ typedef struct {
      * naive pass against the CPU reference, its paged passes against its
      * naive), their passes timed in the same round-robin as version's, so
      * that drifts and the machine's start hit them alike. splits, tail,
-     * grid_order and group_tile apply to every version. */
+     * grid_order and group_tile apply to every version; pack to version 33. */
     int rivals[PF_GPU_BENCH_MAX_RIVALS];
     int num_rivals;        /* 0..PF_GPU_BENCH_MAX_RIVALS                    */
     /* The paged passes' pools. 0: a K pool and a V pool, [frame][Hkv][B][D]
@@ -363,6 +374,7 @@ typedef struct {
 typedef struct {
     int version;               /* kernel version that ran                   */
     int chunk_tokens, splits, units, group_tile; /* its plan                */
+    int pack;                  /* version 33: sequences a block (0: one)    */
     pf_gpu_timing naive, ordered, shuffled;
     double max_err_ref;        /* max |its naive - CPU reference|           */
     double max_diff_base;      /* max |its naive - the first version's naive|:
@@ -382,6 +394,7 @@ typedef struct {
     int chunk_tokens;          /* split-KV chunk planned on the host        */
     int splits;                /* max chunks per sequence (1: no merge)     */
     int units;                 /* work-list units (0: grid order)           */
+    int pack;                  /* version 33: sequences a block (0: one)    */
     pf_gpu_timing naive, ordered, shuffled; /* shuffled: if shuffle_seed    */
     int have_shuffled;
     /* with measure_bw: the read probe's kernel over a buffer of the pass's

@@ -93,6 +93,14 @@ long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, int t
  * whole pages of at least 16 tokens. For measuring it: the bench's --tail. */
 int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host);
 
+/* Give a made plan of version 33 `pack` units a block (1: one, as version
+ * 29; host.c, "packing"), whatever the planner chose. PF_ERR_ARG unless
+ * the plan is version 33's, 16-bit, has a work list and one chunk a
+ * sequence, and pack is 1 or a multiple of PF_GPU_PACK_STEP up to
+ * PF_GPU_PACK_MAX with pack x chunk <= PF_GPU_MAX_CHUNK. For
+ * measuring it and for tests: the bench's --pack. */
+int pf_gpu__plan_set_pack(pf_gpu_attn_plan *plan, int pack);
+
 /* The list as the kernels read it, int pairs: {PF_GPU_WORK_MAGIC, units},
  * then {sequence, PF_GPU_WORK_Y(chunk, span, the sequence's chunks)} per
  * unit (chunk < 256 and span <= 256, as splits <= 256); pairs has room for
@@ -250,7 +258,10 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * 21-24 (more bytes in flight a warp: level or 0.1-2.0% slower on the
  * H200, twenty-fourth session), 26 and 27 (padded rows: 8% slower), 28
  * and 30 (29 without Q held, and 29 with P's pairs pinned: within 0.3%
- * of 29, no faster). */
+ * of 29, no faster), 31 and 32 (the split's merge in a cluster, 6% slower
+ * on long; one acquire-release atomic, level with 29: twenty-fifth session)
+ * nor 33 (whole sequences packed a warp each: batch level with 29 on four
+ * H100 machine starts, twenty-sixth session; its unpacked plans are 29). */
 #define PF_GPU_GQA_VERSION 29
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
@@ -273,13 +284,26 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8,
- * 11 to 30 and 32 through global memory (their workspace also holds one
- * counter per (sequence, head tile), zero at rest; version 14: per block of
- * 4 tiles) and from a work list when planned
- * from lengths; 9, 10 and 31 inside a thread-block cluster, so their chunks
+ * 11 to 30, 32 and 33 (whose split plans run version 29's kernel) through
+ * global memory (their workspace also holds one counter per (sequence, head
+ * tile), zero at rest; version 14: per block of 4 tiles) and from a work
+ * list when planned from lengths; 9, 10 and 31 inside a thread-block cluster, so their chunks
  * stay in grid order, at most PF_GPU_CLUSTER_MAX of them, and need no
  * workspace. */
 #define PF_GPU_CLUSTER_MAX 8 /* the portable cluster size */
+/* Version 33 packs: given a plan that splits no sequence, the planner
+ * gives each block `pack` consecutive units of the work list (whole
+ * sequences), a multiple of PF_GPU_PACK_STEP (the block's warps: each
+ * streams its own sequences one after another; gpu/host.c, "packing";
+ * gpu/kernels/mma.cuh, version 33); its plans without a pack run version
+ * 29's kernel. At most PF_GPU_PACK_MAX sequences a block, and pack x chunk
+ * tokens within the table cache's PF_GPU_MAX_CHUNK. */
+#define PF_GPU_PACK_VERSION 33
+#define PF_GPU_PACK_STEP 4
+static inline int pf_gpu_version_packs(int version)
+{
+    return version == PF_GPU_PACK_VERSION;
+}
 static inline int pf_gpu_version_fused(int version)
 {
     return version >= 5;
@@ -334,17 +358,17 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
     return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
-/* Versions 19-32 feed bf16's attention weights to P V as one bf16
+/* Versions 19-33 feed bf16's attention weights to P V as one bf16
  * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels/launch.cuh pick_v:
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
 {
-    return version >= 19 && version <= 32;
+    return version >= 19 && version <= 33;
 }
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
  * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
- * tensor cores (versions 6 and 12-32, 16-bit) p enters as fp16 (11 bits:
+ * tensor cores (versions 6 and 12-33, 16-bit) p enters as fp16 (11 bits:
  * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16) or as
  * one term (8 bits: 2^-8). Relative for normal numbers: fp16 weights below
  * 2^-14 are subnormal and off by up to 2^-25 absolutely, which the check's

@@ -419,6 +419,12 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s)
 #define PLAN_MERGE_NS 3000.0
 #define PLAN_FUSED_MERGE_NS 500.0
 #define PLAN_MAX_SIM_BLOCKS (1 << 20)
+/* version 33: a packed block's cost at each sequence after its first (a
+ * warp's output written from its registers and its next Q read: about one
+ * memory latency, less what the pipeline keeps in flight), and the share
+ * of the slots its packs must keep busy (see "packing") */
+#define PLAN_PACK_SEQ_NS 300.0
+#define PLAN_PACK_FILL 0.9
 
 /* min-heap of doubles: the work mark at which each resident block ends */
 static void heap_sift_down(double *h, int n, int i)
@@ -567,8 +573,12 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
                 tok = len - c * chunk;
                 tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
             }
+            /* a packed block (version 33: span is its sequences) pays one
+             * start-up and PLAN_PACK_SEQ_NS at each further sequence */
+            const double seqs_ns = list ? (list[next / heads].span - 1) * PLAN_PACK_SEQ_NS : 0.0;
             next++;
-            const double w = tok ? PLAN_BLOCK_NS + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
+            const double w =
+                tok ? PLAN_BLOCK_NS + seqs_ns + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
             heap_push(heap, &live, W + w);
         }
         if (!live)
@@ -604,7 +614,8 @@ long long pf_gpu__plan_blocks(const pf_gpu_attn_plan *plan)
     const long long heads = pf_gpu__plan_head_tiles(plan);
     if (!plan->units)
         return (long long)plan->splits * heads * plan->shape.num_seqs;
-    const long long items = plan->units * heads;
+    const long long packs = plan->pack > 1 ? (plan->units + plan->pack - 1) / plan->pack : plan->units;
+    const long long items = packs * heads;
     const long long wave = (long long)plan->sm_count * plan->blocks_per_sm;
     return pf_gpu_version_steal(plan->version) && wave < items ? wave : items;
 }
@@ -656,6 +667,7 @@ void pf_gpu__plan_drop_list(pf_gpu_attn_plan *plan)
 {
     plan->units = 0;
     plan->tail = 0; /* a tail is units of the list: its chunks stay, each a block */
+    plan->pack = 0; /* so is a pack */
     plan->lens_hash = 0;
     plan_workspace(plan);
 }
@@ -866,6 +878,71 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
     return pick.chunk ? PF_OK : PF_ERR_ARG;
 }
 
+/* ---- packing (version 33) ------------------------------------------------
+ * A plan that splits no sequence has a unit a sequence, a block a unit and
+ * head tile. When a batch of short sequences makes many more blocks than
+ * slots (batch: 2048 blocks of 1024 tokens for 528 slots), every block's
+ * start (three memory latencies in a row: its unit, its table slice and
+ * length, its first tiles) and its drained end recur for each sequence.
+ * Version 33 streams `pack` consecutive units of the list in one block,
+ * a multiple of PF_GPU_PACK_STEP (its warps, each streaming its own
+ * sequences; whole sequences, so no merge; the list is longest first, so
+ * the packs are too, and a pack's sequences are of about one length). The
+ * pack is the one the cost model finishes soonest (a packed block pays one
+ * start-up and PLAN_PACK_SEQ_NS at each further sequence; no tolerance
+ * for a tie, as plan_search has, since a pack adds no traffic), among
+ * those that keep at least PLAN_PACK_FILL of the slots busy: a resident block's pipeline is what
+ * keeps its slot's bytes in flight, and the model, in which one block an
+ * SM saturates the memory, would otherwise pack a full machine into a
+ * block an SM. A pack's table slices (chunk / B entries a sequence) share
+ * the block's table cache, so pack x chunk <= PF_GPU_MAX_CHUNK. fp32 has
+ * no 16-bit mma (version 33 runs version 5's kernel there): not packed.
+ * Sets *pack (0: none). PF_OK or PF_ERR_NOMEM. */
+static int plan_pack(const plan_model *m, const plan_pick *pick, int *pack)
+{
+    *pack = 0;
+    int pmax = PF_GPU_MAX_CHUNK / pick->chunk;
+    pmax = pmax < PF_GPU_PACK_MAX ? pmax : PF_GPU_PACK_MAX;
+    if (!m->listed || !pf_gpu_version_packs(m->v) || m->s->dtype == PF_GPU_F32 ||
+        pick->splits != 1 || pick->units < 2 || pmax < PF_GPU_PACK_STEP)
+        return PF_OK;
+    const long long units = pick->units;
+    pf_gpu_unit *list = malloc(sizeof *list * (size_t)units);
+    pf_gpu_unit *packed = malloc(sizeof *packed * (size_t)units);
+    double *heap = malloc(sizeof(double) * (size_t)m->slots);
+    int rc = PF_ERR_NOMEM;
+    if (!list || !packed || !heap)
+        goto out;
+    pf_gpu__plan_units(m->lens, m->s->num_seqs, m->bound, pick->chunk, 0, list);
+    double best = INFINITY;
+    for (int p = 1; p <= pmax; p = p == 1 ? PF_GPU_PACK_STEP : p + PF_GPU_PACK_STEP) {
+        const long long packs = (units + p - 1) / p;
+        if (p > 1 && (double)packs * m->heads < PLAN_PACK_FILL * m->slots)
+            break; /* larger packs leave more slots empty */
+        for (long long i = 0; i < packs; i++) {
+            pf_gpu_unit u = {.nch = 1}; /* tok: the pack's; span: its sequences */
+            for (long long j = i * p; j < units && j < (i + 1) * p; j++) {
+                u.tok += list[j].tok;
+                u.span++;
+            }
+            packed[i] = u;
+        }
+        const double cost = plan_cost(NULL, m->s->num_seqs, m->bound, m->heads, pick->chunk, 1,
+                                      packed, packs, m->tok_bytes, m->slots, m->shares, heap, 0,
+                                      m->merge_ns);
+        if (cost < best) {
+            best = cost;
+            *pack = p > 1 ? p : 0;
+        }
+    }
+    rc = PF_OK;
+out:
+    free(list);
+    free(packed);
+    free(heap);
+    return rc;
+}
+
 int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
                              const int *lens_host, int max_len, int version, int sm_count,
                              int blocks_per_sm)
@@ -926,6 +1003,8 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (m.listed) {
         plan->units = (int)pick.units;
         plan->lens_hash = lens_hash(lens_host, s->num_seqs);
+        if ((rc = plan_pack(&m, &pick, &plan->pack)) != PF_OK)
+            return rc;
     }
     plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
@@ -955,6 +1034,7 @@ int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_
     plan->chunk = c;
     plan->splits = (plan->max_len + c - 1) / c;
     plan->tail = 0;
+    plan->pack = 0; /* a forced split is not packed */
     plan_workspace(plan);
     return PF_OK;
 }
@@ -970,6 +1050,11 @@ void pf_gpu_attn_plan_layout(size_t *bytes, size_t *magic_at)
 int pf_gpu_version_takes_tail(int version)
 {
     return version >= 1 && version <= PF_GPU_KERNEL_VERSIONS && pf_gpu_version_tail(version);
+}
+
+int pf_gpu_version_takes_pack(int version)
+{
+    return pf_gpu_version_packs(version);
 }
 
 void pf_gpu_tail_versions(char *buf, size_t n)
@@ -1017,7 +1102,19 @@ int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host
     plan->splits = splits;
     plan->units = (int)units;
     plan->tail = tail;
+    plan->pack = 0; /* a tail splits: its units are not whole sequences */
     plan_workspace(plan);
+    return PF_OK;
+}
+
+int pf_gpu__plan_set_pack(pf_gpu_attn_plan *plan, int pack)
+{
+    if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !pf_gpu_version_packs(plan->version) ||
+        plan->shape.dtype == PF_GPU_F32 || !plan->units || plan->splits != 1 || plan->tail ||
+        pack < 1 || pack > PF_GPU_PACK_MAX || (pack > 1 && pack % PF_GPU_PACK_STEP) ||
+        (long long)pack * plan->chunk > PF_GPU_MAX_CHUNK)
+        return PF_ERR_ARG;
+    plan->pack = pack > 1 ? pack : 0;
     return PF_OK;
 }
 

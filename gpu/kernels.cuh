@@ -1,5 +1,5 @@
 /* gpu/kernels.cuh - the decode-attention kernels (naive and paged, numbered
- * versions 1-32 in llm.c's manner, docs/gpu.md has each one's figures), the
+ * versions 1-33 in llm.c's manner, docs/gpu.md has each one's figures), the
  * split-KV merge, and the host templates that pick and launch them.
  *
  * CUDA C++, inside gpu/ only. Included by the three translation units that
@@ -10,7 +10,7 @@
  * the read-bandwidth probe and the C entry points of gpu/gpu_internal.h.
  * The kernels are in gpu/kernels/, a file a family, in the order the
  * versions were written: common.cuh (what all share), v1.cuh, v2.cuh
- * (versions 2-5 and the shared finish), mma.cuh (6 and 12-32, tensor
+ * (versions 2-5 and the shared finish), mma.cuh (6 and 12-33, tensor
  * cores; 15 and 16, the copy engine), v7.cuh (7-11), launch.cuh (the host
  * side: pick, launch, occupancy). Everything there is in an unnamed
  * namespace: each unit keeps the instances it makes to itself, and hands
@@ -50,7 +50,7 @@
  * first copies the chunk's slice of the block table to shared memory (read
  * ahead of use, one coalesced load), then finds each row through it (v1 by
  * a shift and the frame stride; v2-v6 through core/paging.h). Versions 6
- * and 12-32 move the scores and the V sums to tensor cores (attn_mma; 15
+ * and 12-33 move the scores and the V sums to tensor cores (attn_mma; 15
  * and 16, attn_tma, bring their tiles by Hopper's copy engine). Same
  * tiling, same order of floating-point operations: on the same data both
  * give bitwise-equal outputs, so their comparison isolates the gather.

@@ -66,6 +66,7 @@ class AttnPlan(ctypes.Structure):  # pf_gpu_attn_plan (gpu/gpu.h)
         ("workspace_bytes", ctypes.c_size_t),
         ("units", ctypes.c_int),
         ("tail", ctypes.c_int),
+        ("pack", ctypes.c_int),
         ("lens_hash", ctypes.c_ulonglong),
         ("magic", ctypes.c_uint),
     ]

@@ -411,6 +411,48 @@ Test(gpu, merge_changes_keep_outputs)
         }
 }
 
+/* Version 33 streams several whole sequences a block, a warp each. The
+ * planner packs only when the blocks outnumber the slots, so the packs
+ * here are forced (pf_gpu__plan_set_pack): 4 (a sequence a warp) and 8
+ * (two, one after the other), 13 sequences (the last pack short), of one
+ * token, under a tile of 8, a partial last tile, and long ones, at head
+ * tiles of 1, 4 and 8 query heads, D 64 and 128, pages of 8, 10 and 16
+ * tokens. Each version's naive pass is checked against the CPU reference
+ * (res.pass), its paged passes against its naive bitwise. */
+Test(gpu, pack_checks_against_the_reference)
+{
+    int lens[] = {500, 1, 31, 32, 33, 317, 8, 64, 499, 100, 2, 450, 3};
+    const struct {
+        int hq, hkv, D, B;
+        pf_gpu_dtype dt;
+    } cs[] = {
+        {8, 2, 128, 16, PF_GPU_BF16}, {16, 2, 128, 10, PF_GPU_F16}, {4, 4, 64, 8, PF_GPU_BF16},
+        {32, 8, 128, 16, PF_GPU_F16},
+    };
+    const int packs[] = {4, 8};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            pf_gpu_bench_cfg cfg = {
+                .num_seqs = 13, .seq_lens = lens, .naive_cap = 512, .num_q_heads = cs[i].hq,
+                .num_kv_heads = cs[i].hkv, .head_dim = cs[i].D, .block_size = cs[i].B,
+                .dtype = cs[i].dt, .iters = 1, .seed = 17, .shuffle_seed = 3, .tolerance = 1e-3,
+                .ref_all_heads = 1, .version = 29, .num_rivals = 1, .rivals = {33},
+                .splits = 1, .pack = packs[k], .check_only = 1,
+            };
+            pf_gpu_bench_result res;
+            char err[300] = "";
+            cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+            cr_assert(res.pass, "case %zu pack %d: %s", i, packs[k], res.failure);
+            cr_assert_eq(res.pack, 0, "version 29 does not pack");
+            const pf_gpu_bench_rival *v = &res.rival[0];
+            cr_assert_eq(v->version, 33);
+            cr_assert_eq(v->pack, packs[k], "case %zu", i);
+            cr_assert_eq(v->splits, 1);
+            cr_assert_eq(v->max_diff_ordered, 0.0);
+            cr_assert_eq(v->max_diff_shuffled, 0.0);
+        }
+}
+
 /* --compare: more versions in one run. Each is planned, checked and timed
  * on its own (its fields filled, its plan its own), and the first
  * version's figures are those of a run without rivals: its outputs are
@@ -1030,6 +1072,100 @@ Test(gpu, plan_make_plans_version_0_as_the_planner_does)
     cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     cr_assert_neq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK,
                   "version 9 itself cannot merge more chunks than a cluster holds");
+}
+
+/* A packed plan reads the device's lengths as a work list does (gpu.h):
+ * shorter, 0 (zeros), or longer up to the sequence's planned chunk. With
+ * the same lengths version 29's unpacked plan reads the same tokens, so
+ * the outputs must agree to bf16's rounding (the sums' order differs: a
+ * warp a sequence), run after run on one workspace, and a CUDA graph of
+ * the packed run replays it bitwise. bf16, GQA 8/2, D 128. */
+Test(gpu, pack_reads_device_lengths_as_the_list_does)
+{
+    enum { S = 12, HQ = 8, HKV = 2, D = 128, B = 16, MAXB = 32, FR = S * MAXB };
+    const int host[S] = {500, 0, 1, 31, 32, 33, 300, 8, 64, 499, 100, 17};
+    const int dev[S] = {250, 0, 0, 40, 512, 1, 300, 8, 3, 499, 0, 33};
+    const size_t nq = (size_t)S * HQ * D, npool = (size_t)FR * HKV * B * D;
+    uint16_t *hq = malloc(2 * nq), *hk = malloc(2 * npool), *hv = malloc(2 * npool);
+    uint16_t *o29 = malloc(2 * nq), *o33 = malloc(2 * nq);
+    int tab[S * MAXB];
+    cr_assert(hq && hk && hv && o29 && o33);
+    pf_rng r;
+    pf_rng_seed(&r, 77);
+    for (size_t i = 0; i < nq; i++)
+        hq[i] = pf_gpu_f32_to_bf16(pf_rng_symf(&r));
+    for (size_t i = 0; i < npool; i++) {
+        hk[i] = pf_gpu_f32_to_bf16(pf_rng_symf(&r));
+        hv[i] = pf_gpu_f32_to_bf16(pf_rng_symf(&r));
+    }
+    for (int i = 0; i < S * MAXB; i++)
+        tab[i] = i * 37 % FR; /* scattered */
+    void *dq, *dk, *dv, *dout, *dws29, *dws33;
+    int *dtab, *dlens;
+    CK(pf_gpu_malloc(&dq, 2 * nq));
+    CK(pf_gpu_malloc(&dk, 2 * npool));
+    CK(pf_gpu_malloc(&dv, 2 * npool));
+    CK(pf_gpu_malloc(&dout, 2 * nq));
+    CK(pf_gpu_malloc((void **)&dtab, sizeof tab));
+    CK(pf_gpu_malloc((void **)&dlens, sizeof host));
+    CK(pf_gpu_memcpy(dq, hq, 2 * nq, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dk, hk, 2 * npool, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dv, hv, 2 * npool, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dtab, tab, sizeof tab, PF_GPU_H2D));
+    const pf_gpu_attn_shape sh = {.num_seqs = S, .num_q_heads = HQ, .num_kv_heads = HKV,
+                                  .head_dim = D, .block_size = B, .max_blocks_per_seq = MAXB,
+                                  .naive_cap = MAXB * B, .dtype = PF_GPU_BF16, .scale = 0.f};
+    /* one slot: no split, one chunk of 512 tokens a sequence */
+    pf_gpu_attn_plan p29, p33;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &sh, 1, host, 0, 29, 1, 1), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p33, &sh, 1, host, 0, 33, 1, 1), PF_OK);
+    cr_assert_eq(p33.splits, 1);
+    cr_assert_eq(p33.chunk, 512);
+    CK(pf_gpu_malloc(&dws29, p29.workspace_bytes));
+    CK(pf_gpu_malloc(&dws33, p33.workspace_bytes));
+    CK(pf_gpu_attn_workspace_init(&p29, host, dws29, NULL));
+    CK(pf_gpu_attn_workspace_init(&p33, host, dws33, NULL));
+    const int *lens_of[2] = {host, dev};
+    const int packs[] = {4, 8};
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(pf_gpu__plan_set_pack(&p33, packs[k]), PF_OK);
+        for (int l = 0; l < 2; l++) {
+            CK(pf_gpu_memcpy(dlens, lens_of[l], sizeof host, PF_GPU_H2D));
+            CK(pf_gpu_memset(dout, 0xff, 2 * nq));
+            CK(pf_gpu_attn_run(&p29, dq, dk, dv, dtab, dlens, dout, dws29, NULL));
+            CK(pf_gpu_memcpy(o29, dout, 2 * nq, PF_GPU_D2H));
+            CK(pf_gpu_memset(dout, 0xff, 2 * nq));
+            CK(pf_gpu_attn_run(&p33, dq, dk, dv, dtab, dlens, dout, dws33, NULL));
+            CK(pf_gpu_sync());
+            CK(pf_gpu_memcpy(o33, dout, 2 * nq, PF_GPU_D2H));
+            for (size_t i = 0; i < nq; i++) {
+                const float x = pf_gpu_bf16_to_f32(o33[i]), y = pf_gpu_bf16_to_f32(o29[i]);
+                cr_assert(fabsf(x - y) <= 2e-3f + 0x1p-7f * fabsf(y),
+                          "pack %d, %s lengths: elem %zu %g vs v29's %g", packs[k],
+                          l ? "other device" : "the plan's", i, x, y);
+            }
+            for (int s = 0; s < S; s++) /* the test's cases: zeros, and not all zero */
+                for (int i = 0; i < HQ * D; i += 97)
+                    cr_assert((o33[s * HQ * D + i] == 0) == (lens_of[l][s] <= 0), "seq %d", s);
+        }
+        /* a graph of the packed run (other device lengths) replays it */
+        pf_gpu_attn_graph *g = NULL;
+        CK(pf_gpu_attn_graph_make(&g, &p33, dq, dk, dv, dtab, dlens, dout, dws33));
+        CK(pf_gpu_memset(dout, 0xff, 2 * nq));
+        CK(pf_gpu_attn_graph_launch(g, 100, NULL));
+        CK(pf_gpu_sync());
+        CK(pf_gpu_memcpy(o29, dout, 2 * nq, PF_GPU_D2H)); /* (o29: the replays' output) */
+        cr_assert_eq(memcmp(o29, o33, 2 * nq), 0, "pack %d: 100 replays", packs[k]);
+        pf_gpu_attn_graph_free(g);
+    }
+    void *d[] = {dq, dk, dv, dout, dws29, dws33, dtab, dlens};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        CK(pf_gpu_free(d[i]));
+    free(hq);
+    free(hk);
+    free(hv);
+    free(o29);
+    free(o33);
 }
 
 Test(gpu, plan_run_is_capturable_in_a_cuda_graph)

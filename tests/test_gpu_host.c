@@ -909,7 +909,7 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     /* the messages' list of them, as ranges; cut short, still a string */
     char can[64];
     pf_gpu_tail_versions(can, sizeof can);
-    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32");
+    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32, 33");
     pf_gpu_tail_versions(can, 6);
     cr_assert_str_eq(can, "5-8");
     /* bindings check their mirror of the plan against this */
@@ -924,6 +924,95 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK);
     cr_assert_eq(pf_gpu__plan_set_tail(&p, 4, lens), PF_ERR_ARG);
     cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), PF_OK, "256-token chunks");
+}
+
+/* Version 33 packs whole sequences: a block streams `pack` consecutive
+ * units of the work list (a multiple of its 4 warps) when the plan splits
+ * no sequence and its blocks outnumber the slots, as many as keep
+ * PLAN_PACK_FILL (0.9) of the slots busy and pack x chunk within the table
+ * cache's 4096 tokens. */
+Test(gpu_host, pack_streams_whole_sequences_when_blocks_outnumber_slots)
+{
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 256; /* batch: 256 x 1024, 8 head tiles a sequence */
+    s.max_blocks_per_seq = 1024 / 16;
+    int lens[256];
+    for (int i = 0; i < 256; i++)
+        lens[i] = 1024;
+    pf_gpu_attn_plan p;
+    /* 2048 blocks for 132 x 4 slots: 4 sequences a block, 512 blocks */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 132, 4), PF_OK);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_eq(p.chunk, 1024);
+    cr_assert_eq(p.units, 256);
+    cr_assert_eq(p.pack, 4, "pack %d", p.pack);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 64 * 8);
+    /* the same plan for version 29, which does not pack */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 29, 132, 4), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 256 * 8);
+    /* 150 x 4 slots: 4 a block would leave 512 of 600 busy, under 0.9 */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 150, 4), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 256 * 8);
+    /* as many slots as blocks: nothing to gain */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 512, 4), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    /* 128-token sequences: the table cache would take 32 a block, the
+     * slots 4 (8 would leave 32 x 8 = 256 blocks for 528 slots) */
+    for (int i = 0; i < 256; i++)
+        lens[i] = 128;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 132, 4), PF_OK);
+    cr_assert_eq(p.chunk, 128);
+    cr_assert_eq(p.pack, 4, "pack %d", p.pack);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 64 * 8);
+    /* forced packs: 1 or multiples of 4 up to 32 within the table cache,
+     * version 33's unsplit 16-bit plans only; one is none */
+    for (int i = 0; i < 256; i++)
+        lens[i] = 1024;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 8), PF_ERR_ARG, "8 x 1024 tokens");
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 0), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 2), PF_ERR_ARG, "a sequence a warp: 4 warps");
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 1), PF_OK);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 256 * 8);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 64 * 8);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 1), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 256 * 8);
+    /* what undoes a pack: a forced split, a tail, grid order */
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 4), PF_ERR_ARG, "split plans are not packed");
+    cr_assert_eq(pf_gpu__plan_set_tail(&p, 1, lens), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 132, 4), PF_OK);
+    pf_gpu__plan_drop_list(&p);
+    cr_assert_eq(p.pack, 0);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 4), PF_ERR_ARG, "a pack is units of the list");
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 29, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 4), PF_ERR_ARG, "version 29 does not pack");
+    s.dtype = PF_GPU_F32;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 132, 4), PF_OK);
+    cr_assert_eq(p.pack, 0, "fp32 runs version 5's kernel: no pack");
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 4), PF_ERR_ARG);
+    /* llama (one 4096-token chunk a sequence fills the cache) and long
+     * (split) are not packed */
+    s = llama_shape();
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 4096, 33, 132, 4), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    int llama[64];
+    for (int i = 0; i < 64; i++)
+        llama[i] = 4096;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, llama, 0, 33, 132, 4), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    s.num_seqs = 8;
+    s.max_blocks_per_seq = 32768 / 16;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, llama, 0, 33, 132, 4), PF_OK);
+    cr_assert_eq(p.pack, 0);
+    cr_assert(pf_gpu_version_takes_pack(33) && !pf_gpu_version_takes_pack(29));
 }
 
 /* Without lengths, or with a version that merges in a second launch or in

@@ -87,6 +87,7 @@ typedef struct {
     int splits;
     int grid_order;
     int tail;
+    int pack;
     int group_tile;
     const char *timeline;
     const char *profile_out;
@@ -103,7 +104,7 @@ static const char bench_summary[] =
     "V1,V2 also runs those versions on the same data, their passes interleaved with --kernel's,\n"
     "and gives each one's time against --kernel's (a repeat of --kernel measures the noise).\n"
     "--splits N cuts the longest sequence into N split-KV chunks instead of the planner's\n"
-    "choice.\n"
+    "choice; --pack N has version 33 stream N whole sequences a block.\n"
     "Every pass is checked before it is timed: naive vs a CPU reference (double) for every\n"
     "sequence, paged vs naive within --tolerance, pool read-back through the page tables;\n"
     "outputs are NaN-poisoned first. Times are CUDA-event timings with the L2 flushed before\n"
@@ -355,6 +356,8 @@ static void bench_add_compare(pf_report *r, const pf_gpu_bench_result *res)
         bench_compare_num(r, k, "version", label, n, "%.0f", NULL);
         snprintf(label, sizeof label, "  v%d split-KV chunk", n);
         bench_compare_num(r, k, "chunk", label, v->chunk_tokens, "%.0f", "tokens");
+        snprintf(label, sizeof label, "  v%d whole sequences a block (0: one)", n);
+        bench_compare_num(r, k, "pack", label, v->pack, "%.0f", NULL);
         for (int i = 0; i < 3 && res->timed; i++) {
             if (i == 2 && !res->have_shuffled)
                 continue;
@@ -417,6 +420,7 @@ static void results_setup(pf_report *r, const bench_args *a, const bench_workloa
     pf_report_num(r, "splits", "chunks of the longest sequence", res->splits, "%.0f", NULL);
     pf_report_num(r, "units", "work-list units (0: grid order)", res->units, "%.0f", NULL);
     pf_report_num(r, "tail", "tail units a block's worth (0: none)", a->tail, "%.0f", NULL);
+    pf_report_num(r, "pack", "whole sequences a block (v33; 0: one)", res->pack, "%.0f", NULL);
     pf_report_num(r, "kernel", "kernel version", res->version, "%.0f", NULL);
     pf_report_num(r, "group_tile", "query heads a block serves", res->group_tile, "%.0f", NULL);
     pf_report_num(r, "iters", "timed iterations per pass", a->iters, "%.0f", NULL);
@@ -611,7 +615,7 @@ static int write_profile(FILE *f, int iters)
 }
 
 /* The flag table, pointing into *a. BENCH_NOPTS rows and the end. */
-#define BENCH_NOPTS 29
+#define BENCH_NOPTS 30
 static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
 {
     const pf_opt t[] = {
@@ -659,6 +663,8 @@ static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
          "launch every chunk in grid order, without the planner's work list", 0},
         {"tail", PF_OPT_INT, &a->tail, 1, 8, NULL, "N",
          "cut each block's last 1/8 into N blocks of its own (balanced by the hardware)", 0},
+        {"pack", PF_OPT_INT, &a->pack, 1, PF_GPU_PACK_MAX, NULL, "N",
+         "version 33: stream N whole sequences a block (1: one), not the planner's pack", 0},
         {"group-tile", PF_OPT_INT, &a->group_tile, 0, 8, NULL, "N",
          "query heads one block serves (1, 2, 4, 8 dividing the group); 0: the planner's", 0},
         {"timeline", PF_OPT_STRING, &a->timeline, 0, 0, NULL, "FILE",
@@ -714,6 +720,7 @@ static int bench_check(bench_args *a, pf_opt *opts)
                                   "0..%d, got '%s'", PF_GPU_BENCH_MAX_RIVALS,
                             PF_GPU_KERNEL_VERSIONS, a->compare);
     /* the flags that force a plan apply to every version timed */
+    int packs = 0;
     for (int k = 0; k <= a->num_rivals; k++) {
         const int v = k ? a->rivals[k - 1] : a->kernel;
         if (a->tail && v && !pf_gpu_version_takes_tail(v)) {
@@ -725,7 +732,13 @@ static int bench_check(bench_args *a, pf_opt *opts)
         if (a->grid_order && v == 11)
             return pf_cli_error(PROG,
                                 "--grid-order: kernel version 11 runs from its work list only");
+        packs += pf_gpu_version_takes_pack(v);
     }
+    if (a->pack && !packs)
+        return pf_cli_error(PROG, "--pack: only kernel version 33 packs sequences (--kernel 33 "
+                                  "or --compare 33)");
+    if (a->pack && a->grid_order)
+        return pf_cli_error(PROG, "--pack: a pack is units of the work list (no --grid-order)");
     /* --check-only times nothing, so a flag that asks for a measurement
      * contradicts it (--iters and --no-read-bw have nothing to act on, and
      * are accepted) */
@@ -777,6 +790,7 @@ static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n
         .check_only = a->check_only, .version = a->kernel,
         .grid_order = a->grid_order,
         .tail = a->tail,
+        .pack = a->pack,
         .splits = a->splits,
         .timeline = timeline_csv != NULL,
         .group_tile = a->group_tile,

@@ -106,6 +106,11 @@ template <typename T> struct AttnArgs {
     float qscale; /* scale * log2(e)                                       */
     int htiles;   /* blocks a chunk of a sequence has: its head tiles (v14:
                      blocks of 4 tiles)                                    */
+    int pack;     /* version 33's pack (gpu/host.c, "packing"; 0: none):
+                     block i of a head tile streams units i pack .. i pack
+                     + pack - 1 of the work list, each a whole sequence, one
+                     after another (in the padding before `work`: the
+                     argument block stays 160 bytes)                       */
     const int2 *work; /* the plan's work list (versions 5-8), or null      */
     unsigned long long *trace; /* the block timeline (see trace_mark), or null */
     /* version 11 (attn_steal): a claim word per item (unit x head tile),
@@ -117,13 +122,16 @@ template <typename T> struct AttnArgs {
     int tail;
 };
 
+static_assert(sizeof(AttnArgs<__half>) == 160, "the argument block launch_probe.cu times");
+
 /* What one thread block works on: a chunk of one sequence for one head
  * tile, and the bound its length is read up to. In grid order (no work
  * list) blockIdx is (chunk, head tile, sequence). With a work list (host.c,
  * "the work list") the grid is 1-D: blockIdx.x / htiles picks the unit
  * (an entry {sequence, PF_GPU_WORK_Y(chunk, span, the chunks the plan gave
  * that sequence)}: `span` chunks from `chunk`, one unless the plan has a
- * tail) and blockIdx.x % htiles the head tile, so the hardware, which
+ * tail; version 33: the first of the block's `pack` units) and
+ * blockIdx.x % htiles the head tile, so the hardware, which
  * hands out blocks in index order, starts the longest units first; the
  * sequence's length is read up to the end of its planned chunks. The list's
  * header, work[-1] = {kWorkMagic, units}, is checked by block 0: a workspace
@@ -138,11 +146,12 @@ template <typename T> __device__ __forceinline__ Work work_of(const AttnArgs<T> 
 {
     if (!a.work)
         return {(int)blockIdx.z, (int)blockIdx.x, (int)blockIdx.y, a.lim, 1};
-    const int i = (int)blockIdx.x / a.htiles;
+    const int b = (int)blockIdx.x / a.htiles;
+    const int i = a.pack ? b * a.pack : b; /* version 33: the pack's first unit */
     if (blockIdx.x == 0 && a.work[-1].x != kWorkMagic)
         __trap();
     const int2 w = a.work[i];
-    return {w.x, PF_GPU_WORK_CHUNK(w.y), (int)blockIdx.x - i * a.htiles,
+    return {w.x, PF_GPU_WORK_CHUNK(w.y), (int)blockIdx.x - b * a.htiles,
             min(PF_GPU_WORK_NCH(w.y) * a.chunk, a.lim), PF_GPU_WORK_SPAN(w.y)};
 }
 

@@ -173,7 +173,8 @@ template <typename F> int reserve_for_four(F fn)
  * through distributed shared memory (END kEndCluster; v9's end,
  * attn_finish_cluster) instead of partials in the workspace, a fence and an
  * atomic. 32: 29 with the workspace merge's count one acquire-release
- * atomic and no fences (END kEndAcqRel, v2.cuh).
+ * atomic and no fences (END kEndAcqRel, v2.cuh). 33: 29 streaming several
+ * whole sequences a block, as the plan packs them (END kEndPack).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
@@ -319,7 +320,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-32 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-33 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -340,9 +341,13 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
         else
             return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
                             kEndCluster>();
-    default: /* 32: 29 whose merge counts with one acquire-release atomic */
+    case 32: /* 29 whose merge counts with one acquire-release atomic */
         return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
                         kEndAcqRel>();
+    default: /* 33: 29 with whole sequences packed, several a block (a plan
+              * with no pack runs 29: launch_t) */
+        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
+                        kEndPack>();
     }
 }
 
@@ -409,9 +414,12 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.chunk = p->chunk;
     a.splits = p->splits;
     a.tail = p->tail;
+    a.pack = p->pack > 1 ? p->pack : 0;
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
-    const Kern<T> kern = pick<T>(s, p->group_tile, p->paged, p->version);
+    /* version 33 unpacked is version 29 */
+    const int kv = pf_gpu_version_packs(p->version) && !a.pack ? 29 : p->version;
+    const Kern<T> kern = pick<T>(s, p->group_tile, p->paged, kv);
     if (pf_gpu_version_cluster(p->version) && p->splits > 1) {
         /* v9, v10, v31: a sequence's chunks (grid x) are one cluster */
         void *params[1] = {&a};

@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-32: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6 and 12-33: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -430,6 +430,95 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * register moves and zeros that rebuild the pairs in other registers
  * before each mma; 30 makes each pair one 64-bit value, pinned, which the
  * mma unpacks in place. Same arithmetic: bitwise 25's outputs. */
+/* ---- version 33: whole sequences packed, a warp each ------------------
+ *
+ * Why. llama (64 x 4096) and batch (256 x 1024) read the same bytes with
+ * the same kernel, and batch has run 0.5-1 point behind llama on both
+ * machines in every session since the ninth (H200, twenty-fourth session:
+ * 0.948 against 0.953; H100, twenty-fifth: 0.967-0.971 against
+ * 0.977-0.982). Each of its 2048 blocks (llama: 512) starts with three
+ * memory latencies in a row (its work-list entry, then its table slice
+ * and length, then its first tiles) and ends waiting at a barrier for its
+ * slowest warp: the warps run their pipelines apart and drift over a
+ * chunk, and the block merge needs them all.
+ *
+ * How. The planner (gpu/host.c, "packing") gives a block `pack`
+ * consecutive units of the work list, each a whole sequence (only plans
+ * that split no sequence are packed), a multiple of its W warps, for one
+ * head tile. The block reads their table slices together at its start
+ * (each sequence `chunk / B` entries: pack x chunk <= the table cache's
+ * 4096 tokens), and warp w streams sequences w, w + W, ... one after
+ * another, every tile of each (not every W-th: version 14's shape, a
+ * warp's own work, with sequences for head tiles). A warp holds its
+ * sequence's whole result, so there is no block merge and no barrier: at
+ * the end of a sequence the warp writes its output from its registers,
+ * takes the next sequence's Q (its own rows of sq) and goes on, its
+ * pipeline running across the boundary (the next sequence's first tile
+ * was issued before the last one of this was computed). The warps meet
+ * only at the block's end. The arithmetic is version 29's per tile, but
+ * a sequence's tiles are summed in order by one warp instead of by four
+ * warps merged, so the outputs agree with v29's to rounding, not bitwise;
+ * a plan with no pack runs version 29's kernel itself (launch.cuh).
+ *
+ * First form (twenty-sixth session, calls 1-3, H100): the pack's
+ * sequences in rounds of W x TOK tokens, every warp a tile of each round
+ * and the warps' results merged at each sequence's end through shared
+ * memory between two barriers (bitwise v29's outputs). On batch it was
+ * level with v29 over three machine starts (v33 / v29 shuffled 1.000,
+ * 0.996, 1.002), and its block timeline had 512 blocks take 4.8 us longer
+ * than llama's 512: each sequence's end cost about what a block's end and
+ * start cost in v29. */
+constexpr int kPackMax = PF_GPU_PACK_MAX;
+
+/* Version 33's start: the pack's sequences (units first .. first + n - 1
+ * of the work list, first = the block's pack times a.pack), their lengths
+ * read up to each unit's bound as block_begin reads one, their tiles of
+ * TOK tokens in the order of their warp (sequence j is warp j % W's; its
+ * tiles are that warp's pk_t0[j] .. pk_t1[j] - 1) and their table slices,
+ * sequence j's from tbl[j (chunk / B)]. An empty sequence gets its zeros
+ * here and no tiles. Returns false when no sequence of the pack has
+ * tokens. Every thread of the block calls it. */
+template <typename T, int D, int GT, bool PAGED, int TOK, int W>
+__device__ bool pack_begin(const AttnArgs<T> &a, int *tbl, int qh0, int *pk_seq, int *pk_len,
+                           int *pk_t0, int *pk_t1, int &n)
+{
+    const int first = (int)blockIdx.x / a.htiles * a.pack;
+    n = min(a.pack, a.items / a.htiles - first);
+    if (PAGED) { /* each entry through its unit's sequence: two latencies, as block_begin's */
+        const int per = a.chunk / a.B;
+        for (int e = threadIdx.x; e < n * per; e += kThreads) {
+            const int j = e / per, b = e - j * per;
+            if (b < a.maxb)
+                cp_async4(&tbl[e], a.tables + (size_t)a.work[first + j].x * a.maxb + b);
+        }
+        cp_async_commit();
+    }
+    if ((int)threadIdx.x < n) {
+        const int2 w = a.work[first + threadIdx.x];
+        pk_seq[threadIdx.x] = w.x;
+        pk_len[threadIdx.x] = min(a.lens[w.x], min(PF_GPU_WORK_NCH(w.y) * a.chunk, a.lim));
+    }
+    __syncthreads();
+    if ((int)threadIdx.x < W) { /* thread w counts warp w's tiles */
+        int end = 0;
+        for (int j = threadIdx.x; j < n; j += W) {
+            pk_t0[j] = end;
+            end += pk_len[j] > 0 ? (pk_len[j] + TOK - 1) / TOK : 0;
+            pk_t1[j] = end;
+        }
+    }
+    for (int j = 0; j < n; j++)
+        if (pk_len[j] <= 0)
+            write_zeros<T, D, GT>(a, pk_seq[j], qh0, 0, true);
+    if (PAGED)
+        cp_async_wait<0>();
+    __syncthreads();
+    bool any = false;
+    for (int j = 0; j < n; j++)
+        any |= pk_t1[j] > pk_t0[j];
+    return any;
+}
+
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
@@ -442,8 +531,9 @@ constexpr int v6_min_blocks(int D, int stages, int tok, bool fix = false)
  * FIX 3: P's pairs built once), 31 (29 with END kEndCluster: a split
  * sequence's chunks one cluster, merged through distributed shared memory
  * by v9's end, attn_finish_cluster), 32 (29 with END kEndAcqRel: the
- * workspace merge's count one acquire-release atomic, no fences; v2.cuh):
- * see the comments above.
+ * workspace merge's count one acquire-release atomic, no fences; v2.cuh),
+ * 33 (29 with END kEndPack: several whole sequences a block, a warp
+ * each): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
@@ -475,8 +565,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     static_assert(!QREG || FIX, "versions 27 and 29 are 26 and 28 with Q in registers");
     static_assert(FIX < 2 || (TOK == 8 && RPI <= 8), "version 28's lane addresses (below)");
     static_assert(FIX != 3 || !kSplitP, "version 30's pairs are P's one term");
-    static_assert(END == kEndFence || (FIX == 2 && QREG && !MH), "versions 31, 32: 29's ends");
+    static_assert(END == kEndFence || (FIX == 2 && QREG && !MH), "versions 31-33: 29's ends");
     constexpr bool CL = END == kEndCluster;
+    constexpr bool PK = END == kEndPack; /* version 33 */
+    static_assert(!PK || W == PF_GPU_PACK_STEP, "a pack is sequences a warp (gpu_internal.h)");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -499,15 +591,18 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
     __shared__ float cl_lse[CL ? GT : 1]; /* version 31: this chunk's log2-sum-exps */
+    /* version 33: the pack's sequences, lengths, and tiles in their warps' order */
+    __shared__ int pk_seq[PK ? kPackMax : 1], pk_len[PK ? kPackMax : 1], pk_t0[PK ? kPackMax : 1],
+        pk_t1[PK ? kPackMax : 1];
     /* versions 12, 13 and 15-17 keep Q here (below); 13 also a zero row;
      * 14 each warp's own 8 rows */
-    __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH ? W : 1) * (QUAD ? 9 : 8) * RU4 : 1];
+    __shared__ __align__(128) uint4 sq[TOK == 8 ? (MH || PK ? W : 1) * (QUAD ? 9 : 8) * RU4 : 1];
 
     trace_mark(a, kTrStart);
     trace_mark(a, kTrSm);
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const Work job = work_of(a);
-    const int seq = job.seq;
+    int seq = job.seq; /* version 33: the pack's first sequence with tokens, below */
     /* Version 14 (MH): the block serves head tiles W ht .. W ht + W - 1,
      * warp w tile W ht + w over the whole chunk (a warp past the last
      * tile, when the tiles are not a multiple of W, copies and computes
@@ -521,7 +616,30 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const int bq0 = MH ? job.ht * W * GT : qh0;
     const int brows = MH ? min(W * GT, a.hq - bq0) : GT;
     int len, t0, t1;
-    if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, bq0, len, t0, t1, brows)) {
+    /* version 33: the pack's size; this warp's sequence being computed
+     * (cj: its index, its tiles crb .. cre - 1 of the warp's, length t1),
+     * the one whose tiles are being issued (pj, a tile ahead), and the
+     * warp's tiles in all (pk_mine) */
+    int pk_n = 0, cj = 0, crb = 0, cre = 0, pj = 0, pk_mine = 0;
+    if constexpr (PK) {
+        if (!pack_begin<T, D, GT, PAGED, TOK, W>(a, tbl, qh0, pk_seq, pk_len, pk_t0, pk_t1,
+                                                 pk_n)) {
+            trace_mark(a, kTrEnd);
+            return;
+        }
+        for (cj = warp; cj < pk_n && pk_t1[cj] == pk_t0[cj]; cj += W) /* empty: zeros written */
+            ;
+        for (int j = warp; j < pk_n; j += W)
+            pk_mine = pk_t1[j];
+        pj = cj;
+        if (cj < pk_n) {
+            seq = pk_seq[cj];
+            crb = pk_t0[cj];
+            cre = pk_t1[cj];
+        }
+        t0 = 0;
+        t1 = len = cj < pk_n ? pk_len[cj] : 0;
+    } else if (!block_begin<T, D, GT, PAGED, true>(a, tbl, job, bq0, len, t0, t1, brows)) {
         if constexpr (CL)
             if (len > 0 && gridDim.x > 1) /* an empty chunk still joins its cluster */
                 attn_finish_cluster<T, D, GT, W>(a, &sm_m[0][0], &sm_l[0][0],
@@ -537,6 +655,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const unsigned fstride = (unsigned)(a.hkv * B * D); /* a frame, in elements */
     const int crow = lane / CPR, cpc = lane % CPR; /* the piece this lane copies */
     const bool walk_per_tile = B % TOK == 0;
+    const int pk_per = PK ? a.chunk / B : 0; /* version 33: table entries a sequence */
     /* Whole tiles copied at fixed offsets (below): every 8-token tile, and
      * version 18's 16-token ones at D = 128. Version 6 (LAZY false, the only
      * version without the lazy rescale) keeps the row loop as measured: with
@@ -564,7 +683,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                : TMA ? (pc >> 3) * (TOK * 8) + r * 8 + ((pc & 7) ^ (r & 7))
                      : r * CPR + (pc ^ (r & 7));
     };
-    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-32) */
+    /* the piece pc of Q's row r in sq (versions 12, 13, 15-17, 19, 21-33) */
     auto qpiece = [](int r, int pc) { return PAD ? r * RU4 + pc : r * CPR + (pc ^ (r & 7)); };
     /* Version 28 (FIX 2): the lane's shared-memory addresses, each taken
      * once for the kernel, so that in the loop every address is one of
@@ -600,7 +719,25 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
      * its K and V rows (half 0), or K's only (1) or V's only (2), version
      * 21's two copy groups a tile. */
     auto issue = [&](int k, int st, int half) {
-        const int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
+        int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
+        /* the chunk's start, end, table slice and K and V rows; version 33:
+         * those of the warp's sequence tile k belongs to (pj moves forward
+         * only: the tiles are issued in order) */
+        int it0 = t0, it1 = t1;
+        const int *itb = tbl;
+        const T *ikb = kb, *ivb = vb;
+        if constexpr (PK) {
+            while (k >= pk_t1[pj]) /* past this sequence (or an empty one): the warp's next */
+                pj += W;
+            u0 = (k - pk_t0[pj]) * TOK;
+            it0 = 0;
+            it1 = pk_len[pj];
+            itb = tbl + pj * pk_per;
+            if (!PAGED) {
+                ikb = kv_base<T, D, PAGED>(a, a.k, pk_seq[pj], kvh);
+                ivb = kv_base<T, D, PAGED>(a, a.v, pk_seq[pj], kvh);
+            }
+        }
         if constexpr (TMA) {
             /* versions 15 and 16: lane 0 names the tile's boxes, 8 rows by
              * 64 elements (128 bytes: the swizzle's width), D / 64 of K and
@@ -634,7 +771,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
          * own offset already in, see loff), at fixed offsets. */
         auto copy_rows = [&](size_t e, int r0, int n) {
             const size_t le = FIX >= 2 ? e : e + (size_t)(crow * D + cpc * 8);
-            const T *pk = kb + le, *pv = vb + le;
+            const T *pk = ikb + le, *pv = ivb + le;
 #pragma unroll
             for (int it = r0 / RPI; it < (r0 + n) / RPI; it++) {
                 if constexpr (FIX >= 2) { /* version 28: the slot's base, the stage's immediate */
@@ -657,11 +794,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         auto walk = [&](int u, unsigned lo = 0u) -> size_t {
             const int blk = a.bshift >= 0 ? u >> a.bshift : u / B;
             if constexpr (FIX)
-                return (size_t)(unsigned)tbl[blk] * fstride +
+                return (size_t)(unsigned)itb[blk] * fstride +
                        ((unsigned)((kvh * B + u - blk * B) * D) + lo);
-            return pf_page_pool_index(tbl[blk], kvh, u - blk * B, a.hkv, B, D) + lo;
+            return pf_page_pool_index(itb[blk], kvh, u - blk * B, a.hkv, B, D) + lo;
         };
-        if (kFixedRows && t0 + u0 + TOK <= t1) {
+        if (kFixedRows && it0 + u0 + TOK <= it1) {
             /* version 12's common case, as version 7's: the whole tile is
              * in the chunk and in one page, so one walk places every row,
              * and the lane's rows are fixed offsets from one address (no
@@ -669,7 +806,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
              * 16-token tile at 8-token pages lies in two pages: a walk
              * for each half. */
             if (!PAGED) {
-                copy_rows((size_t)(t0 + u0) * D + loff, 0, TOK);
+                copy_rows((size_t)(it0 + u0) * D + loff, 0, TOK);
                 return;
             }
             if (walk_per_tile) {
@@ -694,11 +831,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 #pragma unroll(TOK == 8 ? 1 : TOK / RPI)
         for (int it = 0; it < TOK / RPI; it++) {
             const int rr = it * RPI + crow, u = u0 + rr;
-            const bool ok = t0 + u < t1;
+            const bool ok = it0 + u < it1;
             size_t e = 0;
             if (ok) {
                 if (!PAGED) {
-                    e = (size_t)(t0 + u) * D;
+                    e = (size_t)(it0 + u) * D;
                 } else if (walk_per_tile) {
                     e = e0 + (size_t)rr * D;
                 } else {
@@ -708,14 +845,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             }
             const int slot = piece(rr, cpc);
             if (half != 2)
-                cp_async16<L2P>(dk + slot, kb + e, ok);
+                cp_async16<L2P>(dk + slot, ikb + e, ok);
             if (half != 1)
-                cp_async16<L2P>(dv + slot, vb + e, ok);
+                cp_async16<L2P>(dv + slot, ivb + e, ok);
         }
     };
     const int nt_chunk = (t1 - t0 + TOK - 1) / TOK;
-    const int mine = MH ? (active ? nt_chunk : 0)
-                        : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+    const int mine = PK   ? pk_mine /* version 33: every tile of the warp's sequences */
+                     : MH ? (active ? nt_chunk : 0)
+                          : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
     if constexpr (KVS) {
         /* version 21: every stage filled at the start, each tile as two
          * copy groups, K's then V's (see the loop) */
@@ -749,8 +887,25 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const int g = lane / 4, c = lane % 4;
     constexpr bool kQShared = TOK == 8;
     unsigned qa[kQShared ? 1 : KS][2];
-    uint4 *const sqw = sq + (MH ? warp * 8 * CPR : 0); /* this warp's rows of Q */
-    if constexpr (MH) { /* a warp its own head tile's rows (none when inactive) */
+    /* this warp's rows of Q (version 33: and a zero row) */
+    uint4 *const sqw = sq + (MH ? warp * 8 * CPR : PK ? warp * 9 * CPR : 0);
+    /* version 33: sequence j's Q into the warp's rows (a lane a few 16-byte
+     * pieces), the zero row after them */
+    auto warp_q = [&](int j) {
+        for (int i = lane; i < 9 * CPR; i += 32) {
+            const int row = i / CPR, pc = i % CPR;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (row < GT)
+                v = *reinterpret_cast<const uint4 *>(
+                    a.q + ((size_t)pk_seq[j] * a.hq + qh0 + row) * D + pc * 8);
+            sqw[qpiece(row, pc)] = v;
+        }
+        __syncwarp();
+    };
+    if constexpr (PK) {
+        if (cj < pk_n)
+            warp_q(cj);
+    } else if constexpr (MH) { /* a warp its own head tile's rows (none when inactive) */
 #pragma unroll
         for (int i = lane; i < 8 * CPR; i += 32) {
             const int row = i / CPR, pc = i % CPR;
@@ -799,13 +954,50 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const int qrow = (lm & 1) ? 8 : lr, qpc = lm >> 1;
     /* version 27: those quads loaded once, held for the chunk */
     unsigned qq[QREG ? KS / 2 : 1][2][4];
-    if constexpr (QREG) {
+    auto load_qq = [&] {
+        if constexpr (QREG) {
 #pragma unroll
-        for (int ks = 0; ks < KS; ks += 2) {
-            ldsm_x4(qq[ks / 2][0], sq + qpiece(qrow, ks * 2 + qpc));
-            ldsm_x4(qq[ks / 2][1], sq + qpiece(qrow, ks * 2 + 2 + qpc));
+            for (int ks = 0; ks < KS; ks += 2) {
+                ldsm_x4(qq[ks / 2][0], sqw + qpiece(qrow, ks * 2 + qpc));
+                ldsm_x4(qq[ks / 2][1], sqw + qpiece(qrow, ks * 2 + 2 + qpc));
+            }
         }
-    }
+    };
+    if constexpr (QREG)
+        load_qq();
+    /* Version 33's end of sequence cj, after its last tile: the warp
+     * writes the output from its registers (v14's end, for a sequence
+     * instead of a chunk), then takes the next of its sequences with
+     * tokens (W on), its Q and a fresh state. */
+    auto pack_end = [&] {
+        float lq = l;
+        lq += __shfl_xor_sync(0xffffffffu, lq, 1);
+        lq += __shfl_xor_sync(0xffffffffu, lq, 2);
+        if (g < GT) {
+            T *po = a.out + ((size_t)seq * a.hq + qh0 + g) * D + 2 * c;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                po[n * 8] = Elt<T>::store(o[n][0] / lq);
+                po[n * 8 + 1] = Elt<T>::store(o[n][1] / lq);
+            }
+        }
+        do
+            cj += W;
+        while (cj < pk_n && pk_t1[cj] == pk_t0[cj]);
+        if (cj >= pk_n)
+            return;
+        seq = pk_seq[cj];
+        crb = pk_t0[cj];
+        cre = pk_t1[cj];
+        t1 = pk_len[cj];
+        warp_q(cj);
+        load_qq();
+        m = -INFINITY;
+        l = 0.f;
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+            o[n][0] = o[n][1] = 0.f;
+    };
 
     /* Version 21 (KVS) waits for K and for V apart and refills each half of
      * a slot as soon as it is read. The groups are committed K_0, V_0, ...,
@@ -916,7 +1108,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     issue(k + STAGES, st, 1);
                 cp_async_commit();
             }
-            const int tb = t0 + (MH ? k : warp + k * W) * TOK + 2 * c;
+            const int tb = t0 + (PK ? k - crb : MH ? k : warp + k * W) * TOK + 2 * c;
             float x[X];
 #pragma unroll
             for (int i = 0; i < X; i++) {
@@ -1031,9 +1223,18 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     issue(k + STAGES, st, 2);
                 cp_async_commit();
             }
+            if constexpr (PK)
+                if (k + 1 == cre)
+                    pack_end();
         }
     }
     cp_async_wait<0>();
+    if constexpr (PK) { /* every warp has ended its sequences; the timeline's marks */
+        __syncthreads(); /* are the block's: after its last warp */
+        trace_mark(a, kTrStreamed);
+        trace_mark(a, kTrEnd);
+        return;
+    }
     trace_mark(a, kTrStreamed);
     /* every warp is done with the pipeline buffer, which the block merge
      * below reuses (version 14 does not; the barrier was kept as measured) */
@@ -1094,7 +1295,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
             return;
         }
     /* (version 31 unsplit: one block a sequence, nothing to merge) */
-    attn_finish<T, D, GT, W, true, CL ? kEndFence : END>(a, &sm_m[0][0], &sm_l[0][0], sm_acc,
+    attn_finish<T, D, GT, W, true, CL || PK ? kEndFence : END>(a, &sm_m[0][0], &sm_l[0][0], sm_acc,
                                                          &sm_last, job, qh0, len);
     trace_mark(a, kTrEnd);
 }

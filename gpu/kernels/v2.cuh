@@ -321,8 +321,12 @@ __device__ __forceinline__ void merge_partials(const AttnArgs<T> &a, int seq, in
  *                last block of the launch pays this chain after its own
  *                stream, so the twenty-fifth session took the fences off it
  *                (long, 8 chunks a sequence, ran 1.5% behind llama, the same
- *                512 blocks of 4096 tokens unsplit). */
-enum { kEndFence = 0, kEndCluster = 1, kEndAcqRel = 2 };
+ *                512 blocks of 4096 tokens unsplit);
+ *   kEndPack     version 33: no split to merge. The block streams several
+ *                whole sequences (a pack, gpu/host.c), a warp each, and
+ *                each warp writes its sequence's output from its registers
+ *                (mma.cuh, version 33). */
+enum { kEndFence = 0, kEndCluster = 1, kEndAcqRel = 2, kEndPack = 3 };
 
 /* The split-KV merge without a second launch (version 5 on). Each block of a split
  * sequence, its partials stored, counts itself done for its (sequence, head
