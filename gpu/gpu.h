@@ -128,7 +128,7 @@ typedef struct {
                                 its last 1/8, balanced by the block
                                 scheduler (gpu_internal.h)                 */
     int pack;                /* version 33: units (whole sequences) a block
-                                streams one after another; 0: one a block */
+                                streams, a warp each in turn; 0: one a block */
     unsigned long long lens_hash; /* of the host lengths the list is made of */
     unsigned magic;          /* set by plan; run refuses anything else     */
 } pf_gpu_attn_plan;

@@ -108,8 +108,8 @@ template <typename T> struct AttnArgs {
                      blocks of 4 tiles)                                    */
     int pack;     /* version 33's pack (gpu/host.c, "packing"; 0: none):
                      block i of a head tile streams units i pack .. i pack
-                     + pack - 1 of the work list, each a whole sequence, one
-                     after another (in the padding before `work`: the
+                     + pack - 1 of the work list, each a whole sequence, a
+                     warp each in turn (in the padding before `work`: the
                      argument block stays 160 bytes)                       */
     const int2 *work; /* the plan's work list (versions 5-8), or null      */
     unsigned long long *trace; /* the block timeline (see trace_mark), or null */

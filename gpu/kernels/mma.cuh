@@ -602,7 +602,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     trace_mark(a, kTrSm);
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const Work job = work_of(a);
-    int seq = job.seq; /* version 33: the pack's first sequence with tokens, below */
+    int seq = job.seq; /* version 33: this warp's sequence (below, and at each of its ends) */
     /* Version 14 (MH): the block serves head tiles W ht .. W ht + W - 1,
      * warp w tile W ht + w over the whole chunk (a warp past the last
      * tile, when the tiles are not a multiple of W, copies and computes
@@ -890,7 +890,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     /* this warp's rows of Q (version 33: and a zero row) */
     uint4 *const sqw = sq + (MH ? warp * 8 * CPR : PK ? warp * 9 * CPR : 0);
     /* version 33: sequence j's Q into the warp's rows (a lane a few 16-byte
-     * pieces), the zero row after them */
+     * pieces), the zero row after them. Version 14's load below is its
+     * twin for a head tile; one lambda for both cost this kernel a 16-byte
+     * spill at its 128 registers and v14 two registers (ptxas, twenty-sixth
+     * session), so they stay apart. */
     auto warp_q = [&](int j) {
         for (int i = lane; i < 9 * CPR; i += 32) {
             const int row = i / CPR, pc = i % CPR;
