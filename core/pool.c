@@ -63,12 +63,25 @@
  * free_n. Freeing a list is all-or-nothing. Pass one drops each reference
  * with a compare-and-swap that also checks range, owner and double free, in
  * list order (a frame listed twice needs two references): a count reaching
- * 0 parks the word in LIMBO (free but in no stack, so nobody can take,
- * share or free it), a count staying above 0 is PINNED (other unref/share/
- * free calls on that frame wait for the pin to clear), so until pass two no
- * other thread can change any listed frame. On an error the drops are undone
- * in reverse order and the pins cleared: nothing happened. Otherwise pass two
- * clears the pins and moves LIMBO frames to the cache or depot. Cost O(n).
+ * 0 parks the word in LIMBO (free but in no stack, so nobody can take it),
+ * a count staying above 0 is PINNED; LIMBO is pinned too, and other unref/
+ * share/free calls on a pinned frame wait for the pin to clear, so until
+ * pass two no other thread can change any listed frame. On an error the
+ * drops are undone in reverse order and the pins cleared: nothing happened.
+ * Otherwise pass two clears the pins and moves LIMBO frames to the cache or
+ * depot. Cost O(n).
+ *
+ * Two lists of one owner at once (the same frames shared, say): a list
+ * that meets a pin of its own owner must know whose it is, since its own
+ * (a frame it names twice) is to be dropped through, and another list's is
+ * to be waited for; if it went through the other's drop, that list's
+ * rollback would give a reference back to a frame this one had freed. The
+ * word has no room to name the list, so the list looks for the frame among
+ * its earlier entries, only when it meets a pin (O(n) each time; lists
+ * rarely name a frame twice). Another list's pin: undo this list's drops,
+ * wait for the pin to clear and start over. Undoing before waiting is what
+ * keeps two lists that pin each other's frames from waiting on each other
+ * for ever; lists in the same order never meet a pin twice.
  *
  * Invariants (checked by pf_pool_check on a quiescent pool):
  *   - frame f free  <=>  ref 0  <=>  owner PF_POOL_NO_OWNER  <=>  f is in
@@ -111,7 +124,7 @@
 #define ST_PINNED(s) (((uint32_t)(s)&PIN_BIT) != 0)
 #define OWNER_LIMBO (-2)
 #define ST_FREE ST(PF_POOL_NO_OWNER, 0)
-#define ST_LIMBO ST(OWNER_LIMBO, 0)
+#define ST_LIMBO (ST(OWNER_LIMBO, 0) | PIN_BIT)
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -703,24 +716,38 @@ int pf_pool_unref_c(pf_pool_cache *cache, int frame)
     return free_one(cache->pool, cache, 0, 0, frame);
 }
 
-/* Pass one of free_n for entry f: drop owner's reference, leaving the word
- * LIMBO (count 0) or PINNED (count > 0). A word already pinned with our
- * owner was pinned by an earlier entry of this list: *dup is set. */
-static int drop_pinned(pf_pool *p, int f, int owner, int *dup)
+/* drop_pinned met another list's pin (not an error code: free_n_impl
+ * waits and starts over). */
+#define PIN_BUSY 1
+
+/* Pass one of free_n for entry i of frames: drop owner's reference, leaving
+ * the word LIMBO (count 0) or PINNED (count > 0). A pinned word that is
+ * owner's or LIMBO was pinned by this list if it names the frame earlier
+ * (*dup is set: pass two must then go the duplicates' way), else by another
+ * list of the same owner: PIN_BUSY. Another owner's word fails at once, pin
+ * or not (its owner cannot change while it is pinned). */
+static int drop_pinned(pf_pool *p, const int *frames, int i, int owner, int *dup)
 {
+    const int f = frames[i];
     uint64_t s = atomic_load_explicit(&p->state[f], memory_order_acquire);
     for (;;) {
+        if (ST_OWNER(s) != owner && s != ST_LIMBO)
+            return ST_REF(s) == 0 ? PF_ERR_DOUBLE_FREE : PF_ERR_NOT_OWNER;
+        if (ST_PINNED(s)) {
+            int mine = 0;
+            for (int j = 0; j < i && !mine; j++)
+                mine = frames[j] == f;
+            if (!mine)
+                return PIN_BUSY;
+            *dup = 1;
+        }
         int ref = ST_REF(s);
         if (ref == 0)
-            return PF_ERR_DOUBLE_FREE;
-        if (ST_OWNER(s) != owner)
-            return PF_ERR_NOT_OWNER; /* also for another owner's pin: no wait */
+            return PF_ERR_DOUBLE_FREE; /* our own LIMBO: named once too often */
         uint64_t ns = ref == 1 ? ST_LIMBO : ((s - 1) | PIN_BIT);
         if (atomic_compare_exchange_weak_explicit(&p->state[f], &s, ns, memory_order_acq_rel,
-                                                  memory_order_acquire)) {
-            *dup |= ST_PINNED(s);
+                                                  memory_order_acquire))
             return PF_OK;
-        }
     }
 }
 
@@ -737,14 +764,17 @@ static void unpin(pf_pool *p, int f, int owner)
 
 static int free_n_impl(pf_pool *p, pf_pool_cache *c, int owner, const int *frames, int n)
 {
-    int i, rc = PF_OK, dup = 0;
+    int i, rc, dup;
+again:
+    rc = PF_OK;
+    dup = 0;
     for (i = 0; i < n; i++) {
         int f = frames[i];
         if (f < 0 || f >= p->n) {
             rc = PF_ERR_RANGE;
             break;
         }
-        rc = drop_pinned(p, f, owner, &dup);
+        rc = drop_pinned(p, frames, i, owner, &dup);
         if (rc != PF_OK)
             break;
     }
@@ -761,6 +791,10 @@ static int free_n_impl(pf_pool *p, pf_pool_cache *c, int owner, const int *frame
         }
         for (int j = 0; j < i; j++)
             unpin(p, frames[j], owner);
+        if (rc == PIN_BUSY) {
+            (void)load_unpinned(p, frames[i]);
+            goto again;
+        }
         return rc;
     }
     /* Pass two: unpin survivors and return LIMBO frames. Without duplicates

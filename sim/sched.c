@@ -554,14 +554,22 @@ static int want_tokens(const pf_req *q)
     return w < 1 ? 1 : w > INT_MAX ? INT_MAX : (int)w;
 }
 
-/* Frames request q must add to compute n more tokens (naive reservations
- * cover the whole request at admission, so they never add any). */
+/* Frames request q must add to compute n more tokens. A request admitted
+ * and not yet landed has a hold (its naive reservation, its swapped-in
+ * frames): it takes all of it at its first landing, so its need is at
+ * least what the hold lacks. The hold lasts until a landing takes it, so
+ * a landing that fails leaves the request asking for the same frames at
+ * the next step; after that naive reservations cover the whole request
+ * and never add any. */
 static int frames_needed(const pf_sched *s, const pf_req *q, int n)
 {
+    int held = q->hold - q->nframes; /* < 0 when no hold is pending */
     int64_t tokens = (int64_t)q->computed + n;
     if (tokens <= (int64_t)q->nframes * s->p.block_size)
-        return 0; /* the common case, a decode inside its last frame: no division */
+        return held > 0 ? held : 0; /* the common case, a decode inside its last frame */
     int need = blocks_for(s, tokens) - q->nframes;
+    if (held > need)
+        need = held;
     return need > 0 ? need : 0;
 }
 
@@ -658,7 +666,7 @@ static void preempt(pf_sched *s, int v, int64_t *budget)
     pf_req *q = &s->r[v];
     if (q->sched_tokens > 0) {
         *budget += q->sched_tokens;
-        s->pending -= q->hold ? q->hold - q->nframes : frames_needed(s, q, q->sched_tokens);
+        s->pending -= frames_needed(s, q, q->sched_tokens);
         q->sched_tokens = 0;
         q->hold = 0;
         for (int i = 0; i < s->nsched; i++)
@@ -1204,16 +1212,15 @@ static void land_one(pf_sched *s, int id, shard_out *o, double t)
         n = 1;
     q->sched_tokens = 0;
     if (n > 0) {
-        int k = q->hold ? q->hold - q->nframes : frames_needed(s, q, n);
-        q->hold = 0;
-        if (take_frames(s, id, k, o->cache) != PF_OK) {
-            /* nothing landed: the request stays as it was, and so must
-             * the totals the next fast plan trusts (a decoding request
-             * left out of them would be landed without its token or its
-             * frame promised) */
+        if (take_frames(s, id, frames_needed(s, q, n), o->cache) != PF_OK) {
+            /* nothing landed: the request stays as it was, its hold too
+             * (the next landing takes it), and so must the totals the next
+             * fast plan trusts (a decoding request left out of them would
+             * be landed without its token or its frame promised) */
             o->err = PF_ERR_NOMEM;
             goto totals;
         }
+        q->hold = 0;
         int was_decode = q->decode;
         q->state = PF_REQ_RUNNING; /* it ran: no longer stalled */
         q->stalled = 0;

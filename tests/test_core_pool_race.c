@@ -26,6 +26,18 @@
  *    free < reserve + 8 (each refusal was right on the exact count, frames
  *    parked in every cache included); then they free into their caches, so
  *    the next round's admissions must count parked frames.
+ *  - pf_test_pool_twin_lists: two threads free one owner's frames as lists
+ *    at the same moment (free_n is all or nothing, so each list must act as
+ *    if it ran alone). Half the frames carry two references, half one. List
+ *    A names them all and then a frame of another owner, so it must fail
+ *    and change nothing (NOT_OWNER at the stranger when it runs first, a
+ *    double free at a one-reference frame when B freed it first); list B
+ *    names them all and must succeed. After the
+ *    round the two-reference frames hold one, the others are free, and
+ *    pf_pool_check passes. Before the fix, B met A's tentative drops: a
+ *    one-reference frame A had dropped read as free (B failed with a double
+ *    free), and a two-reference frame B finished freeing under A's drop was
+ *    given a reference back by A's rollback while already free.
  *
  * Errors are counted in atomics and judged on the main thread (an assert in
  * a worker would end a Criterion test without a verdict).
@@ -51,6 +63,7 @@ int pf_test_pool_mt_model(int nthreads, int nframes, int rounds, int ops, char *
 int pf_test_pool_peak(int nthreads, int iters, char *msg, size_t msglen);
 int pf_test_pool_admit(int nthreads, int nframes, int rounds, double watermark, char *msg,
                        size_t msglen);
+int pf_test_pool_twin_lists(int rounds, int nframes, char *msg, size_t msglen);
 
 /* Every fourth thread uses the calls without a cache (the depot). */
 static pf_pool_cache *cache_for(pf_pool *p, int id)
@@ -865,6 +878,135 @@ out:
     return rc;
 }
 
+/* ==== twin lists ========================================================== */
+
+typedef struct {
+    pf_pool *pool;
+    pthread_barrier_t bar;
+    _Atomic int go;  /* 1: both threads started, run; 2: give up */
+    const int *list; /* the round's frames, then a frame of another owner */
+    int n;           /* frames in the round's list (the stranger excluded) */
+    int rounds;
+    _Atomic int bad_a, bad_b;  /* rounds where A did not fail / B did not succeed */
+    _Atomic int a_after_b;     /* rounds where A met a frame B had freed */
+    _Atomic int last_a, last_b; /* the codes of the last such round */
+} tw_shared;
+
+typedef struct {
+    tw_shared *sh;
+    int failing; /* list A: the n frames, then the stranger */
+    pf_pool_cache *cache;
+} tw_thread;
+
+#define TW_OWNER 7
+
+static void *tw_main(void *arg)
+{
+    tw_thread *t = arg;
+    tw_shared *sh = t->sh;
+    if (!wait_go(&sh->go))
+        return NULL;
+    for (int round = 0; round < sh->rounds; round++) {
+        pthread_barrier_wait(&sh->bar); /* main has set the round up */
+        int rc = free_list(sh->pool, t->cache, TW_OWNER, sh->list, sh->n + t->failing);
+        if (t->failing && rc == PF_ERR_DOUBLE_FREE)
+            atomic_fetch_add(&sh->a_after_b, 1);
+        if (t->failing && rc != PF_ERR_NOT_OWNER && rc != PF_ERR_DOUBLE_FREE) {
+            atomic_fetch_add(&sh->bad_a, 1);
+            atomic_store(&sh->last_a, rc);
+        } else if (!t->failing && rc != PF_OK) {
+            atomic_fetch_add(&sh->bad_b, 1);
+            atomic_store(&sh->last_b, rc);
+        }
+        pthread_barrier_wait(&sh->bar); /* main checks */
+    }
+    return NULL;
+}
+
+/* One round's check on the main thread: B's list as if it ran alone. */
+static void tw_check(tw_shared *sh, const int *list, int round, char *why, size_t len)
+{
+    for (int i = 0; i < sh->n; i++) {
+        int f = list[i], want = i % 2 == 0; /* the shared frames keep one */
+        int ref = pf_pool_refcount(sh->pool, f), owner = pf_pool_owner(sh->pool, f);
+        if (ref != want || (want && owner != TW_OWNER)) {
+            snprintf(why, len, "round %d: frame %d has %d references (owner %d), wants %d",
+                     round, f, ref, owner, want);
+            return;
+        }
+    }
+    if (pf_pool_check(sh->pool) != PF_OK)
+        snprintf(why, len, "round %d: pf_pool_check failed", round);
+}
+
+int pf_test_pool_twin_lists(int rounds, int nframes, char *msg, size_t msglen)
+{
+    const int n = nframes;
+    tw_shared sh = {.rounds = rounds, .n = n};
+    tw_thread ts[2] = {{0}};
+    pthread_t th[2];
+    int started = 0, *list = calloc((size_t)n + 1, sizeof *list);
+    char why[200] = "";
+    sh.pool = pf_pool_create(n + 1);
+    if (!list || !sh.pool || pthread_barrier_init(&sh.bar, NULL, 3)) {
+        snprintf(msg, msglen, "setup failed");
+        free(list);
+        pf_pool_destroy(sh.pool);
+        return 1;
+    }
+    sh.list = list;
+    for (int i = 0; i < 2; i++)
+        ts[i] = (tw_thread){&sh, i == 0, pf_pool_cache_new(sh.pool)};
+    /* the stranger: a frame of another owner, held throughout */
+    if (pf_pool_alloc(sh.pool, TW_OWNER + 1, &list[n]) != PF_OK)
+        snprintf(why, sizeof why, "could not take the stranger frame");
+    else if ((started = start_all(th, 2, tw_main, ts, sizeof *ts)) != 2)
+        snprintf(why, sizeof why, "could not start threads (%d of 2)", started);
+    atomic_store(&sh.go, why[0] ? 2 : 1);
+    for (int round = 0; !why[0] && round < rounds; round++) {
+        /* n frames of TW_OWNER, the even-indexed ones shared: two
+         * references each, the others one */
+        int rc = pf_pool_alloc_n(sh.pool, TW_OWNER, n, list);
+        for (int i = 0; rc == PF_OK && i < n; i += 2)
+            rc = pf_pool_share(sh.pool, list[i]);
+        if (rc != PF_OK) /* the threads then meet the barriers on an empty list */
+            snprintf(why, sizeof why, "round %d: setting up: %s", round, pf_strerror(rc));
+        sh.n = rc == PF_OK ? n : 0;
+        pthread_barrier_wait(&sh.bar);
+        pthread_barrier_wait(&sh.bar);
+        if (!why[0])
+            tw_check(&sh, list, round, why, sizeof why);
+        sh.n = n;
+        (void)pf_pool_free_owner(sh.pool, TW_OWNER, NULL); /* the next round starts empty */
+        for (int r = round + 1; why[0] && r < rounds; r++) {
+            sh.n = 0; /* let the threads run their rounds out */
+            pthread_barrier_wait(&sh.bar);
+            pthread_barrier_wait(&sh.bar);
+        }
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (!why[0] && atomic_load(&sh.bad_a))
+        snprintf(why, sizeof why, "list A did not fail as it should in %d rounds (last: %s)",
+                 atomic_load(&sh.bad_a), pf_strerror(atomic_load(&sh.last_a)));
+    else if (!why[0] && atomic_load(&sh.bad_b))
+        snprintf(why, sizeof why, "list B failed in %d of %d rounds (last: %s)",
+                 atomic_load(&sh.bad_b), rounds, pf_strerror(atomic_load(&sh.last_b)));
+    if (why[0])
+        snprintf(msg, msglen, "%s", why);
+    else
+        snprintf(msg, msglen,
+                 "ok: %d rounds of %d frames, A failed and B freed every round (A after B "
+                 "in %d)",
+                 rounds, n, atomic_load(&sh.a_after_b));
+    for (int i = 0; i < 2; i++)
+        pf_pool_cache_free(ts[i].cache);
+    pthread_barrier_destroy(&sh.bar);
+    pf_pool_destroy(sh.pool);
+    free(list);
+    return why[0] != 0;
+}
+
 #ifndef PF_STRESS_LIB
 int main(void)
 {
@@ -884,6 +1026,9 @@ int main(void)
     fails += rc;
     rc = pf_test_pool_admit(8, 256, 40, 0.1, msg, sizeof msg);
     printf("pool admission, 8 threads: %s\n", msg);
+    fails += rc;
+    rc = pf_test_pool_twin_lists(2000, 256, msg, sizeof msg);
+    printf("pool twin lists, 2 threads: %s\n", msg);
     fails += rc;
     return fails ? 1 : 0;
 }

@@ -339,6 +339,47 @@ Test(sim_fail, failed_landing_keeps_decode_totals)
     pf_jobs_free(&j);
 }
 
+/* Naive mode reserves a request's whole length when it is admitted: one
+ * request of 1 + 8 tokens under a 512-token cap holds 32 frames of 16 from
+ * its first landing on. When that landing cannot take them, the request
+ * stays admitted and the reservation must survive to the next landing
+ * (before the fix the failed landing dropped it, and the request went on
+ * taking a frame a block, as a paged one: 1 frame, not its 32). */
+Test(sim_fail, failed_first_landing_keeps_the_naive_reservation)
+{
+    pf_jobs j = {0};
+    j.njobs = 1;
+    j.jobs = calloc(1, sizeof *j.jobs);
+    cr_assert_not_null(j.jobs);
+    j.jobs[0] = (pf_job){.arrival = 0.0, .prompt = 1, .output = 8, .group = -1};
+    pf_sim_params p;
+    params(&p, PF_ENGINE_DETERMINISTIC, 1);
+    p.mode = PF_SIM_NAIVE;
+    pf_sim *s = make(&p, &j);
+    atomic_store(&fail_frames, 1);
+    const int rc = pf_sim_step(s); /* admitted; its frames cannot be taken */
+    atomic_store(&fail_frames, 0);
+    cr_assert_eq(rc, PF_ERR_NOMEM);
+    cr_expect_eq(pf_sim_check(s), PF_OK, "consistent after the failed step");
+    pf_sim_stats st;
+    pf_sim_get_stats(s, &st);
+    cr_assert_eq(st.pool_used, 0, "nothing taken by the failed landing: %d", st.pool_used);
+    cr_assert_eq(pf_sim_step(s), 0);
+    cr_expect_eq(pf_sim_check(s), PF_OK);
+    pf_sim_get_stats(s, &st);
+    cr_assert_eq(st.pool_used, 512 / p.cfg.block_size, "the whole reservation: %d frames",
+                 st.pool_used);
+    int r;
+    while ((r = pf_sim_step(s)) == 0)
+        cr_expect_eq(pf_sim_check(s), PF_OK);
+    cr_assert_eq(r, 1);
+    pf_sim_get_stats(s, &st);
+    cr_assert_eq(st.tokens_generated, 8);
+    cr_assert_eq(st.pool_used, 0);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}
+
 /* Two requests of 4 + 1 tokens (prefix caching on, so their frames are
  * taken in plan and landing allocates nothing but its note list): both
  * finish in the first step. When the note list cannot grow, commit never
