@@ -34,6 +34,16 @@ static void sleep_ms(long ms)
     nanosleep(&t, NULL);
 }
 
+/* How long a check waits for the bridge to show a command's effect. The
+ * commands run in order on the bridge's thread, and the churn below queues
+ * about thirty resets (r, and m twice, each cycle), each of which rebuilds
+ * a scheduler of 20000 requests. Under ThreadSanitizer on the 2-core CI
+ * machine the longest wait took 5.1 s alone and 11-21 s with four copies
+ * running (which missed the 10 s this used to allow). A wait ends as soon
+ * as its effect shows, so only a failure costs the whole of it. */
+#define WAIT_S 120.0
+static double longest_wait; /* for the summary line */
+
 static int failures;
 #define CHECK(cond, ...)                                                                       \
     do {                                                                                       \
@@ -61,10 +71,12 @@ static const pf_sim_snapshot *wait_snap(pf_dash_bridge *b, double secs,
         if (s) {
             last = s;
             if (pred(s, arg))
-                return s;
+                break;
         }
         sleep_ms(2);
     }
+    if (now_s() - (end - secs) > longest_wait)
+        longest_wait = now_s() - (end - secs);
     return last;
 }
 
@@ -150,14 +162,14 @@ static void test_run_end(void)
           (long long)st.step);
     /* r: run 2, from step 0, to its own end */
     pf_dash_bridge_post(b, PF_DASH_CMD_RESET);
-    CHECK(run_is(b, 2, 0, 10), "r did not start run 2");
+    CHECK(run_is(b, 2, 0, WAIT_S), "r did not start run 2");
     CHECK(run_is(b, 2, 1, 60), "run 2 did not end");
     pf_dash_bridge_run(b, &r);
     CHECK(r.exact && r.final.finished == njobs, "run 2's end: exact %d, finished %lld", r.exact,
           (long long)r.final.finished);
     /* --loop: run 3 starts by itself after the hold */
     pf_dash_bridge_set_loop(b, 1);
-    CHECK(run_is(b, 3, 0, PF_DASH_LOOP_HOLD_S + 10), "--loop did not start run 3");
+    CHECK(run_is(b, 3, 0, PF_DASH_LOOP_HOLD_S + WAIT_S), "--loop did not start run 3");
     CHECK(run_is(b, 3, 1, 60), "run 3 did not end");
 out:
     pf_dash_bridge_stop(b);
@@ -279,32 +291,32 @@ int main(void)
     /* 2. presses are not lost: from watermark 0, five W give 5%; two + give
      * two steps even while paused (workers apply at the next step) */
     pf_dash_bridge_post(b, PF_DASH_CMD_RESET); /* r: the next run, running (whatever the churn left) */
-    const pf_sim_snapshot *s = wait_snap(b, 10, is_running, 0, &slowest);
+    const pf_sim_snapshot *s = wait_snap(b, WAIT_S, is_running, 0, &slowest);
     CHECK(s && !s->paused, "could not resume");
     /* bring the watermark to 0 first: twenty w presses floor at 0 */
     for (int i = 0; i < 20; i++)
         pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
-    s = wait_snap(b, 10, watermark_is, 0.0, &slowest);
+    s = wait_snap(b, WAIT_S, watermark_is, 0.0, &slowest);
     CHECK(s && watermark_is(s, 0.0), "watermark did not come down to 0 (%g)",
           s ? s->params.watermark : -1.0);
     for (int i = 0; i < 5; i++)
         pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
+    s = wait_snap(b, WAIT_S, watermark_is, 0.05, &slowest);
     CHECK(s && watermark_is(s, 0.05), "five W from 0 gave %g, want 0.05",
           s ? s->params.watermark : -1.0);
     /* a: the load controller on, and a watermark set by hand ends it
      * (pf_sim_set_watermark), whatever the controller moved it to */
     pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_AUTO);
-    s = wait_snap(b, 10, auto_is, 1, &slowest);
+    s = wait_snap(b, WAIT_S, auto_is, 1, &slowest);
     CHECK(s && s->params.watermark_auto == 1, "a did not turn the load controller on");
     pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    s = wait_snap(b, 10, auto_is, 0, &slowest);
+    s = wait_snap(b, WAIT_S, auto_is, 0, &slowest);
     CHECK(s && s->params.watermark_auto == 0, "W did not end the load controller");
     for (int i = 0; i < 40; i++) /* back to 5% from wherever it went */
         pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
     for (int i = 0; i < 5; i++)
         pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    s = wait_snap(b, 10, watermark_is, 0.05, &slowest);
+    s = wait_snap(b, WAIT_S, watermark_is, 0.05, &slowest);
     CHECK(s && watermark_is(s, 0.05), "W after the controller: %g, want 0.05", s ? s->params.watermark : -1.0);
     int w0 = s ? s->params.workers : 0;
     int w2 = pf_dash_workers_step(pf_dash_workers_step(w0, 1), 1);
@@ -312,15 +324,15 @@ int main(void)
     pf_dash_bridge_post(b, PF_DASH_CMD_WORKERS_UP);
     pf_dash_bridge_post(b, PF_DASH_CMD_WORKERS_UP);
     pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
-    s = wait_snap(b, 10, workers_are, w2, &slowest);
+    s = wait_snap(b, WAIT_S, workers_are, w2, &slowest);
     CHECK(s && s->params.workers == w2, "two + from %d gave %d, want %d", w0,
           s ? s->params.workers : -1, w2);
 
     /* 3. pause holds the step (a step in flight may still land) */
-    s = wait_snap(b, 10, is_running, 0, &slowest);
+    s = wait_snap(b, WAIT_S, is_running, 0, &slowest);
     CHECK(s && !s->paused, "not running before the pause check");
     pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
-    s = wait_snap(b, 10, is_paused, 0, &slowest);
+    s = wait_snap(b, WAIT_S, is_paused, 0, &slowest);
     CHECK(s && s->paused, "pause did not show in the snapshot");
     sleep_ms(200);
     s = wait_snap(b, 0.3, is_paused, 0, &slowest);
@@ -336,7 +348,7 @@ int main(void)
     pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
     const pf_sim_snapshot *nv = NULL;
     int lockstep = 0, looks = 0;
-    double until = now_s() + 10;
+    double until = now_s() + WAIT_S;
     while (now_s() < until && lockstep < 5) {
         const pf_sim_snapshot *pg = pf_dash_bridge_take(b);
         if (pg && (nv = pf_dash_bridge_split(b)) != NULL) {
@@ -360,7 +372,7 @@ int main(void)
     }
     CHECK(lockstep >= 5, "split view: %d lockstep snapshots of %d", lockstep, looks);
     pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    until = now_s() + 5;
+    until = now_s() + WAIT_S;
     int refused = 0;
     while (now_s() < until && !refused) {
         pf_dash_bridge_take(b);
@@ -370,7 +382,7 @@ int main(void)
     }
     CHECK(refused, "a parameter key in the split view was not refused (%s)", status);
     pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
-    until = now_s() + 5;
+    until = now_s() + WAIT_S;
     int left = 0;
     while (now_s() < until && !left) {
         if (pf_dash_bridge_take(b))
@@ -386,8 +398,8 @@ int main(void)
     test_run_end();
     test_sweep();
     printf("race_tui_bridge: %d commands, %d snapshots, %d status changes; slowest UI-side call "
-           "%.3f ms\n",
-           posted, got, statuses, slowest * 1e3);
+           "%.3f ms; longest wait for a command's effect %.1f s\n",
+           posted, got, statuses, slowest * 1e3, longest_wait);
     if (failures)
         return 1;
     printf("race_tui_bridge: PASS\n");
