@@ -8,8 +8,8 @@
  * is resized here), a reset, one step while paused. When every job is done
  * (or the run livelocked) and the run is not paused, it starts the same
  * jobs again at once (a PF_EV_RESET event), so a viewer always has a run to
- * watch; a viewer that wants the end on screen pauses before it (the
- * dashboard drives a run's last steps one at a time, paused, for that).
+ * watch; with hold_end (the dashboard's) it pauses there instead, on the
+ * last step, so the end stays on screen with its final figures.
  */
 #include <time.h>
 
@@ -61,7 +61,12 @@ static void *driver_main(void *arg)
         }
         /* a single-step request is consumed as its step begins: one made
          * while mu is let go below asks for the next step */
+        const int single = s->single_req;
         s->single_req = 0;
+        if (s->hold_end && (s->done || s->livelock) && !s->reset_req && !single) {
+            s->paused = 1; /* held at the end; a step or a reset goes on */
+            continue;
+        }
         if (s->reset_req || s->done || s->livelock) {
             /* asked for, or the run is over (and not paused: a viewer that
              * keeps the end on screen pauses first, as the dashboard
@@ -105,6 +110,17 @@ int pf_sim_start(pf_sim *sim)
     }
     pthread_mutex_unlock(&sim->mu);
     return rc;
+}
+
+int pf_sim_set_hold_end(pf_sim *sim, int on)
+{
+    if (!sim)
+        return PF_ERR_ARG;
+    pf_sim__lock(sim);
+    sim->hold_end = on != 0;
+    pthread_cond_broadcast(&sim->ctl_cv);
+    pthread_mutex_unlock(&sim->mu);
+    return PF_OK;
 }
 
 int pf_sim_stop(pf_sim *sim)

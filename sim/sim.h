@@ -276,11 +276,15 @@ int pf_sim_step(pf_sim *sim);
 
 /* Live mode: start the engine in the background on a driver thread (and
  * the crew, threaded), one step per tick_us. The run loops: when every job
- * is done and the run is not paused, it starts again on the same jobs
- * (PF_EV_RESET), so a viewer always has something to show; a viewer that
- * wants to keep the end pauses first. */
+ * is done (or the run livelocked) and the run is not paused, it starts
+ * again on the same jobs (PF_EV_RESET), so a viewer always has something
+ * to show. A viewer that wants the end on screen sets hold_end: the driver
+ * then pauses on the run's last step instead, with the final figures,
+ * however fast it steps, until pf_sim_reset (or pf_sim_set_mode) starts the
+ * next run or pf_sim_single_step steps into it. */
 int pf_sim_start(pf_sim *sim);
 int pf_sim_stop(pf_sim *sim);
+int pf_sim_set_hold_end(pf_sim *sim, int on);
 
 /* Consistency check for tests (pf_sched_check, and the simulator's own
  * counters against it). PF_OK or PF_ERR_ARG. Exact between steps. */

@@ -102,6 +102,7 @@ struct pf_sim {
     int running;      /* an engine runs (pf_sim_start'ed)                 */
     int paused;
     int single_req;   /* one step requested while paused                  */
+    int hold_end;     /* pause at the run's end instead of starting again */
     int reset_req;
     int quit;
     int workers_target;

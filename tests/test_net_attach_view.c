@@ -79,3 +79,31 @@ Test(net_attach_view, small_terminals_get_a_message_and_no_size_crashes)
     pf_cells_free(&b);
     pf_attach_free(m);
 }
+
+/* At the smallest heights the counters give way to the charts below them:
+ * the history title's row holds the title alone (the "hit rate" row used
+ * to run on into it at 72 x 20: "...newest right)ate  -  now -"). */
+Test(net_attach_view, counters_stop_above_the_charts_at_the_smallest_height)
+{
+    pf_attach *m = sample_model();
+    pf_cells b = {0};
+    int live[1] = {1};
+    pf_attach_view_info vi = {"tcp://h:5557", "http://h:8000/metrics", 1, live, 1, 0};
+    for (int h = PF_ATTACH_VIEW_MIN_H; h <= PF_ATTACH_VIEW_MIN_H + 6; h++) {
+        cr_assert_eq(pf_cells_resize(&b, PF_ATTACH_VIEW_MIN_W, h), 0);
+        pf_attach_view_render(&b, m, &vi);
+        int x, y;
+        cr_assert(pf_cells_find(&b, "history (one column per tick, newest right)", &x, &y), "height %d", h);
+        char row[PF_ATTACH_VIEW_MIN_W + 1];
+        for (int i = 0; i < PF_ATTACH_VIEW_MIN_W; i++) {
+            uint32_t ch = pf_cells_at(&b, i, y)->ch;
+            row[i] = ch < 128 ? (char)ch : '?';
+        }
+        row[PF_ATTACH_VIEW_MIN_W] = 0;
+        const char *end = strstr(row, "newest right)") + strlen("newest right)");
+        for (const char *p = end; *p; p++)
+            cr_assert_eq(*p, ' ', "height %d: the history row reads \"%s\"", h, row);
+    }
+    pf_cells_free(&b);
+    pf_attach_free(m);
+}

@@ -1499,3 +1499,64 @@ Test(charts, ttft_p99_per_slice_from_the_first_tokens)
     pf_hist_free(&g);
     pf_hist_free(&h);
 }
+
+/* A pool of millions on an 80-column screen: the title's counts are
+ * rounded, never cut mid-digit, and "free" survives (it read "| 9852 used
+ * 41844" for 4184452 free). */
+Test(render, pool_title_keeps_its_counts_whole_at_80_columns)
+{
+    const int n = 4194304;
+    pf_sim_snapshot *s = snap_new(n);
+    s->stats.pool_used = 9852;
+    s->stats.pool_free = n - 9852;
+    pf_cells b = buf_new(80, 24);
+    pf_dash_view v = {.snap = s};
+    pf_grid_info gi;
+    cr_assert_eq(pf_render_screen(&b, &v, &gi), 0);
+    int x, y;
+    cr_assert(pf_cells_find(&b, "Pool", &x, &y), "no pool title");
+    char row[96] = "";
+    for (int i = 0; i < 79 && i < b.w; i++)
+        row[i] = (char)pf_cells_at(&b, i, y)->ch;
+    cr_assert(strstr(row, "9852 used 4.18M free") != NULL, "the title reads: %s", row);
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+/* The cursor past the grid (a resize left fewer cells than its index):
+ * no inspector line for frames past the pool ("frames 22528-4095"). */
+Test(render, cursor_past_the_grid_names_no_frames)
+{
+    pf_sim_snapshot *s = snap_new(4096);
+    pf_cells b = buf_new(120, 40);
+    pf_dash_view v = {.snap = s};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert_gt(gi.cells, 0);
+    v.cursor = gi.cells; /* the last cell (the view counts from 1) */
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "no sequence holds them", NULL, NULL));
+    v.cursor = gi.cells + 1; /* one past it */
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(!pf_cells_find(&b, "no sequence holds them", NULL, NULL),
+              "a cursor past the grid named frames");
+    pf_cells_free(&b);
+    snap_del(s);
+}
+
+/* A finished run reads DONE in the header whether or not a bridge saw its
+ * end (headless said "RUNNING (all done)"). */
+Test(render, a_finished_run_reads_done)
+{
+    pf_sim_snapshot *s = snap_new(256);
+    pf_cells b = buf_new(100, 30);
+    pf_dash_view v = {.snap = s};
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "RUNNING", NULL, NULL));
+    s->stats.done = 1;
+    pf_render_screen(&b, &v, NULL);
+    cr_assert(pf_cells_find(&b, "DONE", NULL, NULL) && !pf_cells_find(&b, "RUNNING", NULL, NULL),
+              "a finished run must read DONE");
+    pf_cells_free(&b);
+    snap_del(s);
+}

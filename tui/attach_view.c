@@ -57,45 +57,53 @@ static void draw_grid(pf_cells *b, const pf_attach *m, int x0, int y0, int w, in
                     per, per > 1 ? " slots per cell" : " slot per cell");
 }
 
+/* The counters column, rows y .. y + h - 1: the events' counts, then the
+ * server's metrics, as many rows of them as fit (at the view's smallest
+ * height the last rows give way to the charts below). */
 static void draw_counters(pf_cells *b, const pf_attach *m, int x, int y, int h)
 {
     const pf_attach_counts *c = pf_attach_counts_get(m);
     char a[32], d[32], e[32];
-    int r = y;
-    pf_cells_text(b, x, r++, RIGHT_W, PF_COL_TITLE, PF_ATTR_BOLD, "events (exact)");
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "batches   %llu", (unsigned long long)c->batches);
-    pf_cells_printf(b, x, r++, RIGHT_W, PF_COL_GOOD, 0, "stored    %llu blk in %llu ev",
-                    (unsigned long long)c->blocks_stored, (unsigned long long)c->events_stored);
-    pf_cells_printf(b, x, r++, RIGHT_W, PF_COL_WARN, 0, "removed   %llu blk in %llu ev",
-                    (unsigned long long)c->blocks_removed, (unsigned long long)c->events_removed);
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "cleared   %llu", (unsigned long long)c->events_cleared);
-    pf_cells_printf(b, x, r++, RIGHT_W, PF_COL_DIM, 0, "before us %llu removed",
-                    (unsigned long long)c->removed_unknown);
-    r++;
-    if (r >= y + h)
-        return;
-    pf_cells_text(b, x, r++, RIGHT_W, PF_COL_TITLE, PF_ATTR_BOLD, "metrics (server's own)");
+    struct {
+        uint8_t color, attr;
+        char text[112]; /* RIGHT_W clips it; room for three numbers whole */
+    } row[17];
+    int n = 0;
+#define ROW(col, at, ...) \
+    (row[n].color = (col), row[n].attr = (at), snprintf(row[n].text, sizeof row[n].text, __VA_ARGS__), n++)
+    ROW(PF_COL_TITLE, PF_ATTR_BOLD, "events (exact)");
+    ROW(0, 0, "batches   %llu", (unsigned long long)c->batches);
+    ROW(PF_COL_GOOD, 0, "stored    %llu blk in %llu ev", (unsigned long long)c->blocks_stored,
+        (unsigned long long)c->events_stored);
+    ROW(PF_COL_WARN, 0, "removed   %llu blk in %llu ev", (unsigned long long)c->blocks_removed,
+        (unsigned long long)c->events_removed);
+    ROW(0, 0, "cleared   %llu", (unsigned long long)c->events_cleared);
+    ROW(PF_COL_DIM, 0, "before us %llu removed", (unsigned long long)c->removed_unknown);
+    ROW(0, 0, "%s", "");
+    ROW(PF_COL_TITLE, PF_ATTR_BOLD, "metrics (server's own)");
     num_or_dash(a, sizeof a, c->usage, "%.1f%%", 100);
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "KV usage  %s", a);
+    ROW(0, 0, "KV usage  %s", a);
     num_or_dash(a, sizeof a, c->running, "%.0f", 1);
     num_or_dash(d, sizeof d, c->waiting, "%.0f", 1);
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "running   %s  waiting %s", a, d);
+    ROW(0, 0, "running   %s  waiting %s", a, d);
     num_or_dash(a, sizeof a, c->preemptions, "%.0f", 1);
     num_or_dash(d, sizeof d, c->preempt_rate, "%.2f/s", 1);
-    pf_cells_printf(b, x, r++, RIGHT_W, isnan(c->preempt_rate) || c->preempt_rate == 0 ? 0 : PF_COL_BAD, 0,
-                    "preempt   %s  %s", a, d);
+    ROW(isnan(c->preempt_rate) || c->preempt_rate == 0 ? 0 : PF_COL_BAD, 0, "preempt   %s  %s", a, d);
     num_or_dash(a, sizeof a, c->hit_rate, "%.1f%%", 100);
     num_or_dash(d, sizeof d, c->hit_rate_recent, "%.1f%%", 100);
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "hit rate  %s  now %s", a, d);
+    ROW(0, 0, "hit rate  %s  now %s", a, d);
     num_or_dash(a, sizeof a, c->ttft[0], "%.3g", 1);
     num_or_dash(d, sizeof d, c->ttft[1], "%.3g", 1);
     num_or_dash(e, sizeof e, c->ttft[2], "%.3g", 1);
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "TTFT s    %s/%s/%s", a, d, e);
+    ROW(0, 0, "TTFT s    %s/%s/%s", a, d, e);
     num_or_dash(a, sizeof a, c->e2e[0], "%.3g", 1);
     num_or_dash(d, sizeof d, c->e2e[1], "%.3g", 1);
     num_or_dash(e, sizeof e, c->e2e[2], "%.3g", 1);
-    pf_cells_printf(b, x, r++, RIGHT_W, 0, 0, "e2e s     %s/%s/%s", a, d, e);
-    pf_cells_text(b, x, r++, RIGHT_W, PF_COL_DIM, 0, "(p50/p90/p99, from the buckets)");
+    ROW(0, 0, "e2e s     %s/%s/%s", a, d, e);
+    ROW(PF_COL_DIM, 0, "%s", "(p50/p90/p99, from the buckets)");
+#undef ROW
+    for (int i = 0; i < n && i < h; i++)
+        pf_cells_text(b, x, y + i, RIGHT_W, row[i].color, row[i].attr, row[i].text);
 }
 
 /* A sparkline of the last w points of one series; NAN points are blank.

@@ -45,14 +45,6 @@ struct pf_dash_bridge {
     pf_dash_run run;           /* the run's end, guarded by mu              */
     int loop;                  /* restart by itself at the end (--loop)     */
     double restart_at;         /* loop: monotonic time of the next restart  */
-    int64_t last_step;         /* control thread: step of the last snapshot */
-    pf_sim_stats last_stats;   /* control thread: that snapshot's stats     */
-    int asked_reset;           /* control thread: a reset/mode ran since    */
-    int await_restart;         /* control thread: a reset asked, not yet seen */
-    int driving;               /* control thread: stepping the run's last steps */
-    int64_t drive_step;        /* control thread: step when the last was asked */
-    int64_t await_from;        /* control thread: step when the reset was asked */
-    double await_until;        /* control thread: give up waiting for it then */
     unsigned status_seq;
     pthread_t th;
 };
@@ -73,28 +65,21 @@ static void ctl_status(control *c, const char *fmt, ...)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The next run: the same jobs from step 0, running. */
-static int ctl_next_run(control *c)
+/* The next run: the same jobs from step 0, running unless `paused` is
+ * asked (s after the end: the next run's first step, then held). The
+ * simulator resets at once (under its lock), so the next look at it sees
+ * the new run. */
+static int ctl_next_run(control *c, int paused)
 {
-    pf_sim_stats st;
-    pf_sim_get_stats(c->sim, &st);
-    int rc = pf_sim_reset(c->sim); /* after set_mode: a second request, same effect */
-    if (!rc && (c->paused || c->driving)) { /* driving: the simulator is paused */
-        rc = pf_sim_set_paused(c->sim, 0);
+    int rc = pf_sim_reset(c->sim);
+    if (!rc && c->paused != paused) {
+        rc = pf_sim_set_paused(c->sim, paused);
         if (!rc)
-            c->paused = 0;
+            c->paused = paused;
     }
-    c->asked_reset = 1;
-    /* the engine resets at its next loop, not now: until the step goes
-     * back (or a second passes), the old run's figures are still there */
-    c->await_restart = 1;
-    c->await_from = st.step;
-    c->await_until = pf_clock_s() + 1.0;
-    c->driving = 0;
     pthread_mutex_lock(&c->mu);
     c->run.run++;
     c->run.ended = 0;
-    c->run.exact = 0;
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -108,80 +93,35 @@ static int ctl_loop(control *c)
 }
 
 /* Record the end of the run on screen (st: its final figures). */
-static void ctl_ended(control *c, const pf_sim_stats *st, int exact)
+static void ctl_ended(control *c, const pf_sim_stats *st)
 {
     pthread_mutex_lock(&c->mu);
     c->run.ended = 1;
-    c->run.finishing = 0;
-    c->run.exact = exact;
     c->run.final = *st;
     int run = c->run.run;
     pthread_mutex_unlock(&c->mu);
     c->restart_at = pf_clock_s() + PF_DASH_LOOP_HOLD_S;
-    ctl_status(c, "run %d complete%s", run, ctl_loop(c) ? "; the next starts in 3 s" : "; r: run again");
+    ctl_status(c, "run %d %s%s", run, st->livelock ? "stopped in a livelock" : "complete",
+               ctl_loop(c) ? "; the next starts in 3 s" : "; r: run again");
 }
 
-/* Watch for the end. The live engine restarts from the top of its loop as
- * soon as the run is done, unless it is paused; so once few jobs are left
- * (all of them in the pool, or about to be) the bridge pauses it and
- * drives the last steps itself, one pf_sim_single_step at a time (the
- * engine still paces each at the tick), and checks `done` between steps:
- * the run then stops on its last step, with exact figures. Called with mu
- * NOT held, on the control thread. */
-#define PF_DASH_DRIVE_JOBS 16
-
+/* Watch for the end. The simulator holds at its run's end (hold_end, set
+ * when the bridge starts): it pauses itself on the last step instead of
+ * starting the jobs again, so the end waits for the bridge to look, with
+ * the final figures, however fast the run steps. Called with mu NOT held,
+ * on the control thread. */
 static void ctl_watch_end(control *c)
 {
-    pf_sim_stats st;
-    pf_sim_get_stats(c->sim, &st);
     if (c->run.ended) { /* read without mu: only this thread writes it */
         if (ctl_loop(c) && pf_clock_s() >= c->restart_at)
-            ctl_next_run(c);
+            ctl_next_run(c, 0);
         return;
     }
-    if (c->await_restart) { /* the old run's figures until the reset lands */
-        if (st.step >= c->await_from && c->await_from > 0 && pf_clock_s() < c->await_until)
-            return;
-        c->await_restart = 0;
-        c->last_step = -1;
-        return;
-    }
-    if (st.done) {
-        if (!c->paused && pf_sim_set_paused(c->sim, 1) == 0)
-            c->paused = 1;
-        c->driving = 0;
-        pf_sim_get_stats(c->sim, &st);
-        ctl_ended(c, &st, 1);
-        return;
-    }
-    if (c->driving) {
-        if (st.step != c->drive_step) { /* the last step landed: ask the next */
-            c->drive_step = st.step;
-            pf_sim_single_step(c->sim);
-        }
-        return;
-    }
-    if (!c->paused && st.njobs > 0 && st.njobs - st.finished <= PF_DASH_DRIVE_JOBS &&
-        pf_sim_set_paused(c->sim, 1) == 0) {
-        c->driving = 1;
-        pthread_mutex_lock(&c->mu);
-        c->run.finishing = 1;
-        pthread_mutex_unlock(&c->mu);
-        pf_sim_get_stats(c->sim, &st); /* a step in flight may have landed */
-        c->drive_step = st.step;
-        if (!st.done)
-            pf_sim_single_step(c->sim);
-        return;
-    }
-    /* the step went back with no reset asked for, right after a view with
-     * almost every job finished: the end slipped past (it cannot while
-     * driving; kept as a guard). Mid-run, a step going back is a reset
-     * that landed late, never an end. */
-    if (c->last_step >= 0 && st.step < c->last_step && !c->asked_reset &&
-        c->last_stats.njobs - c->last_stats.finished <= PF_DASH_DRIVE_JOBS) {
-        ctl_ended(c, &c->last_stats, 0); /* the last snapshot taken */
-        if (!ctl_loop(c) && !c->paused && pf_sim_set_paused(c->sim, 1) == 0)
-            c->paused = 1;
+    pf_sim_stats st;
+    pf_sim_get_stats(c->sim, &st);
+    if (st.done || st.livelock) {
+        c->paused = 1; /* the simulator paused itself */
+        ctl_ended(c, &st);
     }
 }
 
@@ -227,7 +167,7 @@ static void ctl_split_toggle(control *c)
         ctl_status(c, "refused: split view: %s", err);
         return;
     }
-    c->main_was_paused = c->paused || c->driving;
+    c->main_was_paused = c->paused;
     if (!c->paused)
         pf_sim_set_paused(c->sim, 1);
     c->paused = 1;
@@ -350,24 +290,17 @@ static void ctl_exec(control *c, int cmd)
         pf_sim_mode m = p.mode == PF_SIM_NAIVE ? PF_SIM_PAGED : PF_SIM_NAIVE;
         rc = pf_sim_set_mode(c->sim, m); /* a reset: the next run, in the other mode */
         if (!rc)
-            rc = ctl_next_run(c);
+            rc = ctl_next_run(c, 0);
         if (!rc)
             ctl_status(c, "mode %s (restarted: run %d)", pf_sim_mode_name(m), c->run.run);
         break;
     }
     case PF_DASH_CMD_PAUSE_TOGGLE:
         if (c->run.ended) { /* resuming after the end: the next run */
-            rc = ctl_next_run(c);
+            rc = ctl_next_run(c, 0);
             if (!rc)
                 ctl_status(c, "run %d started", c->run.run);
             break;
-        }
-        if (c->driving) { /* the simulator is paused already: stop driving it */
-            c->driving = 0;
-            c->paused = 0;
-            pthread_mutex_lock(&c->mu);
-            c->run.finishing = 0;
-            pthread_mutex_unlock(&c->mu);
         }
         rc = pf_sim_set_paused(c->sim, !c->paused);
         if (!rc) {
@@ -376,12 +309,10 @@ static void ctl_exec(control *c, int cmd)
         }
         break;
     case PF_DASH_CMD_STEP:
-        if (c->driving) { /* the user takes over the steps */
-            c->driving = 0;
-            c->paused = 1;
-            pthread_mutex_lock(&c->mu);
-            c->run.finishing = 0;
-            pthread_mutex_unlock(&c->mu);
+        if (c->run.ended) { /* after the end: the next run's first step */
+            rc = ctl_next_run(c, 1);
+            if (rc)
+                break;
         }
         if (!c->paused) {
             rc = pf_sim_set_paused(c->sim, 1);
@@ -397,8 +328,13 @@ static void ctl_exec(control *c, int cmd)
         break;
     case PF_DASH_CMD_SLOWER:
     case PF_DASH_CMD_FASTER: {
-        long t = p.tick_us > 0 ? p.tick_us : 1000;
-        t = cmd == PF_DASH_CMD_FASTER ? t / 2 : t * 2;
+        if (p.tick_us == 0 && cmd == PF_DASH_CMD_FASTER) { /* 0: no wait between steps */
+            ctl_status(c, "tick 0 us: as fast as it goes");
+            break;
+        }
+        /* slower from 0: 1 us, then doubling */
+        long t = p.tick_us > 0 ? p.tick_us : 1;
+        t = cmd == PF_DASH_CMD_FASTER ? t / 2 : p.tick_us > 0 ? t * 2 : t;
         if (t < 1)
             t = 1;
         if (t > 2000000)
@@ -409,7 +345,7 @@ static void ctl_exec(control *c, int cmd)
         break;
     }
     case PF_DASH_CMD_RESET: /* r: the run again (after its end: the next run) */
-        rc = ctl_next_run(c);
+        rc = ctl_next_run(c, 0);
         if (!rc)
             ctl_status(c, "run %d started", c->run.run);
         break;
@@ -428,12 +364,8 @@ static void *ctl_main(void *arg)
         /* wait for a command or the next snapshot period */
         struct timespec until; /* the cv runs on CLOCK_MONOTONIC */
         clock_gettime(CLOCK_MONOTONIC, &until);
-        /* 30 ms running (about the UI's 30 fps), 100 ms paused; 2 ms while
-         * the run's end is near, to stop on its last step */
-        const pf_sim_stats *ls = &c->last_stats;
-        int near_end = c->driving || (!c->run.ended && !c->paused && ls->njobs > 0 &&
-                                      ls->njobs - ls->finished <= PF_DASH_DRIVE_JOBS);
-        long period_ns = c->split[0] ? 30000000L : near_end ? 1000000L : c->paused ? 100000000L : 30000000L;
+        /* 30 ms running (about the UI's 30 fps), 100 ms paused */
+        long period_ns = c->paused && !c->split[0] ? 100000000L : 30000000L;
         until.tv_nsec += period_ns;
         if (until.tv_nsec >= 1000000000L) {
             until.tv_sec++;
@@ -463,12 +395,6 @@ static void *ctl_main(void *arg)
             rc = pf_sim_take_snapshot(c->sim, &c->snaps[c->back]);
         }
         c->has2[c->back] = split;
-        if (rc == 0 && !split) {
-            c->last_step = c->snaps[c->back].stats.step;
-            c->last_stats = c->snaps[c->back].stats;
-            if (!c->await_restart)
-                c->asked_reset = 0;
-        }
 
         pthread_mutex_lock(&c->mu);
         if (rc == 0) {
@@ -530,7 +456,7 @@ pf_dash_bridge *pf_dash_bridge_start(pf_sim *sim, char *err, size_t errlen)
     }
     c->sim = sim;
     c->run.run = 1;
-    c->last_step = -1;
+    pf_sim_set_hold_end(sim, 1); /* the end waits on screen (ctl_watch_end) */
     c->back = 0;
     c->mid = 1;
     c->front = 2;
@@ -608,6 +534,7 @@ void pf_dash_bridge_stop(pf_dash_bridge *c)
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->th, NULL);
+    pf_sim_set_hold_end(c->sim, 0); /* the simulator loops again, as it did */
     split_off(c);
     for (int i = 0; i < 3; i++) {
         pf_sim_snapshot_free(&c->snaps[i]);

@@ -42,23 +42,17 @@ const pf_sim_snapshot *pf_dash_bridge_take(pf_dash_bridge *b);
  * out when it changed since *seen; returns 1 then, else 0. */
 int pf_dash_bridge_status(pf_dash_bridge *b, unsigned *seen, char *out, size_t len);
 
-/* The run's end. The simulator's live mode starts the jobs again as soon
- * as they are all done, unless paused; so once 16 jobs or fewer are left
- * the bridge pauses it and drives the last steps itself (single steps at
- * the tick's pace), stopping on the last one: the final figures are exact
- * and stay on screen. `r` (RESET)
- * starts the next run; with loop set the bridge does so by itself after
- * PF_DASH_LOOP_HOLD_S. Should the end ever slip past, the restart is seen
- * as the step going back without a reset asked for, and the last figures
- * seen before it are reported, marked inexact. */
+/* The run's end. The bridge has the simulator hold at the end of a run
+ * (pf_sim_set_hold_end, from start to stop): it pauses on the last step,
+ * however fast it steps, so the final figures are the run's own and stay
+ * on screen; a livelock ends a run the same way. `r` (RESET) or space
+ * starts the next run, `s` its first step; with loop set the bridge starts
+ * it by itself after PF_DASH_LOOP_HOLD_S. */
 #define PF_DASH_LOOP_HOLD_S 3.0
 
 typedef struct {
     int run;            /* 1, 2, ...: the run on screen                  */
     int ended;          /* the run on screen has ended                   */
-    int exact;          /* final holds the end's exact figures           */
-    int finishing;      /* the bridge steps the last jobs itself: the
-                           simulator reads paused but the run goes on   */
     pf_sim_stats final; /* the figures at the end (when ended)           */
 } pf_dash_run;
 

@@ -583,6 +583,7 @@ typedef struct {
     pf_dash_run run;
     pf_sweep_view sweep_v;
     pf_grid_info gi;
+    int too_small; /* the last frame was the too-small message: no key line */
     char status_msg[128];
     unsigned status_seen;
     /* the view's settings, changed by keys */
@@ -737,7 +738,7 @@ static void live_poll(dash_live *l, double now)
         l->dirty = 1;
     pf_dash_run r2;
     pf_dash_bridge_run(l->ctl, &r2);
-    if (r2.run != l->run.run || r2.ended != l->run.ended || r2.finishing != l->run.finishing) {
+    if (r2.run != l->run.run || r2.ended != l->run.ended) {
         l->run = r2;
         l->dirty = 1;
     }
@@ -768,13 +769,21 @@ static void live_draw(dash_live *l, double now)
                           .cursor = l->cursor + 1, .inspect = l->inspect + 1, .hist = &l->hist,
                           .window_s = l->window, .charts = l->charts, .run_no = l->run.run,
                           .no_color = o->look.no_color,
-                          .run_ended = l->run.ended, .run_exact = l->run.exact, .final = &l->run.final,
-                          .loop = o->loop, .finishing = l->run.finishing,
+                          .run_ended = l->run.ended, .final = &l->run.final,
+                          .loop = o->loop,
                           .split_naive = l->split_naive,
                           .sweep = l->show_sweep ? &l->sweep_v : NULL};
         double t0 = pf_clock_s();
-        pf_render_screen(&l->buf, &v, &l->gi);
+        l->too_small = pf_render_screen(&l->buf, &v, &l->gi) == 1;
         l->render_ms = (pf_clock_s() - t0) * 1e3;
+        /* a resize may leave fewer cells than the cursor's index: back to
+         * the last one, drawn again at once (the grid's geometry is known
+         * only once drawn; none drawn, too small, keeps the cursor) */
+        if (l->gi.cells > 0 && l->cursor >= l->gi.cells) {
+            l->cursor = l->gi.cells - 1;
+            v.cursor = l->cursor + 1;
+            pf_render_screen(&l->buf, &v, &l->gi);
+        }
         pf_term_draw(&l->buf, l->full);
         l->dirty = l->full = 0;
         l->win_frames++;
@@ -795,7 +804,7 @@ static void live_draw(dash_live *l, double now)
 static int live_wait_key(dash_live *l)
 {
     double t = pf_clock_s();
-    int paused = l->snap ? l->snap->paused && !l->run.finishing : 0;
+    int paused = l->snap ? l->snap->paused : 0;
     l->next_frame += 1.0 / 30.0;
     if (l->next_frame < t || l->next_frame > t + 1.0 / 30.0)
         l->next_frame = t + 1.0 / 30.0; /* behind (a slow frame) or a clock jump */
@@ -814,6 +823,8 @@ static int live_mouse(dash_live *l)
 {
     int mx, my;
     pf_term_mouse(&mx, &my);
+    if (l->too_small) /* nothing drawn to click on, the key line neither */
+        return 0;
     if (my == l->buf.h - 1)
         return pf_render_keybar_key(l->buf.w, mx);
     int c = pf_render_grid_hit(&l->gi, mx, my);

@@ -1009,12 +1009,14 @@ static void header(pf_cells *b, const pf_dash_view *v)
                              v->split_naive ? "NAIVE + PAGED"
                              : s->params.mode == PF_SIM_NAIVE ? "NAIVE" : "PAGED",
                              (long long)s->stats.step, s->stats.time_s);
+        /* done: every job finished (the live simulator holds there, the
+         * headless run stops there), ended: a livelock too */
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE | PF_ATTR_BOLD,
-                           v->run_ended ? "DONE" : s->paused && !v->finishing ? "PAUSED" : "RUNNING");
+                           v->run_ended || s->stats.done ? "DONE"
+                           : s->paused                   ? "PAUSED"
+                                                         : "RUNNING");
         if (v->run_no > 0)
             x += pf_cells_printf(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, " | run %d", v->run_no);
-        if (s->stats.done && !v->run_ended)
-            x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, " (all done)");
     } else {
         x += pf_cells_text(b, x, 0, -1, PF_COL_HEADER, PF_ATTR_REVERSE, "| starting");
     }
@@ -1155,9 +1157,8 @@ static void run_end_box(pf_cells *b, const pf_dash_view *v)
     char l[9][112];
     int n = 0;
     snprintf(l[n++], sizeof l[0], "Run %d complete: %s at step %lld, %.2f s", v->run_no,
-             st->done ? "every job finished" : "the run ended", (long long)st->step, st->time_s);
-    if (!v->run_exact)
-        snprintf(l[n++], sizeof l[0], "(figures of the last view, a few steps before the end)");
+             st->done ? "every job finished" : st->livelock ? "stopped in a livelock" : "the run ended",
+             (long long)st->step, st->time_s);
     snprintf(l[n++], sizeof l[0], "jobs %lld finished, %lld preemptions, %lld tokens recomputed",
              (long long)st->finished, (long long)st->preemptions, (long long)st->recomputed_tokens);
     if (st->throughput_vs_naive > 0)
@@ -1708,8 +1709,15 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
                          gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used,
                          s->stats.pool_free);
         if (n > L) /* the colouring is in the legend too */
-            snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d used %d free", gi.frames_per_cell,
-                     gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used, s->stats.pool_free);
+            n = snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d used %d free", gi.frames_per_cell,
+                         gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used, s->stats.pool_free);
+        if (n > L) { /* a pool of millions on 80 columns: the counts rounded, never cut */
+            char cell[16], used[16], free_[16];
+            fmt_count(cell, sizeof cell, gi.frames_per_cell);
+            fmt_count(used, sizeof used, s->stats.pool_used);
+            fmt_count(free_, sizeof free_, s->stats.pool_free);
+            snprintf(t, sizeof t, "Pool: %s fr/cell | %s used %s free", cell, used, free_);
+        }
         pf_cells_text(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
     }
     int ly = grid_y + grid_h;
@@ -1717,7 +1725,7 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
         legend(b, ly, L, v, &gi);
     if (v->inspect > 0)
         panel_inspect(b, 0, ly + 2, L, ev_h, s, v->inspect - 1);
-    else if (v->cursor > 0 && gi.frames_per_cell > 0) { /* the cursor on a free cell */
+    else if (v->cursor > 0 && v->cursor <= gi.cells && gi.frames_per_cell > 0) { /* on a free cell */
         int lo = (v->cursor - 1) * gi.frames_per_cell, hi = lo + gi.frames_per_cell - 1;
         if (hi >= s->nframes)
             hi = s->nframes - 1;

@@ -120,11 +120,9 @@ typedef struct {
                                     default (PF_CHART_DEFAULT_WINDOW_S)      */
     int charts;                  /* 1: charts in the grid's place (key t)   */
     int run_no;                  /* the run on screen (1, 2...); 0: not shown */
-    int run_ended, run_exact;    /* it ended; final is exact                */
+    int run_ended;               /* it ended (the simulator holds the end) */
     const pf_sim_stats *final;   /* its final figures when ended            */
     int loop;                    /* --loop: the next run starts by itself   */
-    int finishing;               /* the dashboard steps the run's last jobs:
-                                    shown as running though the simulator is paused */
     const char *starting;        /* non-NULL: a start in progress, this says what */
     const pf_sim_snapshot *split_naive; /* split view (key 2): the naive side;
                                     snap is then the paged side             */

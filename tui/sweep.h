@@ -9,46 +9,44 @@
  * the same as `pagefault sim --sweep watermark=...` prints.
  *
  * Contract: pf_sweep_start copies what it needs (parameters; the jobs are
- * the caller's and must outlive the sweep); pf_sweep_view copies the
- * results so far under the sweep's lock (any thread); pf_sweep_stop cancels
- * (each point stops at its next step) and joins. One sweep at a time:
- * starting again stops the previous one first.
+ * the caller's and must outlive pf_sweep_free); pf_sweep_get copies the
+ * results so far under the sweep's lock. pf_sweep_stop cancels (each point
+ * stops at its next step) and returns at once: a point can be deep in
+ * pf_sim_create of a million jobs, which no flag reaches, and the UI
+ * thread that stops a sweep must not wait for that. The cancelled sweep's
+ * threads finish on their own; the next start, get or stop joins them once
+ * they have (a join that no longer waits), and pf_sweep_free waits for the
+ * rest. One sweep is shown at a time: starting again stops the previous.
+ * All calls from one thread (the UI's).
  * Callers: tui/dash.c, tests/race_tui_bridge.c.
  */
 #ifndef PF_TUI_SWEEP_H
 #define PF_TUI_SWEEP_H
-
-#include <pthread.h>
-#include <stdatomic.h>
 
 #include "sim/sim.h"
 #include "tui/render.h"
 
 #define PF_SWEEP_THREADS 16
 
+typedef struct pf_sweep_run pf_sweep_run; /* one sweep, on the heap (sweep.c) */
+
 typedef struct {
-    pthread_mutex_t mu;
-    pf_sweep_view v;          /* guarded by mu                       */
-    pf_sim_params p;          /* the live parameters, copied         */
-    const pf_jobs *jobs;      /* the caller's                        */
-    atomic_int next;          /* next point to take                  */
-    atomic_int cancel;
-    pthread_t th[PF_SWEEP_THREADS];
-    int nth;
-    int inited;
-} pf_sweep;
+    pf_sweep_run *cur;     /* the sweep being shown; NULL: none        */
+    pf_sweep_run *retired; /* stopped, threads finishing: a list       */
+} pf_sweep;                /* zeroed: no sweep                          */
 
 /* Start a sweep of the live parameters p over jobs. 0, or -1 with nothing
- * started (threads). */
+ * started (no memory, no threads). */
 int pf_sweep_start(pf_sweep *sw, const pf_sim_params *p, const pf_jobs *jobs);
 
-/* Copy the results so far; returns 1 when a sweep was ever started. */
+/* Copy the current sweep's results so far; 1, or 0 when none is shown. */
 int pf_sweep_get(pf_sweep *sw, pf_sweep_view *out);
 
-/* Cancel and join (a no-op when none runs). */
+/* Cancel the current sweep without waiting for its threads. */
 void pf_sweep_stop(pf_sweep *sw);
 
-/* Stop, then release the lock. The struct may be started again after. */
+/* Stop, and wait for every sweep's threads to finish. The struct is zeroed
+ * and may be started again. */
 void pf_sweep_free(pf_sweep *sw);
 
 #endif
