@@ -195,6 +195,20 @@ static void test_run_end(int tick_us)
     CHECK(run_is(b, 3, 1, PF_DASH_LOOP_HOLD_S + 60), "run 3 did not end");
     CHECK(atomic_load(&resets) == 2, "tick %d: %d restarts for runs 2 and 3", tick_us,
           atomic_load(&resets));
+    if (tick_us == 0) { /* F at a tick of 0 keeps it (it used to set 500 us) */
+        pf_dash_bridge_post(b, PF_DASH_CMD_FASTER);
+        unsigned seen = 0;
+        char status[128] = "";
+        double until = now_s() + WAIT_S;
+        while (now_s() < until && !strstr(status, "as fast as it goes")) {
+            pf_dash_bridge_status(b, &seen, status, sizeof status);
+            sleep_ms(2);
+        }
+        pf_sim_params got;
+        pf_sim_get_params(sim, &got);
+        CHECK(strstr(status, "as fast as it goes") && got.tick_us == 0,
+              "F at tick 0: tick %d us, status \"%s\"", got.tick_us, status);
+    }
 out:
     pf_dash_bridge_stop(b);
     if (sim)
