@@ -43,6 +43,7 @@ struct pf_zpub {
     uint32_t nq, capq;
     uint64_t qhashes; /* block hashes in the queue                      */
     size_t qbytes;    /* an upper bound on their encoding (see ev_bytes) */
+    double last_ts;   /* the last batch's ts: an early flush's, too     */
 };
 
 /* Inbound messages are untrusted too: the sockets bind every interface by
@@ -286,6 +287,7 @@ int pf_zpub_flush(pf_zpub *p, double ts)
     if (!p->nq)
         return 0;
     pf_kvev_batch b = {.ts = ts, .events = p->q, .n_events = p->nq};
+    p->last_ts = ts;
     if (p->cfg.dp_rank > 0) { /* vLLM stamps the rank when it has one */
         b.has_dp_rank = 1;
         b.dp_rank = p->cfg.dp_rank;
@@ -334,7 +336,9 @@ static int queue_push(pf_zpub *p, uint32_t nh, size_t bytes, pf_kvev_event **out
         return PF_ERR_ARG;
     if (p->nq && (p->nq >= lim.max_events || p->qhashes + nh > lim.max_batch_hashes ||
                   p->qbytes + bytes > lim.max_bytes - ZPUB_BATCH_BYTES)) {
-        int rc = pf_zpub_flush(p, 0);
+        /* mid-step: the step's end is not known yet, and a consumer reading
+         * ts must not see time go back (0 is 1970): the last batch's */
+        int rc = pf_zpub_flush(p, p->last_ts);
         if (rc)
             return rc;
     }

@@ -640,7 +640,7 @@ Test(net_zmq, the_message_after_the_top_seq_is_a_restart)
 /* Ask p's replay socket for everything and decode what comes back with the
  * decoder's default limits. Returns the number of payloads; *bad those that
  * did not decode, *hashes and *tokens what the good ones held. */
-static int replay_all(pf_zpub *p, int *bad, uint64_t *hashes, uint64_t *tokens)
+static int replay_all(pf_zpub *p, int *bad, uint64_t *hashes, uint64_t *tokens, double *min_ts)
 {
     void *ctx = zmq_ctx_new();
     void *d = zmq_socket(ctx, ZMQ_DEALER);
@@ -673,6 +673,8 @@ static int replay_all(pf_zpub *p, int *bad, uint64_t *hashes, uint64_t *tokens)
                     *hashes += b.events[i].n_hashes;
                     *tokens += b.events[i].n_tokens;
                 }
+                if (min_ts && (n == 0 || b.ts < *min_ts))
+                    *min_ts = b.ts;
             } else {
                 (*bad)++;
             }
@@ -691,7 +693,9 @@ static int replay_all(pf_zpub *p, int *bad, uint64_t *hashes, uint64_t *tokens)
 
 /* Five events of 65,536 hashes each (each within the per-event cap) made
  * one batch of 327,680 hashes: past the decoder's max_batch_hashes
- * (262,144), so every subscriber refused the whole batch. */
+ * (262,144), so every subscriber refused the whole batch. The batch that
+ * goes out early, mid-step, carries the last batch's time (it carried 0,
+ * 1970, and time went back for a consumer reading ts). */
 Test(net_zmq, queued_hashes_stay_within_a_batch)
 {
     enum { N = 65536, EVENTS = 5 };
@@ -700,17 +704,22 @@ Test(net_zmq, queued_hashes_stay_within_a_batch)
     cr_assert(h);
     for (uint32_t i = 0; i < N; i++)
         h[i] = i;
+    const uint64_t first = 1u << 30;
+    cr_assert_eq(pf_zpub_stored(p, &first, 1, NULL, NULL, 0, 16), 0);
+    cr_assert_eq(pf_zpub_flush(p, 5.0), 0); /* the step before */
     for (int k = 0; k < EVENTS; k++)
         cr_assert_eq(pf_zpub_stored(p, h, N, NULL, NULL, 0, 16), 0);
-    cr_assert_eq(pf_zpub_flush(p, 1.0), 0);
+    cr_assert_eq(pf_zpub_flush(p, 6.0), 0);
     free(h);
     int bad;
     uint64_t hashes, tokens;
-    int n = replay_all(p, &bad, &hashes, &tokens);
+    double min_ts = 0;
+    int n = replay_all(p, &bad, &hashes, &tokens, &min_ts);
     pf_zpub_close(p);
-    cr_expect_geq(n, 2, "one batch of %d x %d hashes", EVENTS, N);
+    cr_expect_geq(n, 3, "one batch of %d x %d hashes", EVENTS, N);
     cr_expect_eq(bad, 0, "%d of %d batches refused by the decoder", bad, n);
-    cr_expect_eq(hashes, (uint64_t)EVENTS * N);
+    cr_expect_eq(hashes, (uint64_t)EVENTS * N + 1);
+    cr_expect_eq(min_ts, 5.0, "a batch stamped %g, before the step it follows", min_ts);
 }
 
 /* n token ids, each v (malloc'd) */
@@ -737,7 +746,7 @@ Test(net_zmq, queued_tokens_stay_within_a_payload)
     free(tok);
     int bad;
     uint64_t hashes, tokens;
-    int n = replay_all(p, &bad, &hashes, &tokens);
+    int n = replay_all(p, &bad, &hashes, &tokens, NULL);
     pf_zpub_close(p);
     cr_expect_eq(bad, 0, "%d of %d batches refused by the decoder", bad, n);
     cr_expect_eq(tokens, 2 * (uint64_t)T);
