@@ -1,9 +1,11 @@
 /* net/zpub.c - KV-event publisher over libzmq (see zpub.h). */
 #include "net/zpub.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "core/err.h"
@@ -29,6 +31,33 @@ typedef struct {
     size_t len;
 } entry;
 
+/* Replays in progress. A request asks for every buffered batch from a seq
+ * on: up to buffer_bytes (256 MiB by default) for a few bytes asked. Sent
+ * all at once, it sat in the peer's pipe until the peer read it, and a peer
+ * that never reads kept it there: eight such requests took the publisher
+ * from 206 MB to 1.8 GB, and the sends stalled the simulator's thread for
+ * seconds (twenty-seventh session's review). So a replay goes out as the
+ * peer takes it: its pipe holds at most ZPUB_REPLAY_HWM messages, each
+ * service call sends what fits (never blocking: ZMQ_ROUTER_MANDATORY makes
+ * a full pipe an EAGAIN rather than a silent drop) and goes on from there
+ * at the next call; at most ZPUB_REPLAYS run at once (a request past them
+ * is not answered, and its subscriber's timeout pauses its replays), and
+ * one that has moved nothing for ZPUB_REPLAY_IDLE_S is dropped. What a
+ * replay can hold in memory is then ZPUB_REPLAYS x ZPUB_REPLAY_HWM
+ * payloads, each within the decoder's max_bytes. */
+#define ZPUB_REPLAYS 8
+#define ZPUB_REPLAY_HWM 16
+#define ZPUB_REPLAY_IDLE_S 10.0
+#define ZPUB_ID_MAX 255 /* libzmq's routing ids are 1..255 bytes */
+
+typedef struct {
+    int active;
+    uint8_t id[ZPUB_ID_MAX];
+    size_t idn;
+    uint64_t next;      /* the next seq to send; past the newest: the end marker */
+    double moved;       /* monotonic time of the last message sent */
+} zpub_replay;
+
 struct pf_zpub {
     pf_zpub_config cfg;
     char topic[128];
@@ -44,6 +73,7 @@ struct pf_zpub {
     uint64_t qhashes; /* block hashes in the queue                      */
     size_t qbytes;    /* an upper bound on their encoding (see ev_bytes) */
     double last_ts;   /* the last batch's ts: an early flush's, too     */
+    zpub_replay rp[ZPUB_REPLAYS]; /* replays in progress */
 };
 
 /* Inbound messages are untrusted too: the sockets bind every interface by
@@ -72,6 +102,12 @@ static int bind_sock(void *ctx, int type, const char *ep, int rank, void **sock,
     int linger = 0;
     zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(*sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (type == ZMQ_ROUTER) { /* see zpub_replay; before the bind, whose
+                               * connections take the options it had */
+        int hwm = ZPUB_REPLAY_HWM, mandatory = 1;
+        zmq_setsockopt(*sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+        zmq_setsockopt(*sock, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof mandatory);
+    }
     if (zmq_bind(*sock, e) != 0) {
         *why = zmq_strerror(zmq_errno());
         return PF_ERR_IO;
@@ -106,6 +142,7 @@ int pf_zpub_open(const pf_zpub_config *cfg, pf_zpub **out, const char **why)
         rc = bind_sock(p->ctx, ZMQ_PUB, cfg->endpoint, cfg->dp_rank, &p->pub, p->ep, why);
         if (rc == 0 && cfg->replay_endpoint)
             rc = bind_sock(p->ctx, ZMQ_ROUTER, cfg->replay_endpoint, cfg->dp_rank, &p->router, p->rep, why);
+
     }
     if (rc) {
         pf_zpub_close(p);
@@ -199,15 +236,93 @@ int pf_zpub_publish(pf_zpub *p, const pf_kvev_batch *b)
     return rc;
 }
 
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One reply [id, "", seq, payload] to r's peer without waiting. 0 sent, 1
+ * the peer's pipe is full (try later), -1 the peer is gone. The parts of a
+ * message go together: once the first is taken the rest are. */
+static int replay_send(pf_zpub *p, const zpub_replay *r, uint64_t seq, const void *payload, size_t len)
+{
+    uint8_t sb[8];
+    put_seq(sb, seq);
+    if (zmq_send(p->router, r->id, r->idn, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return zmq_errno() == EAGAIN ? 1 : -1;
+    zmq_send(p->router, "", 0, ZMQ_SNDMORE);
+    zmq_send(p->router, sb, 8, ZMQ_SNDMORE);
+    zmq_send(p->router, payload, len, 0);
+    return 0;
+}
+
+/* Send r's next batches, as many as its peer's pipe takes, then the end
+ * marker (seq -1); the replay ends there, or when the peer is gone or has
+ * taken nothing for ZPUB_REPLAY_IDLE_S. */
+static void replay_pump(pf_zpub *p, zpub_replay *r, double now)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < p->count && rc == 0; i++) {
+        const entry *e = &p->ring[(p->head + i) % p->cfg.buffer_steps];
+        if (e->seq < r->next)
+            continue; /* sent, or older than asked (the ring drops the oldest) */
+        rc = replay_send(p, r, e->seq, e->payload, e->len);
+        if (rc == 0) {
+            r->next = e->seq + 1;
+            r->moved = now;
+        }
+    }
+    if (rc == 0) {
+        rc = replay_send(p, r, UINT64_MAX, "", 0); /* -1: end of replay */
+        if (rc == 0)
+            r->active = 0;
+    }
+    if (rc < 0 || (rc > 0 && now - r->moved > ZPUB_REPLAY_IDLE_S))
+        r->active = 0;
+}
+
+/* A request [identity, "", start_seq(8)] taken in: a replay from start_seq
+ * (the same peer asking again starts over). 1 taken, 0 dropped. */
+static int replay_take(pf_zpub *p, const void *id, size_t idn, uint64_t start, double now)
+{
+    if (idn == 0 || idn > ZPUB_ID_MAX)
+        return 0;
+    zpub_replay *r = NULL;
+    for (int i = 0; i < ZPUB_REPLAYS && !r; i++)
+        if (p->rp[i].active && p->rp[i].idn == idn && memcmp(p->rp[i].id, id, idn) == 0)
+            r = &p->rp[i];
+    for (int i = 0; i < ZPUB_REPLAYS && !r; i++)
+        if (!p->rp[i].active)
+            r = &p->rp[i];
+    if (!r)
+        return 0; /* too many at once: the subscriber's timeout pauses it */
+    memcpy(r->id, id, idn);
+    r->idn = idn;
+    r->next = start;
+    r->moved = now;
+    r->active = 1;
+    replay_pump(p, r, now);
+    return 1;
+}
+
 int pf_zpub_service(pf_zpub *p, int timeout_ms)
 {
     if (!p)
         return PF_ERR_ARG;
     if (!p->router)
         return 0;
-    int answered = 0;
+    int answered = 0, pending = 0;
+    double now = mono_s();
+    for (int i = 0; i < ZPUB_REPLAYS; i++)
+        if (p->rp[i].active) {
+            replay_pump(p, &p->rp[i], now);
+            pending += p->rp[i].active;
+        }
+    /* with replays waiting on their peers, come back soon to go on */
     zmq_pollitem_t it = {p->router, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+    if (zmq_poll(&it, 1, pending && timeout_ms > 5 ? 5 : timeout_ms) <= 0)
         return 0;
     for (int k = 0; k < 64; k++) {
         /* [identity, "", start_seq(8)]; anything else is dropped, as vLLM does */
@@ -232,30 +347,12 @@ int pf_zpub_service(pf_zpub *p, int timeout_ms)
         }
         if (n == 0)
             break;
-        if (!bad && n == 3 && zmq_msg_size(&fr[2]) == 8) {
+        if (!bad && n == 3 && zmq_msg_size(&fr[1]) == 0 && zmq_msg_size(&fr[2]) == 8) {
             const uint8_t *s = zmq_msg_data(&fr[2]);
             uint64_t start = 0;
             for (int i = 0; i < 8; i++)
                 start = (start << 8) | s[i];
-            const void *id = zmq_msg_data(&fr[0]);
-            size_t idn = zmq_msg_size(&fr[0]);
-            uint8_t sb[8];
-            for (uint32_t i = 0; i < p->count; i++) {
-                const entry *e = &p->ring[(p->head + i) % p->cfg.buffer_steps];
-                if (e->seq < start)
-                    continue;
-                put_seq(sb, e->seq);
-                zmq_send(p->router, id, idn, ZMQ_SNDMORE);
-                zmq_send(p->router, "", 0, ZMQ_SNDMORE);
-                zmq_send(p->router, sb, 8, ZMQ_SNDMORE);
-                zmq_send(p->router, e->payload, e->len, 0);
-            }
-            memset(sb, 0xff, sizeof sb); /* -1: end of replay */
-            zmq_send(p->router, id, idn, ZMQ_SNDMORE);
-            zmq_send(p->router, "", 0, ZMQ_SNDMORE);
-            zmq_send(p->router, sb, 8, ZMQ_SNDMORE);
-            zmq_send(p->router, "", 0, 0);
-            answered++;
+            answered += replay_take(p, zmq_msg_data(&fr[0]), zmq_msg_size(&fr[0]), start, mono_s());
         }
         for (int i = 0; i < n; i++)
             zmq_msg_close(&fr[i]);
