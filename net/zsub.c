@@ -349,9 +349,10 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         return 0;
     }
     /* Three bounds, so neither a dead nor a hostile replay socket can hold
-     * us: silence (replay_timeout_ms since the last reply), 30 s in all, and
-     * the number of replies (what we asked for, plus some slack for stray
-     * ones). */
+     * us: silence (replay_timeout_ms since the last batch delivered: stray
+     * replies do not count, or a peer could keep us waiting with them), 30 s
+     * in all, and the number of replies (what we asked for, plus some slack
+     * for stray ones). */
     double start_t = pf_clock_s(), deadline = start_t + s->cfg.replay_timeout_ms / 1000.0;
     int64_t next = from;
     /* Unsigned: the gap is whatever seq the peer sent (up to 2^63 - 1), and
@@ -371,7 +372,6 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         int n = recv_frames(d, fr, ZMQ_DONTWAIT);
         if (n == 0)
             continue;
-        deadline = pf_clock_s() + s->cfg.replay_timeout_ms / 1000.0;
         int64_t seq;
         s->st.messages++; /* a malformed one (n < 0) too, as pf_zsub_poll counts */
         if (n != 3 || zmq_msg_size(&fr[0]) != 0 || seq_of(&fr[1], &seq) != 0) {
@@ -390,6 +390,7 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
         if (seq >= next && seq < upto) {
             got += deliver(s, rank, seq, zmq_msg_data(&fr[2]), zmq_msg_size(&fr[2]), 1, fn, ctx);
             next = seq + 1;
+            deadline = pf_clock_s() + s->cfg.replay_timeout_ms / 1000.0;
         }
         close_frames(fr, n);
         if (next >= upto) {
@@ -402,8 +403,12 @@ static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn f
      * timeout (or 30 s) on the caller's thread for every gap: without a
      * pause, a stream with frequent gaps would hold pf_zsub_poll (and the
      * screen) for seconds at a time, and the backlog it builds meanwhile
-     * makes more gaps. */
-    if (!finished)
+     * makes more gaps. A replay that ended short of the gap is as bad: an
+     * honest publisher's ring holds the gap's newest batches (it drops the
+     * oldest), so its replay reaches upto; one that ends early with stray
+     * replies before its end marker could otherwise hold every poll for
+     * replay_timeout_ms a gap, gap after gap. */
+    if (!finished || next < upto)
         rs->replay_pause_until = pf_clock_s() + PF_ZSUB_REPLAY_PAUSE * (s->cfg.replay_timeout_ms / 1000.0);
     return got;
 }

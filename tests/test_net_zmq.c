@@ -896,6 +896,86 @@ Test(net_zmq, a_malformed_replay_reply_is_counted_as_a_message)
                  (unsigned long long)st.duplicates, (unsigned long long)st.malformed);
 }
 
+/* ---- zsub: a replay server that stalls with stray replies ------------------- */
+
+/* Answers every replay request with three well-formed replies for a seq
+ * far past any gap, 100 ms apart, then the end marker. */
+static void *serve_stray_replay(void *arg)
+{
+    bad_replayer *b = arg;
+    int to = 50;
+    zmq_setsockopt(b->router.sock, ZMQ_RCVTIMEO, &to, sizeof to);
+    while (!atomic_load(&b->stop)) {
+        zmq_msg_t id;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, b->router.sock, 0) < 0) {
+            zmq_msg_close(&id);
+            continue;
+        }
+        while (zmq_msg_more(&id)) { /* the rest of the request */
+            zmq_msg_t m;
+            zmq_msg_init(&m);
+            zmq_msg_recv(&m, b->router.sock, 0);
+            int more = zmq_msg_more(&m);
+            zmq_msg_close(&m);
+            if (!more)
+                break;
+        }
+        uint8_t sb[8];
+        for (int k = 0; k < 4 && !atomic_load(&b->stop); k++) {
+            if (k < 3)
+                put_seq(sb, 1000000);
+            else
+                memset(sb, 0xff, sizeof sb); /* the end marker */
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            zmq_send(b->router.sock, zmq_msg_data(&id), zmq_msg_size(&id), ZMQ_SNDMORE);
+            zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
+            zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
+            zmq_send(b->router.sock, "", 0, 0);
+        }
+        zmq_msg_close(&id);
+    }
+    return NULL;
+}
+
+/* Stray replies kept each replay alive (each reset the silence timer) and
+ * the end marker then counted it finished, so the rank never paused: every
+ * gap held pf_zsub_poll for the whole act, gap after gap. A reply that
+ * delivers nothing no longer resets the timer, and a replay that ends
+ * short of its gap pauses the rank's replays: one replay for five gaps. */
+Test(net_zmq, stray_replay_replies_do_not_hold_the_subscriber)
+{
+    raw_sock rp;
+    raw_open(&rp, ZMQ_PUB);
+    bad_replayer br = {0};
+    raw_open(&br.router, ZMQ_ROUTER);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, serve_stray_replay, &br), 0);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = rp.ep;
+    sc.replay_endpoint = br.router.ep;
+    sc.replay_timeout_ms = 200;
+    pf_zsub *sub = open_sub(&sc);
+    seen s = {0};
+    int warmed = raw_warm_up(&rp, 0, sub, &s);
+    for (uint64_t q = 2; q <= 10; q += 2) /* five gaps: 1, 3, 5, 7, 9 missing */
+        raw_send(&rp, q, q);
+    int got = warmed && poll_for_hash(sub, &s, 10, 10000);
+    pf_zsub_stats st;
+    pf_zsub_stats_get(sub, &st);
+    pf_zsub_close(sub);
+    atomic_store(&br.stop, 1);
+    pthread_join(th, NULL);
+    raw_close(&br.router);
+    raw_close(&rp);
+    cr_assert(warmed, "the subscription never went live");
+    cr_assert(got, "the last batch never arrived");
+    cr_expect_eq(st.gaps, 5);
+    cr_expect_eq(st.replays, 1, "%llu replays asked of a server that stalls with stray replies",
+                 (unsigned long long)st.replays);
+}
+
 /* ---- zpub: replays go out as the peer takes them --------------------------- */
 
 /* The process's resident set, in MB (Linux). */
