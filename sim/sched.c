@@ -1026,7 +1026,12 @@ static double step_cost(pf_sched *s, const pf_sched_batch *b)
 
 /* Seed rules, a step in which every running request stalled and nothing
  * else happened: the next stall_limit - stalled steps would be the same, so
- * take them at once (stopping short of the next arrival). */
+ * take them at once, stopping short of the next arrival: the step that
+ * takes the arrival in must not be one of them, so at most ceil(q) - 1 for
+ * q = (arrival - now) / dt (floor(q) skipped one step too many when q was
+ * whole, and the arrival came a step late: the review of the twenty-
+ * seventh session). q is compared as a double first: an arrival 1e300 s
+ * away overflowed the conversion to int64_t. */
 static void skip_stalls(pf_sched *s)
 {
     int64_t k = INT64_MAX;
@@ -1044,9 +1049,9 @@ static void skip_stalls(pf_sched *s)
     memset(&empty, 0, sizeof empty);
     double dt = step_cost(s, &empty);
     if (s->next_arrival < s->n && dt > 0.0) {
-        int64_t fit = (int64_t)floor((s->r[s->next_arrival].arrival - s->now) / dt);
-        if (fit < k)
-            k = fit;
+        double q = (s->r[s->next_arrival].arrival - s->now) / dt;
+        if (q < (double)k)
+            k = (int64_t)ceil(q) - 1;
     }
     if (k <= 0)
         return;
@@ -1277,6 +1282,9 @@ static void split_add(const pf_sched *s, const pf_req *q, shard_out *o)
         o->nstalled++;
     int64_t c = q->computed, f = (int64_t)q->prompt + q->output;
     int64_t r = (int64_t)q->nframes * s->p.block_size;
+    if (c > r) /* swapped back in, its frames not landed yet (a landing
+                * failed): its KV is on the host, none of it in the pool */
+        c = r;
     int64_t m = r < f ? r : f;
     o->held += c;
     o->resv += m - c;

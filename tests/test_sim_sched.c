@@ -693,3 +693,55 @@ Test(sim_sched, prefix_random_runs_agree)
             cr_assert_eq(walk.evhash, sharded.evhash);
         }
 }
+
+/* Seed rules skip the steps in which every running request stalls alike,
+ * stopping short of the next arrival. Two requests of 4 + 3 tokens fill 2
+ * frames of 4 and stall from t = 1 (one step = 1 s without a cost model);
+ * a third, too large for the pool, arrives at t = 3 and is aborted as it
+ * arrives: at step 3, t = 3, as stepping one by one has it. The skip took
+ * floor((3 - 1) / 1) = 2 steps and aborted it at step 4, t = 4. */
+typedef struct {
+    pf_sched *s;
+    int64_t step;
+    double t;
+} abort_seen;
+
+static void note_abort(void *ctx, pf_sched_ev e, int req, int arg)
+{
+    (void)req;
+    (void)arg;
+    abort_seen *a = ctx;
+    if (e == PF_SCHED_EV_ABORT) {
+        a->step = pf_sched_steps(a->s);
+        a->t = pf_sched_now(a->s);
+    }
+}
+
+Test(sim_sched, skipped_stalls_stop_before_an_arrival_at_a_whole_step)
+{
+    pf_sched_params p;
+    pf_sched_params_default(&p);
+    p.rules = PF_SCHED_SEED;
+    p.block_size = 4;
+    p.max_seq_len = 64;
+    p.watermark = 0;
+    p.stall_limit = 4;
+    pf_req j[3];
+    memset(j, 0, sizeof j);
+    j[0] = (pf_req){.arrival = 0, .prompt = 4, .output = 3, .group = -1};
+    j[1] = (pf_req){.arrival = 0, .prompt = 4, .output = 3, .group = -1};
+    j[2] = (pf_req){.arrival = 3, .prompt = 30, .output = 2, .group = -1};
+    char err[128];
+    pf_sched *s = pf_sched_create(&p, j, 3, 2, NULL, NULL, err, sizeof err);
+    cr_assert_not_null(s, "%s", err);
+    abort_seen a = {s, -1, -1};
+    pf_sched_on_event(s, note_abort, &a);
+    int rc;
+    while ((rc = pf_sched_step(s)) == 0)
+        ;
+    cr_assert_eq(rc, 1);
+    cr_expect_eq(a.step, 3, "aborted at step %lld", (long long)a.step);
+    cr_expect_eq(a.t, 3.0, "aborted at t = %g", a.t);
+    cr_expect_eq(pf_sched_check(s), PF_OK);
+    pf_sched_destroy(s);
+}
