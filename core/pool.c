@@ -69,7 +69,7 @@
  * pass two no other thread can change any listed frame. On an error the
  * drops are undone in reverse order and the pins cleared: nothing happened.
  * Otherwise pass two clears the pins and moves LIMBO frames to the cache or
- * depot. Cost O(n).
+ * depot. Cost O(n) (a list naming a frame twice: below).
  *
  * Two lists of one owner at once (the same frames shared, say): a list
  * that meets a pin of its own owner must know whose it is, since its own
@@ -77,11 +77,14 @@
  * to be waited for; if it went through the other's drop, that list's
  * rollback would give a reference back to a frame this one had freed. The
  * word has no room to name the list, so the list looks for the frame among
- * its earlier entries, only when it meets a pin (O(n) each time; lists
- * rarely name a frame twice). Another list's pin: undo this list's drops,
- * wait for the pin to clear and start over. Undoing before waiting is what
+ * its earlier entries when it meets a pin, and clears each pin once, at the
+ * frame's first entry (see unpin). Another list's pin: undo this list's
+ * drops, wait for the pin to clear and start over. Undoing before waiting
  * keeps two lists that pin each other's frames from waiting on each other
- * for ever; lists in the same order never meet a pin twice.
+ * for ever; lists in the same order never meet a pin twice. The looks cost
+ * nothing on a list of distinct frames (it meets no pin of its own); one
+ * that names a frame twice pays O(n) an entry, O(n^2) in all, and no
+ * caller names a frame twice but by mistake.
  *
  * Invariants (checked by pf_pool_check on a quiescent pool):
  *   - frame f free  <=>  ref 0  <=>  owner PF_POOL_NO_OWNER  <=>  f is in
@@ -720,6 +723,15 @@ int pf_pool_unref_c(pf_pool_cache *cache, int frame)
  * waits and starts over). */
 #define PIN_BUSY 1
 
+/* Whether frames[0..i) names f: a frame this list pinned already. */
+static int listed_before(const int *frames, int i, int f)
+{
+    for (int j = 0; j < i; j++)
+        if (frames[j] == f)
+            return 1;
+    return 0;
+}
+
 /* Pass one of free_n for entry i of frames: drop owner's reference, leaving
  * the word LIMBO (count 0) or PINNED (count > 0). A pinned word that is
  * owner's or LIMBO was pinned by this list if it names the frame earlier
@@ -734,10 +746,7 @@ static int drop_pinned(pf_pool *p, const int *frames, int i, int owner, int *dup
         if (ST_OWNER(s) != owner && s != ST_LIMBO)
             return ST_REF(s) == 0 ? PF_ERR_DOUBLE_FREE : PF_ERR_NOT_OWNER;
         if (ST_PINNED(s)) {
-            int mine = 0;
-            for (int j = 0; j < i && !mine; j++)
-                mine = frames[j] == f;
-            if (!mine)
+            if (!listed_before(frames, i, f))
                 return PIN_BUSY;
             *dup = 1;
         }
@@ -751,8 +760,12 @@ static int drop_pinned(pf_pool *p, const int *frames, int i, int owner, int *dup
     }
 }
 
-/* Clear f's pin if owner's (idempotent: a frame listed twice is cleared once;
- * never touches a word some other list pinned). */
+/* Clear f's pin if owner's. The word does not say which list pinned it:
+ * a list clears each frame's pin once, at the frame's first entry (the
+ * callers skip the others when the list names a frame twice). A second
+ * clear could meet the pin of another list of the same owner, which took
+ * the frame the moment the first clear let it go (the twenty-seventh
+ * session's review found the pool corrupted that way). */
 static void unpin(pf_pool *p, int f, int owner)
 {
     uint64_t s = atomic_load_explicit(&p->state[f], memory_order_acquire);
@@ -790,7 +803,8 @@ again:
             atomic_store_explicit(&p->state[f], back, memory_order_release);
         }
         for (int j = 0; j < i; j++)
-            unpin(p, frames[j], owner);
+            if (!dup || !listed_before(frames, j, frames[j]))
+                unpin(p, frames[j], owner);
         if (rc == PIN_BUSY) {
             (void)load_unpinned(p, frames[i]);
             goto again;
@@ -818,7 +832,7 @@ again:
                                                         memory_order_acq_rel,
                                                         memory_order_acquire))
                 p->depot[p->depot_n++] = f;
-            else
+            else if (!listed_before(frames, i, f)) /* its first entry: see unpin */
                 unpin(p, f, owner);
         }
         for (int a = base, b = p->depot_n - 1; a < b; a++, b--) {

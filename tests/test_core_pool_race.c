@@ -38,6 +38,13 @@
  *    one-reference frame A had dropped read as free (B failed with a double
  *    free), and a two-reference frame B finished freeing under A's drop was
  *    given a reference back by A's rollback while already free.
+ *  - pf_test_pool_dup_lists: one frame of two references, one of them a
+ *    third thread's, which drops and takes it back (unref, share) in a
+ *    loop; two threads free lists of it that always fail, one naming it
+ *    twice. The third thread's share must never find the frame free. A
+ *    list that named the frame twice cleared its pin twice: the second
+ *    clear could land on the other list's pin, and the frame was freed
+ *    under that list's feet (the review after the fix above).
  *
  * Errors are counted in atomics and judged on the main thread (an assert in
  * a worker would end a Criterion test without a verdict).
@@ -49,9 +56,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/pool.h"
@@ -64,6 +73,7 @@ int pf_test_pool_peak(int nthreads, int iters, char *msg, size_t msglen);
 int pf_test_pool_admit(int nthreads, int nframes, int rounds, double watermark, char *msg,
                        size_t msglen);
 int pf_test_pool_twin_lists(int rounds, int nframes, char *msg, size_t msglen);
+int pf_test_pool_dup_lists(double seconds, char *msg, size_t msglen);
 
 /* Every fourth thread uses the calls without a cache (the depot). */
 static pf_pool_cache *cache_for(pf_pool *p, int id)
@@ -1007,6 +1017,103 @@ int pf_test_pool_twin_lists(int rounds, int nframes, char *msg, size_t msglen)
     return why[0] != 0;
 }
 
+/* ==== a list naming a frame twice, beside another list and unref/share == */
+
+typedef struct {
+    pf_pool *pool;
+    int frame;
+    double until; /* monotonic seconds */
+    atomic_int stop;
+    atomic_long loops;
+    atomic_int bad_share;         /* the share that found the frame free */
+    atomic_int bad_list;          /* a failing list that did not fail right */
+    atomic_int share_rc, list_rc; /* their codes */
+} dl_shared;
+
+static double dl_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Free a list that ends in a bad index, so it always fails: {f, f, -1}
+ * (twice == 1) or {f, -1}. */
+static void *dl_lister(void *arg)
+{
+    dl_shared *sh = ((void **)arg)[0];
+    const int twice = (int)(intptr_t)((void **)arg)[1];
+    int l[3] = {sh->frame, twice ? sh->frame : -1, -1};
+    while (!atomic_load(&sh->stop)) {
+        int rc = pf_pool_free_n(sh->pool, 7, l, twice ? 3 : 2);
+        /* -1 is out of range; with the holder's reference away the count
+         * is 1 and naming it twice is a double free: both leave it be */
+        if (rc != PF_ERR_RANGE && rc != PF_ERR_DOUBLE_FREE) {
+            atomic_store(&sh->list_rc, rc);
+            atomic_fetch_add(&sh->bad_list, 1);
+            atomic_store(&sh->stop, 1);
+        }
+    }
+    return NULL;
+}
+
+static void *dl_holder(void *arg)
+{
+    dl_shared *sh = arg;
+    for (long i = 0; !atomic_load(&sh->stop); i++) {
+        int rc = pf_pool_unref(sh->pool, sh->frame);
+        if (rc == PF_OK)
+            rc = pf_pool_share(sh->pool, sh->frame);
+        if (rc != PF_OK) {
+            atomic_store(&sh->share_rc, rc);
+            atomic_fetch_add(&sh->bad_share, 1);
+            atomic_store(&sh->stop, 1);
+        }
+        if ((i & 1023) == 0 && dl_now() > sh->until)
+            atomic_store(&sh->stop, 1);
+        atomic_fetch_add(&sh->loops, 1);
+    }
+    return NULL;
+}
+
+int pf_test_pool_dup_lists(double seconds, char *msg, size_t msglen)
+{
+    dl_shared sh = {.pool = pf_pool_create(8), .until = dl_now() + seconds};
+    pthread_t th[3];
+    void *args[2][2] = {{&sh, (void *)(intptr_t)1}, {&sh, (void *)(intptr_t)0}};
+    int started = 0;
+    if (!sh.pool || pf_pool_alloc(sh.pool, 7, &sh.frame) != PF_OK ||
+        pf_pool_share(sh.pool, sh.frame) != PF_OK) { /* two references: one the holder's */
+        snprintf(msg, msglen, "setup failed");
+        pf_pool_destroy(sh.pool);
+        return 1;
+    }
+    if (pthread_create(&th[started], NULL, dl_holder, &sh) == 0)
+        started++;
+    for (int k = 0; k < 2 && started == k + 1; k++)
+        if (pthread_create(&th[started], NULL, dl_lister, args[k]) == 0)
+            started++;
+    if (started < 3)
+        atomic_store(&sh.stop, 1);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    int ref = pf_pool_refcount(sh.pool, sh.frame), owner = pf_pool_owner(sh.pool, sh.frame);
+    int check = pf_pool_check(sh.pool);
+    if (started < 3)
+        snprintf(msg, msglen, "could not start threads (%d of 3)", started);
+    else if (atomic_load(&sh.bad_share))
+        snprintf(msg, msglen, "after %ld loops the holder's share failed (%s): frame owner %d, %d references",
+                 atomic_load(&sh.loops), pf_strerror(atomic_load(&sh.share_rc)), owner, ref);
+    else if (atomic_load(&sh.bad_list))
+        snprintf(msg, msglen, "a failing list returned %s", pf_strerror(atomic_load(&sh.list_rc)));
+    else if (ref != 2 || owner != 7 || check != PF_OK)
+        snprintf(msg, msglen, "the frame ended with %d references, owner %d, check %d", ref, owner, check);
+    else
+        snprintf(msg, msglen, "ok: %ld unref/share loops beside two failing lists", atomic_load(&sh.loops));
+    pf_pool_destroy(sh.pool);
+    return strncmp(msg, "ok:", 3) != 0;
+}
+
 #ifndef PF_STRESS_LIB
 int main(void)
 {
@@ -1029,6 +1136,9 @@ int main(void)
     fails += rc;
     rc = pf_test_pool_twin_lists(2000, 256, msg, sizeof msg);
     printf("pool twin lists, 2 threads: %s\n", msg);
+    fails += rc;
+    rc = pf_test_pool_dup_lists(3.0, msg, sizeof msg);
+    printf("pool dup lists, 3 threads: %s\n", msg);
     fails += rc;
     return fails ? 1 : 0;
 }
