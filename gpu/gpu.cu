@@ -638,8 +638,17 @@ int plan_version(Case *c, Ver *v)
     if (in.group_tile > 0)
         CKP(pf_gpu__plan_set_group_tile(pl, in.group_tile),
             step_name(c, v, "--group-tile", name));
-    if (in.pack > 0 && pf_gpu_version_packs(pl->version))
-        CKP(pf_gpu__plan_set_pack(pl, in.pack), step_name(c, v, "--pack", name));
+    if (in.pack > 0 && pf_gpu_version_packs(pl->version) &&
+        pf_gpu__plan_set_pack(pl, in.pack) != PF_OK) {
+        set_err(c->err, c->errlen,
+                "--pack %d: version %d's plan (%s, %d chunk%s of %d tokens, %s) cannot take it: a "
+                "pack is 1 or a multiple of %d up to %d whole sequences of a 16-bit work list, "
+                "unsplit, without a tail, within %d tokens a block",
+                in.pack, pl->version, pf_gpu_dtype_name(pl->shape.dtype), pl->splits,
+                pl->splits == 1 ? "" : "s", pl->chunk, pl->units ? "a work list" : "grid order",
+                PF_GPU_PACK_STEP, PF_GPU_PACK_MAX, PF_GPU_MAX_CHUNK);
+        return PF_ERR_ARG;
+    }
     v->plan[0] = *pl;
     v->plan[0].paged = 0;
     if (pl->workspace_bytes) {

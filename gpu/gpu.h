@@ -215,6 +215,10 @@ void pf_gpu_tail_versions(char *buf, size_t n);
 /* 1 when kernel version v can stream several whole sequences a block
  * (pf_gpu_bench_cfg's pack; `pagefault bench --pack`): version 33. */
 int pf_gpu_version_takes_pack(int version);
+/* The most split-KV chunks of one sequence kernel version v can run: 8 for
+ * those that merge in a thread-block cluster (9, 10, 31), PF_GPU_MAX_SPLITS
+ * for the others (`pagefault bench` checks --splits and the lengths). */
+int pf_gpu_version_max_splits(int version);
 
 /* The block timeline of one launch (`pagefault bench --timeline`, (f) below).
  * Kernel versions 7 on can record, per thread block of a launch, five words
@@ -301,8 +305,10 @@ typedef struct {
 
 /* Most versions one bench run compares beside its own (`--compare`). */
 #define PF_GPU_BENCH_MAX_RIVALS 3
-/* Most whole sequences version 33 streams in one block (its pack). */
+/* Most whole sequences version 33 streams in one block (its pack), and
+ * the step of a pack above 1 (the block's 4 warps stream one each). */
 #define PF_GPU_PACK_MAX 32
+#define PF_GPU_PACK_STEP 4
 /* Most timed iterations a pass (each is an event pair per pass). */
 #define PF_GPU_BENCH_MAX_ITERS 1000000
 

@@ -298,8 +298,7 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
  * gpu/kernels/mma.cuh, version 33); its plans without a pack run version
  * 29's kernel. At most PF_GPU_PACK_MAX sequences a block, and pack x chunk
  * tokens within the table cache's PF_GPU_MAX_CHUNK. */
-#define PF_GPU_PACK_VERSION 33
-#define PF_GPU_PACK_STEP 4
+#define PF_GPU_PACK_VERSION 33 /* PF_GPU_PACK_STEP and _MAX: gpu.h */
 static inline int pf_gpu_version_packs(int version)
 {
     return version == PF_GPU_PACK_VERSION;

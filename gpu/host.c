@@ -1057,6 +1057,11 @@ int pf_gpu_version_takes_pack(int version)
     return pf_gpu_version_packs(version);
 }
 
+int pf_gpu_version_max_splits(int version)
+{
+    return pf_gpu_version_cluster(version) ? PF_GPU_CLUSTER_MAX : PF_GPU_MAX_SPLITS;
+}
+
 void pf_gpu_tail_versions(char *buf, size_t n)
 {
     if (!buf || !n)

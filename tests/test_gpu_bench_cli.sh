@@ -53,6 +53,20 @@ expect_usage --compare 99999999999999999999
 expect_usage --kernel 12 --tail 2 --compare 14
 expect_usage --compare 11 --grid-order
 expect_usage --kv-layout nope
+# flags the lengths or the plan would ignore or refuse, caught before any
+# device work (the twenty-seventh session's review: they ran, or failed late
+# with "--pack failed: invalid argument", exit 3 without a device)
+expect_usage --seqs 10 --lengths 1,2
+expect_usage --len 100 --mix-scale 4
+expect_usage --lengths 5,6 --mix-scale 4
+expect_usage --workload llama --kernel 33 --pack 5
+expect_usage --kernel 33 --pack 4
+expect_usage --workload llama --kernel 33 --pack 8
+expect_usage --workload llama --kernel 33 --pack 4 --splits 2
+expect_usage --workload llama --kernel 33 --pack 4 --tail 1
+expect_usage --workload llama --kernel 9 --len 40000
+expect_usage --workload llama --kernel 31 --splits 9
+expect_usage --workload llama --len 1048576 --block-size 48
 expect_usage --check-only --profile-out /tmp/pagefault-check-only.prof
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"

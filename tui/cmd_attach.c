@@ -208,7 +208,9 @@ static int attach_open(attach_run *r, const attach_args *a)
         zc.replay_endpoint = a->replay;
         zc.dp_ranks = a->dp_ranks;
         zc.topic = a->topic;
-        zc.silence_ms = (int)(a->silence_s * 1000.0);
+        /* 0 is "never"; any other value at least 1 ms (0.0001 s truncated
+         * to 0 and meant the opposite of what was asked) */
+        zc.silence_ms = a->silence_s > 0 && a->silence_s < 0.001 ? 1 : (int)(a->silence_s * 1000.0);
         zc.replay_history = a->history;
         rc = pf_zsub_open(&zc, &r->sub, &why);
         if (rc == PF_ERR_ARG)

@@ -705,6 +705,13 @@ static int bench_check(bench_args *a, pf_opt *opts)
 {
     if (pf_cli_find(opts, "lengths")->seen && pf_cli_find(opts, "len")->seen)
         return pf_cli_error(PROG, "--len and --lengths exclude each other");
+    if (pf_cli_find(opts, "lengths")->seen && pf_cli_find(opts, "seqs")->seen)
+        return pf_cli_error(PROG, "--seqs and --lengths exclude each other (the lengths give the "
+                                  "count)");
+    if (pf_cli_find(opts, "mix-scale")->seen &&
+        (pf_cli_find(opts, "lengths")->seen || pf_cli_find(opts, "len")->seen))
+        return pf_cli_error(PROG, "--mix-scale scales the workload's drawn lengths: not with "
+                                  "--len or --lengths");
     char why[200];
     if (!pf_gpu_shape_ok(a->hq, a->hkv, a->head_dim, a->block_size, why, sizeof why))
         return pf_cli_error(PROG, "%s", why);
@@ -739,6 +746,13 @@ static int bench_check(bench_args *a, pf_opt *opts)
                                   "or --compare 33)");
     if (a->pack && a->grid_order)
         return pf_cli_error(PROG, "--pack: a pack is units of the work list (no --grid-order)");
+    if (a->pack > 1 && a->pack % PF_GPU_PACK_STEP)
+        return pf_cli_error(PROG, "--pack %d: 1 or a multiple of %d (a block's warps stream a "
+                                  "sequence each)", a->pack, PF_GPU_PACK_STEP);
+    if (a->pack && a->dtype == PF_GPU_F32)
+        return pf_cli_error(PROG, "--pack: fp32 plans never pack (16-bit only)");
+    if (a->pack && (a->tail || a->splits > 1))
+        return pf_cli_error(PROG, "--pack: a pack is whole sequences (no --tail, --splits 1)");
     /* --check-only times nothing, so a flag that asks for a measurement
      * contradicts it (--iters and --no-read-bw have nothing to act on, and
      * are accepted) */
@@ -767,8 +781,26 @@ static int bench_check_lengths(bench_args *a, int max_len_seen, const int *lens,
                                       "sequence (%d)", a->max_len, maxlen);
         a->max_len = maxlen;
     }
-    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS */
+    /* --pack: its sequences, whole pages each, share a block's 4096 tokens */
+    const long long whole = ((long long)maxlen + a->block_size - 1) / a->block_size * a->block_size;
+    if (a->pack > 1 && a->pack * whole > PF_GPU_CHUNK_MAX_TOKENS)
+        return pf_cli_error(PROG, "--pack %d: %d sequences of up to %lld tokens (whole pages) "
+                                  "exceed a block's %d", a->pack, a->pack, whole,
+                            PF_GPU_CHUNK_MAX_TOKENS);
+    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS;
+     * a sequence is at most each version's chunks of it */
     const int chunk_max = PF_GPU_CHUNK_MAX_TOKENS / a->block_size * a->block_size;
+    for (int k = 0; k <= a->num_rivals; k++) {
+        const int v = k ? a->rivals[k - 1] : a->kernel;
+        const int most = pf_gpu_version_max_splits(v);
+        if (a->splits > most)
+            return pf_cli_error(PROG, "--splits %d: kernel version %d runs at most %d chunks a "
+                                      "sequence", a->splits, v, most);
+        if ((long long)maxlen > (long long)most * chunk_max)
+            return pf_cli_error(PROG, "a sequence of %d tokens: kernel version %d runs at most %d "
+                                      "chunks of %d tokens (%d-token pages)", maxlen, v, most,
+                                chunk_max, a->block_size);
+    }
     if (a->splits > 0 && (maxlen + a->splits - 1) / a->splits > chunk_max)
         return pf_cli_error(PROG, "--splits %d: a sequence of %d tokens needs at least %d chunks of "
                                   "at most %d tokens", a->splits, maxlen,
