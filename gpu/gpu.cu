@@ -649,8 +649,10 @@ int plan_version(Case *c, Ver *v)
                 PF_GPU_PACK_STEP, PF_GPU_PACK_MAX, PF_GPU_MAX_CHUNK);
         return PF_ERR_ARG;
     }
+    pf_gpu_kernel_prepare(pl); /* the forced tile or pack: another kernel */
     v->plan[0] = *pl;
     v->plan[0].paged = 0;
+    pf_gpu_kernel_prepare(&v->plan[0]);
     if (pl->workspace_bytes) {
         CKC(cudaMalloc(&v->d_ws, pl->workspace_bytes));
         CKP(pf_gpu_attn_workspace_init(pl, in.lens, v->d_ws, c->st), "workspace_init");
@@ -1197,7 +1199,10 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
     int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
     if (per_sm < 1)
         per_sm = 1;
-    return pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, version, sms, per_sm);
+    rc = pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, version, sms, per_sm);
+    if (rc == PF_OK)
+        pf_gpu_kernel_prepare(plan); /* a run then queries nothing */
+    return rc;
 }
 
 extern "C" int pf_gpu_attn_workspace_init(const pf_gpu_attn_plan *plan, const int *lens_host,
@@ -1331,6 +1336,32 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         return PF_ERR_ARG;
     }
     const int frames = (int)all_frames;
+    /* The shape as the plans will see it, naive and paged, before any
+     * device work: through this API the naive buffers' size, num_seqs x
+     * num_kv_heads x naive_cap x row bytes, can pass what a size_t holds
+     * (the CLI's bounds keep `pagefault bench` far from it), and K and V
+     * together are reported in a long long. */
+    {
+        pf_gpu_attn_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.num_seqs = cfg->num_seqs;
+        sh.num_q_heads = cfg->num_q_heads;
+        sh.num_kv_heads = cfg->num_kv_heads;
+        sh.head_dim = cfg->head_dim;
+        sh.block_size = cfg->block_size;
+        sh.max_blocks_per_seq = maxb;
+        sh.naive_cap = cfg->naive_cap;
+        sh.dtype = cfg->dtype;
+        const double naive_bytes = 2.0 * cfg->num_seqs * cfg->num_kv_heads * (double)cfg->naive_cap *
+                                   cfg->head_dim * pf_gpu_dtype_size(cfg->dtype);
+        if (pf_gpu_attn_validate(&sh, 0) != PF_OK || pf_gpu_attn_validate(&sh, 1) != PF_OK ||
+            naive_bytes > 9.0e18) {
+            set_err(err, errlen, "the shape is too large: %d sequences x %d KV heads x %d tokens of "
+                    "naive capacity x D %d (%.3g bytes of naive K and V)", cfg->num_seqs,
+                    cfg->num_kv_heads, cfg->naive_cap, cfg->head_dim, naive_bytes);
+            return PF_ERR_ARG;
+        }
+    }
     CaseIn in;
     memset(&in, 0, sizeof in);
     in.S = cfg->num_seqs;

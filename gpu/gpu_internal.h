@@ -399,6 +399,15 @@ int pf_gpu_launch_attention(const pf_gpu_attn_plan *p, const void *q, const void
 /* Resident blocks per SM of the plan's attention kernel (occupancy API). */
 int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged, int version);
 
+/* Set up, on the calling thread, what the first run of p would (the
+ * kernel's one-time shared memory reservation, the driver's handle), so
+ * that a run queries nothing: plan_make calls it last, and so does anyone
+ * who changes a plan's kernel (its group tile, its pack). (kernels.cu) */
+void pf_gpu_kernel_prepare(const pf_gpu_attn_plan *p);
+/* Kernel setups made so far, in the process (tests: a run after plan_make
+ * makes none). */
+unsigned pf_gpu__kernel_setups(void);
+
 /* A CUDA error as a pf_err: allocation -> PF_ERR_NOMEM, an invalid value
  * or pointer -> PF_ERR_ARG, anything else (a kernel fault, no device, a
  * refused launch) -> PF_ERR_UNAVAILABLE. A caller that needs the message

@@ -983,7 +983,16 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (pf_gpu_version_steal(v) && !m.listed)
         return PF_ERR_ARG; /* version 11 runs from a work list only */
     plan_pick pick;
-    if ((rc = plan_search(&m, &pick)) != PF_OK)
+    rc = plan_search(&m, &pick);
+    if (rc != PF_OK && m.listed && !pf_gpu_version_steal(v)) {
+        /* A sequence past one chunk among very many (one of 8192 tokens in
+         * 32768 of 1, 32 heads): every candidate's list had too many units
+         * to simulate, and the plan failed where a bound plans fine. Such a
+         * list is planned as a longer one is: in grid order. */
+        m.listed = 0;
+        rc = plan_search(&m, &pick);
+    }
+    if (rc != PF_OK)
         return rc;
     plan->shape = *s;
     if (!(plan->shape.scale > 0.f))

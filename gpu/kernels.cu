@@ -5,6 +5,8 @@
  * element types' translation units share (pf_kern, gpu/kernels.cuh). The
  * attention kernels and their algorithm are in gpu/kernels.cuh;
  * gpu/kernels_f32.cu, kernels_f16.cu and kernels_bf16.cu instantiate them. */
+#include <atomic>
+
 #include "gpu/kernels.cuh"
 
 namespace {
@@ -170,6 +172,13 @@ bool tma_fits(const pf_gpu_attn_shape *s, int paged)
  * launch or reports its error as before; a refused launch enqueues
  * nothing, so nothing runs twice. Streams are captured into CUDA graphs the
  * same way by both. */
+static std::atomic<unsigned> g_setups; /* pf_gpu__kernel_setups */
+
+void note_setup()
+{
+    g_setups.fetch_add(1, std::memory_order_relaxed);
+}
+
 CUfunction driver_function(const void *fn)
 {
     struct Entry {
@@ -188,6 +197,7 @@ CUfunction driver_function(const void *fn)
         if (e.fn == fn && e.dev == dev)
             return e.f;
     cudaFunction_t f = nullptr;
+    note_setup();
     if (cudaGetFuncBySymbol(&f, fn) != cudaSuccess) {
         (void)cudaGetLastError();
         return nullptr;
@@ -285,6 +295,16 @@ extern "C" int pf_gpu_cuda_err(int e)
 extern "C" int pf_gpu_kernel_blocks_per_sm(const pf_gpu_attn_shape *s, int paged, int version)
 {
     return dtype_of(s->dtype).occupancy(s, paged, version);
+}
+
+extern "C" unsigned pf_gpu__kernel_setups(void)
+{
+    return pf_kern::g_setups.load(std::memory_order_relaxed);
+}
+
+extern "C" void pf_gpu_kernel_prepare(const pf_gpu_attn_plan *p)
+{
+    dtype_of(p->shape.dtype).prepare(p);
 }
 
 /* No checks beyond the plan's stamp: plan_make validated the shape, and a

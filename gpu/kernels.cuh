@@ -74,6 +74,7 @@ struct Dtype {
                   const int *tables, const int *lens, void *out, void *ws, cudaStream_t st,
                   unsigned long long *trace);
     int (*occupancy)(const pf_gpu_attn_shape *s, int paged, int version);
+    void (*prepare)(const pf_gpu_attn_plan *p);
 };
 
 /* Each defined by its own translation unit: gpu/kernels_f32.cu, kernels_f16.cu,

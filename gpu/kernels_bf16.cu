@@ -3,4 +3,4 @@
  * three at once (one file of all three was the build's longest step). */
 #include "gpu/kernels.cuh"
 
-const pf_kern::Dtype pf_kern::kBf16 = {launch_t<__nv_bfloat16>, occupancy_t<__nv_bfloat16>};
+const pf_kern::Dtype pf_kern::kBf16 = {launch_t<__nv_bfloat16>, occupancy_t<__nv_bfloat16>, prepare_t<__nv_bfloat16>};

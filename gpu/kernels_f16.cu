@@ -3,4 +3,4 @@
  * three at once (one file of all three was the build's longest step). */
 #include "gpu/kernels.cuh"
 
-const pf_kern::Dtype pf_kern::kF16 = {launch_t<__half>, occupancy_t<__half>};
+const pf_kern::Dtype pf_kern::kF16 = {launch_t<__half>, occupancy_t<__half>, prepare_t<__half>};

@@ -3,4 +3,4 @@
  * three at once (one file of all three was the build's longest step). */
 #include "gpu/kernels.cuh"
 
-const pf_kern::Dtype pf_kern::kF32 = {launch_t<float>, occupancy_t<float>};
+const pf_kern::Dtype pf_kern::kF32 = {launch_t<float>, occupancy_t<float>, prepare_t<float>};

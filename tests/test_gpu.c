@@ -1271,3 +1271,59 @@ int main(int argc, char **argv)
     criterion_finalize(tests);
     return result;
 }
+
+/* A run after plan_make queries nothing: plan_make sets up the kernel the
+ * plan launches (its shared memory reservation, the driver's handle), so
+ * the first run finds it ready. Before, the planner set up only the kernel
+ * of its occupancy query: a plan of version 33 without a pack (few
+ * sequences, nothing to pack) runs version 29's kernel, and its first run
+ * made the setup's device queries (inside a graph capture, too). Counted
+ * by pf_gpu__kernel_setups; each test runs in a fresh process, so nothing
+ * is set up before it. */
+Test(gpu, a_run_after_plan_make_sets_up_nothing)
+{
+    enum { S = 4, HQ = 8, HKV = 2, D = 128, B = 16, MAXB = 32, FR = S * MAXB };
+    const int lens[S] = {300, 17, 512, 1};
+    const size_t nq = (size_t)S * HQ * D, npool = (size_t)FR * HKV * B * D;
+    int tab[S * MAXB];
+    for (int i = 0; i < S * MAXB; i++)
+        tab[i] = i;
+    void *dq, *dk, *dv, *dout, *dws;
+    int *dtab, *dlens;
+    CK(pf_gpu_malloc(&dq, 2 * nq));
+    CK(pf_gpu_malloc(&dk, 2 * npool));
+    CK(pf_gpu_malloc(&dv, 2 * npool));
+    CK(pf_gpu_malloc(&dout, 2 * nq));
+    CK(pf_gpu_memset(dq, 0, 2 * nq));
+    CK(pf_gpu_memset(dk, 0, 2 * npool));
+    CK(pf_gpu_memset(dv, 0, 2 * npool));
+    CK(pf_gpu_malloc((void **)&dtab, sizeof tab));
+    CK(pf_gpu_malloc((void **)&dlens, sizeof lens));
+    CK(pf_gpu_memcpy(dtab, tab, sizeof tab, PF_GPU_H2D));
+    CK(pf_gpu_memcpy(dlens, lens, sizeof lens, PF_GPU_H2D));
+    const pf_gpu_attn_shape sh = {.num_seqs = S, .num_q_heads = HQ, .num_kv_heads = HKV,
+                                  .head_dim = D, .block_size = B, .max_blocks_per_seq = MAXB,
+                                  .naive_cap = MAXB * B, .dtype = PF_GPU_BF16, .scale = 0.f};
+    const int versions[] = {33, 0, 29, 8, 9};
+    for (size_t k = 0; k < sizeof versions / sizeof *versions; k++) {
+        pf_gpu_attn_plan p;
+        CK(pf_gpu_attn_plan_make(&p, &sh, 1, lens, 0, versions[k]));
+        if (versions[k] == 33)
+            cr_assert_eq(p.pack, 0, "a pack of %d: the test wants version 33 unpacked", p.pack);
+        CK(pf_gpu_malloc(&dws, p.workspace_bytes ? p.workspace_bytes : 16));
+        CK(pf_gpu_attn_workspace_init(&p, lens, dws, NULL));
+        const unsigned before = pf_gpu__kernel_setups();
+        CK(pf_gpu_attn_run(&p, dq, dk, dv, dtab, dlens, dout, dws, NULL));
+        CK(pf_gpu_sync());
+        const unsigned after = pf_gpu__kernel_setups();
+        cr_expect_eq(after, before, "version %d (runs %d): its first run made %u kernel setups",
+                     versions[k], p.version, after - before);
+        CK(pf_gpu_free(dws));
+    }
+    CK(pf_gpu_free(dq));
+    CK(pf_gpu_free(dk));
+    CK(pf_gpu_free(dv));
+    CK(pf_gpu_free(dout));
+    CK(pf_gpu_free(dtab));
+    CK(pf_gpu_free(dlens));
+}

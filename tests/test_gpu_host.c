@@ -1338,3 +1338,34 @@ Test(gpu_host, argument_errors_before_the_device_in_both_builds)
     cr_assert_null(g, "a refused capture leaves no graph");
     cr_assert_eq(pf_gpu_attn_graph_launch(NULL, 1, NULL), PF_ERR_ARG);
 }
+
+/* One sequence of 8192 tokens among 32768 of one, 32 KV heads: the first
+ * chunk that fits makes 2 units of the long one, and every candidate's
+ * list is past what the planner simulates (2^20 blocks). The plan failed
+ * (PF_ERR_ARG) where a bound of 8192 plans fine; now it falls back to grid
+ * order, as a longer list does. */
+Test(gpu_host, a_list_too_long_to_simulate_plans_in_grid_order)
+{
+    enum { N = 32768 };
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_q_heads = 32;
+    s.num_kv_heads = 32;
+    s.dtype = PF_GPU_F16;
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 8192 / 16;
+    int *lens = malloc(N * sizeof *lens);
+    cr_assert_not_null(lens);
+    for (int i = 0; i < N; i++)
+        lens[i] = 1;
+    lens[N / 2] = 8192;
+    pf_gpu_attn_plan p, b;
+    for (int v = 0; v <= 8; v += 8) {
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK, "version %d", v);
+        cr_assert_eq(pf_gpu_attn_plan_compute(&b, &s, 1, NULL, 8192, v, 132, 4), PF_OK);
+        cr_expect_eq(p.units, 0, "version %d: a list of %d units", v, p.units);
+        cr_expect_eq(p.splits, b.splits, "version %d: %d splits from the lengths, %d from the bound", v,
+                     p.splits, b.splits);
+        cr_expect_geq(p.splits * p.chunk, 8192);
+    }
+    free(lens);
+}

@@ -37,6 +37,9 @@ bool tma_fits(const pf_gpu_attn_shape *s, int paged);
 /* fn's driver function on the current device, cached per host thread;
  * nullptr where there is none */
 CUfunction driver_function(const void *fn);
+/* One kernel's one-time setup made (a driver function looked up, a shared
+ * memory reservation queried): counted for pf_gpu__kernel_setups */
+void note_setup();
 /* launch fn on grid x kThreads threads (the driver's launch, else the
  * runtime's), in clusters of cluster_x blocks along x when it is > 1; a
  * PF_ code */
@@ -113,6 +116,7 @@ template <typename F> cudaError_t allow_smem(F fn, int bytes, bool max_carveout)
  * shows it). */
 template <typename F> int reserve_for_four(F fn)
 {
+    note_setup();
     cudaFuncAttributes fa;
     int dev = 0, per_sm = 0, reserved = 0;
     if (cudaFuncGetAttributes(&fa, fn) != cudaSuccess || cudaGetDevice(&dev) != cudaSuccess ||
@@ -372,6 +376,14 @@ template <typename T> Kern<T> pick(const pf_gpu_attn_shape *s, int gt, int paged
                  : pick_d<T, false>(s->head_dim, gt, version);
 }
 
+/* The kernel a plan launches: its version's (version 33 unpacked is
+ * version 29) at its group tile. */
+template <typename T> Kern<T> plan_kernel(const pf_gpu_attn_plan *p)
+{
+    const int kv = pf_gpu_version_packs(p->version) && p->pack <= 1 ? 29 : p->version;
+    return pick<T>(&p->shape, p->group_tile, p->paged, kv);
+}
+
 template <typename T>
 int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void *v,
              const int *tables, const int *lens, void *out, void *ws, cudaStream_t st,
@@ -417,9 +429,7 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     a.pack = p->pack > 1 ? p->pack : 0;
     a.lim = p->max_len;
     a.qscale = s->scale * 1.4426950408889634f; /* log2(e): exp becomes exp2 */
-    /* version 33 unpacked is version 29 */
-    const int kv = pf_gpu_version_packs(p->version) && !a.pack ? 29 : p->version;
-    const Kern<T> kern = pick<T>(s, p->group_tile, p->paged, kv);
+    const Kern<T> kern = plan_kernel<T>(p);
     if (pf_gpu_version_cluster(p->version) && p->splits > 1) {
         /* v9, v10, v31: a sequence's chunks (grid x) are one cluster */
         void *params[1] = {&a};
@@ -439,6 +449,21 @@ int launch_t(const pf_gpu_attn_plan *p, const void *q, const void *k, const void
     merge_kernel<T><<<(unsigned)(s->num_seqs * s->num_q_heads), D, 0, st>>>(
         a.part_o, a.part_lse, lens, (T *)out, a.hq, D, p->chunk, p->splits, p->max_len);
     return pf_gpu_cuda_err((int)cudaGetLastError());
+}
+
+/* What a run of p would do on its first call, done now, on the planning
+ * thread: pick's one-time setup of the kernel it launches (its shared
+ * memory reservation: device queries and an attribute set) and the
+ * driver's handle of the function (cached per host thread). The planner's
+ * occupancy query sets up the kernel of the plan's version at the group's
+ * tile; a plan of version 33 without a pack runs version 29's kernel, and
+ * a plan given another tile another one: their first run made the queries
+ * run promises it does not make (the twenty-seventh session's review). */
+template <typename T> void prepare_t(const pf_gpu_attn_plan *p)
+{
+    const Kern<T> kern = plan_kernel<T>(p);
+    const bool tma = kern.tma && tma_fits(&p->shape, p->paged);
+    (void)driver_function(tma ? (const void *)kern.tma : (const void *)kern.fn);
 }
 
 template <typename T> int occupancy_t(const pf_gpu_attn_shape *s, int paged, int version)
