@@ -181,6 +181,25 @@ Test(net_attach, live_set_matches_a_reference)
     pf_attach_free(m);
 }
 
+/* Remove hashes hs[0..n) on rank 0, in one event. */
+static void remove_hashes(pf_attach *m, pf_kvev_hash *hs, int n)
+{
+    pf_kvev_event rm = {.type = PF_KVEV_REMOVED, .hashes = hs, .n_hashes = (uint32_t)n};
+    pf_kvev_batch rb = {.events = &rm, .n_events = 1};
+    pf_attach_apply(m, 0, &rb);
+}
+
+/* Store hashes hs[0..n) on rank 0, chunk a batch, one chain each. */
+static void store_chunks(pf_attach *m, pf_kvev_hash *hs, int n, int chunk)
+{
+    for (int i = 0; i < n; i += chunk) {
+        pf_kvev_event e = {.type = PF_KVEV_STORED, .hashes = hs + i, .n_hashes = (uint32_t)chunk,
+                           .block_size = 16};
+        pf_kvev_batch b = {.events = &e, .n_events = 1};
+        pf_attach_apply(m, 0, &b);
+    }
+}
+
 /* One payload may hold ~100,000 events. A publisher (any socket: a batch's
  * data_parallel_rank picks the rank) alternating a one-block store and an
  * AllBlocksCleared on rank 1, while rank 0 holds many blocks, made every
@@ -196,11 +215,7 @@ Test(net_attach, clearing_a_rank_costs_its_own_blocks)
     cr_assert(hs && ev);
     for (int i = 0; i < HELD; i++)
         hs[i] = pf_kvev_hash_uint(1000000u + (uint64_t)i);
-    for (int i = 0; i < HELD; i += CHUNK) { /* rank 0: the server's real blocks */
-        pf_kvev_event e = {.type = PF_KVEV_STORED, .hashes = hs + i, .n_hashes = CHUNK, .block_size = 16};
-        pf_kvev_batch b = {.events = &e, .n_events = 1};
-        pf_attach_apply(m, 0, &b);
-    }
+    store_chunks(m, hs, HELD, CHUNK); /* rank 0: the server's real blocks */
     const pf_attach_counts *c = pf_attach_counts_get(m);
     cr_assert_eq(c->blocks_live, HELD);
     for (int i = 0; i < PAIRS; i++) {
@@ -218,9 +233,7 @@ Test(net_attach, clearing_a_rank_costs_its_own_blocks)
     cr_expect_eq(pf_attach_slot_count(m), HELD + 1);
     cr_expect_lt(secs, 1.0, "%d clears of a one-block rank took %.2f s", PAIRS, secs);
     /* rank 0's blocks are all still found by hash */
-    pf_kvev_event rm = {.type = PF_KVEV_REMOVED, .hashes = hs, .n_hashes = HELD};
-    pf_kvev_batch rb = {.events = &rm, .n_events = 1};
-    pf_attach_apply(m, 0, &rb);
+    remove_hashes(m, hs, HELD);
     cr_expect_eq(c->blocks_live, 0);
     cr_expect_eq(c->removed_unknown, 0);
     free(ev);
@@ -242,11 +255,7 @@ Test(net_attach, clears_of_an_empty_model_cost_nothing)
     cr_assert(hs && ev);
     for (int i = 0; i < HELD; i++)
         hs[i] = pf_kvev_hash_uint(5000000u + (uint64_t)i);
-    for (int i = 0; i < HELD; i += CHUNK) {
-        pf_kvev_event e = {.type = PF_KVEV_STORED, .hashes = hs + i, .n_hashes = CHUNK, .block_size = 16};
-        pf_kvev_batch b = {.events = &e, .n_events = 1};
-        pf_attach_apply(m, 0, &b);
-    }
+    store_chunks(m, hs, HELD, CHUNK);
     const pf_attach_counts *c = pf_attach_counts_get(m);
     cr_assert_eq(c->blocks_live, HELD);
     for (int i = 0; i < CLEARS; i++)
@@ -266,9 +275,7 @@ Test(net_attach, clears_of_an_empty_model_cost_nothing)
     pf_kvev_batch sb = {.events = &e, .n_events = 1};
     pf_attach_apply(m, 0, &sb);
     cr_expect_eq(c->blocks_live, 3);
-    pf_kvev_event rm = {.type = PF_KVEV_REMOVED, .hashes = hs, .n_hashes = 3};
-    pf_kvev_batch rb = {.events = &rm, .n_events = 1};
-    pf_attach_apply(m, 0, &rb);
+    remove_hashes(m, hs, 3);
     cr_expect_eq(c->blocks_live, 0);
     cr_expect_eq(c->removed_unknown, 0);
     free(ev);

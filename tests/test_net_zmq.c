@@ -814,14 +814,16 @@ Test(net_zmq, an_oversized_replay_request_is_not_taken_in)
 
 /* ---- zsub: a replay reply of more than three frames ------------------------ */
 
-typedef struct {
+typedef struct bad_replayer bad_replayer;
+struct bad_replayer {
     raw_sock router;
     atomic_int stop;
-} bad_replayer;
+    void (*answer)(bad_replayer *b, const zmq_msg_t *id); /* one request's replies */
+};
 
-/* Answers one replay request with a 4-frame reply (malformed), then the end
- * marker. */
-static void *serve_bad_replay(void *arg)
+/* A replay server of the tests' own: takes each request in whole and has
+ * b->answer reply to it, until stop. */
+static void *serve_own_replays(void *arg)
 {
     bad_replayer *b = arg;
     int to = 50;
@@ -842,21 +844,85 @@ static void *serve_bad_replay(void *arg)
             if (!more)
                 break;
         }
-        uint8_t sb[8];
-        put_seq(sb, 1);
-        zmq_send(b->router.sock, zmq_msg_data(&id), zmq_msg_size(&id), ZMQ_SNDMORE);
-        zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
-        zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
-        zmq_send(b->router.sock, "x", 1, ZMQ_SNDMORE);
-        zmq_send(b->router.sock, "extra", 5, 0);
-        memset(sb, 0xff, sizeof sb);
-        zmq_send(b->router.sock, zmq_msg_data(&id), zmq_msg_size(&id), ZMQ_SNDMORE);
-        zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
-        zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
-        zmq_send(b->router.sock, "", 0, 0);
+        b->answer(b, &id);
         zmq_msg_close(&id);
     }
     return NULL;
+}
+
+/* [id, "", seq, payload] to the peer that sent id; seq -1 is the end
+ * marker. */
+static void reply(bad_replayer *b, const zmq_msg_t *id, int64_t seq, const char *payload)
+{
+    uint8_t sb[8];
+    put_seq(sb, (uint64_t)seq);
+    zmq_send(b->router.sock, zmq_msg_data((zmq_msg_t *)id), zmq_msg_size((zmq_msg_t *)id), ZMQ_SNDMORE);
+    zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
+    zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
+    zmq_send(b->router.sock, payload, strlen(payload), 0);
+}
+
+/* A 4-frame reply (malformed), then the end marker. */
+static void answer_malformed(bad_replayer *b, const zmq_msg_t *id)
+{
+    uint8_t sb[8];
+    put_seq(sb, 1);
+    zmq_send(b->router.sock, zmq_msg_data((zmq_msg_t *)id), zmq_msg_size((zmq_msg_t *)id), ZMQ_SNDMORE);
+    zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
+    zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
+    zmq_send(b->router.sock, "x", 1, ZMQ_SNDMORE);
+    zmq_send(b->router.sock, "extra", 5, 0);
+    reply(b, id, -1, "");
+}
+
+/* Three well-formed replies for a seq far past any gap, 100 ms apart, then
+ * the end marker. */
+static void answer_stray(bad_replayer *b, const zmq_msg_t *id)
+{
+    for (int k = 0; k < 4 && !atomic_load(&b->stop); k++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        reply(b, id, k < 3 ? 1000000 : -1, "");
+    }
+}
+
+/* A live PUB and a replay server answering with `answer`, and a subscriber
+ * on both (replay_timeout_ms 0: the default), warmed up. */
+typedef struct {
+    raw_sock rp;
+    bad_replayer br;
+    pthread_t th;
+    pf_zsub *sub;
+    seen s;
+    int warmed;
+} replay_rig;
+
+static void rig_open(replay_rig *r, void (*answer)(bad_replayer *, const zmq_msg_t *),
+                     int replay_timeout_ms)
+{
+    memset(r, 0, sizeof *r);
+    raw_open(&r->rp, ZMQ_PUB);
+    raw_open(&r->br.router, ZMQ_ROUTER);
+    r->br.answer = answer;
+    cr_assert_eq(pthread_create(&r->th, NULL, serve_own_replays, &r->br), 0);
+    pf_zsub_config sc = pf_zsub_config_default();
+    sc.endpoint = r->rp.ep;
+    sc.replay_endpoint = r->br.router.ep;
+    if (replay_timeout_ms)
+        sc.replay_timeout_ms = replay_timeout_ms;
+    r->sub = open_sub(&sc);
+    r->warmed = raw_warm_up(&r->rp, 0, r->sub, &r->s);
+}
+
+/* Close the rig, the subscriber's stats in *st. */
+static void rig_close(replay_rig *r, pf_zsub_stats *st)
+{
+    pf_zsub_stats_get(r->sub, st);
+    pf_zsub_close(r->sub);
+    atomic_store(&r->br.stop, 1);
+    pthread_join(r->th, NULL);
+    raw_close(&r->br.router);
+    raw_close(&r->rp);
 }
 
 /* Every malformed message is a message: the live path counts both, the
@@ -864,28 +930,13 @@ static void *serve_bad_replay(void *arg)
  * messages. */
 Test(net_zmq, a_malformed_replay_reply_is_counted_as_a_message)
 {
-    raw_sock rp;
-    raw_open(&rp, ZMQ_PUB);
-    bad_replayer br = {0};
-    raw_open(&br.router, ZMQ_ROUTER);
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, serve_bad_replay, &br), 0);
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = rp.ep;
-    sc.replay_endpoint = br.router.ep;
-    pf_zsub *sub = NULL;
-    cr_assert_eq(pf_zsub_open(&sc, &sub, NULL), 0);
-    seen s = {0};
-    cr_assert(raw_warm_up(&rp, 0, sub, &s), "the subscription never went live");
-    raw_send(&rp, 2, 7); /* seq 1 missing: a replay */
-    int got = poll_for_hash(sub, &s, 7, 5000);
+    replay_rig r;
+    rig_open(&r, answer_malformed, 0);
+    cr_assert(r.warmed, "the subscription never went live");
+    raw_send(&r.rp, 2, 7); /* seq 1 missing: a replay */
+    int got = poll_for_hash(r.sub, &r.s, 7, 5000);
     pf_zsub_stats st;
-    pf_zsub_stats_get(sub, &st);
-    pf_zsub_close(sub);
-    atomic_store(&br.stop, 1);
-    pthread_join(th, NULL);
-    raw_close(&br.router);
-    raw_close(&rp);
+    rig_close(&r, &st);
     cr_assert(got);
     cr_expect_eq(st.replays, 1);
     cr_expect_eq(st.malformed, 1);
@@ -898,47 +949,6 @@ Test(net_zmq, a_malformed_replay_reply_is_counted_as_a_message)
 
 /* ---- zsub: a replay server that stalls with stray replies ------------------- */
 
-/* Answers every replay request with three well-formed replies for a seq
- * far past any gap, 100 ms apart, then the end marker. */
-static void *serve_stray_replay(void *arg)
-{
-    bad_replayer *b = arg;
-    int to = 50;
-    zmq_setsockopt(b->router.sock, ZMQ_RCVTIMEO, &to, sizeof to);
-    while (!atomic_load(&b->stop)) {
-        zmq_msg_t id;
-        zmq_msg_init(&id);
-        if (zmq_msg_recv(&id, b->router.sock, 0) < 0) {
-            zmq_msg_close(&id);
-            continue;
-        }
-        while (zmq_msg_more(&id)) { /* the rest of the request */
-            zmq_msg_t m;
-            zmq_msg_init(&m);
-            zmq_msg_recv(&m, b->router.sock, 0);
-            int more = zmq_msg_more(&m);
-            zmq_msg_close(&m);
-            if (!more)
-                break;
-        }
-        uint8_t sb[8];
-        for (int k = 0; k < 4 && !atomic_load(&b->stop); k++) {
-            if (k < 3)
-                put_seq(sb, 1000000);
-            else
-                memset(sb, 0xff, sizeof sb); /* the end marker */
-            struct timespec ts = {0, 100 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            zmq_send(b->router.sock, zmq_msg_data(&id), zmq_msg_size(&id), ZMQ_SNDMORE);
-            zmq_send(b->router.sock, "", 0, ZMQ_SNDMORE);
-            zmq_send(b->router.sock, sb, 8, ZMQ_SNDMORE);
-            zmq_send(b->router.sock, "", 0, 0);
-        }
-        zmq_msg_close(&id);
-    }
-    return NULL;
-}
-
 /* Stray replies kept each replay alive (each reset the silence timer) and
  * the end marker then counted it finished, so the rank never paused: every
  * gap held pf_zsub_poll for the whole act, gap after gap. A reply that
@@ -946,29 +956,14 @@ static void *serve_stray_replay(void *arg)
  * short of its gap pauses the rank's replays: one replay for five gaps. */
 Test(net_zmq, stray_replay_replies_do_not_hold_the_subscriber)
 {
-    raw_sock rp;
-    raw_open(&rp, ZMQ_PUB);
-    bad_replayer br = {0};
-    raw_open(&br.router, ZMQ_ROUTER);
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, serve_stray_replay, &br), 0);
-    pf_zsub_config sc = pf_zsub_config_default();
-    sc.endpoint = rp.ep;
-    sc.replay_endpoint = br.router.ep;
-    sc.replay_timeout_ms = 200;
-    pf_zsub *sub = open_sub(&sc);
-    seen s = {0};
-    int warmed = raw_warm_up(&rp, 0, sub, &s);
+    replay_rig r;
+    rig_open(&r, answer_stray, 200);
+    const int warmed = r.warmed;
     for (uint64_t q = 2; q <= 10; q += 2) /* five gaps: 1, 3, 5, 7, 9 missing */
-        raw_send(&rp, q, q);
-    int got = warmed && poll_for_hash(sub, &s, 10, 10000);
+        raw_send(&r.rp, q, q);
+    int got = warmed && poll_for_hash(r.sub, &r.s, 10, 10000);
     pf_zsub_stats st;
-    pf_zsub_stats_get(sub, &st);
-    pf_zsub_close(sub);
-    atomic_store(&br.stop, 1);
-    pthread_join(th, NULL);
-    raw_close(&br.router);
-    raw_close(&rp);
+    rig_close(&r, &st);
     cr_assert(warmed, "the subscription never went live");
     cr_assert(got, "the last batch never arrived");
     cr_expect_eq(st.gaps, 5);

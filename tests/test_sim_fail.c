@@ -299,6 +299,17 @@ Test(sim_fail, stop_applies_a_pending_thread_count)
     pf_jobs_free(&j);
 }
 
+/* One job of prompt + output tokens, arriving at 0. */
+static pf_jobs one_job(int prompt, int output)
+{
+    pf_jobs j = {0};
+    j.njobs = 1;
+    j.jobs = calloc(1, sizeof *j.jobs);
+    cr_assert_not_null(j.jobs);
+    j.jobs[0] = (pf_job){.arrival = 0.0, .prompt = prompt, .output = output, .group = -1};
+    return j;
+}
+
 /* One request of 1 + 8 tokens in blocks of one token: every decode step
  * takes a frame. When the frame cannot be taken the step fails (the error
  * is returned), but the request, still decoding, was left out of the
@@ -306,11 +317,7 @@ Test(sim_fail, stop_applies_a_pending_thread_count)
  * fast plan landed the request without its token or its frame promised. */
 Test(sim_fail, failed_landing_keeps_decode_totals)
 {
-    pf_jobs j = {0};
-    j.njobs = 1;
-    j.jobs = calloc(1, sizeof *j.jobs);
-    cr_assert_not_null(j.jobs);
-    j.jobs[0] = (pf_job){.arrival = 0.0, .prompt = 1, .output = 8, .group = -1};
+    pf_jobs j = one_job(1, 8);
     pf_sim_params p;
     params(&p, PF_ENGINE_DETERMINISTIC, 1);
     p.cfg.block_size = 1;
@@ -347,11 +354,7 @@ Test(sim_fail, failed_landing_keeps_decode_totals)
  * taking a frame a block, as a paged one: 1 frame, not its 32). */
 Test(sim_fail, failed_first_landing_keeps_the_naive_reservation)
 {
-    pf_jobs j = {0};
-    j.njobs = 1;
-    j.jobs = calloc(1, sizeof *j.jobs);
-    cr_assert_not_null(j.jobs);
-    j.jobs[0] = (pf_job){.arrival = 0.0, .prompt = 1, .output = 8, .group = -1};
+    pf_jobs j = one_job(1, 8);
     pf_sim_params p;
     params(&p, PF_ENGINE_DETERMINISTIC, 1);
     p.mode = PF_SIM_NAIVE;
