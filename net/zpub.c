@@ -48,6 +48,14 @@ typedef struct {
 #define ZPUB_REPLAYS 8
 #define ZPUB_REPLAY_HWM 16
 #define ZPUB_REPLAY_IDLE_S 10.0
+/* A service call pumps its replays for up to 2 ms while they move: once a
+ * step, 16 replies a call held a replay of 10,000 batches to 625 steps,
+ * past the subscriber's 30 s at a 48 ms tick. A peer's pipe empties into
+ * its socket in microseconds when it reads, so a pass that moved nothing
+ * is tried again after 20 us, five times at most: a peer that reads
+ * nothing costs a call about 0.1 ms. */
+#define ZPUB_PUMP_BUDGET_S 0.002
+#define ZPUB_PUMP_IDLE_PASSES 5
 #define ZPUB_ID_MAX 255 /* libzmq's routing ids are 1..255 bytes */
 
 typedef struct {
@@ -260,10 +268,10 @@ static int replay_send(pf_zpub *p, const zpub_replay *r, uint64_t seq, const voi
 
 /* Send r's next batches, as many as its peer's pipe takes, then the end
  * marker (seq -1); the replay ends there, or when the peer is gone or has
- * taken nothing for ZPUB_REPLAY_IDLE_S. */
-static void replay_pump(pf_zpub *p, zpub_replay *r, double now)
+ * taken nothing for ZPUB_REPLAY_IDLE_S. Returns the messages sent. */
+static int replay_pump(pf_zpub *p, zpub_replay *r, double now)
 {
-    int rc = 0;
+    int rc = 0, sent = 0;
     for (uint32_t i = 0; i < p->count && rc == 0; i++) {
         const entry *e = &p->ring[(p->head + i) % p->cfg.buffer_steps];
         if (e->seq < r->next)
@@ -272,15 +280,49 @@ static void replay_pump(pf_zpub *p, zpub_replay *r, double now)
         if (rc == 0) {
             r->next = e->seq + 1;
             r->moved = now;
+            sent++;
         }
     }
     if (rc == 0) {
         rc = replay_send(p, r, UINT64_MAX, "", 0); /* -1: end of replay */
-        if (rc == 0)
+        if (rc == 0) {
             r->active = 0;
+            sent++;
+        }
     }
     if (rc < 0 || (rc > 0 && now - r->moved > ZPUB_REPLAY_IDLE_S))
         r->active = 0;
+    return sent;
+}
+
+/* Pump every replay in progress, pass after pass while they move (see
+ * ZPUB_PUMP_BUDGET_S). Returns how many are still in progress. */
+static int replays_pump(pf_zpub *p)
+{
+    const double until = mono_s() + ZPUB_PUMP_BUDGET_S;
+    int idle = 0;
+    for (;;) {
+        const double now = mono_s();
+        int pending = 0, sent = 0;
+        for (int i = 0; i < ZPUB_REPLAYS; i++)
+            if (p->rp[i].active) {
+                sent += replay_pump(p, &p->rp[i], now);
+                pending += p->rp[i].active;
+            }
+        idle = sent ? 0 : idle + 1;
+        if (!pending || now >= until || idle >= ZPUB_PUMP_IDLE_PASSES)
+            return pending;
+        if (!sent) {
+            struct timespec ts = {0, 20 * 1000};
+            nanosleep(&ts, NULL);
+            /* a pipe the peer drained says so by a command to this socket,
+             * which libzmq reads at a send only once a millisecond or so:
+             * asking for the socket's events reads it now */
+            int ev = 0;
+            size_t evn = sizeof ev;
+            (void)zmq_getsockopt(p->router, ZMQ_EVENTS, &ev, &evn);
+        }
+    }
 }
 
 /* A request [identity, "", start_seq(8)] taken in: a replay from start_seq
@@ -303,7 +345,6 @@ static int replay_take(pf_zpub *p, const void *id, size_t idn, uint64_t start, d
     r->next = start;
     r->moved = now;
     r->active = 1;
-    replay_pump(p, r, now);
     return 1;
 }
 
@@ -313,13 +354,8 @@ int pf_zpub_service(pf_zpub *p, int timeout_ms)
         return PF_ERR_ARG;
     if (!p->router)
         return 0;
-    int answered = 0, pending = 0;
-    double now = mono_s();
-    for (int i = 0; i < ZPUB_REPLAYS; i++)
-        if (p->rp[i].active) {
-            replay_pump(p, &p->rp[i], now);
-            pending += p->rp[i].active;
-        }
+    int answered = 0;
+    const int pending = replays_pump(p);
     /* with replays waiting on their peers, come back soon to go on */
     zmq_pollitem_t it = {p->router, 0, ZMQ_POLLIN, 0};
     if (zmq_poll(&it, 1, pending && timeout_ms > 5 ? 5 : timeout_ms) <= 0)
@@ -357,6 +393,8 @@ int pf_zpub_service(pf_zpub *p, int timeout_ms)
         for (int i = 0; i < n; i++)
             zmq_msg_close(&fr[i]);
     }
+    if (answered)
+        (void)replays_pump(p); /* the new ones get their first budget now */
     return answered;
 }
 

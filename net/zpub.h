@@ -66,13 +66,13 @@ int pf_zpub_flush(pf_zpub *p, double ts);
 /* Events queued and not yet flushed. */
 uint32_t pf_zpub_pending(const pf_zpub *p);
 
-/* Go on with the replays in progress, as far as their peers take them, and
- * take in the requests waiting (up to timeout_ms for the first; 5 ms while
- * a replay waits on its peer). A replay is sent over this and later calls,
- * never blocking: a peer's pipe holds 16 replies at most, 8 replays run at
- * once, and one whose peer takes nothing for 10 s is dropped (zpub.c,
- * zpub_replay). Returns the number of requests taken, or a negative
- * pf_err. */
+/* Go on with the replays in progress, as far as their peers take them (up
+ * to 2 ms of sending while they move), and take in the requests waiting
+ * (up to timeout_ms for the first; 5 ms while a replay waits on its peer).
+ * A replay is sent over this and later calls, never blocking: a peer's
+ * pipe holds 16 replies at most, 8 replays run at once, and one whose peer
+ * takes nothing for 10 s is dropped (zpub.c, zpub_replay). Returns the
+ * number of requests taken, or a negative pf_err. */
 int pf_zpub_service(pf_zpub *p, int timeout_ms);
 
 /* The endpoints actually bound (a '*' port resolved), for tests. */

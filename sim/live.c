@@ -79,6 +79,9 @@ static void *driver_main(void *arg)
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         (void)pf_sim__step_locked(s); /* done and livelock are read above */
+        if (s->hold_end && (s->done || s->livelock))
+            s->paused = 1; /* held now, not after the tick's wait: a viewer
+                            * that sees the end sees the pause with it */
         pf_sim__let_callers_in(s);
         if (s->p.tick_us > 0 && !s->quit) {
             struct timespec until = t0;

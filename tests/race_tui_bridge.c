@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -209,6 +210,62 @@ static void test_run_end(int tick_us)
         CHECK(strstr(status, "as fast as it goes") && got.tick_us == 0,
               "F at tick 0: tick %d us, status \"%s\"", got.tick_us, status);
     }
+out:
+    pf_dash_bridge_stop(b);
+    if (sim)
+        pf_sim_stop(sim);
+    pf_sim_destroy(sim);
+    pf_jobs_free(&jobs);
+}
+
+/* 4b. s pressed the moment a run ends, at a slow tick (100 ms): the next
+ * run's first step, held there. The driver used to pause for the end only
+ * after its tick's wait, so a look in that wait saw the end with the
+ * simulator still running: the bridge took it for paused, s was refused
+ * ("invalid argument") and the next run ran on at full pace. */
+static void test_step_at_the_end(void)
+{
+    pf_sim_params p;
+    pf_sim_params_default(&p);
+    p.engine = PF_ENGINE_THREADED;
+    p.tick_us = 100000;
+    p.cfg.pool_blocks = 64;
+    p.cfg.max_seq_len = 64;
+    pf_jobs jobs = {0};
+    jobs.njobs = 2;
+    jobs.jobs = calloc(2, sizeof *jobs.jobs);
+    if (!jobs.jobs) {
+        CHECK(0, "step at the end: no memory");
+        return;
+    }
+    for (int i = 0; i < 2; i++)
+        jobs.jobs[i] = (pf_job){.arrival = 0.0, .prompt = 4, .output = 6, .group = -1};
+    char err[256] = "";
+    pf_sim *sim = pf_sim_create(&p, &jobs, err, sizeof err);
+    pf_dash_bridge *b = NULL;
+    if (!sim || !(b = pf_dash_bridge_start(sim, err, sizeof err)) || pf_sim_start(sim) != PF_OK) {
+        CHECK(0, "step at the end: cannot start: %s", err);
+        goto out;
+    }
+    CHECK(run_is(b, 1, 1, WAIT_S), "step at the end: run 1 did not end");
+    pf_dash_bridge_post(b, PF_DASH_CMD_STEP);
+    unsigned seen = 0;
+    char status[128] = "";
+    double until = now_s() + WAIT_S;
+    while (now_s() < until && !strstr(status, "stepped") && !strstr(status, "refused")) {
+        pf_dash_bridge_take(b);
+        pf_dash_bridge_status(b, &seen, status, sizeof status);
+        sleep_ms(2);
+    }
+    CHECK(strstr(status, "stepped") != NULL, "step at the end: the status reads \"%s\"", status);
+    sleep_ms(500); /* five ticks: a running simulator would move on */
+    pf_sim_stats st;
+    pf_sim_get_stats(sim, &st);
+    pf_dash_run r;
+    pf_dash_bridge_run(b, &r);
+    CHECK(r.run == 2 && !r.ended && st.step == 1,
+          "step at the end: run %d (ended %d) at step %lld, want run 2 held at step 1", r.run,
+          r.ended, (long long)st.step);
 out:
     pf_dash_bridge_stop(b);
     if (sim)
@@ -453,6 +510,7 @@ int main(void)
     pf_jobs_free(&jobs);
     test_run_end(300);
     test_run_end(0);
+    test_step_at_the_end();
     test_sweep();
     printf("race_tui_bridge: %d commands, %d snapshots, %d status changes; slowest UI-side call "
            "%.3f ms; longest wait for a command's effect %.1f s\n",

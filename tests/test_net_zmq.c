@@ -1033,3 +1033,53 @@ Test(net_zmq, a_peer_that_never_reads_holds_no_replay)
     zmq_ctx_term(ctx);
     pf_zpub_close(p);
 }
+
+/* A peer that reads gets its replay at the pace it reads, not 16 replies
+ * a service call: the publisher calls pf_zpub_service once a step, and a
+ * replay of 10,000 batches took 625 steps (past the subscriber's 30 s at a
+ * 48 ms tick). Here 4000 batches, one call between reads: each call pumps
+ * for up to 2 ms while the replay moves (ZPUB_PUMP_BUDGET_S). 16 a call
+ * would need 251 calls; a loaded machine still moves well over 32. */
+Test(net_zmq, a_reading_peer_gets_its_replay_in_few_service_calls)
+{
+    enum { BATCHES = 4000 };
+    pf_zpub *p = open_pub(1);
+    char payload[64];
+    memset(payload, 1, sizeof payload);
+    for (int i = 0; i < BATCHES; i++)
+        cr_assert_eq(pf_zpub_publish_payload(p, payload, sizeof payload, PF_ZPUB_BUFFER_ONLY), 0);
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    cr_assert_eq(zmq_connect(d, pf_zpub_replay_endpoint(p)), 0);
+    const uint8_t start[8] = {0};
+    zmq_send(d, "", 0, ZMQ_SNDMORE);
+    zmq_send(d, start, 8, 0);
+    int got = 0, calls = 0, done = 0;
+    for (int t = 0; t < 5000 && !done; t++) {
+        calls += pf_zpub_service(p, 5) > 0 || got > 0; /* calls from the one that took it */
+        /* read what has come, up to 5 ms of quiet */
+        zmq_pollitem_t it = {d, 0, ZMQ_POLLIN, 0};
+        while (!done && zmq_poll(&it, 1, 5) > 0) {
+            zmq_msg_t fr[3];
+            for (int i = 0; i < 3; i++) {
+                zmq_msg_init(&fr[i]);
+                cr_assert_geq(zmq_msg_recv(&fr[i], d, 0), 0);
+            }
+            const uint8_t *sb = zmq_msg_data(&fr[1]);
+            if (sb[0] == 0xff && sb[7] == 0xff)
+                done = 1;
+            else
+                got++;
+            for (int i = 0; i < 3; i++)
+                zmq_msg_close(&fr[i]);
+        }
+    }
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    pf_zpub_close(p);
+    cr_assert(done, "no end marker after %d batches", got);
+    cr_expect_eq(got, BATCHES);
+    cr_expect_leq(calls, BATCHES / 32, "%d service calls for %d batches", calls, BATCHES);
+}

@@ -665,6 +665,8 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
     }
     l->gpu.sim = l->sim;
     pf_simpub_attach(l->pub, l->sim); /* before the engine starts: every step is published */
+    /* before it starts too: a tiny run can end before the bridge is up */
+    pf_sim_set_hold_end(l->sim, 1);
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     rc = pf_sim_start(l->sim);
