@@ -675,6 +675,16 @@ static void fmt_num(char out[40], double v)
     }
 }
 
+/* A bucket's bound as prometheus_client writes it (Go's float format): a
+ * whole number with ".0", so that le="1.0" selects the same series on our
+ * page as on vLLM's (Prometheus 2 compares label values as strings). */
+static void fmt_le(char out[40], double v)
+{
+    fmt_num(out, v);
+    if (!strpbrk(out, ".eEIN"))
+        strcat(out, ".0");
+}
+
 static void sb_help(sbuf *b, const char *help)
 {
     for (const char *s = help; *s; s++) {
@@ -714,7 +724,7 @@ int pf_prom_render(pf_prom_registry *r, char **out, size_t *len)
         uint64_t cum = 0;
         for (int k = 0; k <= m->n_bounds; k++) {
             cum += m->counts[k];
-            fmt_num(le, k < m->n_bounds ? m->bounds[k] : INFINITY);
+            fmt_le(le, k < m->n_bounds ? m->bounds[k] : INFINITY);
             sb_printf(&b, "%s_bucket{%s%sle=\"%s\"} %llu\n", m->name, lb, sep, le, (unsigned long long)cum);
         }
         fmt_num(num, m->sum);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h> /* ssize_t, getline's */
 
 #include "core/err.h"
 
@@ -274,6 +275,10 @@ static int parse_number(const char *text, double *out)
 
 enum { KEY_MEM, KEY_ATTN, KEY_FIXED, KEY_DEVICE, KEY_N };
 
+/* The longest line a profile may have (the format writes lines of a few
+ * dozen bytes). */
+#define PROF_LINE_MAX 1022
+
 int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
 {
     prof_ctx x = {path ? path : "(null)", err, errlen};
@@ -291,19 +296,22 @@ int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
     int seen[KEY_N] = {0};
     char device[sizeof c->profile_device] = "";
     int have_format = 0, lineno = 0, rc = PF_OK;
-    char buf[1024];
+    /* getline, not fgets: its length counts a NUL byte, which fgets's
+     * strlen stopped at (a NUL mid-line was called a line too long, one at
+     * a line's start dropped the setting unseen) */
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
 
-    while (fgets(buf, sizeof buf, f)) {
+    while ((n = getline(&buf, &cap, f)) >= 0) {
         lineno++;
-        size_t len = strlen(buf);
-        if (len > 0 && buf[len - 1] != '\n') {
-            /* Either the last line of the file or a line too long to hold. */
-            int next = fgetc(f);
-            if (next != EOF) {
-                rc = prof_fail(&x, lineno, PF_ERR_ARG, "line longer than %zu bytes",
-                               sizeof buf - 2);
-                goto out;
-            }
+        if (memchr(buf, '\0', (size_t)n)) {
+            rc = prof_fail(&x, lineno, PF_ERR_ARG, "a NUL byte (a binary or UTF-16 file?)");
+            goto out;
+        }
+        if (n > PROF_LINE_MAX) {
+            rc = prof_fail(&x, lineno, PF_ERR_ARG, "line longer than %d bytes", PROF_LINE_MAX);
+            goto out;
         }
         char *hash = strchr(buf, '#');
         if (hash)
@@ -360,9 +368,11 @@ int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
             rc = prof_fail(&x, lineno, PF_ERR_ARG, "%s: '%.64s' is not a number", names[k], value);
             goto out;
         }
-        if (k == KEY_FIXED ? !(val[k] >= 0 && val[k] < 1e6) : !(val[k] > 0 && val[k] < 1e9)) {
+        /* a bandwidth from 0.1 GB/s: one of 3e-308 passed, every step took
+         * an infinite time and the run printed zeros with status 0 */
+        if (k == KEY_FIXED ? !(val[k] >= 0 && val[k] < 1e6) : !(val[k] >= 0.1 && val[k] < 1e9)) {
             rc = prof_fail(&x, lineno, PF_ERR_ARG, "%s: %g is out of range (%s)", names[k], val[k],
-                           k == KEY_FIXED ? "0 to 1e6 us" : "above 0, in GB/s");
+                           k == KEY_FIXED ? "0 to 1e6 us" : "0.1 to 1e9 GB/s");
             goto out;
         }
     }
@@ -387,6 +397,7 @@ int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
     c->attn_fixed_s = val[KEY_FIXED] * 1e-6;
     snprintf(c->profile_device, sizeof c->profile_device, "%s", device);
 out:
+    free(buf);
     fclose(f);
     return rc;
 }

@@ -161,6 +161,10 @@ Test(net_prom, registry_renders_what_the_parser_reads_back)
     cr_expect(strstr(txt, "# TYPE vllm:time_to_first_token_seconds histogram\n") != NULL);
     cr_expect(strstr(txt, "vllm:time_to_first_token_seconds_bucket{model_name=\"sim\",le=\"0.25\"} 100\n") != NULL,
               "%s", txt);
+    /* whole bounds as prometheus_client writes them: le="1.0", not le="1" */
+    cr_expect(strstr(txt, "le=\"1.0\"} ") != NULL && strstr(txt, "le=\"2560.0\"} ") != NULL &&
+                  strstr(txt, "le=\"1\"}") == NULL && strstr(txt, "le=\"+Inf\"} 100\n") != NULL,
+              "%s", txt);
     cr_expect(strstr(txt, "# HELP vllm:kv_cache_usage_perc KV-cache usage.\\nOne line.\n") != NULL);
     pf_prom_page pg;
     cr_assert_eq(pf_prom_parse(txt, n, NULL, &pg), 0);

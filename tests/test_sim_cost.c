@@ -239,13 +239,19 @@ Test(cost_model, swap_time_over_the_host_link)
 
 /* ---- the GPU profile reader ---------------------------------------------- */
 
-static void write_file(char *path, size_t len, const char *text)
+/* n bytes of text (NULs too) to a fresh file, its name in path. */
+static void write_bytes(char *path, size_t len, const char *text, size_t n)
 {
     snprintf(path, len, "/tmp/pf_test_profile_%d_%u.txt", (int)getpid(), (unsigned)rand());
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
-    fputs(text, f);
+    cr_assert_eq(fwrite(text, 1, n, f), n);
     fclose(f);
+}
+
+static void write_file(char *path, size_t len, const char *text)
+{
+    write_bytes(path, len, text, strlen(text));
 }
 
 static const char *good_profile = "# written by pagefault bench --profile-out\n"
@@ -318,6 +324,9 @@ Test(cost_profile, malformed_files_are_reported_with_their_line)
         {"format = pagefault-gpu-profile/1\nmem_read_gbps = -4600\n", 2, "out of range"},
         {"format = pagefault-gpu-profile/1\nmem_read_gbps = inf\n", 2, "not a number"},
         {"format = pagefault-gpu-profile/1\nattn_fixed_us = -1\n", 2, "out of range"},
+        /* a bandwidth of 3e-308 GB/s made every step infinite, the run all zeros */
+        {"format = pagefault-gpu-profile/1\nmem_read_gbps = 3e-308\n", 2, "out of range"},
+        {"format = pagefault-gpu-profile/1\nattn_kv_gbps = 0.01\n", 2, "out of range"},
         {"format = pagefault-gpu-profile/1\nmem_read_gbps = 1\n\nmem_read_gbps = 2\n", 4,
          "given twice"},
         {"format = pagefault-gpu-profile/1\nformat = pagefault-gpu-profile/1\n", 2, "given twice"},
@@ -361,6 +370,28 @@ Test(cost_profile, long_lines_and_missing_files)
     cr_assert_eq(pf_cost_load_profile(&c, path, err, sizeof err), PF_OK, "%s", err);
     unlink(path);
     cr_assert_float_eq(c.attn_bps, 2e9, 1e-3);
+
+    /* NUL bytes (a binary or UTF-16 file): a NUL mid-line was called a line
+     * too long, one at a line's start dropped that setting unseen */
+    static const char nul_mid[] = "format = pagefault-gpu-profile/1\nmem_read\0_gbps = 1\n"
+                                  "attn_kv_gbps = 2\n";
+    static const char nul_start[] = "format = pagefault-gpu-profile/1\nmem_read_gbps = 1\n"
+                                    "attn_kv_gbps = 2\n\0attn_fixed_us = 6.5\n";
+    const struct {
+        const char *text;
+        size_t n;
+        const char *where;
+    } nul[] = {{nul_mid, sizeof nul_mid - 1, ":2: a NUL byte"},
+               {nul_start, sizeof nul_start - 1, ":4: a NUL byte"}};
+    for (size_t i = 0; i < 2; i++) {
+        write_bytes(path, sizeof path, nul[i].text, nul[i].n);
+        const pf_cost before = c;
+        rc = pf_cost_load_profile(&c, path, err, sizeof err);
+        unlink(path);
+        cr_assert_eq(rc, PF_ERR_ARG, "NUL case %zu", i);
+        cr_assert_not_null(strstr(err, nul[i].where), "NUL case %zu: %s", i, err);
+        cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "NUL case %zu changed the model", i);
+    }
 
     cr_assert_eq(pf_cost_load_profile(&c, "/nonexistent/pf.profile", err, sizeof err), PF_ERR_IO);
     cr_assert_not_null(strstr(err, "/nonexistent/pf.profile: cannot open"), "%s", err);
