@@ -124,6 +124,30 @@ static int run_is(pf_dash_bridge *b, int run, int ended, double secs)
     return 0;
 }
 
+/* Take snapshots (as the UI would) until the status line holds `want` or
+ * `or` (NULL: none) or WAIT_S passes; the last status in status[128]. */
+static void wait_status(pf_dash_bridge *b, const char *want, const char *or, char *status)
+{
+    unsigned seen = 0;
+    status[0] = '\0';
+    double until = now_s() + WAIT_S;
+    while (now_s() < until && !strstr(status, want) && !(or && strstr(status, or))) {
+        pf_dash_bridge_take(b);
+        pf_dash_bridge_status(b, &seen, status, 128);
+        sleep_ms(2);
+    }
+}
+
+/* Stop and free what a live test started (any of them NULL). */
+static void live_close(pf_dash_bridge *b, pf_sim *sim, pf_jobs *jobs)
+{
+    pf_dash_bridge_stop(b);
+    if (sim)
+        pf_sim_stop(sim);
+    pf_sim_destroy(sim);
+    pf_jobs_free(jobs);
+}
+
 /* The simulator's restarts (PF_EV_RESET), counted on its engine thread. */
 static void count_resets(void *ctx, const pf_event *e)
 {
@@ -198,24 +222,15 @@ static void test_run_end(int tick_us)
           atomic_load(&resets));
     if (tick_us == 0) { /* F at a tick of 0 keeps it (it used to set 500 us) */
         pf_dash_bridge_post(b, PF_DASH_CMD_FASTER);
-        unsigned seen = 0;
-        char status[128] = "";
-        double until = now_s() + WAIT_S;
-        while (now_s() < until && !strstr(status, "as fast as it goes")) {
-            pf_dash_bridge_status(b, &seen, status, sizeof status);
-            sleep_ms(2);
-        }
+        char status[128];
+        wait_status(b, "as fast as it goes", NULL, status);
         pf_sim_params got;
         pf_sim_get_params(sim, &got);
         CHECK(strstr(status, "as fast as it goes") && got.tick_us == 0,
               "F at tick 0: tick %d us, status \"%s\"", got.tick_us, status);
     }
 out:
-    pf_dash_bridge_stop(b);
-    if (sim)
-        pf_sim_stop(sim);
-    pf_sim_destroy(sim);
-    pf_jobs_free(&jobs);
+    live_close(b, sim, &jobs);
 }
 
 /* 4b. s pressed the moment a run ends, at a slow tick (100 ms): the next
@@ -249,14 +264,8 @@ static void test_step_at_the_end(void)
     }
     CHECK(run_is(b, 1, 1, WAIT_S), "step at the end: run 1 did not end");
     pf_dash_bridge_post(b, PF_DASH_CMD_STEP);
-    unsigned seen = 0;
-    char status[128] = "";
-    double until = now_s() + WAIT_S;
-    while (now_s() < until && !strstr(status, "stepped") && !strstr(status, "refused")) {
-        pf_dash_bridge_take(b);
-        pf_dash_bridge_status(b, &seen, status, sizeof status);
-        sleep_ms(2);
-    }
+    char status[128];
+    wait_status(b, "stepped", "refused", status);
     CHECK(strstr(status, "stepped") != NULL, "step at the end: the status reads \"%s\"", status);
     sleep_ms(500); /* five ticks: a running simulator would move on */
     pf_sim_stats st;
@@ -267,11 +276,7 @@ static void test_step_at_the_end(void)
           "step at the end: run %d (ended %d) at step %lld, want run 2 held at step 1", r.run,
           r.ended, (long long)st.step);
 out:
-    pf_dash_bridge_stop(b);
-    if (sim)
-        pf_sim_stop(sim);
-    pf_sim_destroy(sim);
-    pf_jobs_free(&jobs);
+    live_close(b, sim, &jobs);
 }
 
 /* 6. the watermark sweep: points on several threads, read while they run,
