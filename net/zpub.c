@@ -266,16 +266,32 @@ static int replay_send(pf_zpub *p, const zpub_replay *r, uint64_t seq, const voi
     return 0;
 }
 
+/* The ring's first entry (0 oldest .. count) with a seq of at least seq:
+ * the seqs rise from the oldest to the newest (with holes where a batch
+ * was not kept), so a binary search. A pump starts there, not at the
+ * oldest: a service call makes many passes, each would walk every batch
+ * already sent (or older than asked, which the ring dropped). */
+static uint32_t ring_find(const pf_zpub *p, uint64_t seq)
+{
+    uint32_t lo = 0, hi = p->count;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (p->ring[(p->head + mid) % p->cfg.buffer_steps].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Send r's next batches, as many as its peer's pipe takes, then the end
  * marker (seq -1); the replay ends there, or when the peer is gone or has
  * taken nothing for ZPUB_REPLAY_IDLE_S. Returns the messages sent. */
 static int replay_pump(pf_zpub *p, zpub_replay *r, double now)
 {
     int rc = 0, sent = 0;
-    for (uint32_t i = 0; i < p->count && rc == 0; i++) {
+    for (uint32_t i = ring_find(p, r->next); i < p->count && rc == 0; i++) {
         const entry *e = &p->ring[(p->head + i) % p->cfg.buffer_steps];
-        if (e->seq < r->next)
-            continue; /* sent, or older than asked (the ring drops the oldest) */
         rc = replay_send(p, r, e->seq, e->payload, e->len);
         if (rc == 0) {
             r->next = e->seq + 1;

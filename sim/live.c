@@ -115,17 +115,6 @@ int pf_sim_start(pf_sim *sim)
     return rc;
 }
 
-int pf_sim_set_hold_end(pf_sim *sim, int on)
-{
-    if (!sim)
-        return PF_ERR_ARG;
-    pf_sim__lock(sim);
-    sim->hold_end = on != 0;
-    pthread_cond_broadcast(&sim->ctl_cv);
-    pthread_mutex_unlock(&sim->mu);
-    return PF_OK;
-}
-
 int pf_sim_stop(pf_sim *sim)
 {
     if (!sim)

@@ -72,7 +72,7 @@ static void ctl_status(control *c, const char *fmt, ...)
 static int ctl_next_run(control *c, int paused)
 {
     int rc = pf_sim_reset(c->sim);
-    if (!rc) { /* always: the simulator's own pause at the end is its own */
+    if (!rc) { /* always: at the end the simulator paused itself, unasked */
         rc = pf_sim_set_paused(c->sim, paused);
         if (!rc)
             c->paused = paused;

@@ -665,8 +665,14 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
     }
     l->gpu.sim = l->sim;
     pf_simpub_attach(l->pub, l->sim); /* before the engine starts: every step is published */
-    /* before it starts too: a tiny run can end before the bridge is up */
-    pf_sim_set_hold_end(l->sim, 1);
+    /* the bridge before the engine: it has the simulator hold the run's end,
+     * which a tiny run could otherwise reach before the bridge is up */
+    l->ctl = pf_dash_bridge_start(l->sim, err, sizeof err);
+    if (!l->ctl) {
+        pf_term_close();
+        fprintf(stderr, "pagefault: %s\n", err);
+        return 1;
+    }
     sigset_t old;
     pf_dash_block_ui_signals(&old);
     rc = pf_sim_start(l->sim);
@@ -677,12 +683,6 @@ static int live_open(dash_live *l, dash_opts *o, const pf_jobs *jobs)
         return 1;
     }
     l->sim_running = 1;
-    l->ctl = pf_dash_bridge_start(l->sim, err, sizeof err);
-    if (!l->ctl) {
-        pf_term_close();
-        fprintf(stderr, "pagefault: %s\n", err);
-        return 1;
-    }
     pf_dash_bridge_set_loop(l->ctl, o->loop);
     pf_dash_bridge_set_jobs(l->ctl, jobs);
     /* the start screen may have seen a resize */
