@@ -263,6 +263,18 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * nor 33 (whole sequences packed a warp each: batch level with 29 on four
  * H100 machine starts, twenty-sixth session; its unpacked plans are 29). */
 #define PF_GPU_GQA_VERSION 29
+/* ... and where a plan of version 34 (29 with a head tile a warp, version
+ * 14's shape) splits no sequence, the planner takes that plan instead
+ * (pf_gpu_attn_plan_compute): each block reads 4 heads' pieces of every
+ * frame, 16 KB side by side at 16-token pages, where 29's blocks read one
+ * head's 4 KB. Split, its chunks are a quarter of 29's and their merges
+ * cost more than the pieces save (version 14, tenth session), so it takes
+ * only plans that already fill the machine unsplit, such as batch's
+ * (256 x 1024: 512 blocks). Only for shapes whose head tiles are a
+ * multiple of 4 (every warp busy). Twenty-eighth session, an H100:
+ * v34 / v29 on batch's shuffled pass 0.991 (0.979 against 0.970 of the
+ * read bandwidth). */
+#define PF_GPU_MH_GQA_VERSION 34
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
@@ -284,9 +296,9 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8,
- * 11 to 30, 32 and 33 (whose split plans run version 29's kernel) through
+ * 11 to 30 and 32 to 34 (33's split plans run version 29's kernel) through
  * global memory (their workspace also holds one counter per (sequence, head
- * tile), zero at rest; version 14: per block of 4 tiles) and from a work
+ * tile), zero at rest; versions 14 and 34: per block of 4 tiles) and from a work
  * list when planned from lengths; 9, 10 and 31 inside a thread-block cluster, so their chunks
  * stay in grid order, at most PF_GPU_CLUSTER_MAX of them, and need no
  * workspace. */
@@ -336,38 +348,41 @@ static inline int pf_gpu_version_exact(int version)
     return !pf_gpu_version_steal(version);
 }
 
-/* Head tiles one thread block serves: version 14's 16-bit kernel gives each
- * of its 4 warps a head tile of its own over the block's chunk (so, when a
- * tile is a whole GQA group, a block reads 4 heads' pages of every frame,
- * which lie side by side in the pool);
- * every other kernel (version 14's fp32 fallback too) serves one tile a
- * block. */
-#define PF_GPU_MH_VERSION 14
+/* Head tiles one thread block serves: the 16-bit kernels of versions 14
+ * and 34 (12's and 29's arithmetic) give each of their 4 warps a head tile
+ * of its own over the block's chunk (so, when a tile is a whole GQA group,
+ * a block reads 4 heads' pages of every frame, which lie side by side in
+ * the pool); every other kernel (their fp32 fallback too) serves one tile
+ * a block. */
 #define PF_GPU_MH_TILES 4
+static inline int pf_gpu_version_mh(int version)
+{
+    return version == 14 || version == 34;
+}
 /* Versions whose plans can take a tail (pf_gpu__plan_set_tail): those
- * that merge in place, without a cluster, work stealing or version 14's
- * head tiles (their slots are by chunk). */
+ * that merge in place, without a cluster, work stealing or versions 14's
+ * and 34's head tiles (their slots are by chunk). */
 static inline int pf_gpu_version_tail(int version)
 {
     return pf_gpu_version_fused(version) && !pf_gpu_version_cluster(version) &&
-           !pf_gpu_version_steal(version) && version != PF_GPU_MH_VERSION;
+           !pf_gpu_version_steal(version) && !pf_gpu_version_mh(version);
 }
 static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
 {
-    return version == PF_GPU_MH_VERSION && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
+    return pf_gpu_version_mh(version) && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
-/* Versions 19-33 feed bf16's attention weights to P V as one bf16
+/* Versions 19-34 feed bf16's attention weights to P V as one bf16
  * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels/launch.cuh pick_v:
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
 {
-    return version >= 19 && version <= 33;
+    return version >= 19 && version <= 34;
 }
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
  * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
- * tensor cores (versions 6 and 12-33, 16-bit) p enters as fp16 (11 bits:
+ * tensor cores (versions 6 and 12-34, 16-bit) p enters as fp16 (11 bits:
  * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16) or as
  * one term (8 bits: 2^-8). Relative for normal numbers: fp16 weights below
  * 2^-14 are subnormal and off by up to 2^-25 absolutely, which the check's

@@ -959,6 +959,20 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     m.slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
     const int v = resolve_version(s, paged, m.bound, version);
+    if (!version && v == PF_GPU_GQA_VERSION &&
+        pf_gpu__head_tiles(s) % pf_gpu_version_heads(PF_GPU_MH_GQA_VERSION, s->dtype) == 0) {
+        /* version 0's head tile a warp, where it needs no split
+         * (gpu_internal.h, PF_GPU_MH_GQA_VERSION) */
+        pf_gpu_attn_plan mh;
+        rc = pf_gpu_attn_plan_compute(&mh, s, paged, lens_host, max_len, PF_GPU_MH_GQA_VERSION,
+                                      sm_count, blocks_per_sm);
+        if (rc != PF_OK)
+            return rc;
+        if (mh.splits == 1) {
+            *plan = mh;
+            return PF_OK;
+        }
+    }
     m.v = v;
     /* blocks per chunk of a sequence, and the bytes a block reads a token
      * (version 14: a block serves several head tiles, each its own KV) */

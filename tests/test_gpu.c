@@ -1051,9 +1051,10 @@ Test(gpu, check_only_checks_every_version_and_times_nothing)
 
 /* The public planner (device queries) resolves version 0 as
  * pf_gpu_attn_plan_compute does: a small launch serves one query head a
- * block, and one whose sequence outgrows a cluster falls back to the large
- * launch's version. (Until the twenty-first session plan_make handed the
- * planner the resolved version, so neither reached a caller.) */
+ * block, one whose sequence outgrows a cluster falls back to the large
+ * launch's version, and a batch that fills the machine unsplit runs version
+ * 34. (Until the twenty-first session plan_make handed the planner the
+ * resolved version, so the first two never reached a caller.) */
 Test(gpu, plan_make_plans_version_0_as_the_planner_does)
 {
     pf_gpu_attn_shape s = {.num_seqs = 1, .num_q_heads = 32, .num_kv_heads = 8, .head_dim = 128,
@@ -1072,6 +1073,17 @@ Test(gpu, plan_make_plans_version_0_as_the_planner_does)
     cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     cr_assert_neq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK,
                   "version 9 itself cannot merge more chunks than a cluster holds");
+    /* batch (256 x 1024): version 34's plan splits nothing, so it is
+     * version 0's (PF_GPU_MH_GQA_VERSION) */
+    enum { N = 256 };
+    int lens[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = 1024;
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 64;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, lens, 0, 0), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION);
+    cr_assert_eq(p.splits, 1);
 }
 
 /* A packed plan reads the device's lengths as a work list does (gpu.h):

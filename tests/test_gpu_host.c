@@ -902,7 +902,7 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK);
         cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, lens), PF_OK, "v%d", v); /* 4096 */
-        const int can = v >= 5 && v != 9 && v != 10 && v != 11 && v != 14 && v != 31;
+        const int can = v >= 5 && v != 9 && v != 10 && v != 11 && v != 14 && v != 31 && v != 34;
         cr_assert_eq(pf_gpu_version_tail(v), can, "v%d", v);
         cr_assert_eq(pf_gpu__plan_set_tail(&p, 2, lens), can ? PF_OK : PF_ERR_ARG, "v%d", v);
     }
@@ -1201,12 +1201,13 @@ Test(gpu_host, plan_blocks_follow_the_launch_grid)
     cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)p.splits * 8 * N);
 }
 
-/* Version 14 serves 4 head tiles a block (a warp each): a sequence's chunk
+/* Versions 14 and 34 (12's and 29's arithmetic) serve 4 head tiles a
+ * block (a warp each): a sequence's chunk
  * launches a quarter of the blocks, each reading 4 heads' bytes; llama is
  * split to fill the machine, batch stays unsplit at 512 blocks, the
  * counters are sized per block (in assert_covers), and fp32, which runs
- * version 5's kernel under number 14, keeps one tile a block. */
-Test(gpu_host, version_14_serves_four_head_tiles_a_block)
+ * version 5's kernel under both numbers, keeps one tile a block. */
+static void assert_serves_four_head_tiles(int mh)
 {
     enum { N = 256 };
     int lens[N];
@@ -1214,11 +1215,11 @@ Test(gpu_host, version_14_serves_four_head_tiles_a_block)
         lens[i] = 4096;
     pf_gpu_attn_shape s = llama_shape();
     pf_gpu_attn_plan p, q;
-    cr_assert_eq(pf_gpu_version_heads(14, PF_GPU_BF16), 4);
-    cr_assert_eq(pf_gpu_version_heads(14, PF_GPU_F32), 1);
+    cr_assert_eq(pf_gpu_version_heads(mh, PF_GPU_BF16), 4);
+    cr_assert_eq(pf_gpu_version_heads(mh, PF_GPU_F32), 1);
     cr_assert_eq(pf_gpu_version_heads(12, PF_GPU_BF16), 1);
     cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, lens, 0, 12, 132, 4), PF_OK);
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, mh, 132, 4), PF_OK);
     cr_assert_eq(pf_gpu__plan_head_tiles(&q), 8);
     cr_assert_eq(pf_gpu__plan_head_tiles(&p), 2, "8 KV heads' tiles, 4 a block");
     cr_assert_eq(q.splits, 1);
@@ -1238,19 +1239,87 @@ Test(gpu_host, version_14_serves_four_head_tiles_a_block)
         lens[i] = 1024;
     s.num_seqs = N;
     s.max_blocks_per_seq = 64;
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, mh, 132, 4), PF_OK);
     cr_assert_eq(p.splits, 1);
     cr_assert_eq(pf_gpu__plan_blocks(&p), (long long)N * 2);
     /* tiles that are not a multiple of 4 round up: 3 KV heads, group 2 */
     s.num_kv_heads = 3;
     s.num_q_heads = 6;
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, mh, 132, 4), PF_OK);
     cr_assert_eq(pf_gpu__plan_head_tiles(&p), 1);
     assert_covers(&p, 1024, 16);
     s.dtype = PF_GPU_F32;
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 14, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, mh, 132, 4), PF_OK);
     cr_assert_eq(pf_gpu__plan_head_tiles(&p), 3);
     assert_covers(&p, 1024, 16);
+}
+
+Test(gpu_host, versions_14_and_34_serve_four_head_tiles_a_block)
+{
+    assert_serves_four_head_tiles(14);
+    assert_serves_four_head_tiles(34);
+    cr_assert_eq(pf_gpu_version_heads(29, PF_GPU_BF16), 1);
+    cr_assert_eq(pf_gpu_version_heads(33, PF_GPU_F16), 1);
+}
+
+/* Version 0 on a large 16-bit GQA launch is version 34 (29 with a head
+ * tile a warp) where 34's plan splits no sequence, else 29
+ * (gpu_internal.h, PF_GPU_MH_GQA_VERSION): batch (256 x 1024) runs 34 in
+ * 512 unsplit blocks, from lengths or from a bound; llama (64 x 4096),
+ * whose 34 plan splits, runs 29; so do head tiles that are not a multiple
+ * of 4 (GQA 8/2: two of a block's warps would idle) and fp32 its 7. */
+Test(gpu_host, version_0_takes_a_head_tile_a_warp_where_it_needs_no_split)
+{
+    enum { N = 256 };
+    int lens[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = 1024;
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 64;
+    pf_gpu_attn_plan p, q;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 2 * N, "8 KV heads' tiles, 4 a block");
+    cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, lens, 0, PF_GPU_MH_GQA_VERSION, 132, 4),
+                 PF_OK);
+    cr_assert_eq(q.chunk, p.chunk, "the plan version 34 makes itself");
+    cr_assert_eq(q.units, p.units);
+    cr_assert_eq(q.workspace_bytes, p.workspace_bytes);
+    assert_covers(&p, 1024, 16);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 1024, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION, "from a bound too");
+    cr_assert_eq(p.splits, 1);
+    /* fp16 alike; fp32 runs version 7 */
+    s.dtype = PF_GPU_F16;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION);
+    s.dtype = PF_GPU_F32;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, 7);
+    /* llama: 34 would split each sequence in chunks a quarter of 29's */
+    s = llama_shape();
+    cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, NULL, 4096, PF_GPU_MH_GQA_VERSION, 132, 4),
+                 PF_OK);
+    cr_assert_gt(q.splits, 1);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, 4096, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+    /* GQA 8/2: 2 head tiles of 4, unsplit as a batch, still 29 */
+    s.num_seqs = N;
+    s.num_q_heads = 8;
+    s.num_kv_heads = 2;
+    s.max_blocks_per_seq = 64;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+    /* the same at 1024 sequences: enough blocks, and still 29 */
+    int many[4 * N];
+    for (int i = 0; i < 4 * N; i++)
+        many[i] = 1024;
+    s.num_seqs = 4 * N;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, many, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+    cr_assert_eq(p.splits, 1);
 }
 
 /* Version 0's fallback for a small launch too long for one cluster counts

@@ -557,11 +557,13 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     constexpr int kTmaBoxes = D / kTmaBoxElts; /* boxes of a tile (15, 16) */
     static_assert(TOK == 8 || TOK == 16, "a tile is one or two m16n8 n-tiles");
     static_assert(!QUAD || TOK == 8, "version 13 is version 12 with quads");
-    static_assert(!MH || (TOK == 8 && !QUAD), "version 14 is version 12 a warp a head tile");
+    static_assert(!MH || (TOK == 8 && (!QUAD || (FIX == 2 && QREG))),
+                  "versions 14 and 34 are versions 12 and 29 a warp a head tile");
     static_assert(!MH || W == PF_GPU_MH_TILES, "the planner's head tiles a block (gpu_internal.h)");
     static_assert(!TMA || (TOK == 8 && !QUAD && !MH), "versions 15 and 16 are version 12's copy");
     static_assert(!KVS || (!QUAD && !MH && !TMA), "versions 21, 22 and 24 split 19's and 20's copy");
-    static_assert(!FIX || (QUAD && !KVS && !MH && !TMA), "versions 26-30 are 25's addressing");
+    static_assert(!FIX || (QUAD && !KVS && (!MH || FIX == 2) && !TMA),
+                  "versions 26-30 and 34 are 25's addressing");
     static_assert(!QREG || FIX, "versions 27 and 29 are 26 and 28 with Q in registers");
     static_assert(FIX < 2 || (TOK == 8 && RPI <= 8), "version 28's lane addresses (below)");
     static_assert(FIX != 3 || !kSplitP, "version 30's pairs are P's one term");
@@ -888,7 +890,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     constexpr bool kQShared = TOK == 8;
     unsigned qa[kQShared ? 1 : KS][2];
     /* this warp's rows of Q (version 33: and a zero row) */
-    uint4 *const sqw = sq + (MH ? warp * 8 * CPR : PK ? warp * 9 * CPR : 0);
+    uint4 *const sqw = sq + (MH || PK ? warp * (QUAD ? 9 : 8) * CPR : 0);
     /* version 33: sequence j's Q into the warp's rows (a lane a few 16-byte
      * pieces), the zero row after them. Version 14's load below is its
      * twin for a head tile; one lambda for both cost this kernel a 16-byte
@@ -908,15 +910,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     if constexpr (PK) {
         if (cj < pk_n)
             warp_q(cj);
-    } else if constexpr (MH) { /* a warp its own head tile's rows (none when inactive) */
-#pragma unroll
-        for (int i = lane; i < 8 * CPR; i += 32) {
+    } else if constexpr (MH) { /* a warp its own head tile's rows (none when inactive); */
+#pragma unroll                     /* version 34 (QUAD) a zero row after them */
+        for (int i = lane; i < (QUAD ? 9 : 8) * CPR; i += 32) {
             const int row = i / CPR, pc = i % CPR;
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
             if (active && row < GT)
                 v = *reinterpret_cast<const uint4 *>(a.q + ((size_t)seq * a.hq + qh0 + row) * D +
                                                      pc * 8);
-            sqw[row * CPR + (pc ^ row)] = v;
+            sqw[qpiece(row, pc)] = v;
         }
         __syncwarp();
     } else if constexpr (kQShared) {
