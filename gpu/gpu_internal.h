@@ -261,7 +261,8 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * of 29, no faster), 31 and 32 (the split's merge in a cluster, 6% slower
  * on long; one acquire-release atomic, level with 29: twenty-fifth session)
  * nor 33 (whole sequences packed a warp each: batch level with 29 on four
- * H100 machine starts, twenty-sixth session; its unpacked plans are 29). */
+ * H100 machine starts, twenty-sixth session; its unpacked plans are 29);
+ * 34 only as below. */
 #define PF_GPU_GQA_VERSION 29
 /* ... and where a plan of version 34 (29 with a head tile a warp, version
  * 14's shape) splits no sequence, the planner takes that plan instead

@@ -533,7 +533,8 @@ __device__ bool pack_begin(const AttnArgs<T> &a, int *tbl, int qh0, int *pk_seq,
  * by v9's end, attn_finish_cluster), 32 (29 with END kEndAcqRel: the
  * workspace merge's count one acquire-release atomic, no fences; v2.cuh),
  * 33 (29 with END kEndPack: several whole sequences a block, a warp
- * each): see the comments above.
+ * each), 34 (29 with MH: 14's head tile a warp, whole quads, the lane
+ * addresses taken once and Q held): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
@@ -605,7 +606,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const Work job = work_of(a);
     int seq = job.seq; /* version 33: this warp's sequence (below, and at each of its ends) */
-    /* Version 14 (MH): the block serves head tiles W ht .. W ht + W - 1,
+    /* Versions 14 and 34 (MH): the block serves head tiles W ht .. W ht + W - 1,
      * warp w tile W ht + w over the whole chunk (a warp past the last
      * tile, when the tiles are not a multiple of W, copies and computes
      * nothing); the block's query heads are bq0 .. bq0 + brows - 1. Else
