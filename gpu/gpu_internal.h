@@ -272,9 +272,10 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * cost more than the pieces save (version 14, tenth session), so it takes
  * only plans that already fill the machine unsplit, such as batch's
  * (256 x 1024: 512 blocks). Only for shapes whose head tiles are a
- * multiple of 4 (every warp busy). Twenty-eighth session, an H100:
- * v34 / v29 on batch's shuffled pass 0.991 (0.979 against 0.970 of the
- * read bandwidth). */
+ * multiple of 4 (every warp busy). Twenty-eighth session, three H100
+ * starts: v34 / v29 on batch's shuffled pass 0.991, 0.994 and 0.998
+ * (0.979, 0.978 and 0.970 of the read bandwidth against 0.970, 0.972 and
+ * 0.968), never slower; not yet run on an H200. */
 #define PF_GPU_MH_GQA_VERSION 34
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
