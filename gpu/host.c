@@ -962,13 +962,12 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     if (!version && v == PF_GPU_GQA_VERSION &&
         pf_gpu__head_tiles(s) % pf_gpu_version_heads(PF_GPU_MH_GQA_VERSION, s->dtype) == 0) {
         /* version 0's head tile a warp, where it needs no split
-         * (gpu_internal.h, PF_GPU_MH_GQA_VERSION) */
+         * (gpu_internal.h, PF_GPU_MH_GQA_VERSION); a plan 34 cannot make
+         * leaves the choice to 29's, which reports its own errors */
         pf_gpu_attn_plan mh;
-        rc = pf_gpu_attn_plan_compute(&mh, s, paged, lens_host, max_len, PF_GPU_MH_GQA_VERSION,
-                                      sm_count, blocks_per_sm);
-        if (rc != PF_OK)
-            return rc;
-        if (mh.splits == 1) {
+        if (pf_gpu_attn_plan_compute(&mh, s, paged, lens_host, max_len, PF_GPU_MH_GQA_VERSION,
+                                     sm_count, blocks_per_sm) == PF_OK &&
+            mh.splits == 1) {
             *plan = mh;
             return PF_OK;
         }

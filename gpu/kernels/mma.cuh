@@ -911,8 +911,10 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     if constexpr (PK) {
         if (cj < pk_n)
             warp_q(cj);
-    } else if constexpr (MH) { /* a warp its own head tile's rows (none when inactive); */
-#pragma unroll                     /* version 34 (QUAD) a zero row after them */
+    } else if constexpr (MH) {
+        /* a warp its own head tile's rows (none when inactive); version 34
+         * (QUAD) a zero row after them */
+#pragma unroll
         for (int i = lane; i < (QUAD ? 9 : 8) * CPR; i += 32) {
             const int row = i / CPR, pc = i % CPR;
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
