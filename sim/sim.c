@@ -624,9 +624,14 @@ int pf_sim__step_locked(pf_sim *s)
         for (int k = 0; k < s->nshards; k++)
             pf_sched_land(s->sc, k);
     rc = pf_sched_commit(s->sc);
+    /* commit ends the step even when a landing failed (the step count and
+     * the clock move on, what landed stays landed; the request that could
+     * not take its frames lands next step), so the step is accounted before
+     * its error is returned: else it has no history entry and no step_end,
+     * and the next step's sums stand for both */
+    account(s, pf_sched_tokens(s->sc) - tokens0);
     if (rc < 0)
         return rc;
-    account(s, pf_sched_tokens(s->sc) - tokens0);
     if (rc == 1)
         s->done = 1;
     if (s->livelock)

@@ -346,6 +346,73 @@ Test(sim_fail, failed_landing_keeps_decode_totals)
     pf_jobs_free(&j);
 }
 
+/* A failed step still happened: commit moved the scheduler's step count
+ * and clock on (and what did land stays landed), so the simulator must
+ * account for it as for any other step: a history entry, the publisher's
+ * step_end, the livelock guard. Before the fix it returned the error first:
+ * the failed step had no history entry and no step_end, and the next step's
+ * entry stood for both (its sums weighted twice). */
+static void attach_nothing(void *ctx, struct pf_sched *sc)
+{
+    (void)ctx;
+    (void)sc;
+}
+
+static void count_step_end(void *ctx, double t_end)
+{
+    (void)t_end;
+    (*(int *)ctx)++;
+}
+
+Test(sim_fail, failed_step_is_accounted)
+{
+    pf_jobs j = one_job(1, 8);
+    pf_sim_params p;
+    params(&p, PF_ENGINE_DETERMINISTIC, 1);
+    p.cfg.block_size = 1;
+    pf_sim *s = make(&p, &j);
+    int ends = 0;
+    pf_sim_on_sched(s, attach_nothing, count_step_end, &ends);
+    cr_assert_eq(pf_sim_step(s), 0); /* the prompt and the first token */
+    atomic_store(&fail_frames, 1);
+    const int rc = pf_sim_step(s); /* the next token's frame cannot be taken */
+    atomic_store(&fail_frames, 0);
+    cr_assert_eq(rc, PF_ERR_NOMEM);
+
+    pf_sim_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    cr_assert_eq(pf_sim_take_snapshot(s, &snap), PF_OK);
+    cr_assert_eq(snap.stats.step, 2, "the failed step counts as a step: %lld",
+                 (long long)snap.stats.step);
+    cr_expect_eq(ends, 2, "step_end after each step: %d", ends);
+    cr_assert_eq(snap.nhistory, 2, "a history entry for each step: %d", snap.nhistory);
+    cr_expect_eq(snap.hist_step0, 0);
+    cr_expect_eq(snap.hist_tokens[0], 1.0f, "the first step's token: %g",
+                 (double)snap.hist_tokens[0]);
+    cr_expect_eq(snap.hist_tokens[1], 0.0f, "the failed step landed nothing: %g",
+                 (double)snap.hist_tokens[1]);
+    cr_expect_eq(snap.hist_time[1], snap.stats.time_s, "the failed step's entry ends at %g, not %g",
+                 snap.hist_time[1], snap.stats.time_s);
+
+    int r;
+    while ((r = pf_sim_step(s)) == 0)
+        ;
+    cr_assert_eq(r, 1);
+    cr_assert_eq(pf_sim_take_snapshot(s, &snap), PF_OK);
+    cr_expect_eq(snap.stats.tokens_generated, 8);
+    cr_expect_eq(ends, (int)snap.stats.step, "step_end calls %d, steps %lld", ends,
+                 (long long)snap.stats.step);
+    cr_expect_eq(snap.nhistory, (int)snap.stats.step, "history entries %d, steps %lld",
+                 snap.nhistory, (long long)snap.stats.step);
+    float tokens = 0.0f;
+    for (int i = 0; i < snap.nhistory; i++)
+        tokens += snap.hist_tokens[i];
+    cr_expect_eq(tokens, 8.0f, "the history's tokens: %g", (double)tokens);
+    pf_sim_snapshot_free(&snap);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}
+
 /* Naive mode reserves a request's whole length when it is admitted: one
  * request of 1 + 8 tokens under a 512-token cap holds 32 frames of 16 from
  * its first landing on. When that landing cannot take them, the request
