@@ -1192,14 +1192,22 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
     /* the version is resolved here only to size the SM's slots: the
      * planner is given the caller's `version`, since version 0 plans more
      * than a version (a small launch's head tile, the long sequence's
-     * fallback; pf_gpu_attn_plan_compute) */
+     * fallback, version 34 where it splits nothing, each sized by its own
+     * kernel's occupancy; pf_gpu_attn_plan_compute) */
     int v;
     if ((rc = pf_gpu__plan_version(s, paged, lens_host, max_len, version, &v)) != PF_OK)
         return rc;
     int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
     if (per_sm < 1)
         per_sm = 1;
-    rc = pf_gpu_attn_plan_compute(plan, s, paged, lens_host, max_len, version, sms, per_sm);
+    int mh_per_sm = per_sm;
+    if (!version && v == PF_GPU_GQA_VERSION) {
+        mh_per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, PF_GPU_MH_GQA_VERSION);
+        if (mh_per_sm < 1)
+            mh_per_sm = 1;
+    }
+    rc = pf_gpu__plan_compute_occ(plan, s, paged, lens_host, max_len, version, sms, per_sm,
+                                  mh_per_sm);
     if (rc == PF_OK)
         pf_gpu_kernel_prepare(plan); /* a run then queries nothing */
     return rc;

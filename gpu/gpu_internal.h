@@ -33,6 +33,14 @@ int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int p
  * pf_gpu__plan_begin. PF_OK or PF_ERR_ARG (lengths past the capacity). */
 int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len,
                          int version, int *v_out);
+/* pf_gpu_attn_plan_compute with the occupancy of version 0's second
+ * candidate (PF_GPU_MH_GQA_VERSION) given apart: mh_blocks_per_sm of its
+ * blocks fit an SM where blocks_per_sm of the resolved version's do. The
+ * public call passes blocks_per_sm for both; pf_gpu_attn_plan_make asks the
+ * device for each kernel's. */
+int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm, int mh_blocks_per_sm);
 /* Set a made plan's chunking: the longest sequence (plan->max_len) in about
  * `splits` chunks of whole pages (at most PF_GPU_MAX_CHUNK tokens each), and
  * the workspace that needs (a plan with a work list needs the lengths it

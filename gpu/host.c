@@ -947,10 +947,18 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
                              const int *lens_host, int max_len, int version, int sm_count,
                              int blocks_per_sm)
 {
+    return pf_gpu__plan_compute_occ(plan, s, paged, lens_host, max_len, version, sm_count,
+                                    blocks_per_sm, blocks_per_sm);
+}
+
+int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm, int mh_blocks_per_sm)
+{
     int rc = pf_gpu__plan_begin(plan, s, paged, version);
     if (rc != PF_OK)
         return rc;
-    if (sm_count < 1 || blocks_per_sm < 1)
+    if (sm_count < 1 || blocks_per_sm < 1 || mh_blocks_per_sm < 1)
         return PF_ERR_ARG;
     plan_model m = {.s = s, .lens = lens_host};
     if ((rc = plan_bound(s, paged, lens_host, max_len, &m.bound)) != PF_OK)
@@ -963,10 +971,12 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         pf_gpu__head_tiles(s) % pf_gpu_version_heads(PF_GPU_MH_GQA_VERSION, s->dtype) == 0) {
         /* version 0's head tile a warp, where it needs no split
          * (gpu_internal.h, PF_GPU_MH_GQA_VERSION); a plan 34 cannot make
-         * leaves the choice to 29's, which reports its own errors */
+         * leaves the choice to 29's, which reports its own errors. Its
+         * slots are its own kernel's: whether it fills the machine unsplit
+         * depends on how many of its blocks an SM holds */
         pf_gpu_attn_plan mh;
         if (pf_gpu_attn_plan_compute(&mh, s, paged, lens_host, max_len, PF_GPU_MH_GQA_VERSION,
-                                     sm_count, blocks_per_sm) == PF_OK &&
+                                     sm_count, mh_blocks_per_sm) == PF_OK &&
             mh.splits == 1) {
             *plan = mh;
             return PF_OK;

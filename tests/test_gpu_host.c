@@ -461,6 +461,37 @@ Test(gpu_host, plan_comes_from_lengths_not_capacity)
     assert_covers(&b, 32768, 16);
 }
 
+/* Version 0 on batch (256 x 1024, GQA 32/8): version 34 where its own plan
+ * splits no sequence, else 29. Its 512 blocks fill 132 SMs unsplit at 4
+ * blocks an SM (528 slots), not at 3 (396), so which version runs depends
+ * on version 34's occupancy, which the planner must weigh apart from
+ * version 29's: plan_make asks the device for each. */
+Test(gpu_host, version_34_is_planned_at_its_own_occupancy)
+{
+    enum { N = 256 };
+    int lens[N];
+    for (int i = 0; i < N; i++)
+        lens[i] = 1024;
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = N;
+    s.max_blocks_per_seq = 64;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION, "4 of each an SM: version %d", p.version);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 3), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION, "3 of each an SM: version %d", p.version);
+    /* 29 at 3 an SM, 34 at 4: 34 fills the machine unsplit */
+    cr_assert_eq(pf_gpu__plan_compute_occ(&p, &s, 1, lens, 0, 0, 132, 3, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION, "29 at 3, 34 at 4: version %d", p.version);
+    cr_assert_eq(p.blocks_per_sm, 4, "the plan records the occupancy it ran on");
+    /* 29 at 4, 34 at 3: 34 would split, so 29 */
+    cr_assert_eq(pf_gpu__plan_compute_occ(&p, &s, 1, lens, 0, 0, 132, 4, 3), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION, "29 at 4, 34 at 3: version %d", p.version);
+    cr_assert_eq(p.blocks_per_sm, 4);
+    cr_assert_eq(pf_gpu__plan_compute_occ(&p, &s, 1, lens, 0, 0, 132, 4, 0), PF_ERR_ARG);
+}
+
 Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
 {
     int lens[8];
