@@ -942,13 +942,16 @@ double now_us(void)
  * between (what a serving loop pays per layer) of
  *   HOST_RUN    the paged run (pf_gpu_attn_run);
  *   HOST_EMPTY  the launch of an empty kernel with the same argument block,
- *               made as the run makes its launch: the floor under the run;
+ *               made as the run makes its launch (a replay of the stream's
+ *               graph): the floor under the run;
+ *   HOST_DIRECT the same by the driver's launch (cuLaunchKernel): what the
+ *               run would pay without its graph;
  *   HOST_GRAPH  the replay of a CUDA graph holding one run
  *               (pf_gpu_attn_graph_launch): what a serving loop that
  *               captures its decode step, as vLLM does by default, pays.
  * The device work queues up meanwhile; 50 launches do not fill the launch
  * queue and block. */
-enum HostLoop { HOST_RUN, HOST_EMPTY, HOST_GRAPH };
+enum HostLoop { HOST_RUN, HOST_EMPTY, HOST_DIRECT, HOST_GRAPH };
 
 int host_loop_us(Case *c, HostLoop what, double *us)
 {
@@ -956,8 +959,8 @@ int host_loop_us(Case *c, HostLoop what, double *us)
     for (int rep = 0; rep < 5; rep++) {
         const double t0 = now_us();
         for (int i = 0; i < 50; i++) {
-            if (what == HOST_EMPTY)
-                CKP(pf_gpu_launch_empty(c->st), "empty kernel (host-time floor)");
+            if (what == HOST_EMPTY || what == HOST_DIRECT)
+                CKP(pf_gpu_launch_empty(c->st, what == HOST_DIRECT), "empty kernel (host-time floor)");
             else if (what == HOST_GRAPH)
                 CKP(pf_gpu_attn_graph_launch(c->graph, 1, c->st), "graph replay (host-time loop)");
             else
@@ -975,6 +978,7 @@ int case_host_time(Case *c)
     pf_gpu_bench_result *r = c->res;
     CKP(host_loop_us(c, HOST_RUN, &r->host_us_per_run), "host time of a run");
     CKP(host_loop_us(c, HOST_EMPTY, &r->launch_floor_us), "host time of an empty launch");
+    CKP(host_loop_us(c, HOST_DIRECT, &r->launch_direct_us), "host time of a direct launch");
     /* the run case_launch(c, 1) makes, captured */
     CKP(pf_gpu_attn_graph_make(&c->graph, &c->ver[0].plan[1], c->d_q, c->d_pk[0], c->d_pv[0],
                                c->d_tab[0], c->d_lens, c->ver[0].d_out[1], c->ver[0].d_ws),
@@ -1173,6 +1177,25 @@ extern "C" int pf_gpu_memset(void *ptr, int byte, size_t bytes)
 extern "C" int pf_gpu_sync(void)
 {
     return pf_gpu_cuda_err((int)cudaDeviceSynchronize());
+}
+
+extern "C" int pf_gpu_stream_create(void **stream)
+{
+    if (!stream)
+        return PF_ERR_ARG;
+    *stream = NULL;
+    if (!device_ready(NULL, 0))
+        return PF_ERR_UNAVAILABLE;
+    cudaStream_t st = nullptr;
+    const int rc = pf_gpu_cuda_err((int)cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    if (rc == PF_OK)
+        *stream = st;
+    return rc;
+}
+
+extern "C" int pf_gpu_stream_destroy(void *stream)
+{
+    return stream ? pf_gpu_cuda_err((int)cudaStreamDestroy((cudaStream_t)stream)) : PF_OK;
 }
 
 extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,

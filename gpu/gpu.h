@@ -65,6 +65,10 @@ int pf_gpu_free(void *ptr);
 int pf_gpu_memcpy(void *dst, const void *src, size_t bytes, pf_gpu_copy_kind kind);
 int pf_gpu_memset(void *ptr, int byte, size_t bytes);
 int pf_gpu_sync(void); /* wait for the device; reports an earlier kernel's failure */
+/* A stream of the device that does not wait on the legacy default stream (a
+ * cudaStream_t, for the stream arguments below), and its end. */
+int pf_gpu_stream_create(void **stream);
+int pf_gpu_stream_destroy(void *stream);
 
 typedef struct {
     int num_seqs;
@@ -104,7 +108,11 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * its outputs are not bitwise reproducible run to run (docs/gpu.md).
  * run: launch on device pointers with the prepared workspace; it allocates
  * nothing, queries nothing and synchronizes nothing, so it can be captured
- * in a CUDA graph. Device lengths: a length <= 0 gives an output of zeros;
+ * in a CUDA graph. It launches as a replay of a graph of its kernel kept
+ * per host thread and stream (about half a launch's host time), which the
+ * first run of a kernel on a stream from a thread makes; into a stream
+ * being captured it launches directly (docs/gpu.md, Plan and run). Device
+ * lengths: a length <= 0 gives an output of zeros;
  * a length above the planned bound (plan->max_len) is read only up to that
  * bound, and with a work list a sequence's length only up to the end of the
  * chunks planned for it (its host length rounded up to plan->chunk): plan
@@ -424,8 +432,12 @@ typedef struct {
     double launch_floor_us;    /* the same loop launching a kernel that does
                                   nothing, with the attention kernels'
                                   argument block (160 bytes; versions 15 and
-                                  16 pass 448 with their tensor maps): the
+                                  16 pass 448 with their tensor maps), as a
+                                  run launches (a graph replay): the
                                   driver's share of it                      */
+    double launch_direct_us;   /* the same empty kernel by the driver's
+                                  launch (cuLaunchKernel, no graph): what a
+                                  run's launch costs without its graph      */
     double graph_us_per_replay; /* the same loop replaying a CUDA graph of
                                   one run (pf_gpu_attn_graph_launch)        */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */

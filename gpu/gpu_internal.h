@@ -432,6 +432,10 @@ void pf_gpu_kernel_prepare(const pf_gpu_attn_plan *p);
 /* Kernel setups made so far, in the process (tests: a run after plan_make
  * makes none). */
 unsigned pf_gpu__kernel_setups(void);
+/* Graphs made for runs' launches so far (kernels.cu, graph_launch): one by
+ * the first launch of a kernel on a stream from a host thread; none while
+ * the stream is captured, none with PF_GPU_LAUNCH=driver or runtime. */
+unsigned pf_gpu__graph_makes(void);
 
 /* A CUDA error as a pf_err: allocation -> PF_ERR_NOMEM, an invalid value
  * or pointer -> PF_ERR_ARG, anything else (a kernel fault, no device, a
@@ -445,8 +449,10 @@ int pf_gpu_launch_append(const pf_gpu_attn_shape *s, const void *k_new, const vo
                          void *k_pool, void *v_pool, void *stream);
 
 /* A kernel that does nothing, launched with the attention kernels' argument
- * block (one block): the floor under a run's host time, for the bench. */
-int pf_gpu_launch_empty(void *stream);
+ * block (one block) as a run launches (a replay of the stream's graph): the
+ * floor under a run's host time, for the bench; direct != 0: by the
+ * driver's launch, what a launch costs without the graph. */
+int pf_gpu_launch_empty(void *stream, int direct);
 
 /* A driver entry point (CUDA 12.0's form of it) through the runtime, so
  * that nothing links the driver library itself; NULL where there is none.

@@ -60,6 +60,19 @@ int pf_gpu_sync(void)
     return PF_ERR_UNAVAILABLE;
 }
 
+int pf_gpu_stream_create(void **stream)
+{
+    if (!stream)
+        return PF_ERR_ARG;
+    *stream = NULL;
+    return PF_ERR_UNAVAILABLE;
+}
+
+int pf_gpu_stream_destroy(void *stream)
+{
+    return stream ? PF_ERR_UNAVAILABLE : PF_OK;
+}
+
 int pf_gpu_paged_attention(const pf_gpu_attn_shape *s, const void *q, const void *k_pool,
                            const void *v_pool, const int *block_tables, const int *seq_lens,
                            void *out, void *stream)

@@ -104,15 +104,25 @@ typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult (*LaunchExFn)(const CUlaunchConfig *, CUfunction, void **, void **);
 
-/* PF_GPU_LAUNCH=runtime takes the runtime's path only, to compare the two
- * (read once, so a run reads no environment) */
+/* PF_GPU_LAUNCH picks how a run launches, to compare the ways: graph (the
+ * default: a replay of the stream's graph, below), driver (cuLaunchKernel
+ * on the cached function) or runtime (the runtime's launch only). Read
+ * once, so a run reads no environment. */
+enum LaunchWay { kWayRuntime, kWayDriver, kWayGraph };
+LaunchWay launch_way()
+{
+    static const LaunchWay w = [] {
+        const char *e = getenv("PF_GPU_LAUNCH");
+        if (e && !strcmp(e, "runtime"))
+            return kWayRuntime;
+        return e && !strcmp(e, "driver") ? kWayDriver : kWayGraph;
+    }();
+    return w;
+}
+
 bool driver_launch_on()
 {
-    static const bool on = [] {
-        const char *e = getenv("PF_GPU_LAUNCH");
-        return !(e && !strcmp(e, "runtime"));
-    }();
-    return on;
+    return launch_way() != kWayRuntime;
 }
 
 } /* namespace */
@@ -179,7 +189,7 @@ void note_setup()
     g_setups.fetch_add(1, std::memory_order_relaxed);
 }
 
-CUfunction driver_function(const void *fn)
+CUfunction driver_function(const void *fn, int *dev_out)
 {
     struct Entry {
         const void *fn;
@@ -193,6 +203,8 @@ CUfunction driver_function(const void *fn)
         (void)cudaGetLastError();
         return nullptr;
     }
+    if (dev_out)
+        *dev_out = dev;
     for (const Entry &e : cache)
         if (e.fn == fn && e.dev == dev)
             return e.f;
@@ -206,20 +218,206 @@ CUfunction driver_function(const void *fn)
     return (CUfunction)f;
 }
 
+/* ---- the launch as a graph replay ------------------------------------------
+ *
+ * Why. Even on a function found once, the driver's launch is most of a
+ * run's host time (3-5 us on the device machines), more than the issue's 5
+ * us on a slow host. Giving the one kernel node of an executable graph new
+ * arguments and replaying the graph (cuGraphExecKernelNodeSetParams, then
+ * cuGraphLaunch) does the same work for about half: gpu/launch_probe.cu's
+ * graph-set row, median host us a launch with the 160-byte argument block,
+ * 2.73 against cuLaunchKernel's 3.72, pinned to a CPU 1.74 against 3.16
+ * (H100, thirtieth session). The arguments change every run, so the node
+ * is given them every run; nothing is skipped.
+ *
+ * The graphs. One per (host thread, device, stream, kernel), made by the
+ * first launch of that kernel on that stream from that thread and kept in
+ * a per-thread cache of 8, replaced in turn (a thread runs a few kernels
+ * on a few streams); a replaced graph is destroyed, which the driver
+ * defers until its launches are done. The stream is in the key because
+ * launches of one executable graph are ordered after one another: a graph
+ * shared by two streams would order their runs, while one graph a stream
+ * adds no order the stream does not already have. The cache is per thread
+ * because graph objects are not thread-safe. Making a graph is counted
+ * apart from the kernels' setups (pf_gpu__graph_makes): a run of a new
+ * stream pays it once, and never inside a capture (below).
+ *
+ * What launches directly instead: a stream being captured into a graph
+ * (launching a graph into it would invalidate the capture, so the run asks
+ * the driver first, cuStreamIsCapturing, a host-side check of the stream
+ * that costs no device work), a cluster launch (versions 9, 10 and 31
+ * split: its cluster size would be a node attribute, not yet run on a
+ * device), PF_GPU_LAUNCH=driver or runtime, and any failure on the graph
+ * path: the graph is dropped, the launch made directly, and that key
+ * launched directly from then on. A failed replay
+ * enqueues nothing, so nothing runs twice. A device reset invalidates the
+ * cached graphs, as it does the cached functions above: neither is
+ * supported while a run's thread lives. */
+typedef CUresult (*IsCapturingFn)(CUstream, CUstreamCaptureStatus *);
+typedef CUresult (*NodeSetFn)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+typedef CUresult (*GraphLaunchFn)(CUgraphExec, CUstream);
+
+struct GraphFns {
+    IsCapturingFn capturing;
+    NodeSetFn set;
+    GraphLaunchFn launch;
+};
+
+/* The driver's three per-run entry points, found once; nullptr when the
+ * graph path is off or any is missing. */
+const GraphFns *graph_fns()
+{
+    static const GraphFns g = [] {
+        GraphFns r = {};
+        if (launch_way() != kWayGraph)
+            return r;
+        r.capturing = (IsCapturingFn)driver_entry("cuStreamIsCapturing");
+        r.set = (NodeSetFn)driver_entry("cuGraphExecKernelNodeSetParams");
+        r.launch = (GraphLaunchFn)driver_entry("cuGraphLaunch");
+        if (!r.capturing || !r.set || !r.launch)
+            r = GraphFns{};
+        return r;
+    }();
+    return g.launch ? &g : nullptr;
+}
+
+static std::atomic<unsigned> g_graph_makes; /* pf_gpu__graph_makes */
+
+struct StreamGraph {
+    CUfunction f; /* the key: function, device, stream */
+    int dev;
+    cudaStream_t st;
+    bool used;     /* the key is set                                       */
+    bool direct;   /* the graph path failed for this key: launch directly */
+    cudaGraph_t g; /* kept: the exec's node is named by the graph's node */
+    cudaGraphNode_t node;
+    cudaGraphExec_t gx;
+};
+
+void graph_drop(StreamGraph &x)
+{
+    bool failed = false;
+    if (x.gx)
+        failed |= cudaGraphExecDestroy(x.gx) != cudaSuccess;
+    if (x.g)
+        failed |= cudaGraphDestroy(x.g) != cudaSuccess;
+    if (failed)
+        (void)cudaGetLastError(); /* a context reset since: nothing to report */
+    x = StreamGraph{};
+}
+
+/* A thread's graphs, destroyed when it ends. */
+struct GraphCache {
+    StreamGraph e[8];
+    unsigned next;
+    ~GraphCache()
+    {
+        for (StreamGraph &x : e)
+            graph_drop(x);
+    }
+};
+
+/* x's graph dropped and its key kept, marked direct (graph_launch). */
+void graph_refused(StreamGraph &x)
+{
+    const StreamGraph key = x;
+    graph_drop(x);
+    x.f = key.f;
+    x.dev = key.dev;
+    x.st = key.st;
+    x.used = x.direct = true;
+}
+
+/* x made for fn (the host stub) on its key's stream: a graph of one
+ * kernel node with this launch's configuration and arguments,
+ * instantiated. false when the runtime refuses. */
+bool graph_make(StreamGraph &x, const void *fn, dim3 grid, int smem, void **params)
+{
+    g_graph_makes.fetch_add(1, std::memory_order_relaxed);
+    cudaKernelNodeParams np = {};
+    np.func = const_cast<void *>(fn);
+    np.gridDim = grid;
+    np.blockDim = dim3(kThreads);
+    np.sharedMemBytes = (unsigned)smem;
+    np.kernelParams = params;
+    if (cudaGraphCreate(&x.g, 0) != cudaSuccess ||
+        cudaGraphAddKernelNode(&x.node, x.g, nullptr, 0, &np) != cudaSuccess ||
+        cudaGraphInstantiate(&x.gx, x.g, 0) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the direct launch reports what matters */
+        return false;
+    }
+    return true;
+}
+
+/* Launch as a replay of the stream's graph (above); false when it did not
+ * (nothing enqueued), for the caller to launch directly. A key whose graph
+ * could not be made or replayed is remembered as direct, so that a
+ * configuration the graph path refuses costs one attempt, not one a run. */
+bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cudaStream_t st,
+                  void **params)
+{
+    const GraphFns *G = graph_fns();
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!G || G->capturing((CUstream)st, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE)
+        return false;
+    static thread_local GraphCache c;
+    StreamGraph *x = nullptr;
+    for (StreamGraph &e : c.e)
+        if (e.used && e.f == f && e.dev == dev && e.st == st) {
+            x = &e;
+            break;
+        }
+    if (x && x->direct)
+        return false;
+    if (!x) {
+        x = &c.e[c.next++ % 8];
+        graph_drop(*x);
+        x->f = f;
+        x->dev = dev;
+        x->st = st;
+        x->used = true;
+        if (!graph_make(*x, fn, grid, smem, params)) {
+            graph_refused(*x);
+            return false;
+        }
+    }
+    CUDA_KERNEL_NODE_PARAMS np = {};
+    np.func = f;
+    np.gridDimX = grid.x;
+    np.gridDimY = grid.y;
+    np.gridDimZ = grid.z;
+    np.blockDimX = kThreads;
+    np.blockDimY = 1;
+    np.blockDimZ = 1;
+    np.sharedMemBytes = (unsigned)smem;
+    np.kernelParams = params;
+    if (G->set(x->gx, x->node, &np) == CUDA_SUCCESS && G->launch(x->gx, (CUstream)st) == CUDA_SUCCESS)
+        return true;
+    graph_refused(*x);
+    return false;
+}
+
 /* Launch fn on grid x kThreads threads with smem bytes of dynamic shared
- * memory, its parameters as cudaLaunchKernel takes them; with cluster_x >
- * 1, as clusters of cluster_x blocks along x (versions 9, 10 and 31), by
- * the driver's cuLaunchKernelEx, else the runtime's cudaLaunchKernelExC. */
+ * memory, its parameters as cudaLaunchKernel takes them: a replay of the
+ * stream's graph (above), else the driver's launch, else the runtime's;
+ * `direct` skips the graph. With cluster_x > 1, as clusters of cluster_x
+ * blocks along x (versions 9, 10 and 31), directly: by the driver's
+ * cuLaunchKernelEx, else the runtime's cudaLaunchKernelExC. */
 int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params,
-                  int cluster_x)
+                  int cluster_x, bool direct)
 {
     static const LaunchFn drv =
         driver_launch_on() ? (LaunchFn)driver_entry("cuLaunchKernel") : nullptr;
     static const LaunchExFn drv_ex =
         driver_launch_on() ? (LaunchExFn)driver_entry("cuLaunchKernelEx") : nullptr;
     cudaError_t e;
+    int dev = 0;
+    const CUfunction f = (cluster_x > 1 ? drv_ex != nullptr : drv != nullptr)
+                             ? driver_function(fn, &dev)
+                             : nullptr;
+    if (f && !direct && cluster_x == 1 && graph_launch(fn, f, dev, grid, smem, st, params))
+        return PF_OK;
     if (cluster_x > 1) {
-        const CUfunction f = drv_ex ? driver_function(fn) : nullptr;
         CUlaunchAttribute at = {};
         at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
         at.value.clusterDim.x = (unsigned)cluster_x;
@@ -252,7 +450,6 @@ int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **p
         rcfg.numAttrs = 1;
         e = cudaLaunchKernelExC(&rcfg, fn, params);
     } else {
-        const CUfunction f = drv ? driver_function(fn) : nullptr;
         if (f && drv(f, grid.x, grid.y, grid.z, kThreads, 1, 1, (unsigned)smem, (CUstream)st,
                      params, nullptr) == CUDA_SUCCESS)
             return PF_OK;
@@ -271,12 +468,19 @@ extern "C" void *pf_gpu_driver_entry(const char *name)
 }
 
 /* Launched as a run launches its kernel (launch_kernel), so that the two
- * loops differ by the run's own work only. */
-extern "C" int pf_gpu_launch_empty(void *stream)
+ * loops differ by the run's own work only; `direct`: by the driver's launch
+ * (no graph), what a run would pay without its graph. */
+extern "C" int pf_gpu_launch_empty(void *stream, int direct)
 {
     AttnArgs<__nv_bfloat16> a = {};
     void *params[1] = {&a};
-    return pf_kern::launch_kernel((const void *)empty_kernel, dim3(1), 0, (cudaStream_t)stream, params);
+    return pf_kern::launch_kernel((const void *)empty_kernel, dim3(1), 0, (cudaStream_t)stream,
+                                  params, 1, direct != 0);
+}
+
+extern "C" unsigned pf_gpu__graph_makes(void)
+{
+    return pf_kern::g_graph_makes.load(std::memory_order_relaxed);
 }
 
 extern "C" int pf_gpu_cuda_err(int e)

@@ -18,6 +18,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
         cr_assert_eq(res.group_tile, tile);
     cr_assert_gt(res.host_us_per_run, 0.0);
     cr_assert_gt(res.launch_floor_us, 0.0);
+    cr_assert_gt(res.launch_direct_us, 0.0);
     cr_assert_gt(res.graph_us_per_replay, 0.0);
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
@@ -865,9 +867,11 @@ static void pcase_free(pcase *c)
     free(c->vc);
 }
 
-/* Run plan p on NaN-poisoned output; check every row: zeros for a length
- * <= 0, the CPU reference otherwise. */
-static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
+static void pcase_verify(pcase *c, const pf_gpu_attn_plan *p, const char *what);
+
+/* Run plan p on NaN-poisoned output, on stream st (NULL: the legacy
+ * default stream), and check it (pcase_verify). */
+static void pcase_check_on(pcase *c, const pf_gpu_attn_plan *p, void *st, const char *what)
 {
     float out[PS * PHQ * PD];
     if (c->dws && !c->keep_ws) {
@@ -880,8 +884,17 @@ static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
         CK(pf_gpu_attn_workspace_init(p, c->host, c->dws, NULL));
     }
     CK(pf_gpu_memset(c->dout, 0xff, sizeof out));
-    CK(pf_gpu_attn_run(p, c->dq, c->dk, c->dv, c->dtab, c->dlens, c->dout, c->dws, NULL));
+    CK(pf_gpu_sync()); /* a stream of its own does not wait for the legacy one */
+    CK(pf_gpu_attn_run(p, c->dq, c->dk, c->dv, c->dtab, c->dlens, c->dout, c->dws, st));
     CK(pf_gpu_sync());
+    pcase_verify(c, p, what);
+}
+
+/* The output c->dout holds, as plan p's run must have written it: zeros
+ * for a length <= 0, the CPU reference otherwise. */
+static void pcase_verify(pcase *c, const pf_gpu_attn_plan *p, const char *what)
+{
+    float out[PS * PHQ * PD];
     CK(pf_gpu_memcpy(out, c->dout, sizeof out, PF_GPU_D2H));
     for (int s = 0; s < PS; s++) {
         double ref[PHQ * PD];
@@ -903,6 +916,11 @@ static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
                           what, p->version, p->splits, s, i, x, ref[i]);
         }
     }
+}
+
+static void pcase_check(pcase *c, const pf_gpu_attn_plan *p, const char *what)
+{
+    pcase_check_on(c, p, NULL, what);
 }
 
 Test(gpu, lengths_of_zero_or_less_give_zeros_with_one_split_or_many)
@@ -1198,7 +1216,11 @@ Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
         float want[PS * PHQ * PD], got[PS * PHQ * PD];
         CK(pf_gpu_memcpy(want, c.dout, sizeof want, PF_GPU_D2H));
         pf_gpu_attn_graph *g = NULL;
+        const unsigned makes = pf_gpu__graph_makes();
         CK(pf_gpu_attn_graph_make(&g, &p, c.dq, c.dk, c.dv, c.dtab, c.dlens, c.dout, c.dws));
+        /* a run into a stream being captured launches directly: a graph
+         * launched into the capture would invalidate it */
+        cr_assert_eq(pf_gpu__graph_makes(), makes, "v%d: the capture made a graph of its own", v);
         CK(pf_gpu_memset(c.dout, 0xff, sizeof got)); /* capture ran nothing: replays must write */
         CK(pf_gpu_attn_graph_launch(g, 100, NULL));
         CK(pf_gpu_sync());
@@ -1213,6 +1235,100 @@ Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
         }
         pf_gpu_attn_graph_free(g);
     }
+    pcase_free(&c);
+}
+
+/* A run launches as a replay of its stream's graph (gpu/kernels.cu,
+ * graph_launch): the first run of a kernel on a stream from a host thread
+ * makes that graph, and every later run there only gives it new arguments,
+ * whatever they are, a new grid included (a split plan of the same
+ * kernel); another stream, or another thread, gets graphs of its own. A
+ * cluster launch (version 9 split: its chunks one cluster) launches
+ * directly, with no graph. Every run's output is the reference's.
+ * With PF_GPU_LAUNCH=driver or runtime there are no graphs at all. */
+typedef struct {
+    pcase *c;
+    const pf_gpu_attn_plan *p;
+    void *st;
+    int rc;           /* the first failing run's code, else PF_OK          */
+    unsigned makes;   /* graphs the thread's runs made                      */
+} graph_thread;
+
+static void *graph_thread_main(void *arg)
+{
+    graph_thread *t = arg;
+    const unsigned before = pf_gpu__graph_makes();
+    t->rc = PF_OK;
+    for (int i = 0; i < 10 && t->rc == PF_OK; i++)
+        t->rc = pf_gpu_attn_run(t->p, t->c->dq, t->c->dk, t->c->dv, t->c->dtab, t->c->dlens,
+                                t->c->dout, t->c->dws, t->st);
+    if (t->rc == PF_OK)
+        t->rc = pf_gpu_sync();
+    t->makes = pf_gpu__graph_makes() - before; /* the main thread runs nothing meanwhile */
+    return NULL;
+}
+
+Test(gpu, runs_replay_a_graph_a_stream)
+{
+    const char *way = getenv("PF_GPU_LAUNCH");
+    const unsigned graphs = !(way && (!strcmp(way, "driver") || !strcmp(way, "runtime")));
+    const int lens[PS] = {1, 77, 160, 320};
+    pcase c;
+    pcase_make(&c, lens);
+    c.keep_ws = 1; /* a version's two plans share one workspace, made for the split one */
+    void *s1 = NULL, *s2 = NULL;
+    CK(pf_gpu_stream_create(&s1));
+    CK(pf_gpu_stream_create(&s2));
+    const int versions[] = {12, 9};
+    for (size_t k = 0; k < sizeof versions / sizeof *versions; k++) {
+        const int v = versions[k];
+        /* version 12: one kernel for both plans, so one graph a stream;
+         * version 9: unsplit a plain launch (a graph), split a cluster
+         * launch (none) */
+        const unsigned want = graphs;
+        pf_gpu_attn_plan one, split;
+        CK(pf_gpu_attn_plan_make(&one, &c.sh, 1, lens, 0, v));
+        split = one;
+        CK(pf_gpu__plan_set_splits(&one, 1, lens));
+        CK(pf_gpu__plan_set_splits(&split, 3, lens));
+        cr_assert_eq(one.splits, 1);
+        cr_assert_eq(split.splits, 3);
+        if (c.dws)
+            CK(pf_gpu_free(c.dws));
+        CK(pf_gpu_malloc(&c.dws, split.workspace_bytes));
+        CK(pf_gpu_attn_workspace_init(&split, c.host, c.dws, NULL));
+
+        unsigned m0 = pf_gpu__graph_makes();
+        pcase_check_on(&c, &one, s1, "first unsplit run on s1");
+        pcase_check_on(&c, &split, s1, "first split run on s1");
+        cr_assert_eq(pf_gpu__graph_makes() - m0, want, "v%d: the first runs on s1 made %u graphs",
+                     v, pf_gpu__graph_makes() - m0);
+        m0 = pf_gpu__graph_makes();
+        for (int i = 0; i < 4; i++) {
+            pcase_check_on(&c, &split, s1, "split plan on s1");
+            pcase_check_on(&c, &one, s1, "unsplit plan on s1");
+        }
+        cr_assert_eq(pf_gpu__graph_makes(), m0, "v%d: later runs on s1 made %u more graphs", v,
+                     pf_gpu__graph_makes() - m0);
+        pcase_check_on(&c, &split, s2, "split plan on s2");
+        pcase_check_on(&c, &one, s2, "unsplit plan on s2");
+        cr_assert_eq(pf_gpu__graph_makes() - m0, want, "v%d: a second stream made %u graphs", v,
+                     pf_gpu__graph_makes() - m0);
+
+        /* another thread's runs on s1 make their own graph, once */
+        graph_thread t = {.c = &c, .p = v == 9 ? &one : &split, .st = s1};
+        CK(pf_gpu_memset(c.dout, 0xff, sizeof(float) * PS * PHQ * PD));
+        CK(pf_gpu_sync());
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, graph_thread_main, &t), 0);
+        cr_assert_eq(pthread_join(th, NULL), 0);
+        cr_assert_eq(t.rc, PF_OK, "v%d: the thread's runs: %d", v, t.rc);
+        cr_assert_eq(t.makes, graphs, "v%d: the thread's 10 runs made %u graphs", v, t.makes);
+        pcase_verify(&c, t.p, "the thread's runs");
+        pcase_check_on(&c, &split, s1, "s1 after the thread ended");
+    }
+    CK(pf_gpu_stream_destroy(s1));
+    CK(pf_gpu_stream_destroy(s2));
     pcase_free(&c);
 }
 

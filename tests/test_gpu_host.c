@@ -671,6 +671,11 @@ Test(gpu_host, device_failures_are_not_bad_arguments)
     int x[4] = {0};
     cr_assert_eq(pf_gpu_memset(x, 0, sizeof x), PF_ERR_UNAVAILABLE);
     cr_assert_eq(pf_gpu_memcpy(x, x, sizeof x, PF_GPU_D2D), PF_ERR_UNAVAILABLE);
+    void *st = x;
+    cr_assert_eq(pf_gpu_stream_create(&st), PF_ERR_UNAVAILABLE);
+    cr_assert_null(st, "no stream handed out");
+    cr_assert_eq(pf_gpu_stream_create(NULL), PF_ERR_ARG);
+    cr_assert_eq(pf_gpu_stream_destroy(NULL), PF_OK);
     pf_gpu_attn_shape s = llama_shape();
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, NULL, 4096, 0), PF_ERR_UNAVAILABLE);

@@ -521,6 +521,9 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
                   res->host_us_per_run, "%.2f", "us");
     pf_report_num(r, "launch_floor_us", "host time per empty launch (same loop and arguments)",
                   res->launch_floor_us, "%.2f", "us");
+    pf_report_num(r, "launch_direct_us",
+                  "host time per empty launch, direct (cuLaunchKernel, no graph)",
+                  res->launch_direct_us, "%.2f", "us");
     pf_report_num(r, "graph_us_per_replay",
                   "host time per replay of a CUDA graph of one run (same loop)",
                   res->graph_us_per_replay, "%.2f", "us");

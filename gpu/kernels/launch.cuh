@@ -34,17 +34,17 @@ EncodeTiledFn tma_encoder();
 /* whether versions 15 and 16 can run their copy-engine kernel on a shape */
 bool tma_fits(const pf_gpu_attn_shape *s, int paged);
 
-/* fn's driver function on the current device, cached per host thread;
- * nullptr where there is none */
-CUfunction driver_function(const void *fn);
+/* fn's driver function on the current device (into *dev_out when given),
+ * cached per host thread; nullptr where there is none */
+CUfunction driver_function(const void *fn, int *dev_out = nullptr);
 /* One kernel's one-time setup made (a driver function looked up, a shared
  * memory reservation queried): counted for pf_gpu__kernel_setups */
 void note_setup();
-/* launch fn on grid x kThreads threads (the driver's launch, else the
- * runtime's), in clusters of cluster_x blocks along x when it is > 1; a
- * PF_ code */
+/* launch fn on grid x kThreads threads (a replay of the stream's graph
+ * unless `direct`, else the driver's launch, else the runtime's), in
+ * clusters of cluster_x blocks along x when it is > 1; a PF_ code */
 int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params,
-                  int cluster_x = 1);
+                  int cluster_x = 1, bool direct = false);
 
 } /* namespace pf_kern */
 
