@@ -323,6 +323,19 @@ static pf_gpu_attn_shape llama_shape(void)
     return s;
 }
 
+/* The batch workload (256 x 1024, llama's heads): its shape, and its
+ * lengths into lens[BATCH_N]. */
+enum { BATCH_N = 256 };
+static pf_gpu_attn_shape batch_shape(int *lens)
+{
+    for (int i = 0; i < BATCH_N; i++)
+        lens[i] = 1024;
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = BATCH_N;
+    s.max_blocks_per_seq = 64;
+    return s;
+}
+
 Test(gpu_host, validate_accepts_real_shapes)
 {
     pf_gpu_attn_shape s = llama_shape();
@@ -468,13 +481,8 @@ Test(gpu_host, plan_comes_from_lengths_not_capacity)
  * version 29's: plan_make asks the device for each. */
 Test(gpu_host, version_34_is_planned_at_its_own_occupancy)
 {
-    enum { N = 256 };
-    int lens[N];
-    for (int i = 0; i < N; i++)
-        lens[i] = 1024;
-    pf_gpu_attn_shape s = llama_shape();
-    s.num_seqs = N;
-    s.max_blocks_per_seq = 64;
+    int lens[BATCH_N];
+    pf_gpu_attn_shape s = batch_shape(lens);
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION, "4 of each an SM: version %d", p.version);
@@ -1215,13 +1223,9 @@ Test(gpu_host, group_tile_can_be_forced)
  * records: grid order, a work list, and version 11's one wave at most. */
 Test(gpu_host, plan_blocks_follow_the_launch_grid)
 {
-    enum { N = 256 };
+    enum { N = BATCH_N };
     int lens[N];
-    for (int i = 0; i < N; i++)
-        lens[i] = 1024; /* batch: 256 units of 8 head tiles, 2048 items */
-    pf_gpu_attn_shape s = llama_shape();
-    s.num_seqs = N;
-    s.max_blocks_per_seq = 64;
+    pf_gpu_attn_shape s = batch_shape(lens); /* 256 units of 8 head tiles, 2048 items */
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 7, 132, 4), PF_OK);
     cr_assert_eq(p.units, N);
@@ -1306,13 +1310,9 @@ Test(gpu_host, versions_14_and_34_serve_four_head_tiles_a_block)
  * of 4 (GQA 8/2: two of a block's warps would idle) and fp32 its 7. */
 Test(gpu_host, version_0_takes_a_head_tile_a_warp_where_it_needs_no_split)
 {
-    enum { N = 256 };
+    enum { N = BATCH_N };
     int lens[N];
-    for (int i = 0; i < N; i++)
-        lens[i] = 1024;
-    pf_gpu_attn_shape s = llama_shape();
-    s.num_seqs = N;
-    s.max_blocks_per_seq = 64;
+    pf_gpu_attn_shape s = batch_shape(lens);
     pf_gpu_attn_plan p, q;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, PF_GPU_MH_GQA_VERSION);

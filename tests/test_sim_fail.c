@@ -315,13 +315,20 @@ static pf_jobs one_job(int prompt, int output)
  * is returned), but the request, still decoding, was left out of the
  * scheduler's decode totals: pf_sim_check failed after it, and the next
  * fast plan landed the request without its token or its frame promised. */
-Test(sim_fail, failed_landing_keeps_decode_totals)
+/* A deterministic simulator of job j (one_job) in blocks of one token:
+ * every token it decodes takes a frame. */
+static pf_sim *token_blocks_sim(const pf_jobs *j)
 {
-    pf_jobs j = one_job(1, 8);
     pf_sim_params p;
     params(&p, PF_ENGINE_DETERMINISTIC, 1);
     p.cfg.block_size = 1;
-    pf_sim *s = make(&p, &j);
+    return make(&p, j);
+}
+
+Test(sim_fail, failed_landing_keeps_decode_totals)
+{
+    pf_jobs j = one_job(1, 8);
+    pf_sim *s = token_blocks_sim(&j);
     cr_assert_eq(pf_sim_step(s), 0); /* the prompt: now decoding */
     cr_assert_eq(pf_sim_check(s), PF_OK);
     atomic_store(&fail_frames, 1);
@@ -367,10 +374,7 @@ static void count_step_end(void *ctx, double t_end)
 Test(sim_fail, failed_step_is_accounted)
 {
     pf_jobs j = one_job(1, 8);
-    pf_sim_params p;
-    params(&p, PF_ENGINE_DETERMINISTIC, 1);
-    p.cfg.block_size = 1;
-    pf_sim *s = make(&p, &j);
+    pf_sim *s = token_blocks_sim(&j);
     int ends = 0;
     pf_sim_on_sched(s, attach_nothing, count_step_end, &ends);
     cr_assert_eq(pf_sim_step(s), 0); /* the prompt and the first token */
