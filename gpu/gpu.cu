@@ -22,6 +22,7 @@
  *   6. checks the timed outputs are still bitwise what was validated.
  * Every CUDA call is checked; one exit path frees everything.
  */
+#include <algorithm>
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <math.h>
@@ -1220,15 +1221,11 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
     int v;
     if ((rc = pf_gpu__plan_version(s, paged, lens_host, max_len, version, &v)) != PF_OK)
         return rc;
-    int per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, v);
-    if (per_sm < 1)
-        per_sm = 1;
-    int mh_per_sm = per_sm;
-    if (!version && v == PF_GPU_GQA_VERSION) {
-        mh_per_sm = pf_gpu_kernel_blocks_per_sm(s, paged, PF_GPU_MH_GQA_VERSION);
-        if (mh_per_sm < 1)
-            mh_per_sm = 1;
-    }
+    const int per_sm = std::max(1, pf_gpu_kernel_blocks_per_sm(s, paged, v));
+    const int mh_per_sm =
+        !version && v == PF_GPU_GQA_VERSION
+            ? std::max(1, pf_gpu_kernel_blocks_per_sm(s, paged, PF_GPU_MH_GQA_VERSION))
+            : per_sm;
     rc = pf_gpu__plan_compute_occ(plan, s, paged, lens_host, max_len, version, sms, per_sm,
                                   mh_per_sm);
     if (rc == PF_OK)

@@ -249,10 +249,10 @@ CUfunction driver_function(const void *fn, int *dev_out)
  * split: its cluster size would be a node attribute, not yet run on a
  * device), PF_GPU_LAUNCH=driver or runtime, and any failure on the graph
  * path: the graph is dropped, the launch made directly, and that key
- * launched directly from then on. A failed replay
- * enqueues nothing, so nothing runs twice. A device reset invalidates the
- * cached graphs, as it does the cached functions above: neither is
- * supported while a run's thread lives. */
+ * launched directly from then on. A failed replay enqueues nothing, so
+ * nothing runs twice. A device reset invalidates the cached graphs, as it
+ * does the cached functions above: neither is supported while a run's
+ * thread lives. */
 typedef CUresult (*IsCapturingFn)(CUstream, CUstreamCaptureStatus *);
 typedef CUresult (*NodeSetFn)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
 typedef CUresult (*GraphLaunchFn)(CUgraphExec, CUstream);
@@ -283,11 +283,12 @@ const GraphFns *graph_fns()
 
 static std::atomic<unsigned> g_graph_makes; /* pf_gpu__graph_makes */
 
+/* A cache entry: empty, a key with its graph (gx), or a key the graph
+ * path refused (direct). */
 struct StreamGraph {
     CUfunction f; /* the key: function, device, stream */
     int dev;
     cudaStream_t st;
-    bool used;     /* the key is set                                       */
     bool direct;   /* the graph path failed for this key: launch directly */
     cudaGraph_t g; /* kept: the exec's node is named by the graph's node */
     cudaGraphNode_t node;
@@ -325,7 +326,7 @@ void graph_refused(StreamGraph &x)
     x.f = key.f;
     x.dev = key.dev;
     x.st = key.st;
-    x.used = x.direct = true;
+    x.direct = true;
 }
 
 /* x made for fn (the host stub) on its key's stream: a graph of one
@@ -363,7 +364,7 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
     static thread_local GraphCache c;
     StreamGraph *x = nullptr;
     for (StreamGraph &e : c.e)
-        if (e.used && e.f == f && e.dev == dev && e.st == st) {
+        if ((e.gx || e.direct) && e.f == f && e.dev == dev && e.st == st) {
             x = &e;
             break;
         }
@@ -375,7 +376,6 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
         x->f = f;
         x->dev = dev;
         x->st = st;
-        x->used = true;
         if (!graph_make(*x, fn, grid, smem, params)) {
             graph_refused(*x);
             return false;

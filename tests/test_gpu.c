@@ -1282,10 +1282,8 @@ Test(gpu, runs_replay_a_graph_a_stream)
     const int versions[] = {12, 9};
     for (size_t k = 0; k < sizeof versions / sizeof *versions; k++) {
         const int v = versions[k];
-        /* version 12: one kernel for both plans, so one graph a stream;
-         * version 9: unsplit a plain launch (a graph), split a cluster
-         * launch (none) */
-        const unsigned want = graphs;
+        /* one graph a stream: version 12 has one kernel for both plans;
+         * version 9's split plan is a cluster launch, which makes none */
         pf_gpu_attn_plan one, split;
         CK(pf_gpu_attn_plan_make(&one, &c.sh, 1, lens, 0, v));
         split = one;
@@ -1301,7 +1299,7 @@ Test(gpu, runs_replay_a_graph_a_stream)
         unsigned m0 = pf_gpu__graph_makes();
         pcase_check_on(&c, &one, s1, "first unsplit run on s1");
         pcase_check_on(&c, &split, s1, "first split run on s1");
-        cr_assert_eq(pf_gpu__graph_makes() - m0, want, "v%d: the first runs on s1 made %u graphs",
+        cr_assert_eq(pf_gpu__graph_makes() - m0, graphs, "v%d: the first runs on s1 made %u graphs",
                      v, pf_gpu__graph_makes() - m0);
         m0 = pf_gpu__graph_makes();
         for (int i = 0; i < 4; i++) {
@@ -1312,7 +1310,7 @@ Test(gpu, runs_replay_a_graph_a_stream)
                      pf_gpu__graph_makes() - m0);
         pcase_check_on(&c, &split, s2, "split plan on s2");
         pcase_check_on(&c, &one, s2, "unsplit plan on s2");
-        cr_assert_eq(pf_gpu__graph_makes() - m0, want, "v%d: a second stream made %u graphs", v,
+        cr_assert_eq(pf_gpu__graph_makes() - m0, graphs, "v%d: a second stream made %u graphs", v,
                      pf_gpu__graph_makes() - m0);
 
         /* another thread's runs on s1 make their own graph, once */

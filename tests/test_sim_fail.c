@@ -310,11 +310,6 @@ static pf_jobs one_job(int prompt, int output)
     return j;
 }
 
-/* One request of 1 + 8 tokens in blocks of one token: every decode step
- * takes a frame. When the frame cannot be taken the step fails (the error
- * is returned), but the request, still decoding, was left out of the
- * scheduler's decode totals: pf_sim_check failed after it, and the next
- * fast plan landed the request without its token or its frame promised. */
 /* A deterministic simulator of job j (one_job) in blocks of one token:
  * every token it decodes takes a frame. */
 static pf_sim *token_blocks_sim(const pf_jobs *j)
@@ -325,6 +320,11 @@ static pf_sim *token_blocks_sim(const pf_jobs *j)
     return make(&p, j);
 }
 
+/* One request of 1 + 8 tokens in blocks of one token: every decode step
+ * takes a frame. When the frame cannot be taken the step fails (the error
+ * is returned), but the request, still decoding, was left out of the
+ * scheduler's decode totals: pf_sim_check failed after it, and the next
+ * fast plan landed the request without its token or its frame promised. */
 Test(sim_fail, failed_landing_keeps_decode_totals)
 {
     pf_jobs j = one_job(1, 8);
