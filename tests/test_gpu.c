@@ -1249,6 +1249,7 @@ Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
 typedef struct {
     pcase *c;
     const pf_gpu_attn_plan *p;
+    void *ws;         /* the plan's workspace                               */
     void *st;
     int rc;           /* the first failing run's code, else PF_OK          */
     unsigned makes;   /* graphs the thread's runs made                      */
@@ -1261,11 +1262,32 @@ static void *graph_thread_main(void *arg)
     t->rc = PF_OK;
     for (int i = 0; i < 10 && t->rc == PF_OK; i++)
         t->rc = pf_gpu_attn_run(t->p, t->c->dq, t->c->dk, t->c->dv, t->c->dtab, t->c->dlens,
-                                t->c->dout, t->c->dws, t->st);
+                                t->c->dout, t->ws, t->st);
     if (t->rc == PF_OK)
         t->rc = pf_gpu_sync();
     t->makes = pf_gpu__graph_makes() - before; /* the main thread runs nothing meanwhile */
     return NULL;
+}
+
+/* A workspace of its own for plan p, prepared for the case's lengths (NULL
+ * when p needs none): a plan with a work list reads its own list there. */
+static void *pcase_workspace(pcase *c, const pf_gpu_attn_plan *p)
+{
+    void *ws = NULL;
+    if (p->workspace_bytes) {
+        CK(pf_gpu_malloc(&ws, p->workspace_bytes));
+        CK(pf_gpu_attn_workspace_init(p, c->host, ws, NULL));
+    }
+    return ws;
+}
+
+/* pcase_check_on with plan p's own workspace ws. */
+static void pcase_check_ws(pcase *c, const pf_gpu_attn_plan *p, void *ws, void *st,
+                           const char *what)
+{
+    c->dws = ws;
+    pcase_check_on(c, p, st, what);
+    c->dws = NULL;
 }
 
 Test(gpu, runs_replay_a_graph_a_stream)
@@ -1275,7 +1297,7 @@ Test(gpu, runs_replay_a_graph_a_stream)
     const int lens[PS] = {1, 77, 160, 320};
     pcase c;
     pcase_make(&c, lens);
-    c.keep_ws = 1; /* a version's two plans share one workspace, made for the split one */
+    c.keep_ws = 1; /* each plan runs on the workspace pcase_workspace made it */
     void *s1 = NULL, *s2 = NULL;
     CK(pf_gpu_stream_create(&s1));
     CK(pf_gpu_stream_create(&s2));
@@ -1291,30 +1313,29 @@ Test(gpu, runs_replay_a_graph_a_stream)
         CK(pf_gpu__plan_set_splits(&split, 3, lens));
         cr_assert_eq(one.splits, 1);
         cr_assert_eq(split.splits, 3);
-        if (c.dws)
-            CK(pf_gpu_free(c.dws));
-        CK(pf_gpu_malloc(&c.dws, split.workspace_bytes));
-        CK(pf_gpu_attn_workspace_init(&split, c.host, c.dws, NULL));
+        void *ws_one = pcase_workspace(&c, &one), *ws_split = pcase_workspace(&c, &split);
 
         unsigned m0 = pf_gpu__graph_makes();
-        pcase_check_on(&c, &one, s1, "first unsplit run on s1");
-        pcase_check_on(&c, &split, s1, "first split run on s1");
+        pcase_check_ws(&c, &one, ws_one, s1, "first unsplit run on s1");
+        pcase_check_ws(&c, &split, ws_split, s1, "first split run on s1");
         cr_assert_eq(pf_gpu__graph_makes() - m0, graphs, "v%d: the first runs on s1 made %u graphs",
                      v, pf_gpu__graph_makes() - m0);
         m0 = pf_gpu__graph_makes();
         for (int i = 0; i < 4; i++) {
-            pcase_check_on(&c, &split, s1, "split plan on s1");
-            pcase_check_on(&c, &one, s1, "unsplit plan on s1");
+            pcase_check_ws(&c, &split, ws_split, s1, "split plan on s1");
+            pcase_check_ws(&c, &one, ws_one, s1, "unsplit plan on s1");
         }
         cr_assert_eq(pf_gpu__graph_makes(), m0, "v%d: later runs on s1 made %u more graphs", v,
                      pf_gpu__graph_makes() - m0);
-        pcase_check_on(&c, &split, s2, "split plan on s2");
-        pcase_check_on(&c, &one, s2, "unsplit plan on s2");
+        pcase_check_ws(&c, &split, ws_split, s2, "split plan on s2");
+        pcase_check_ws(&c, &one, ws_one, s2, "unsplit plan on s2");
         cr_assert_eq(pf_gpu__graph_makes() - m0, graphs, "v%d: a second stream made %u graphs", v,
                      pf_gpu__graph_makes() - m0);
 
         /* another thread's runs on s1 make their own graph, once */
-        graph_thread t = {.c = &c, .p = v == 9 ? &one : &split, .st = s1};
+        graph_thread t = {.c = &c, .st = s1};
+        t.p = v == 9 ? &one : &split;
+        t.ws = v == 9 ? ws_one : ws_split;
         CK(pf_gpu_memset(c.dout, 0xff, sizeof(float) * PS * PHQ * PD));
         CK(pf_gpu_sync());
         pthread_t th;
@@ -1323,7 +1344,11 @@ Test(gpu, runs_replay_a_graph_a_stream)
         cr_assert_eq(t.rc, PF_OK, "v%d: the thread's runs: %d", v, t.rc);
         cr_assert_eq(t.makes, graphs, "v%d: the thread's 10 runs made %u graphs", v, t.makes);
         pcase_verify(&c, t.p, "the thread's runs");
-        pcase_check_on(&c, &split, s1, "s1 after the thread ended");
+        pcase_check_ws(&c, &split, ws_split, s1, "s1 after the thread ended");
+        if (ws_one)
+            CK(pf_gpu_free(ws_one));
+        if (ws_split)
+            CK(pf_gpu_free(ws_split));
     }
     CK(pf_gpu_stream_destroy(s1));
     CK(pf_gpu_stream_destroy(s2));
