@@ -303,8 +303,14 @@ typedef struct {
 } pf_gpu_timing;
 
 /* Most tokens one split-KV chunk (one thread block) holds: a block caches
- * its chunk's slice of the block table in shared memory. */
+ * its chunk's slice of the block table in shared memory (chunk / 8 + 8
+ * entries at the smallest page, 8 tokens). 4096 unless the build says
+ * otherwise (CMake's PF_GPU_CHUNK_MAX_TOKENS, 4096 or 8192): 8192 is for
+ * measuring cuDNN's cut of long, 4 chunks of 8192 tokens (docs/gpu.md, The
+ * gap that is left); each block's table cache then takes 4 KB more. */
+#ifndef PF_GPU_CHUNK_MAX_TOKENS
 #define PF_GPU_CHUNK_MAX_TOKENS 4096
+#endif
 /* Most chunks a sequence is split into, and so the longest sequence a plan
  * takes (its lengths' maximum, or its bound): 256 x 4096 = 2^20 tokens.
  * Longer needs more partials per output row than the merge is sized for. */
