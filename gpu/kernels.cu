@@ -363,8 +363,8 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
         return false;
     static thread_local GraphCache c;
     StreamGraph *x = nullptr;
-    for (StreamGraph &e : c.e)
-        if ((e.gx || e.direct) && e.f == f && e.dev == dev && e.st == st) {
+    for (StreamGraph &e : c.e) /* f is never null: an empty entry matches nothing */
+        if (e.f == f && e.dev == dev && e.st == st) {
             x = &e;
             break;
         }

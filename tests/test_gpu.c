@@ -869,19 +869,29 @@ static void pcase_free(pcase *c)
 
 static void pcase_verify(pcase *c, const pf_gpu_attn_plan *p, const char *what);
 
+/* A workspace of its own for plan p, prepared for the case's lengths once
+ * before its first use, as gpu.h asks (NULL when p needs none): a plan with
+ * a work list reads its own list there. Poisoned first: init must clear it. */
+static void *pcase_workspace(pcase *c, const pf_gpu_attn_plan *p)
+{
+    void *ws = NULL;
+    if (p->workspace_bytes) {
+        CK(pf_gpu_malloc(&ws, p->workspace_bytes));
+        CK(pf_gpu_memset(ws, 0x5a, p->workspace_bytes));
+        CK(pf_gpu_attn_workspace_init(p, c->host, ws, NULL));
+    }
+    return ws;
+}
+
 /* Run plan p on NaN-poisoned output, on stream st (NULL: the legacy
  * default stream), and check it (pcase_verify). */
 static void pcase_check_on(pcase *c, const pf_gpu_attn_plan *p, void *st, const char *what)
 {
     float out[PS * PHQ * PD];
-    if (c->dws && !c->keep_ws) {
-        CK(pf_gpu_free(c->dws));
-        c->dws = NULL;
-    }
-    if (p->workspace_bytes && !c->keep_ws) { /* prepared once before first use, as gpu.h asks */
-        CK(pf_gpu_malloc(&c->dws, p->workspace_bytes));
-        CK(pf_gpu_memset(c->dws, 0x5a, p->workspace_bytes)); /* init must clear it */
-        CK(pf_gpu_attn_workspace_init(p, c->host, c->dws, NULL));
+    if (!c->keep_ws) {
+        if (c->dws)
+            CK(pf_gpu_free(c->dws));
+        c->dws = pcase_workspace(c, p);
     }
     CK(pf_gpu_memset(c->dout, 0xff, sizeof out));
     CK(pf_gpu_sync()); /* a stream of its own does not wait for the legacy one */
@@ -1267,18 +1277,6 @@ static void *graph_thread_main(void *arg)
         t->rc = pf_gpu_sync();
     t->makes = pf_gpu__graph_makes() - before; /* the main thread runs nothing meanwhile */
     return NULL;
-}
-
-/* A workspace of its own for plan p, prepared for the case's lengths (NULL
- * when p needs none): a plan with a work list reads its own list there. */
-static void *pcase_workspace(pcase *c, const pf_gpu_attn_plan *p)
-{
-    void *ws = NULL;
-    if (p->workspace_bytes) {
-        CK(pf_gpu_malloc(&ws, p->workspace_bytes));
-        CK(pf_gpu_attn_workspace_init(p, c->host, ws, NULL));
-    }
-    return ws;
 }
 
 /* pcase_check_on with plan p's own workspace ws. */
