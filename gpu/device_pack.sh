@@ -11,8 +11,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 B=${1:-build-gpu}
-# CMAKE_EXTRA: more configure flags, e.g. -DPF_GPU_CHUNK_MAX_TOKENS=8192 (with
-# its own BUILD dir: the cache keeps a flag until it is set again)
+# CMAKE_EXTRA: more configure flags, e.g. -DPF_SANITIZE=... (with its own
+# BUILD dir: the cache keeps a flag until it is set again)
 cmake -S . -B "$B" -DPF_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 ${CMAKE_EXTRA:-} >/dev/null
 cmake --build "$B" -j2 --target pagefault test_gpu test_gpu_host pagefault_gpu pagefault_stream_probe \
     pagefault_launch_probe

@@ -647,7 +647,8 @@ int plan_version(Case *c, Ver *v)
                 "unsplit, without a tail, within %d tokens a block",
                 in.pack, pl->version, pf_gpu_dtype_name(pl->shape.dtype), pl->splits,
                 pl->splits == 1 ? "" : "s", pl->chunk, pl->units ? "a work list" : "grid order",
-                PF_GPU_PACK_STEP, PF_GPU_PACK_MAX, PF_GPU_MAX_CHUNK);
+                PF_GPU_PACK_STEP, PF_GPU_PACK_MAX,
+                pf_gpu_chunk_max_tokens(pl->shape.block_size, pl->version));
         return PF_ERR_ARG;
     }
     pf_gpu_kernel_prepare(pl); /* the forced tile or pack: another kernel */

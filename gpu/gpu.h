@@ -227,6 +227,11 @@ int pf_gpu_version_takes_pack(int version);
  * those that merge in a thread-block cluster (9, 10, 31), PF_GPU_MAX_SPLITS
  * for the others (`pagefault bench` checks --splits and the lengths). */
 int pf_gpu_version_max_splits(int version);
+/* The most tokens one split-KV chunk of kernel version v holds at pages of
+ * block_size tokens (whole pages; PF_GPU_CHUNK_MAX_TOKENS below says why):
+ * 4096 at 8-token pages, 8192 from 16 on, and at most 4096 for the
+ * versions that merge in a cluster. Version 0 counts as a large launch's. */
+int pf_gpu_chunk_max_tokens(int block_size, int version);
 
 /* The block timeline of one launch (`pagefault bench --timeline`, (f) below).
  * Kernel versions 7 on can record, per thread block of a launch, five words
@@ -302,20 +307,26 @@ typedef struct {
     double frac_bw;  /* gbps / the read bandwidth measured in the run */
 } pf_gpu_timing;
 
-/* Most tokens one split-KV chunk (one thread block) holds: a block caches
- * its chunk's slice of the block table in shared memory (chunk / 8 + 8
- * entries at the smallest page, 8 tokens). 4096 unless the build says
- * otherwise (CMake's PF_GPU_CHUNK_MAX_TOKENS, 4096 or 8192): 8192 is for
- * measuring cuDNN's cut of long, 4 chunks of 8192 tokens (docs/gpu.md, The
- * gap that is left); each block's table cache then takes 4 KB more. */
-#ifndef PF_GPU_CHUNK_MAX_TOKENS
-#define PF_GPU_CHUNK_MAX_TOKENS 4096
-#endif
-/* Most chunks a sequence is split into, and so the longest sequence a plan
- * takes (its lengths' maximum, or its bound): 256 x 4096 = 2^20 tokens.
- * Longer needs more partials per output row than the merge is sized for. */
+/* Most tokens and most pages one split-KV chunk (one thread block) holds.
+ * Pages: a block caches its chunk's slice of the block table in shared
+ * memory, PF_GPU_CHUNK_MAX_PAGES entries (and 8 of slack). Tokens: 8192,
+ * cuDNN's cut of long (8 x 32768 in 4 chunks: 256 blocks, 2 an SM, one
+ * wave). Measured on the H200 in one machine start (thirty-second session,
+ * docs/gpu-journal.md): long read 0.967-0.976 of the read bandwidth in 4
+ * chunks of 8192 against 0.951-0.959 in 8 of 4096, and 0.940, 0.957 and
+ * 0.947 in 5, 6 and 7. So a chunk is at most 4096 tokens at 8-token
+ * pages and 8192 from 16 on (pf_gpu_chunk_max_tokens); the planner's cost
+ * model picks among the cuts below that. Versions that merge in a
+ * thread-block cluster (small launches) keep 4096, as measured. */
+#define PF_GPU_CHUNK_MAX_TOKENS 8192
+#define PF_GPU_CHUNK_MAX_PAGES 512
+#define PF_GPU_CLUSTER_CHUNK_MAX_TOKENS 4096
+/* Most chunks a sequence is split into, and the longest sequence a plan
+ * takes (its lengths' maximum, or its bound): 256 chunks at the smallest
+ * page (8 tokens: 4096 a chunk) = 2^20 tokens, whatever the page. Longer
+ * needs more partials per output row than the merge is sized for. */
 #define PF_GPU_MAX_SPLITS 256
-#define PF_GPU_MAX_SEQ_TOKENS (PF_GPU_MAX_SPLITS * PF_GPU_CHUNK_MAX_TOKENS)
+#define PF_GPU_MAX_SEQ_TOKENS (PF_GPU_MAX_SPLITS * 8 * PF_GPU_CHUNK_MAX_PAGES)
 
 /* Most versions one bench run compares beside its own (`--compare`). */
 #define PF_GPU_BENCH_MAX_RIVALS 3

@@ -216,8 +216,8 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * latency (table, first rows, its share of the merge) outweighs the 64
  * tokens it saves. */
 #define PF_GPU_MIN_CHUNK 128
-#define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most: the table cache holds one */
-#define PF_GPU_TABLE_CACHE (PF_GPU_MAX_CHUNK / 8 + 8) /* entries, B >= 8      */
+#define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most, at any page size  */
+#define PF_GPU_TABLE_CACHE (PF_GPU_CHUNK_MAX_PAGES + 8) /* entries              */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 /* The kernel version 0 stands for, for a shape: the fastest measured
  * (docs/gpu.md's versions table, docs/gpu-journal.md session by session;

@@ -748,11 +748,13 @@ int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int p
 }
 
 /* The longest sequence the plan serves: the host lengths' maximum, or the
- * caller's bound without them; at least 1 token, at most the capacity.
- * PF_OK or PF_ERR_ARG. */
+ * caller's bound without them; at least 1 token, at most the capacity and
+ * PF_GPU_MAX_SEQ_TOKENS (the same at every page size, though from 16-token
+ * pages on 256 chunks would hold twice that). PF_OK or PF_ERR_ARG. */
 static int plan_bound(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len, int *bound_out)
 {
-    const int cap = paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap;
+    int cap = paged ? s->max_blocks_per_seq * s->block_size : s->naive_cap;
+    cap = cap < PF_GPU_MAX_SEQ_TOKENS ? cap : PF_GPU_MAX_SEQ_TOKENS;
     int bound = 0;
     if (lens_host) {
         for (int i = 0; i < s->num_seqs; i++)
@@ -772,15 +774,16 @@ static int plan_bound(const pf_gpu_attn_shape *s, int paged, const int *lens_hos
 /* The version a plan runs: `version`, or for 0 the shape's default, and
  * for a small launch whose longest sequence (`bound`) is more chunks than
  * one cluster holds, the large launch's version. A chunk is whole pages
- * (16 tokens for the naive layout) of at most PF_GPU_MAX_CHUNK tokens, so
- * a cluster holds less than 8 x 4096 tokens when the page size does not
- * divide 4096 (8 x 4080 at 48-token pages). */
+ * (16 tokens for the naive layout) of at most
+ * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS for a cluster version, so a cluster
+ * holds less than 8 x 4096 tokens when the page size does not divide 4096
+ * (8 x 4080 at 48-token pages). */
 static int resolve_version(const pf_gpu_attn_shape *s, int paged, int bound, int version)
 {
     if (version)
         return version;
     const int v = pf_gpu_default_version(s), B = paged ? s->block_size : 16;
-    if (pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * (PF_GPU_MAX_CHUNK / B * B))
+    if (pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * pf_gpu_chunk_max_tokens(B, v))
         return default_large(s); /* a small launch, but too long for one cluster */
     return v;
 }
@@ -820,8 +823,8 @@ typedef struct {
 /* The candidates: the longest sequence in 1, 2, 3... equal whole-page
  * chunks, each costed by the model; the cheapest wins, fewer splits on a
  * tie (within 1%: less merge traffic). PF_OK, PF_ERR_NOMEM, or PF_ERR_ARG
- * when no candidate fits (longer than PF_GPU_MAX_SPLITS chunks of 4096
- * tokens, PF_GPU_MAX_SEQ_TOKENS, or than a cluster's chunks). */
+ * when no candidate fits (longer than PF_GPU_MAX_SPLITS chunks of
+ * pf_gpu_chunk_max_tokens, or than a cluster's chunks). */
 static int plan_search(const plan_model *m, plan_pick *best_pick)
 {
     const pf_gpu_attn_shape *s = m->s;
@@ -833,7 +836,7 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
         return PF_ERR_NOMEM;
     }
     const int B = m->B, bound = m->bound, heads = m->heads;
-    const int max_chunk = PF_GPU_MAX_CHUNK / B * B;
+    const int max_chunk = pf_gpu_chunk_max_tokens(B, m->v);
     plan_pick pick = {0, 0, 0};
     double best = INFINITY;
     for (int sp = 1; sp <= PF_GPU_MAX_SPLITS; sp++) {
@@ -895,13 +898,13 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
  * keeps its slot's bytes in flight, and the model, in which one block an
  * SM saturates the memory, would otherwise pack a full machine into a
  * block an SM. A pack's table slices (chunk / B entries a sequence) share
- * the block's table cache, so pack x chunk <= PF_GPU_MAX_CHUNK. fp32 has
+ * the block's table cache, so pack x chunk <= pf_gpu_chunk_max_tokens. fp32 has
  * no 16-bit mma (version 33 runs version 5's kernel there): not packed.
  * Sets *pack (0: none). PF_OK or PF_ERR_NOMEM. */
 static int plan_pack(const plan_model *m, const plan_pick *pick, int *pack)
 {
     *pack = 0;
-    int pmax = PF_GPU_MAX_CHUNK / pick->chunk;
+    int pmax = pf_gpu_chunk_max_tokens(m->B, m->v) / pick->chunk;
     pmax = pmax < PF_GPU_PACK_MAX ? pmax : PF_GPU_PACK_MAX;
     if (!m->listed || !pf_gpu_version_packs(m->v) || m->s->dtype == PF_GPU_F32 ||
         pick->splits != 1 || pick->units < 2 || pmax < PF_GPU_PACK_STEP)
@@ -1051,7 +1054,7 @@ int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_
     const int B = plan->paged ? plan->shape.block_size : 16;
     int c = (plan->max_len + splits - 1) / splits;
     c = (c + B - 1) / B * B;
-    if (c > PF_GPU_MAX_CHUNK / B * B ||
+    if (c > pf_gpu_chunk_max_tokens(B, plan->version) ||
         (pf_gpu_version_cluster(plan->version) && (plan->max_len + c - 1) / c > PF_GPU_CLUSTER_MAX))
         return PF_ERR_ARG;
     if (plan->units) {
@@ -1092,6 +1095,17 @@ int pf_gpu_version_takes_pack(int version)
 int pf_gpu_version_max_splits(int version)
 {
     return pf_gpu_version_cluster(version) ? PF_GPU_CLUSTER_MAX : PF_GPU_MAX_SPLITS;
+}
+
+int pf_gpu_chunk_max_tokens(int block_size, int version)
+{
+    if (block_size < 1)
+        return 0;
+    const int tokens = pf_gpu_version_cluster(version) ? PF_GPU_CLUSTER_CHUNK_MAX_TOKENS
+                                                       : PF_GPU_CHUNK_MAX_TOKENS;
+    const long long pages = PF_GPU_CHUNK_MAX_PAGES * (long long)block_size;
+    const int most = pages < tokens ? (int)pages : tokens;
+    return most / block_size * block_size;
 }
 
 void pf_gpu_tail_versions(char *buf, size_t n)
@@ -1149,7 +1163,8 @@ int pf_gpu__plan_set_pack(pf_gpu_attn_plan *plan, int pack)
     if (!plan || plan->magic != PF_GPU_PLAN_MAGIC || !pf_gpu_version_packs(plan->version) ||
         plan->shape.dtype == PF_GPU_F32 || !plan->units || plan->splits != 1 || plan->tail ||
         pack < 1 || pack > PF_GPU_PACK_MAX || (pack > 1 && pack % PF_GPU_PACK_STEP) ||
-        (long long)pack * plan->chunk > PF_GPU_MAX_CHUNK)
+        (long long)pack * plan->chunk >
+            pf_gpu_chunk_max_tokens(plan->paged ? plan->shape.block_size : 16, plan->version))
         return PF_ERR_ARG;
     plan->pack = pack > 1 ? pack : 0;
     return PF_OK;

@@ -1095,7 +1095,7 @@ Test(gpu, plan_make_plans_version_0_as_the_planner_does)
     cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
     cr_assert_eq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK);
     cr_assert_eq(q.group_tile, 4, "an explicit version keeps the group's tile");
-    len = 8 * PF_GPU_MAX_CHUNK + 16;
+    len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS + 16;
     cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, &len, 0, 0), PF_OK,
                  "a small launch too long for a cluster plans the large launch's version");
     cr_assert_eq(p.version, PF_GPU_GQA_VERSION);

@@ -66,7 +66,7 @@ expect_usage --workload llama --kernel 33 --pack 4 --splits 2
 expect_usage --workload llama --kernel 33 --pack 4 --tail 1
 expect_usage --workload llama --kernel 9 --len 40000
 expect_usage --workload llama --kernel 31 --splits 9
-expect_usage --workload llama --len 1048576 --block-size 48
+expect_usage --workload llama --kernel 9 --len 32641 --block-size 48
 expect_usage --check-only --profile-out /tmp/pagefault-check-only.prof
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"

@@ -414,7 +414,7 @@ Test(gpu_host, public_calls_refuse_overflow_without_a_device)
 static void assert_covers(const pf_gpu_attn_plan *p, int maxlen, int B)
 {
     cr_assert_eq(p->chunk % B, 0, "chunk %d, block %d", p->chunk, B);
-    cr_assert_leq(p->chunk, PF_GPU_MAX_CHUNK);
+    cr_assert_leq(p->chunk, pf_gpu_chunk_max_tokens(B, p->version));
     cr_assert_geq((long long)p->chunk * p->splits, maxlen);
     cr_assert_lt((long long)p->chunk * (p->splits - 1), maxlen);
     const int group = p->shape.num_q_heads / p->shape.num_kv_heads;
@@ -511,8 +511,20 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
     assert_covers(&p, 32768, 16);
-    /* 64 pairs on 528 slots: without splitting 7/8 of the GPU idles */
-    cr_assert_geq((long long)p.splits * 64, 528 / 2, "splits %d", p.splits);
+    /* 64 pairs on 528 slots: without splitting 7/8 of the GPU idles. The
+     * model's pick is cuDNN's cut, the fastest measured (gpu.h,
+     * PF_GPU_CHUNK_MAX_TOKENS): 4 chunks of 8192, 256 blocks, one wave */
+    cr_assert_geq((long long)p.splits * 64, 132, "splits %d", p.splits);
+    cr_assert_eq(p.splits, 4);
+    cr_assert_eq(p.chunk, 8192);
+    /* at 8-token pages a chunk is at most 512 pages: 8 of 4096 */
+    s.block_size = 8;
+    s.max_blocks_per_seq = 4096;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 0, 132, 4), PF_OK);
+    assert_covers(&p, 32768, 8);
+    cr_assert_eq(p.chunk, 4096);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 4, lens), PF_ERR_ARG, "1024 pages a chunk");
+    s.block_size = 16;
     /* and the mixed lengths of a batch: every chunk a whole page */
     int mixed[5] = {1, 17, 300, 1024, 2049};
     s.num_seqs = 5;
@@ -575,6 +587,39 @@ Test(gpu_host, plan_takes_sequences_up_to_the_documented_longest)
         lens[1]++;
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_ERR_ARG);
     }
+}
+
+/* A chunk's cap (gpu.h): at most 512 pages (the block's table cache) and
+ * 8192 tokens, whole pages, 4096 for the cluster versions; the longest
+ * sequence stays 2^20 at 16-token pages, where 256 chunks would hold 2^21. */
+Test(gpu_host, chunk_cap_is_pages_and_tokens)
+{
+    const int B[] = {8, 16, 24, 48, 128, 256};
+    const int most[] = {4096, 8192, 8184, 8160, 8192, 8192};
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(pf_gpu_chunk_max_tokens(B[i], 29), most[i], "%d-token pages", B[i]);
+        cr_assert_eq(pf_gpu_chunk_max_tokens(B[i], 0), most[i]);
+        cr_assert_leq(pf_gpu_chunk_max_tokens(B[i], 29) / B[i], PF_GPU_CHUNK_MAX_PAGES);
+        const int c = pf_gpu_chunk_max_tokens(B[i], 9);
+        cr_assert_eq(c % B[i], 0);
+        cr_assert(c <= 4096 && c > 4096 - B[i], "v9 at %d-token pages: %d", B[i], c);
+    }
+    cr_assert_eq(pf_gpu_chunk_max_tokens(0, 29), 0);
+    /* planned: no chunk past its cap, and forced splits respect it too */
+    pf_gpu_attn_shape s = llama_shape();
+    s.num_seqs = 1;
+    s.max_blocks_per_seq = PF_GPU_MAX_SEQ_TOKENS / 16 + 1;
+    pf_gpu_attn_plan p;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, PF_GPU_MAX_SEQ_TOKENS, 29, 132, 4),
+                 PF_OK);
+    cr_assert_leq(p.chunk, 8192);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, PF_GPU_MAX_SEQ_TOKENS + 16, 29, 132, 4),
+                 PF_ERR_ARG, "2^20 is the longest at every page size");
+    int len = 3 * 8192;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 29, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 3, &len), PF_OK);
+    cr_assert_eq(p.chunk, 8192);
+    cr_assert_eq(pf_gpu__plan_set_splits(&p, 2, &len), PF_ERR_ARG, "12288 tokens a chunk");
 }
 
 /* ---- issue 9's input: the cost-model profile ---- */
@@ -708,7 +753,7 @@ Test(gpu_host, default_version_follows_the_measurements)
      * launch's version (29 for 16-bit GQA) */
     s.num_seqs = 1;
     s.max_blocks_per_seq = 4096;
-    int len = 8 * PF_GPU_MAX_CHUNK + 16;
+    int len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS + 16;
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
@@ -735,7 +780,7 @@ Test(gpu_host, default_version_follows_the_measurements)
     cr_assert_eq(v, 9, "an explicit version is kept");
     cr_assert_neq(pf_gpu_attn_plan_compute(&q, &s, 1, &len, 0, 9, 132, 4), PF_OK,
                   "version 9 cannot merge more chunks than a cluster holds");
-    cr_assert_eq(pf_gpu__plan_version(&s, 1, NULL, 8 * PF_GPU_MAX_CHUNK, 0, &v), PF_OK);
+    cr_assert_eq(pf_gpu__plan_version(&s, 1, NULL, 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS, 0, &v), PF_OK);
     cr_assert_eq(v, 9, "without lengths, max_len bounds the sequence");
     len = s.max_blocks_per_seq * s.block_size + 1;
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_ERR_ARG, "past the capacity");
@@ -1015,7 +1060,9 @@ Test(gpu_host, pack_streams_whole_sequences_when_blocks_outnumber_slots)
     for (int i = 0; i < 256; i++)
         lens[i] = 1024;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, 33, 132, 4), PF_OK);
-    cr_assert_eq(pf_gpu__plan_set_pack(&p, 8), PF_ERR_ARG, "8 x 1024 tokens");
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 16), PF_ERR_ARG, "16 x 1024 tokens: 1024 pages");
+    cr_assert_eq(pf_gpu__plan_set_pack(&p, 8), PF_OK, "8 x 1024 tokens: 512 pages");
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 32 * 8);
     cr_assert_eq(pf_gpu__plan_set_pack(&p, 0), PF_ERR_ARG);
     cr_assert_eq(pf_gpu__plan_set_pack(&p, 2), PF_ERR_ARG, "a sequence a warp: 4 warps");
     cr_assert_eq(pf_gpu__plan_set_pack(&p, 1), PF_OK);
@@ -1107,7 +1154,7 @@ Test(gpu_host, cluster_version_keeps_a_sequence_in_one_cluster)
         cr_assert_eq(pf_gpu__plan_set_splits(&p, 2 * PF_GPU_CLUSTER_MAX, &len), PF_ERR_ARG);
         /* 8 x 4096 tokens is the longest a cluster covers */
         s.max_blocks_per_seq = 4096;
-        len = 8 * PF_GPU_MAX_CHUNK;
+        len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS;
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, v, 132, 4), PF_OK);
         cr_assert_eq(p.splits, PF_GPU_CLUSTER_MAX);
         len += 16;
@@ -1370,7 +1417,7 @@ Test(gpu_host, cluster_fallback_counts_whole_pages)
     s.block_size = 48;
     s.max_blocks_per_seq = 700;
     pf_gpu_attn_plan p;
-    int v = -1, len = 8 * (PF_GPU_MAX_CHUNK / 48 * 48); /* 32640: one cluster */
+    int v = -1, len = 8 * (PF_GPU_CLUSTER_CHUNK_MAX_TOKENS / 48 * 48); /* 32640: one cluster */
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
     cr_assert_eq(v, 9);
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
@@ -1383,7 +1430,7 @@ Test(gpu_host, cluster_fallback_counts_whole_pages)
         cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     }
     /* the naive layout's chunks are multiples of 16, which divides 4096 */
-    len = 8 * PF_GPU_MAX_CHUNK;
+    len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS;
     s.naive_cap = len;
     cr_assert_eq(pf_gpu__plan_version(&s, 0, NULL, len, 0, &v), PF_OK);
     cr_assert_eq(v, 9);
@@ -1444,33 +1491,33 @@ Test(gpu_host, argument_errors_before_the_device_in_both_builds)
     cr_assert_eq(pf_gpu_attn_graph_launch(NULL, 1, NULL), PF_ERR_ARG);
 }
 
-/* One sequence of 8192 tokens among 32768 of one, 32 KV heads: the first
- * chunk that fits makes 2 units of the long one, and every candidate's
- * list is past what the planner simulates (2^20 blocks). The plan failed
- * (PF_ERR_ARG) where a bound of 8192 plans fine; now it falls back to grid
- * order, as a longer list does. */
+/* One sequence of two chunks' tokens (16384) among 32768 of one, 32 KV
+ * heads: the first chunk that fits makes 2 units of the long one, and
+ * every candidate's list is past what the planner simulates (2^20 blocks).
+ * The plan failed (PF_ERR_ARG) where a bound of that length plans fine; now
+ * it falls back to grid order, as a longer list does. */
 Test(gpu_host, a_list_too_long_to_simulate_plans_in_grid_order)
 {
-    enum { N = 32768 };
+    enum { N = 32768, LONG = 2 * PF_GPU_CHUNK_MAX_TOKENS };
     pf_gpu_attn_shape s = llama_shape();
     s.num_q_heads = 32;
     s.num_kv_heads = 32;
     s.dtype = PF_GPU_F16;
     s.num_seqs = N;
-    s.max_blocks_per_seq = 8192 / 16;
+    s.max_blocks_per_seq = LONG / 16;
     int *lens = malloc(N * sizeof *lens);
     cr_assert_not_null(lens);
     for (int i = 0; i < N; i++)
         lens[i] = 1;
-    lens[N / 2] = 8192;
+    lens[N / 2] = LONG;
     pf_gpu_attn_plan p, b;
     for (int v = 0; v <= 8; v += 8) {
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens, 0, v, 132, 4), PF_OK, "version %d", v);
-        cr_assert_eq(pf_gpu_attn_plan_compute(&b, &s, 1, NULL, 8192, v, 132, 4), PF_OK);
+        cr_assert_eq(pf_gpu_attn_plan_compute(&b, &s, 1, NULL, LONG, v, 132, 4), PF_OK);
         cr_expect_eq(p.units, 0, "version %d: a list of %d units", v, p.units);
         cr_expect_eq(p.splits, b.splits, "version %d: %d splits from the lengths, %d from the bound", v,
                      p.splits, b.splits);
-        cr_expect_geq(p.splits * p.chunk, 8192);
+        cr_expect_geq(p.splits * p.chunk, LONG);
     }
     free(lens);
 }

@@ -784,25 +784,29 @@ static int bench_check_lengths(bench_args *a, int max_len_seen, const int *lens,
                                       "sequence (%d)", a->max_len, maxlen);
         a->max_len = maxlen;
     }
-    /* --pack: its sequences, whole pages each, share a block's 4096 tokens */
+    /* --pack: its sequences, whole pages each, share a block's tokens
+     * (version 33's: pf_gpu_chunk_max_tokens) */
     const long long whole = ((long long)maxlen + a->block_size - 1) / a->block_size * a->block_size;
-    if (a->pack > 1 && a->pack * whole > PF_GPU_CHUNK_MAX_TOKENS)
+    const int pack_max = pf_gpu_chunk_max_tokens(a->block_size, 33);
+    if (a->pack > 1 && a->pack * whole > pack_max)
         return pf_cli_error(PROG, "--pack %d: %d sequences of up to %lld tokens (whole pages) "
-                                  "exceed a block's %d", a->pack, a->pack, whole,
-                            PF_GPU_CHUNK_MAX_TOKENS);
-    /* --splits: a chunk is whole pages and at most PF_GPU_CHUNK_MAX_TOKENS;
-     * a sequence is at most each version's chunks of it */
-    const int chunk_max = PF_GPU_CHUNK_MAX_TOKENS / a->block_size * a->block_size;
+                                  "exceed a block's %d", a->pack, a->pack, whole, pack_max);
+    /* --splits: a chunk is whole pages and at most pf_gpu_chunk_max_tokens
+     * (the smallest over the versions run); a sequence is at most each
+     * version's chunks of it */
+    int chunk_max = pf_gpu_chunk_max_tokens(a->block_size, a->kernel);
     for (int k = 0; k <= a->num_rivals; k++) {
         const int v = k ? a->rivals[k - 1] : a->kernel;
         const int most = pf_gpu_version_max_splits(v);
+        const int its = pf_gpu_chunk_max_tokens(a->block_size, v);
+        chunk_max = its < chunk_max ? its : chunk_max;
         if (a->splits > most)
             return pf_cli_error(PROG, "--splits %d: kernel version %d runs at most %d chunks a "
                                       "sequence", a->splits, v, most);
-        if ((long long)maxlen > (long long)most * chunk_max)
+        if ((long long)maxlen > (long long)most * its)
             return pf_cli_error(PROG, "a sequence of %d tokens: kernel version %d runs at most %d "
                                       "chunks of %d tokens (%d-token pages)", maxlen, v, most,
-                                chunk_max, a->block_size);
+                                its, a->block_size);
     }
     if (a->splits > 0 && (maxlen + a->splits - 1) / a->splits > chunk_max)
         return pf_cli_error(PROG, "--splits %d: a sequence of %d tokens needs at least %d chunks of "

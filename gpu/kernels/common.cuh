@@ -31,7 +31,7 @@ namespace {
 
 constexpr int kThreads = PF_GPU_THREADS;
 /* table entries one chunk spans: chunks are whole pages starting on a page
- * boundary, so chunk / B <= PF_GPU_MAX_CHUNK / 8 */
+ * boundary, at most PF_GPU_CHUNK_MAX_PAGES of them (pf_gpu_chunk_max_tokens) */
 constexpr int kTableCache = PF_GPU_TABLE_CACHE;
 
 __device__ __forceinline__ float fast_exp2(float x)
