@@ -425,6 +425,19 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s)
  * of the slots its packs must keep busy (see "packing") */
 #define PLAN_PACK_SEQ_NS 300.0
 #define PLAN_PACK_FILL 0.9
+/* Chunks longer than PLAN_FILL_FREE_CHUNK tokens (the cap until the
+ * thirty-second session, so every plan it allowed is as it was) are
+ * candidates only where the launch keeps PLAN_LONG_CHUNK_FILL blocks an SM
+ * share. The model lets a lone block stream a whole SM's share, and with
+ * chunks of up to 8192 it picked launches of about a block an SM, which
+ * the H100 measured slower than the cut below them (thirty-second
+ * session, v29, shuffled 16-token pages): 16 x 6144 in 128 blocks 0.871 of
+ * the read bandwidth against 0.930 in 256; 8 x 16384 in 192 blocks 0.928
+ * against 0.937 in 256. At 1.94 an SM (256 blocks on 132 SMs: long, 32 x
+ * 8192, 16 x 12288, mha's 8 x 8192) the longer chunks were level or
+ * faster on both machines. */
+#define PLAN_FILL_FREE_CHUNK 4096
+#define PLAN_LONG_CHUNK_FILL 1.9
 
 /* min-heap of doubles: the work mark at which each resident block ends */
 static void heap_sift_down(double *h, int n, int i)
@@ -856,8 +869,12 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
             splits > 1 ? (size_t)s->num_seqs * s->num_q_heads * splits * (s->head_dim + 1) * 4 : 0;
         long long units = 0;
         double cost;
-        if (m->listed) {
+        if (m->listed)
             units = plan_units_count(m->lens, s->num_seqs, bound, c, 0);
+        const long long blocks = m->listed ? units * heads : (long long)s->num_seqs * heads * splits;
+        if (c > PLAN_FILL_FREE_CHUNK && blocks < PLAN_LONG_CHUNK_FILL * m->shares)
+            continue; /* too few blocks for so long a chunk: a finer cut */
+        if (m->listed) {
             if (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS)
                 break; /* finer chunks only make more */
             pf_gpu__plan_units(m->lens, s->num_seqs, bound, c, 0, list);

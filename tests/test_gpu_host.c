@@ -517,6 +517,22 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_geq((long long)p.splits * 64, 132, "splits %d", p.splits);
     cr_assert_eq(p.splits, 4);
     cr_assert_eq(p.chunk, 8192);
+    /* chunks past 4096 tokens only with about 2 blocks an SM (host.c,
+     * PLAN_LONG_CHUNK_FILL): 16 x 6144 unsplit would be 128 blocks and 8 x
+     * 16384 in 3 chunks 192, each measured slower than the cut below */
+    static const int shapes[][4] = {/* seqs, length, splits, chunk */
+                                    {16, 6144, 2, 3072},
+                                    {8, 16384, 4, 4096},
+                                    {32, 8192, 1, 8192},
+                                    {16, 12288, 2, 6144}};
+    for (int k = 0; k < 4; k++) {
+        s.num_seqs = shapes[k][0];
+        cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, NULL, shapes[k][1], 0, 132, 4), PF_OK);
+        cr_assert_eq(p.splits, shapes[k][2], "%d x %d: %d splits", shapes[k][0], shapes[k][1],
+                     p.splits);
+        cr_assert_eq(p.chunk, shapes[k][3]);
+    }
+    s.num_seqs = 8;
     /* at 8-token pages a chunk is at most 512 pages: 8 of 4096 */
     s.block_size = 8;
     s.max_blocks_per_seq = 4096;
