@@ -188,6 +188,37 @@ Test(gpu, split_kv_more_chunks_than_one_merge_batch)
     }
 }
 
+/* Chunks of 8192 tokens, 512 pages at 16 tokens: the whole table cache
+ * (PF_GPU_CHUNK_MAX_PAGES) and the cap since the thirty-second session.
+ * 16384 tokens in 2 chunks, 8200 in 2 (the second of 8 tokens), 1 in one;
+ * every version that is not a cluster's (those keep 4096-token chunks and
+ * refuse the cut), bf16, against the CPU reference and paged = naive. */
+Test(gpu, split_kv_chunks_of_the_whole_table_cache)
+{
+    int lens[] = {16384, 1, 8200};
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 3, .seq_lens = lens, .naive_cap = 16384, .num_q_heads = 8,
+        .num_kv_heads = 2, .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16, .iters = 1,
+        .seed = 17, .shuffle_seed = 5, .tolerance = 1e-3, .ref_all_heads = 1, .measure_bw = 0,
+        .splits = 2,
+    };
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++) {
+        pf_gpu_bench_result res;
+        char err[300] = "";
+        cfg.version = v;
+        const int rc = pf_gpu_bench_run(&cfg, &res, err, sizeof err);
+        if (pf_gpu_version_cluster(v)) {
+            cr_assert_neq(rc, PF_OK, "v%d: a cluster's chunks stop at 4096 tokens", v);
+            continue;
+        }
+        cr_assert_eq(rc, PF_OK, "v%d: %s", v, err);
+        cr_assert_eq(res.chunk_tokens, 8192, "v%d: chunk %d", v, res.chunk_tokens);
+        cr_assert(res.pass, "v%d: %s", v, res.failure);
+        cr_assert(pf_gpu_version_exact(v) ? res.max_diff_shuffled == 0.0
+                                          : res.max_diff_shuffled <= cfg.tolerance);
+    }
+}
+
 /* The block timeline (bench --timeline): a record for every block of the
  * launch grid (the work list's units, or every chunk of a cluster launch),
  * consistent with itself; the traced launch's output is the checked one
