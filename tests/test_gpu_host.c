@@ -540,7 +540,6 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     assert_covers(&p, 32768, 8);
     cr_assert_eq(p.chunk, 4096);
     cr_assert_eq(pf_gpu__plan_set_splits(&p, 4, lens), PF_ERR_ARG, "1024 pages a chunk");
-    s.block_size = 16;
     /* and the mixed lengths of a batch: every chunk a whole page */
     int mixed[5] = {1, 17, 300, 1024, 2049};
     s.num_seqs = 5;
