@@ -42,7 +42,7 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
                              const int *lens_host, int max_len, int version, int sm_count,
                              int blocks_per_sm, int mh_blocks_per_sm);
 /* Set a made plan's chunking: the longest sequence (plan->max_len) in about
- * `splits` chunks of whole pages (at most PF_GPU_MAX_CHUNK tokens each), and
+ * `splits` chunks of whole pages (at most pf_gpu_chunk_max_tokens each), and
  * the workspace that needs (a plan with a work list needs the lengths it
  * was made from, lens_host). PF_ERR_ARG when splits < 1, the chunk cannot
  * be made (more than 256 chunks) or the lengths are not the plan's. For
@@ -105,7 +105,7 @@ int pf_gpu__plan_set_tail(pf_gpu_attn_plan *plan, int tail, const int *lens_host
  * 29; host.c, "packing"), whatever the planner chose. PF_ERR_ARG unless
  * the plan is version 33's, 16-bit, has a work list and one chunk a
  * sequence, and pack is 1 or a multiple of PF_GPU_PACK_STEP up to
- * PF_GPU_PACK_MAX with pack x chunk <= PF_GPU_MAX_CHUNK. For
+ * PF_GPU_PACK_MAX with pack x chunk <= pf_gpu_chunk_max_tokens. For
  * measuring it and for tests: the bench's --pack. */
 int pf_gpu__plan_set_pack(pf_gpu_attn_plan *plan, int pack);
 
@@ -216,7 +216,6 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * latency (table, first rows, its share of the merge) outweighs the 64
  * tokens it saves. */
 #define PF_GPU_MIN_CHUNK 128
-#define PF_GPU_MAX_CHUNK PF_GPU_CHUNK_MAX_TOKENS /* most, at any page size  */
 #define PF_GPU_TABLE_CACHE (PF_GPU_CHUNK_MAX_PAGES + 8) /* entries              */
 #define PF_GPU_PLAN_MAGIC 0x70616765u /* "page" */
 /* The kernel version 0 stands for, for a shape: the fastest measured
@@ -319,7 +318,7 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
  * streams its own sequences one after another; gpu/host.c, "packing";
  * gpu/kernels/mma.cuh, version 33); its plans without a pack run version
  * 29's kernel. At most PF_GPU_PACK_MAX sequences a block, and pack x chunk
- * tokens within the table cache's PF_GPU_MAX_CHUNK. */
+ * tokens within pf_gpu_chunk_max_tokens (the table cache's pages). */
 #define PF_GPU_PACK_VERSION 33 /* PF_GPU_PACK_STEP and _MAX: gpu.h */
 static inline int pf_gpu_version_packs(int version)
 {

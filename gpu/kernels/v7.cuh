@@ -405,7 +405,7 @@ __global__ void __launch_bounds__(kThreads) attn_v7(const AttnArgs<T> a)
  * is not bitwise reproducible (it is within rounding of the others). */
 constexpr int kVisits = PF_GPU_STEAL_VISITS;
 constexpr int kPiece = PF_GPU_STEAL_PIECE;
-constexpr int kMaxPieces = PF_GPU_MAX_CHUNK / kPiece; /* a visit's, at most */
+constexpr int kMaxPieces = PF_GPU_CHUNK_MAX_TOKENS / kPiece; /* a visit's, at most */
 
 /* Work item i of version 11: its unit of the work list, the sequence's
  * length as the kernel reads it (up to the chunks planned for it and the
