@@ -284,6 +284,16 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * (0.979, 0.978 and 0.970 of the read bandwidth against 0.970, 0.972 and
  * 0.968), never slower; not yet run on an H200. */
 #define PF_GPU_MH_GQA_VERSION 34
+/* ... and where 29's plan launches at most PF_GPU_DEEP_BLOCKS_PER_SM
+ * blocks an SM, version 0 runs that plan with PF_GPU_DEEP_GQA_VERSION: 29
+ * with more stages a warp (pf_gpu_attn_plan_compute). By Little's law an
+ * SM must keep its share of the bandwidth times the memory's latency in
+ * flight; 29 keeps one 8-token tile a warp in flight while it computes
+ * (2 stages), 4 KB, so at 4 blocks an SM 64 KB and at 2 (long, 8 x 32768
+ * in 4 chunks of 8192: 256 blocks on 132 SMs) half that, and a shuffled
+ * page's address translation adds to the latency it must cover. */
+#define PF_GPU_DEEP_GQA_VERSION 36
+#define PF_GPU_DEEP_BLOCKS_PER_SM 2
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its
@@ -305,7 +315,7 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 #define PF_GPU_SMALL_TILE 1
 
 /* Versions 5 on merge split-KV chunks inside the attention kernel; 5 to 8,
- * 11 to 30 and 32 to 34 (33's split plans run version 29's kernel) through
+ * 11 to 30 and 32 to 36 (33's split plans run version 29's kernel) through
  * global memory (their workspace also holds one counter per (sequence, head
  * tile), zero at rest; versions 14 and 34: per block of 4 tiles) and from a work
  * list when planned from lengths; 9, 10 and 31 inside a thread-block cluster, so their chunks
@@ -381,17 +391,17 @@ static inline int pf_gpu_version_heads(int version, pf_gpu_dtype dtype)
     return pf_gpu_version_mh(version) && dtype != PF_GPU_F32 ? PF_GPU_MH_TILES : 1;
 }
 
-/* Versions 19-34 feed bf16's attention weights to P V as one bf16
+/* Versions 19-36 feed bf16's attention weights to P V as one bf16
  * term, as FlashAttention, FlashInfer and cuDNN do (gpu/kernels/launch.cuh pick_v:
  * P1); the other tensor-core versions as hi + lo terms. */
 static inline int pf_gpu_version_one_term_p(int version)
 {
-    return version >= 19 && version <= 34;
+    return version >= 19 && version <= 36;
 }
 /* The relative rounding of the attention weights p as a version feeds
  * them to its P V product (the CPU check's allowance, pf_gpu_refcheck):
  * 0 where P V is fp32 arithmetic (fp32, and versions 1-5 and 7-11); on the
- * tensor cores (versions 6 and 12-34, 16-bit) p enters as fp16 (11 bits:
+ * tensor cores (versions 6 and 12-36, 16-bit) p enters as fp16 (11 bits:
  * 2^-11), or for bf16 as hi + lo bf16 terms (about 16 bits: 2^-16) or as
  * one term (8 bits: 2^-8). Relative for normal numbers: fp16 weights below
  * 2^-14 are subnormal and off by up to 2^-25 absolutely, which the check's

@@ -1058,6 +1058,9 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         if ((rc = plan_pack(&m, &pick, &plan->pack)) != PF_OK)
             return rc;
     }
+    if (!version && v == PF_GPU_GQA_VERSION &&
+        pf_gpu__plan_blocks(plan) <= (long long)PF_GPU_DEEP_BLOCKS_PER_SM * sm_count)
+        plan->version = PF_GPU_DEEP_GQA_VERSION; /* the same plan, deeper (gpu_internal.h) */
     plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;

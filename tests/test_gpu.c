@@ -1129,7 +1129,9 @@ Test(gpu, plan_make_plans_version_0_as_the_planner_does)
     len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS + 16;
     cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, &len, 0, 0), PF_OK,
                  "a small launch too long for a cluster plans the large launch's version");
-    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+    /* ... run by its deeper kin: 8 head tiles in a few chunks are under 2
+     * blocks an SM on any machine this runs on (PF_GPU_DEEP_GQA_VERSION) */
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
     cr_assert_neq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK,
                   "version 9 itself cannot merge more chunks than a cluster holds");
     /* batch (256 x 1024): version 34's plan splits nothing, so it is

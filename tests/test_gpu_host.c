@@ -517,6 +517,19 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_geq((long long)p.splits * 64, 132, "splits %d", p.splits);
     cr_assert_eq(p.splits, 4);
     cr_assert_eq(p.chunk, 8192);
+    /* 256 blocks, at most 2 an SM: version 0 runs 29's plan with more
+     * stages (gpu_internal.h, PF_GPU_DEEP_GQA_VERSION); version 29 asked
+     * for by name plans the same cut and stays itself */
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
+    pf_gpu_attn_plan p29;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens, 0, PF_GPU_GQA_VERSION, 132, 4), PF_OK);
+    cr_assert_eq(p29.version, PF_GPU_GQA_VERSION);
+    cr_assert_eq(p29.splits, p.splits);
+    cr_assert_eq(p29.units, p.units);
+    cr_assert_eq(p29.workspace_bytes, p.workspace_bytes);
+    /* on a machine of 120 SMs the same 256 blocks are more than 2 an SM */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens, 0, 0, 120, 4), PF_OK);
+    cr_assert_eq(p29.version, PF_GPU_GQA_VERSION, "256 blocks on 120 SMs: version %d", p29.version);
     /* chunks past 4096 tokens only with about 2 blocks an SM (host.c,
      * PLAN_LONG_CHUNK_FILL): 16 x 6144 unsplit would be 128 blocks and 8 x
      * 16384 in 3 chunks 192, each measured slower than the cut below */
@@ -548,9 +561,10 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
     assert_covers(&p, 2049, 24);
     cr_assert_eq(p.version, 2);
-    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v29 for GQA */
+    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v29's
+     * plan for GQA, run by its deeper kin on so few blocks */
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
-    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
     s.num_kv_heads = s.num_q_heads;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
     cr_assert_eq(p.version, 8);
@@ -771,7 +785,7 @@ Test(gpu_host, default_version_follows_the_measurements)
     int len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS + 16;
     pf_gpu_attn_plan p;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
-    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION); /* under 2 blocks an SM */
     len -= 16;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
@@ -1013,7 +1027,7 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     /* the messages' list of them, as ranges; cut short, still a string */
     char can[64];
     pf_gpu_tail_versions(can, sizeof can);
-    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32, 33");
+    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32, 33, 35, 36");
     pf_gpu_tail_versions(can, 6);
     cr_assert_str_eq(can, "5-8");
     /* bindings check their mirror of the plan against this */
@@ -1442,7 +1456,8 @@ Test(gpu_host, cluster_fallback_counts_whole_pages)
         cr_assert_eq(v, PF_GPU_GQA_VERSION, "%d tokens", len);
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK,
                      "%d tokens", len);
-        cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
+        /* 8 head tiles a chunk: under 2 blocks an SM, 29's plan run deeper */
+        cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
     }
     /* the naive layout's chunks are multiples of 16, which divides 4096 */
     len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS;

@@ -179,7 +179,9 @@ template <typename F> int reserve_for_four(F fn)
  * atomic. 32: 29 with the workspace merge's count one acquire-release
  * atomic and no fences (END kEndAcqRel, v2.cuh). 33: 29 streaming several
  * whole sequences a block, as the plan packs them (END kEndPack). 34: 29
- * with 14's head tile a warp (MH with FIX 2 and QREG).
+ * with 14's head tile a warp (MH with FIX 2 and QREG). 35 and 36: 29 with
+ * 3 and 4 stages (48 and 64 KB a block, dynamic; 4 and 3 blocks an SM), for
+ * launches of at most 2 blocks an SM (gpu_internal.h, PF_GPU_DEEP_GQA_VERSION).
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
@@ -325,7 +327,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-34 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-36 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -353,8 +355,12 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
               * with no pack runs 29: launch_t) */
         return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
                         kEndPack>();
-    default: /* 34: 29 with a head tile a warp (14's shape) */
+    case 34: /* 29 with a head tile a warp (14's shape) */
         return pick_mma<T, D, GT, PAGED, 2, 8, true, true, true, 0, true, false, 2, true>();
+    case 35: /* 29 with 3 stages */
+        return pick_mma<T, D, GT, PAGED, 3, 8, true, true, false, 0, true, false, 2, true>();
+    default: /* 36: 29 with 4 stages */
+        return pick_mma<T, D, GT, PAGED, 4, 8, true, true, false, 0, true, false, 2, true>();
     }
 }
 
