@@ -634,6 +634,8 @@ int plan_version(Case *c, Ver *v)
                 8 * in.tail);
         return PF_ERR_ARG;
     }
+    if (!v->version && (in.splits > 0 || in.tail > 0))
+        pf_gpu__plan_pick_depth(pl); /* version 0's depth follows the forced cut */
     if (in.grid_order)
         pf_gpu__plan_drop_list(pl);
     if (in.group_tile > 0)

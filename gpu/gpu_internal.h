@@ -294,6 +294,10 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * page's address translation adds to the latency it must cover. */
 #define PF_GPU_DEEP_GQA_VERSION 36
 #define PF_GPU_DEEP_BLOCKS_PER_SM 2
+/* Version 0's choice between those two for a finished plan of either: by
+ * its blocks. The bench calls it again after forcing version 0's cut
+ * (--splits, --tail), so a forced cut runs the version its blocks ask. */
+void pf_gpu__plan_pick_depth(pf_gpu_attn_plan *plan);
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
 /* A launch of at most this many (sequence, head tile) pairs is small: it
  * fills a machine only when split, and the merge's latency is on its

@@ -1058,12 +1058,19 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         if ((rc = plan_pack(&m, &pick, &plan->pack)) != PF_OK)
             return rc;
     }
-    if (!version && v == PF_GPU_GQA_VERSION &&
-        pf_gpu__plan_blocks(plan) <= (long long)PF_GPU_DEEP_BLOCKS_PER_SM * sm_count)
-        plan->version = PF_GPU_DEEP_GQA_VERSION; /* the same plan, deeper (gpu_internal.h) */
+    if (!version && v == PF_GPU_GQA_VERSION)
+        pf_gpu__plan_pick_depth(plan);
     plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;
+}
+
+void pf_gpu__plan_pick_depth(pf_gpu_attn_plan *plan)
+{
+    if (plan->version != PF_GPU_GQA_VERSION && plan->version != PF_GPU_DEEP_GQA_VERSION)
+        return;
+    const long long thin = (long long)PF_GPU_DEEP_BLOCKS_PER_SM * plan->sm_count;
+    plan->version = pf_gpu__plan_blocks(plan) <= thin ? PF_GPU_DEEP_GQA_VERSION : PF_GPU_GQA_VERSION;
 }
 
 int pf_gpu__plan_set_splits(pf_gpu_attn_plan *plan, int splits, const int *lens_host)

@@ -527,6 +527,15 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(p29.splits, p.splits);
     cr_assert_eq(p29.units, p.units);
     cr_assert_eq(p29.workspace_bytes, p.workspace_bytes);
+    /* a forced cut of version 0 runs the version its blocks ask for: 8
+     * chunks are 512 blocks, 4 again 256 */
+    pf_gpu_attn_plan f = p;
+    cr_assert_eq(pf_gpu__plan_set_splits(&f, 8, lens), PF_OK);
+    pf_gpu__plan_pick_depth(&f);
+    cr_assert_eq(f.version, PF_GPU_GQA_VERSION, "512 blocks: version %d", f.version);
+    cr_assert_eq(pf_gpu__plan_set_splits(&f, 4, lens), PF_OK);
+    pf_gpu__plan_pick_depth(&f);
+    cr_assert_eq(f.version, PF_GPU_DEEP_GQA_VERSION);
     /* on a machine of 120 SMs the same 256 blocks are more than 2 an SM */
     cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens, 0, 0, 120, 4), PF_OK);
     cr_assert_eq(p29.version, PF_GPU_GQA_VERSION, "256 blocks on 120 SMs: version %d", p29.version);
