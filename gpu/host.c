@@ -1058,8 +1058,8 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         if ((rc = plan_pack(&m, &pick, &plan->pack)) != PF_OK)
             return rc;
     }
-    if (!version && v == PF_GPU_GQA_VERSION)
-        pf_gpu__plan_pick_depth(plan);
+    if (!version)
+        pf_gpu__plan_pick_depth(plan); /* 29's plan: 29 or 36 by its blocks */
     plan_workspace(plan);
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;
