@@ -1218,9 +1218,10 @@ extern "C" int pf_gpu_attn_plan_make(pf_gpu_attn_plan *plan, const pf_gpu_attn_s
         return pf_gpu_cuda_err((int)e);
     /* the version is resolved here only to size the SM's slots: the
      * planner is given the caller's `version`, since version 0 plans more
-     * than a version (a small launch's head tile, the long sequence's
-     * fallback, version 34 where it splits nothing, each sized by its own
-     * kernel's occupancy; pf_gpu_attn_plan_compute) */
+     * than a version (a small launch's head tile, the large launch's
+     * version past a small launch's tokens, version 34 where it splits
+     * nothing, each sized by its own kernel's occupancy, version 36 at one
+     * block an SM; pf_gpu_attn_plan_compute) */
     int v;
     if ((rc = pf_gpu__plan_version(s, paged, lens_host, max_len, version, &v)) != PF_OK)
         return rc;

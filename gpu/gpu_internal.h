@@ -28,9 +28,10 @@ extern "C" {
 int pf_gpu__plan_begin(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged, int version);
 /* The kernel version a plan of this shape, these lengths (or max_len) and
  * `version` runs, as pf_gpu_attn_plan_compute resolves it (0: the shape's
- * default, a small launch's long sequence the large launch's), into *v_out:
- * what pf_gpu_attn_plan_make sizes the SM's slots by. Call it after
- * pf_gpu__plan_begin. PF_OK or PF_ERR_ARG (lengths past the capacity). */
+ * default; for a small launch's pairs with more than its tokens, the large
+ * launch's), into *v_out: what pf_gpu_attn_plan_make sizes the SM's slots
+ * by. Call it after pf_gpu__plan_begin. PF_OK or PF_ERR_ARG (lengths past
+ * the capacity). */
 int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len,
                          int version, int *v_out);
 /* pf_gpu_attn_plan_compute with the occupancy of version 0's second
@@ -286,25 +287,42 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
 #define PF_GPU_MH_GQA_VERSION 34
 /* ... and where 29's plan launches at most PF_GPU_DEEP_BLOCKS_PER_SM
  * blocks an SM, version 0 runs that plan with PF_GPU_DEEP_GQA_VERSION: 29
- * with more stages a warp (pf_gpu_attn_plan_compute). By Little's law an
- * SM must keep its share of the bandwidth times the memory's latency in
+ * with 4 stages a warp (pf_gpu_attn_plan_compute). By Little's law an SM
+ * must keep its share of the bandwidth times the memory's latency in
  * flight; 29 keeps one 8-token tile a warp in flight while it computes
- * (2 stages), 4 KB, so at 4 blocks an SM 64 KB and at 2 (long, 8 x 32768
- * in 4 chunks of 8192: 256 blocks on 132 SMs) half that, and a shuffled
- * page's address translation adds to the latency it must cover. */
+ * (2 stages), 4 KB, so at 4 blocks an SM 64 KB and with one block an SM a
+ * quarter of that; 36 keeps three. Measured (docs/gpu-journal.md,
+ * thirty-fourth session, shuffled 16-token pages, llama's heads, v29 / v35
+ * / v36 of the read bandwidth): at 128 blocks on 132 SMs 36 gains 12-17%
+ * (H200: 16 x 4096 0.714 / 0.814 / 0.836, 8 x 4096 0.617 / 0.686 / 0.695;
+ * H100: 16 x 2048 0.781 / 0.810 / 0.820); at 160-192 blocks 35 and 29 are
+ * within 2% and 36 trails 29 by 3-7%; at 256 (long) 29 leads both by
+ * 1-1.5%: a second block an SM already covers the latency, and the deeper
+ * pipeline's longer fill and drain cost more than it hides. So one block
+ * an SM, not two (long keeps 29). */
 #define PF_GPU_DEEP_GQA_VERSION 36
-#define PF_GPU_DEEP_BLOCKS_PER_SM 2
+#define PF_GPU_DEEP_BLOCKS_PER_SM 1
 /* Version 0's choice between those two for a finished plan of either: by
  * its blocks. The bench calls it again after forcing version 0's cut
  * (--splits, --tail), so a forced cut runs the version its blocks ask. */
 void pf_gpu__plan_pick_depth(pf_gpu_attn_plan *plan);
+/* Version 0 for the shape alone (9 where the pairs make a small launch);
+ * the planner then applies the lengths (PF_GPU_SMALL_TOKENS). */
 int pf_gpu_default_version(const pf_gpu_attn_shape *s);
-/* A launch of at most this many (sequence, head tile) pairs is small: it
+/* A launch of at most PF_GPU_SMALL_LAUNCH (sequence, head tile) pairs and
+ * PF_GPU_SMALL_TOKENS tokens in all (sequences x the longest) is small: it
  * fills a machine only when split, and the merge's latency is on its
- * critical path, so version 0 is 9 there (the planner falls back to the
- * large launch's version for a sequence longer than one cluster's 8
- * chunks). */
+ * critical path, so version 0 is 9 there (resolve_version, gpu/host.c).
+ * The token bound is measured (thirty-fourth session, H100, shuffled
+ * 16-token pages, llama's heads, version 0 = v9 with one head a block
+ * against v29): 1 x 256 8.7 against 10.6 us, 1 x 512 9.5 / 10.6, 1 x 1024
+ * 10.7 / 11.0; but 1 x 1536 12.5 / 11.7, 2 x 1024 13.3 / 11.1, 4 x 512
+ * 13.2 / 11.1, and on bandwidth-bound lengths v9 reading the pages once
+ * per query head falls far behind: 4 x 32768 405 / 187 us. Until then the
+ * bound was one cluster's 8 chunks (32768 tokens a sequence), set from the
+ * single workload alone. */
 #define PF_GPU_SMALL_LAUNCH 32
+#define PF_GPU_SMALL_TOKENS 1024
 /* ... and there version 0 serves one query head a block (the chunking is
  * planned for the group's tile first, then each block's heads are cut to
  * this): a small launch leaves SMs idle, so more, shorter blocks cost no

@@ -784,29 +784,32 @@ static int plan_bound(const pf_gpu_attn_shape *s, int paged, const int *lens_hos
     return PF_OK;
 }
 
-/* The version a plan runs: `version`, or for 0 the shape's default, and
- * for a small launch whose longest sequence (`bound`) is more chunks than
- * one cluster holds, the large launch's version. A chunk is whole pages
- * (16 tokens for the naive layout) of at most
- * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS for a cluster version, so a cluster
- * holds less than 8 x 4096 tokens when the page size does not divide 4096
- * (8 x 4080 at 48-token pages). */
-static int resolve_version(const pf_gpu_attn_shape *s, int paged, int bound, int version)
+/* The version a plan runs: `version`, or for 0 the shape's default; a
+ * launch with few enough pairs for version 9 (pf_gpu_default_version) is
+ * small only if its tokens are too (PF_GPU_SMALL_TOKENS: `bound`, the
+ * longest sequence, for each), else the large launch's version. */
+static int resolve_version(const pf_gpu_attn_shape *s, int bound, int version)
 {
     if (version)
         return version;
-    const int v = pf_gpu_default_version(s), B = paged ? s->block_size : 16;
-    if (pf_gpu_version_cluster(v) && bound > PF_GPU_CLUSTER_MAX * pf_gpu_chunk_max_tokens(B, v))
-        return default_large(s); /* a small launch, but too long for one cluster */
+    const int v = pf_gpu_default_version(s);
+    if (pf_gpu_version_cluster(v) && (long long)s->num_seqs * bound > PF_GPU_SMALL_TOKENS)
+        return default_large(s);
     return v;
 }
+/* A cluster merges at most PF_GPU_CLUSTER_MAX chunks of whole pages of at
+ * most PF_GPU_CLUSTER_CHUNK_MAX_TOKENS (8 x 4080 tokens at 48-token pages,
+ * 8 x 3841 at worst for pages of 8-256 tokens), so the small launch's
+ * sequence fits one at any page size. */
+_Static_assert(PF_GPU_SMALL_TOKENS <= PF_GPU_CLUSTER_MAX * (PF_GPU_CLUSTER_CHUNK_MAX_TOKENS - 255),
+               "a small launch's sequence must fit one cluster");
 
 int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_host, int max_len,
                          int version, int *v_out)
 {
     int bound, rc = plan_bound(s, paged, lens_host, max_len, &bound);
     if (rc == PF_OK)
-        *v_out = resolve_version(s, paged, bound, version);
+        *v_out = resolve_version(s, bound, version);
     return rc;
 }
 
@@ -986,7 +989,7 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     m.B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
     long long slots_ll = (long long)sm_count * blocks_per_sm;
     m.slots = slots_ll > 65536 ? 65536 : (int)slots_ll;
-    const int v = resolve_version(s, paged, m.bound, version);
+    const int v = resolve_version(s, m.bound, version);
     if (!version && v == PF_GPU_GQA_VERSION &&
         pf_gpu__head_tiles(s) % pf_gpu_version_heads(PF_GPU_MH_GQA_VERSION, s->dtype) == 0) {
         /* version 0's head tile a warp, where it needs no split

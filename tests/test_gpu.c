@@ -1110,9 +1110,10 @@ Test(gpu, check_only_checks_every_version_and_times_nothing)
 
 /* The public planner (device queries) resolves version 0 as
  * pf_gpu_attn_plan_compute does: a small launch serves one query head a
- * block, one whose sequence outgrows a cluster falls back to the large
- * launch's version, and a batch that fills the machine unsplit runs version
- * 34. (Until the twenty-first session plan_make handed the planner the
+ * block, one with more tokens than a small launch's runs the large
+ * launch's plan (with version 36 at one block an SM or fewer, as on an
+ * H100 or H200 here), and a batch that fills the machine unsplit runs
+ * version 34. (Until the twenty-first session plan_make handed the planner the
  * resolved version, so the first two never reached a caller.) */
 Test(gpu, plan_make_plans_version_0_as_the_planner_does)
 {
@@ -1126,12 +1127,11 @@ Test(gpu, plan_make_plans_version_0_as_the_planner_does)
     cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
     cr_assert_eq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK);
     cr_assert_eq(q.group_tile, 4, "an explicit version keeps the group's tile");
+    len = 2 * PF_GPU_SMALL_TOKENS;
+    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, &len, 0, 0), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION,
+                 "past a small launch's tokens, 29's plan, run by 36 at one block an SM or fewer");
     len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS + 16;
-    cr_assert_eq(pf_gpu_attn_plan_make(&p, &s, 1, &len, 0, 0), PF_OK,
-                 "a small launch too long for a cluster plans the large launch's version");
-    /* ... run by its deeper kin: 8 head tiles in a few chunks are under 2
-     * blocks an SM on any machine this runs on (PF_GPU_DEEP_GQA_VERSION) */
-    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
     cr_assert_neq(pf_gpu_attn_plan_make(&q, &s, 1, &len, 0, 9), PF_OK,
                   "version 9 itself cannot merge more chunks than a cluster holds");
     /* batch (256 x 1024): version 34's plan splits nothing, so it is

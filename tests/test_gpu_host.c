@@ -517,28 +517,40 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_geq((long long)p.splits * 64, 132, "splits %d", p.splits);
     cr_assert_eq(p.splits, 4);
     cr_assert_eq(p.chunk, 8192);
-    /* 256 blocks, at most 2 an SM: version 0 runs 29's plan with more
-     * stages (gpu_internal.h, PF_GPU_DEEP_GQA_VERSION); version 29 asked
-     * for by name plans the same cut and stays itself */
-    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
+    /* 256 blocks, about 2 an SM: version 29, which led 35 and 36 there on
+     * the H200 (gpu_internal.h, PF_GPU_DEEP_GQA_VERSION); asked for by name
+     * it plans the same cut */
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION);
     pf_gpu_attn_plan p29;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens, 0, PF_GPU_GQA_VERSION, 132, 4), PF_OK);
     cr_assert_eq(p29.version, PF_GPU_GQA_VERSION);
     cr_assert_eq(p29.splits, p.splits);
     cr_assert_eq(p29.units, p.units);
     cr_assert_eq(p29.workspace_bytes, p.workspace_bytes);
-    /* a forced cut of version 0 runs the version its blocks ask for: 8
-     * chunks are 512 blocks, 4 again 256 */
+    /* 16 x 4096 unsplit: 128 blocks, 36 on 132 SMs, 29 on 120 (more than
+     * one an SM); asked for by name, 29 stays 29 with the same plan */
+    int lens16[16];
+    for (int i = 0; i < 16; i++)
+        lens16[i] = 4096;
+    s.num_seqs = 16;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, lens16, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.splits, 1);
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION, "16 x 4096: version %d", p.version);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens16, 0, PF_GPU_GQA_VERSION, 132, 4), PF_OK);
+    cr_assert_eq(p29.version, PF_GPU_GQA_VERSION);
+    cr_assert_eq(p29.splits, p.splits);
+    cr_assert_eq(p29.workspace_bytes, p.workspace_bytes);
+    /* a forced cut of version 0 runs the version its blocks ask for: 2
+     * chunks are 256 blocks (29), 1 again 128 (36) */
     pf_gpu_attn_plan f = p;
-    cr_assert_eq(pf_gpu__plan_set_splits(&f, 8, lens), PF_OK);
+    cr_assert_eq(pf_gpu__plan_set_splits(&f, 2, lens16), PF_OK);
     pf_gpu__plan_pick_depth(&f);
-    cr_assert_eq(f.version, PF_GPU_GQA_VERSION, "512 blocks: version %d", f.version);
-    cr_assert_eq(pf_gpu__plan_set_splits(&f, 4, lens), PF_OK);
+    cr_assert_eq(f.version, PF_GPU_GQA_VERSION, "256 blocks: version %d", f.version);
+    cr_assert_eq(pf_gpu__plan_set_splits(&f, 1, lens16), PF_OK);
     pf_gpu__plan_pick_depth(&f);
-    cr_assert_eq(f.version, PF_GPU_DEEP_GQA_VERSION);
-    /* on a machine of 120 SMs the same 256 blocks are more than 2 an SM */
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens, 0, 0, 120, 4), PF_OK);
-    cr_assert_eq(p29.version, PF_GPU_GQA_VERSION, "256 blocks on 120 SMs: version %d", p29.version);
+    cr_assert_eq(f.version, PF_GPU_DEEP_GQA_VERSION, "128 blocks: version %d", f.version);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p29, &s, 1, lens16, 0, 0, 120, 4), PF_OK);
+    cr_assert_eq(p29.version, PF_GPU_GQA_VERSION, "128 blocks on 120 SMs: version %d", p29.version);
     /* chunks past 4096 tokens only with about 2 blocks an SM (host.c,
      * PLAN_LONG_CHUNK_FILL): 16 x 6144 unsplit would be 128 blocks and 8 x
      * 16384 in 3 chunks 192, each measured slower than the cut below */
@@ -570,10 +582,12 @@ Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 2, 132, 6), PF_OK);
     assert_covers(&p, 2049, 24);
     cr_assert_eq(p.version, 2);
-    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v29's
-     * plan for GQA, run by its deeper kin on so few blocks */
+    /* version 0: the measured default, v8 for 16-bit MHA (GQA tile 1), v29
+     * for GQA (its plan's 152 blocks are more than one an SM) */
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
-    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
+    cr_assert_eq(p.version, PF_GPU_GQA_VERSION, "%lld blocks: version %d", pf_gpu__plan_blocks(&p),
+                 p.version);
+    cr_assert_eq(pf_gpu__plan_blocks(&p), 152);
     s.num_kv_heads = s.num_q_heads;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, mixed, 0, 0, 132, 6), PF_OK);
     cr_assert_eq(p.version, 8);
@@ -787,20 +801,36 @@ Test(gpu_host, default_version_follows_the_measurements)
     cr_assert_eq(pf_gpu_default_version(&s), 9); /* 32 pairs */
     s.num_seqs = 5;
     cr_assert_eq(pf_gpu_default_version(&s), PF_GPU_GQA_VERSION);
-    /* small, but one sequence longer than a cluster's 8 chunks: the large
-     * launch's version (29 for 16-bit GQA) */
+    /* few pairs, but small only up to PF_GPU_SMALL_TOKENS tokens in all
+     * (v9 trailed 29 from 1536 tokens, or two sequences of 1024, on): past
+     * it the large launch's plan, here 29's at under one block an SM, so
+     * 36 */
     s.num_seqs = 1;
     s.max_blocks_per_seq = 4096;
-    int len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS + 16;
     pf_gpu_attn_plan p;
+    int len = PF_GPU_SMALL_TOKENS + 16;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
-    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION); /* under 2 blocks an SM */
-    len -= 16;
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION, "1 x 1040: version %d", p.version);
+    cr_assert_eq(p.group_tile, 4);
+    len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS; /* fits a cluster, not small */
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
+    cr_assert(p.version == PF_GPU_GQA_VERSION || p.version == PF_GPU_DEEP_GQA_VERSION,
+              "1 x 32768: 29's plan, version %d", p.version);
+    int two[2] = {PF_GPU_SMALL_TOKENS / 2 + 16, 16}; /* the longest, times the sequences */
+    s.num_seqs = 2;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, two, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION, "2 x 528: version %d", p.version);
+    two[0] -= 16;
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, two, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(p.version, 9, "2 x 512: version %d", p.version);
+    s.num_seqs = 1;
+    len = PF_GPU_SMALL_TOKENS;
     cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
     /* a small launch: one query head a block, the chunking the group's
      * tile of 4 gets (as measured: plan, then the tile cut) */
     cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
+    cr_assert_eq(pf_gpu__plan_head_tiles(&p), 32);
     pf_gpu_attn_plan q;
     cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, &len, 0, 9, 132, 4), PF_OK);
     cr_assert_eq(q.group_tile, 4, "an explicit version keeps the group's tile");
@@ -814,18 +844,20 @@ Test(gpu_host, default_version_follows_the_measurements)
     len += 16;
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
     cr_assert_eq(v, PF_GPU_GQA_VERSION);
+    cr_assert_eq(pf_gpu__plan_version(&s, 1, NULL, PF_GPU_SMALL_TOKENS, 0, &v), PF_OK);
+    cr_assert_eq(v, 9, "without lengths, max_len bounds the sequence");
+    cr_assert_eq(pf_gpu__plan_version(&s, 1, NULL, 2 * PF_GPU_SMALL_TOKENS, 0, &v), PF_OK);
+    cr_assert_eq(v, PF_GPU_GQA_VERSION);
+    /* version 9 asked for by name is kept, up to what a cluster merges */
+    len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS;
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 9, &v), PF_OK);
     cr_assert_eq(v, 9, "an explicit version is kept");
+    cr_assert_eq(pf_gpu_attn_plan_compute(&q, &s, 1, &len, 0, 9, 132, 4), PF_OK);
+    len += 16;
     cr_assert_neq(pf_gpu_attn_plan_compute(&q, &s, 1, &len, 0, 9, 132, 4), PF_OK,
                   "version 9 cannot merge more chunks than a cluster holds");
-    cr_assert_eq(pf_gpu__plan_version(&s, 1, NULL, 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS, 0, &v), PF_OK);
-    cr_assert_eq(v, 9, "without lengths, max_len bounds the sequence");
     len = s.max_blocks_per_seq * s.block_size + 1;
     cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_ERR_ARG, "past the capacity");
-    len = 1024; /* single */
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
-    cr_assert_eq(p.group_tile, PF_GPU_SMALL_TILE);
-    cr_assert_eq(pf_gpu__plan_head_tiles(&p), 32);
     s.dtype = PF_GPU_F32;
     cr_assert_eq(pf_gpu_default_version(&s), 7); /* fp32 small: v9 measured slower (seed) */
     s = llama_shape();
@@ -1443,12 +1475,13 @@ Test(gpu_host, version_0_takes_a_head_tile_a_warp_where_it_needs_no_split)
     cr_assert_eq(p.splits, 1);
 }
 
-/* Version 0's fallback for a small launch too long for one cluster counts
- * the chunks a cluster can really hold: whole pages of at most 4096 tokens,
- * so 8 x 4080 tokens at 48-token pages (until the twenty-first session it
- * counted 8 x 4096, kept version 9 for 32641-32768 tokens, and the plan
- * was refused where version 19 plans fine). */
-Test(gpu_host, cluster_fallback_counts_whole_pages)
+/* A cluster holds whole pages of at most 4096 tokens a chunk, so 8 x 4080
+ * tokens at 48-token pages: version 9 plans 32640 and refuses one more
+ * (until the twenty-first session version 0 counted 8 x 4096 and kept
+ * version 9 for 32641-32768 tokens, where the plan was refused; since the
+ * thirty-fourth a sequence that long is never a small launch, and version
+ * 0 runs 29's plan). */
+Test(gpu_host, cluster_counts_whole_pages)
 {
     pf_gpu_attn_shape s = llama_shape();
     s.num_seqs = 1;
@@ -1456,23 +1489,25 @@ Test(gpu_host, cluster_fallback_counts_whole_pages)
     s.max_blocks_per_seq = 700;
     pf_gpu_attn_plan p;
     int v = -1, len = 8 * (PF_GPU_CLUSTER_CHUNK_MAX_TOKENS / 48 * 48); /* 32640: one cluster */
-    cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
-    cr_assert_eq(v, 9);
-    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_OK);
     cr_assert_eq(p.version, 9);
+    cr_assert_eq(p.chunk, 4080);
+    cr_assert_eq(p.splits, 8);
     for (len = 32641; len <= 32768; len += 127) {
+        cr_assert_neq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 9, 132, 4), PF_OK,
+                      "%d tokens", len);
         cr_assert_eq(pf_gpu__plan_version(&s, 1, &len, 0, 0, &v), PF_OK);
         cr_assert_eq(v, PF_GPU_GQA_VERSION, "%d tokens", len);
         cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 1, &len, 0, 0, 132, 4), PF_OK,
                      "%d tokens", len);
-        /* 8 head tiles a chunk: under 2 blocks an SM, 29's plan run deeper */
-        cr_assert_eq(p.version, PF_GPU_DEEP_GQA_VERSION);
+        cr_assert(p.version == PF_GPU_GQA_VERSION || p.version == PF_GPU_DEEP_GQA_VERSION,
+                  "%d tokens: 29's plan, version %d", len, p.version);
     }
     /* the naive layout's chunks are multiples of 16, which divides 4096 */
     len = 8 * PF_GPU_CLUSTER_CHUNK_MAX_TOKENS;
     s.naive_cap = len;
-    cr_assert_eq(pf_gpu__plan_version(&s, 0, NULL, len, 0, &v), PF_OK);
-    cr_assert_eq(v, 9);
+    cr_assert_eq(pf_gpu_attn_plan_compute(&p, &s, 0, NULL, len, 9, 132, 4), PF_OK);
+    cr_assert_eq(p.chunk, PF_GPU_CLUSTER_CHUNK_MAX_TOKENS);
 }
 
 /* Forcing a smaller head tile multiplies the launch's items: past INT_MAX
