@@ -293,13 +293,13 @@ int pf_gpu_ref_check(const pf_gpu_refcheck *c, pf_gpu_refcheck_out *o);
  * (2 stages), 4 KB, so at 4 blocks an SM 64 KB and with one block an SM a
  * quarter of that; 36 keeps three. Measured (docs/gpu-journal.md,
  * thirty-fourth session, shuffled 16-token pages, llama's heads, v29 / v35
- * / v36 of the read bandwidth): at 128 blocks on 132 SMs 36 gains 12-17%
+ * / v36 of the read bandwidth): at 128 blocks on 132 SMs 36 gains 5-17%
  * (H200: 16 x 4096 0.714 / 0.814 / 0.836, 8 x 4096 0.617 / 0.686 / 0.695;
  * H100: 16 x 2048 0.781 / 0.810 / 0.820); at 160-192 blocks 35 and 29 are
- * within 2% and 36 trails 29 by 3-7%; at 256 (long) 29 leads both by
- * 1-1.5%: a second block an SM already covers the latency, and the deeper
- * pipeline's longer fill and drain cost more than it hides. So one block
- * an SM, not two (long keeps 29). */
+ * within 2.5% and 36 trails 29 by 3-7%; at 256 (long) 29 leads both by
+ * 0.7-1.2%. Our reading, not measured: a second block an SM already
+ * covers the latency, and the deeper pipeline's longer fill and drain
+ * cost more than it hides. So one block an SM, not two (long keeps 29). */
 #define PF_GPU_DEEP_GQA_VERSION 36
 #define PF_GPU_DEEP_BLOCKS_PER_SM 1
 /* Version 0's choice between those two for a finished plan of either: by
