@@ -180,8 +180,9 @@ template <typename F> int reserve_for_four(F fn)
  * atomic and no fences (END kEndAcqRel, v2.cuh). 33: 29 streaming several
  * whole sequences a block, as the plan packs them (END kEndPack). 34: 29
  * with 14's head tile a warp (MH with FIX 2 and QREG). 35 and 36: 29 with
- * 3 and 4 stages (48 and 64 KB a block, dynamic; 4 and 3 blocks an SM), for
- * launches of at most one block an SM (gpu_internal.h, PF_GPU_DEEP_GQA_VERSION).
+ * 3 and 4 stages (48 and 64 KB a block, dynamic; 4 and 3 blocks an SM); 36
+ * is version 0 at one block an SM or fewer (gpu_internal.h,
+ * PF_GPU_DEEP_GQA_VERSION), 35 is measured only.
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
