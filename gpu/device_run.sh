@@ -47,7 +47,9 @@
 #                PROBE_PADS="0 2 2600": instead, one process per figure, each
 #                allocating that many MB before its K and V (placement rows);
 #                PROBE_TRANSLATION=1: instead, the translation rows (cudaMalloc
-#                against a 512 MB-aligned driver mapping, shuffle windows)
+#                against a 512 MB-aligned driver mapping, shuffle windows);
+#                PROBE_STEP=1: instead, the frame layout read in step by
+#                thread-block clusters (PROBE_SHAPE, default "256 2": long)
 #   LAUNCH=1     pagefault_launch_probe (a launch's host time by the way it is
 #                made; gpu/launch_probe.cu), as is and pinned to CPU 3 -> launch.txt
 set -u
@@ -237,7 +239,10 @@ if [ "${SASS:-0}" = 1 ]; then
     } >>"$OUT/sass.txt"
 fi
 if [ "${PROBE:-0}" = 1 ]; then
-    if [ "${PROBE_TRANSLATION:-0}" = 1 ]; then
+    if [ "${PROBE_STEP:-0}" = 1 ]; then
+        .dev-bin/pagefault_stream_probe ${PROBE_SHAPE:-256 2} step >"$OUT/probe.txt" 2>&1
+        echo "probe status $?" >>"$OUT/probe.txt"
+    elif [ "${PROBE_TRANSLATION:-0}" = 1 ]; then
         .dev-bin/pagefault_stream_probe 512 1 translation >"$OUT/probe.txt" 2>&1
         echo "probe status $?" >>"$OUT/probe.txt"
     elif [ -n "${PROBE_PADS:-}" ]; then # placement: one process per pad (MB before K, V)

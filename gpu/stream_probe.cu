@@ -45,7 +45,11 @@
  * PAD's place it runs the seventeenth session's rows: the same shuffled
  * pages in a buffer from cudaMalloc and in one mapped through the driver's
  * virtual memory calls at a 512 MB boundary, with the shuffle kept within
- * windows of 2 MB to 128 MB (device_run.sh: PROBE_TRANSLATION=1). Exit
+ * windows of 2 MB to 128 MB (device_run.sh: PROBE_TRANSLATION=1). With
+ * the word `step` there it runs the thirty-fifth session's rows: the
+ * frame layout's heads read in step by a thread-block cluster
+ * (device_run.sh: PROBE_STEP=1; pagefault_stream_probe 256 2 step is
+ * long's shape). Exit
  * status 2 for bad arguments, 77 without a device. */
 #include <cuda.h> /* the driver's types: the translation rows' mappings */
 #include <cuda_runtime.h>
@@ -92,6 +96,8 @@ struct Probe {
     long long piece;     /* dynamic: stream bytes taken at a time (K's)         */
     int tail_pieces;     /* static: each stream's last tail_bytes as this many blocks */
     long long tail_bytes; /* (after the streams' own blocks; 0: no tail blocks)  */
+    int cluster;         /* static: blocks a thread-block cluster (0: none)     */
+    int in_step;         /* with cluster: a cluster barrier every stage        */
     unsigned long long *counter;
     unsigned long long *rec; /* per block: start, end (ns), SM; null: none   */
     unsigned *sink;
@@ -128,6 +134,17 @@ __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"
 template <int N> __device__ __forceinline__ void wait_groups()
 {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+/* The cluster barrier split in two (sm_90): every thread of the cluster
+ * arrives, and a wait returns once all of them have arrived. Relaxed: it
+ * orders nothing in memory, it only holds the cluster's blocks together. */
+__device__ __forceinline__ void cluster_arrive()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
 /* Where logical byte o of the K (or V) streams lies: a piece of
@@ -231,15 +248,27 @@ __device__ __forceinline__ unsigned stream(const Probe &p, const Place &place, u
     for (int i = 0; i < p.l2_ahead; i++)
         if (S - 1 + i < n)
             prefetch_l2(p, place, o0 + (long long)(S - 1 + i) * kStageK);
+    /* in step (a cluster, p.in_step): no block issues stage i + S - 1
+     * before every block of its cluster has issued stage i + S - 2, so the
+     * cluster's blocks, the heads of one sequence in the frame layout, ask
+     * for the same frames within a stage of one another. The barrier's
+     * wait is a stage after its arrive, so its latency hides behind one
+     * stage's copies. Every block of a cluster has the same n. */
     for (int i = 0; i < n; i++) {
+        if (p.in_step && i > 0)
+            cluster_wait();
         if (p.l2_ahead && i + S - 1 + p.l2_ahead < n)
             prefetch_l2(p, place, o0 + (long long)(i + S - 1 + p.l2_ahead) * kStageK);
         if (i + S - 1 < n)
             issue(p, place, buf, (i + S - 1) % S, o0 + (long long)(i + S - 1) * kStageK);
         commit();
+        if (p.in_step)
+            cluster_arrive();
         wait_groups<S - 1>();
         a ^= consume(buf, i % S, p.work);
     }
+    if (p.in_step && n > 0)
+        cluster_wait(); /* the last arrive's pair: none is left pending at exit */
     wait_groups<0>();
     return a;
 }
@@ -537,8 +566,41 @@ int occupancy(bool dyn, int stages)
 void launch_probe(bool dyn, int stages, int grid, const Probe &p)
 {
     void *args[] = {const_cast<Probe *>(&p)};
-    CK(cudaLaunchKernel(probe_fn(dyn, stages), dim3(grid), dim3(kThreads), args,
-                        probe_smem(dyn, stages), nullptr));
+    if (!p.cluster) {
+        CK(cudaLaunchKernel(probe_fn(dyn, stages), dim3(grid), dim3(kThreads), args,
+                            probe_smem(dyn, stages), nullptr));
+        return;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)p.cluster;
+    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = probe_smem(dyn, stages);
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelExC(&cfg, probe_fn(dyn, stages), args));
+}
+
+/* Clusters of `cluster` blocks the machine holds at once (the occupancy
+ * calculator's figure for the probe's padded shared memory). */
+int clusters_at_once(int stages, int cluster)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cluster;
+    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(cluster);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = probe_smem(false, stages);
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    int n = 0;
+    CK(cudaOccupancyMaxActiveClusters(&n, probe_fn(false, stages), &cfg));
+    return n;
 }
 
 /* One traced launch: how the SMs' last block ends spread, in us after the
@@ -577,8 +639,8 @@ void spread(Ctx &c, bool dyn, int stages, int grid, Probe p)
     for (double x : e)
         busy += x;
     printf("      SMs' last ends, us: first %.1f  p10 %.1f  median %.1f  p90 %.1f  last %.1f;"
-           " SM time busy %.3f\n",
-           e[0], e[n / 10], e[n / 2], e[9 * n / 10], e[n - 1], busy / (n * e[n - 1]));
+           " SM time busy %.3f; %zu SMs ran a block\n",
+           e[0], e[n / 10], e[n / 2], e[9 * n / 10], e[n - 1], busy / (n * e[n - 1]), n);
 }
 
 /* What every row shares: the device's context, the probe over contiguous K
@@ -815,6 +877,54 @@ void rows_placement(Rows &r, long pad_mb)
     CK(cudaFree(cur));
 }
 
+/* The thirty-fifth session's rows: is the cost of shuffled 4 KB pieces
+ * the DRAM's, for pieces asked for apart, and does asking for a frame's
+ * heads together take it back? In the pool's layout a frame holds 8 heads'
+ * pieces side by side (32 KB of K at llama's heads and 16-token pages),
+ * read by 8 blocks that start together and drift apart; a thread-block
+ * cluster of those blocks with a barrier every stage (in step) keeps them
+ * within a stage of one another, so the DRAM sees the frame asked for at
+ * once, as it sees a 32 KB page read by one block. The rows: the
+ * references (contiguous, 4 KB pieces each alone, 32 KB pages), then the
+ * frame layout in grid order, in clusters without the barrier (what the
+ * cluster's placement alone does) and in step, at 0 and 1 rounds of
+ * arithmetic; the cluster rows trace a launch (how many SMs ran a block). */
+void rows_step(Rows &r)
+{
+    const long long bytes = r.bytes;
+    const int streams = r.cont.streams;
+    if (streams % 8 != 0) {
+        printf("step rows: the frame layout needs a multiple of 8 streams\n");
+        return;
+    }
+    for (int cl : {2, 4, 8})
+        printf("clusters of %d the machine holds at once (2 stages, %d blocks an SM): %d\n", cl,
+               g_per_sm, clusters_at_once(2, cl));
+    r.row("static, contiguous", false, 2, streams, r.cont, bytes, false);
+    r.row("static, shuffled 4 KB pages (each head alone)", false, 2, streams, r.pg4k, bytes,
+          false);
+    r.row("static, shuffled 32 KB pages", false, 2, streams, r.pg32k, bytes, false);
+    const Probe fr = r.shuffled(12, 0, 8);
+    for (int work : {0, 1}) {
+        char name[96];
+        Probe t = fr;
+        t.work = work;
+        snprintf(name, sizeof name, "frames of 8 heads, 4 KB, grid order, %d round%s", work,
+                 work == 1 ? "" : "s");
+        r.row(name, false, 2, streams, t, bytes, work == 0);
+        for (int cl : {8, 4, 2})
+            for (int step : {0, 1}) {
+                if (cl != 8 && !step)
+                    continue;
+                t.cluster = cl;
+                t.in_step = step;
+                snprintf(name, sizeof name, "frames of 8 heads, clusters of %d%s, %d round%s", cl,
+                         step ? " in step" : "", work, work == 1 ? "" : "s");
+                r.row(name, false, 2, streams, t, bytes, work == 0);
+            }
+    }
+}
+
 /* The seventeenth session's rows: is the shuffled pages' cost the 2 MB
  * pages' translations, and does a mapping that allows larger pages remove
  * it? Each row with one round of arithmetic, where the thirteenth session
@@ -881,12 +991,14 @@ int main(int argc, char **argv)
     /* placement: allocate this many MB before K and V, then run the few
      * rows that tell whether where the buffers land moves the stream */
     const bool translation = argc > 3 && strcmp(argv[3], "translation") == 0;
-    const long pad_mb = argc > 3 && !translation ? whole_number(argv[3]) : -1;
+    const bool step = argc > 3 && strcmp(argv[3], "step") == 0;
+    const long pad_mb = argc > 3 && !translation && !step ? whole_number(argv[3]) : -1;
     /* at most 2 MB a stream: 1024 pages of 2 KB, the table slice (kTblMax) */
     if (argc > 4 || nstreams < 1 || nstreams > 4096 || mb < 1 || mb > 2 ||
-        (argc > 3 && !translation && (pad_mb < 0 || pad_mb > 65536))) {
+        (argc > 3 && !translation && !step && (pad_mb < 0 || pad_mb > 65536))) {
         fprintf(stderr, "usage: pagefault_stream_probe [streams 1..4096] [MB of K a stream, 1"
-                        " or 2] [MB allocated first, 0..65536, or the word translation]\n");
+                        " or 2] [MB allocated first, 0..65536, or the word translation or"
+                        " step]\n");
         return 2;
     }
     const int streams = (int)nstreams;
@@ -953,6 +1065,8 @@ int main(int argc, char **argv)
     r.pg32k = r.shuffled(15);
     if (translation)
         rows_translation(r, dev);
+    else if (step)
+        rows_step(r);
     else if (pad_mb >= 0)
         rows_placement(r, pad_mb);
     else
