@@ -100,7 +100,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * workspace a run needs. It may query the device (SM count, occupancy).
  * workspace_init: prepare a workspace of plan->workspace_bytes for the
  * plan's runs, once (runs leave it as they found it). Given the host
- * lengths, versions 5-8, 11-30 and 32-36 run from a work list (plan->units > 0): one
+ * lengths, versions 5-8, 11-30 and 32-37 run from a work list (plan->units > 0): one
  * unit per chunk that holds tokens, longest first, so that blocks start in
  * longest-processing-time order and no block is launched for a short
  * sequence's empty chunks; workspace_init writes that list. Version 11
@@ -117,7 +117,7 @@ int pf_gpu_attn_validate(const pf_gpu_attn_shape *s, int paged);
  * bound, and with a work list a sequence's length only up to the end of the
  * chunks planned for it (its host length rounded up to plan->chunk): plan
  * again when the lengths grow past that. */
-#define PF_GPU_KERNEL_VERSIONS 36 /* versions 1..N, docs/gpu.md's table */
+#define PF_GPU_KERNEL_VERSIONS 37 /* versions 1..N, docs/gpu.md's table */
 typedef struct {
     pf_gpu_attn_shape shape; /* as given, scale resolved (0 -> 1/sqrt(D))  */
     int paged;               /* 1: pools + block tables; 0: naive buffers  */

@@ -32,6 +32,15 @@
 #include "gpu/gpu.h"
 #include "gpu/gpu_internal.h"
 
+/* How far a version whose sums' order moves at run time (v11, v37) may
+ * be from its own naive pass: the tolerance and one output ulp at |o| <= 1
+ * (the data are drawn in [-1, 1), so are the outputs; gpu/gpu.cu,
+ * diff_within). */
+static double nondet_tol(const pf_gpu_bench_cfg *cfg)
+{
+    return cfg->tolerance + pf_gpu_out_ulp(cfg->dtype, 1.0);
+}
+
 static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_gpu_dtype dt,
                       int version, int tile)
 {
@@ -62,13 +71,14 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
     /* same algorithm, same order of operations: the gather changes nothing
-     * (v11 shares tokens out at run time: within the tolerance) */
+     * (v11 shares tokens out at run time, v37 tiles among its warps: within
+     * the tolerance and an output ulp) */
     if (pf_gpu_version_exact(version)) {
         cr_assert_eq(res.max_diff_ordered, 0.0);
         cr_assert_eq(res.max_diff_shuffled, 0.0);
     } else {
-        cr_assert_leq(res.max_diff_ordered, cfg.tolerance);
-        cr_assert_leq(res.max_diff_shuffled, cfg.tolerance);
+        cr_assert_leq(res.max_diff_ordered, nondet_tol(&cfg));
+        cr_assert_leq(res.max_diff_shuffled, nondet_tol(&cfg));
     }
     cr_assert_eq(res.ref_checked, (long long)n * hq * D);
     cr_assert_gt(res.naive.median_ms, 0.0);
@@ -154,7 +164,7 @@ Test(gpu, split_kv_long_sequences)
         cr_assert_gt(res.splits, 1);
         cr_assert(res.pass, "v%d: %s", v, res.failure);
         cr_assert(pf_gpu_version_exact(v) ? res.max_diff_shuffled == 0.0
-                                          : res.max_diff_shuffled <= cfg.tolerance);
+                                          : res.max_diff_shuffled <= nondet_tol(&cfg));
     }
 }
 
@@ -183,7 +193,7 @@ Test(gpu, split_kv_more_chunks_than_one_merge_batch)
             cr_assert_eq(res.splits, 20, "v%d: %d chunks", v, res.splits);
             cr_assert(res.pass, "v%d %s: %s", v, pf_gpu_dtype_name(cfg.dtype), res.failure);
             cr_assert(pf_gpu_version_exact(v) ? res.max_diff_shuffled == 0.0
-                                              : res.max_diff_shuffled <= cfg.tolerance);
+                                              : res.max_diff_shuffled <= nondet_tol(&cfg));
         }
     }
 }
@@ -215,7 +225,7 @@ Test(gpu, split_kv_chunks_of_the_whole_table_cache)
         cr_assert_eq(res.chunk_tokens, 8192, "v%d: chunk %d", v, res.chunk_tokens);
         cr_assert(res.pass, "v%d: %s", v, res.failure);
         cr_assert(pf_gpu_version_exact(v) ? res.max_diff_shuffled == 0.0
-                                          : res.max_diff_shuffled <= cfg.tolerance);
+                                          : res.max_diff_shuffled <= nondet_tol(&cfg));
     }
 }
 

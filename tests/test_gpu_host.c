@@ -1068,7 +1068,7 @@ Test(gpu_host, tail_cuts_each_block_into_one_big_unit_and_small_ones)
     /* the messages' list of them, as ranges; cut short, still a string */
     char can[64];
     pf_gpu_tail_versions(can, sizeof can);
-    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32, 33, 35, 36");
+    cr_assert_str_eq(can, "5-8, 12, 13, 15-30, 32, 33, 35-37");
     pf_gpu_tail_versions(can, 6);
     cr_assert_str_eq(can, "5-8");
     /* bindings check their mirror of the plan against this */
@@ -1417,6 +1417,29 @@ Test(gpu_host, versions_14_and_34_serve_four_head_tiles_a_block)
     assert_serves_four_head_tiles(34);
     cr_assert_eq(pf_gpu_version_heads(29, PF_GPU_BF16), 1);
     cr_assert_eq(pf_gpu_version_heads(33, PF_GPU_F16), 1);
+}
+
+/* Versions whose sums' order moves at run time (11: work stealing; 37:
+ * the warps claim their tiles) are the ones checked within the tolerance
+ * and an output ulp instead of bitwise; the ulp is the output type's at
+ * the value's magnitude. */
+Test(gpu_host, order_moving_versions_are_checked_within_an_output_ulp)
+{
+    for (int v = 1; v <= PF_GPU_KERNEL_VERSIONS; v++)
+        cr_assert_eq(pf_gpu_version_exact(v), v != 11 && v != PF_GPU_CLAIM_VERSION, "v%d", v);
+    cr_assert_eq(PF_GPU_CLAIM_VERSION, 37);
+    /* bf16: 8 significant bits; 0.3 lies in [0.25, 0.5): 2^-2 x 2^-7 */
+    cr_assert_eq(pf_gpu_out_ulp(PF_GPU_BF16, 0.3), ldexp(1.0, -9));
+    cr_assert_eq(pf_gpu_out_ulp(PF_GPU_BF16, -0.3), ldexp(1.0, -9), "by magnitude");
+    cr_assert_eq(pf_gpu_out_ulp(PF_GPU_BF16, 1.0), ldexp(1.0, -7));
+    cr_assert_eq(pf_gpu_out_ulp(PF_GPU_BF16, 0.999), ldexp(1.0, -8));
+    /* fp16: 11 bits; fp32: 24 */
+    cr_assert_eq(pf_gpu_out_ulp(PF_GPU_F16, 0.3), ldexp(1.0, -12));
+    cr_assert_eq(pf_gpu_out_ulp(PF_GPU_F32, 1.0), ldexp(1.0, -23));
+    /* the mixed workload's 1-ulp difference of the thirty-fifth session
+     * (0.00195 at an output of 0.25-0.5) is within 1e-3 and an ulp */
+    cr_assert_leq(0.001953125, 1e-3 + pf_gpu_out_ulp(PF_GPU_BF16, 0.3));
+    cr_assert_gt(0.001953125 * 2, 1e-3 + pf_gpu_out_ulp(PF_GPU_BF16, 0.3), "two ulps are not");
 }
 
 /* Version 0 on a large 16-bit GQA launch is version 34 (29 with a head

@@ -182,13 +182,14 @@ template <typename F> int reserve_for_four(F fn)
  * with 14's head tile a warp (MH with FIX 2 and QREG). 35 and 36: 29 with
  * 3 and 4 stages (48 and 64 KB a block, dynamic; 4 and 3 blocks an SM); 36
  * is version 0 at one block an SM or fewer (gpu_internal.h,
- * PF_GPU_DEEP_GQA_VERSION), 35 is measured only.
+ * PF_GPU_DEEP_GQA_VERSION), 35 is measured only. 37: 29 whose warps claim
+ * their tiles from a counter (CLM, mma.cuh), not bitwise run to run.
  * The attributes are set once per kernel (first use, a thread-safe C++
  * static); a refusal shows as the launch's error. fp32 has no 16-bit mma:
  * it runs version 5's kernel with v6's early table read. */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
           bool MH = false, int L2P = 0, bool P1 = false, bool KVS = false, int FIX = 0,
-          bool QREG = false, int END = kEndFence>
+          bool QREG = false, int END = kEndFence, bool CLM = false>
 Kern<T> pick_mma()
 {
     if constexpr (std::is_same<T, float>::value) {
@@ -198,7 +199,8 @@ Kern<T> pick_mma()
          * base version's kernel itself, not a second copy of it */
         constexpr bool one = P1 && std::is_same<T, __nv_bfloat16>::value;
         constexpr auto fn =
-            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX, QREG, END>;
+            attn_mma<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, L2P, one, KVS, FIX, QREG, END,
+                     CLM>;
         if constexpr (mma_static(D, STAGES, TOK, FIX == 1)) {
             if constexpr (QUAD) {
                 static const int bytes = reserve_for_four(fn);
@@ -328,7 +330,7 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
     case 16: return pick_tma<T, D, GT, PAGED, 3>();
     case 17: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 128>();
     case 18: return pick_mma<T, D, GT, PAGED, 3, 16, true, false>();
-    /* 19-36 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
+    /* 19-37 feed bf16's weights as one term: pf_gpu_version_one_term_p, the
      * check's allowance, follows this list */
     case 19: return pick_mma<T, D, GT, PAGED, 2, 8, true, false, false, 0, true>();
     case 20: return pick_mma<T, D, GT, PAGED, 3, 16, true, false, false, 0, true>();
@@ -360,8 +362,11 @@ template <typename T, int D, int GT, bool PAGED> Kern<T> pick_v(int version)
         return pick_mma<T, D, GT, PAGED, 2, 8, true, true, true, 0, true, false, 2, true>();
     case 35: /* 29 with 3 stages */
         return pick_mma<T, D, GT, PAGED, 3, 8, true, true, false, 0, true, false, 2, true>();
-    default: /* 36: 29 with 4 stages */
+    case 36: /* 29 with 4 stages */
         return pick_mma<T, D, GT, PAGED, 4, 8, true, true, false, 0, true, false, 2, true>();
+    default: /* 37: 29 whose warps claim their tiles */
+        return pick_mma<T, D, GT, PAGED, 2, 8, true, true, false, 0, true, false, 2, true,
+                        kEndFence, true>();
     }
 }
 

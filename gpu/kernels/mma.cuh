@@ -1,4 +1,4 @@
-/* gpu/kernels/mma.cuh - versions 6 and 12-33: the GQA group on tensor cores
+/* gpu/kernels/mma.cuh - versions 6, 12-14 and 17-37: the GQA group on tensor cores
  * (attn_mma, mma_body), and versions 15 and 16, their tiles brought by
  * Hopper's copy engine (attn_tma).
  *
@@ -519,6 +519,32 @@ __device__ bool pack_begin(const AttnArgs<T> &a, int *tbl, int qh0, int *pk_seq,
     return any;
 }
 
+/* ---- version 37: the block's warps claim their tiles ------------------
+ *
+ * In versions 6 and 12-36 warp w of a block takes the chunk's tiles w,
+ * w + W, w + 2W, ... and the block ends with its slowest warp. On ordered
+ * frames the warps' tiles arrive alike and they end together; on shuffled
+ * 16-token pages each warp waits on its own pages, and the block timeline
+ * (docs/gpu-journal.md, thirty-fifth session, long, v29, an H100) has the
+ * median block 1.3 us longer from warp 0's last tile to the block's end
+ * (4.4 against 3.0 us; up to 18 against 9), the launch's last block 6 us
+ * later in all. Version 37 is 29 whose warps take the next tile from a
+ * counter in shared memory each time they issue one, so a warp held up by
+ * its pages takes fewer tiles and the warps end within about a tile of
+ * one another. Lane 0 claims, the warp shares the index (one shared
+ * atomic and one shuffle a tile); a warp keeps the tile of each of its
+ * STAGES slots (`slot_tile`) and stops at the first claim past the chunk.
+ * Which warp sums which tiles depends on timing, so the outputs agree
+ * with 29's within rounding but not bitwise from run to run
+ * (pf_gpu_version_exact is 0). */
+__device__ __forceinline__ int warp_claim(int *counter, int lane)
+{
+    int t = 0;
+    if (lane == 0)
+        t = atomicAdd(counter, 1);
+    return __shfl_sync(0xffffffffu, t, 0);
+}
+
 /* Versions 6 (TOK 16, STAGES 3, LAZY false), 12 and 13 (TOK 8, STAGES 2,
  * LAZY true; QUAD false or true), 14 (12 with MH: a head tile a warp), 15
  * and 16 (12 with TMA: the copy engine, 2 or 3 stages), 17 (12 with L2P =
@@ -534,13 +560,15 @@ __device__ bool pack_begin(const AttnArgs<T> &a, int *tbl, int qh0, int *pk_seq,
  * workspace merge's count one acquire-release atomic, no fences; v2.cuh),
  * 33 (29 with END kEndPack: several whole sequences a block, a warp
  * each), 34 (29 with MH: 14's head tile a warp, whole quads, the lane
- * addresses taken once and Q held): see the comments above.
+ * addresses taken once and Q held), 35 and 36 (29 with 3 and 4 stages),
+ * 37 (29 with CLM: the warps claim their tiles): see the comments above.
  * TOK is a warp's tile in tokens: 16 makes the scores two m16n8 n-tiles
  * and P V one m16n8k16 a 8-wide slice of D; 8 makes the scores one n-tile
  * and P V one m16n8k8 a slice. QUAD (version 13) passes the mma whole
  * quads (see PF_MMA_PRODUCTS). */
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, bool TMA, int L2P, bool P1, bool KVS, int FIX, bool QREG, int END = kEndFence>
+          bool MH, bool TMA, int L2P, bool P1, bool KVS, int FIX, bool QREG, int END = kEndFence,
+          bool CLM = false>
 __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm)
 {
     /* P V's weights as two terms (bf16's hi + lo, see Mma), unless P1
@@ -572,6 +600,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     constexpr bool CL = END == kEndCluster;
     constexpr bool PK = END == kEndPack; /* version 33 */
     static_assert(!PK || W == PF_GPU_PACK_STEP, "a pack is sequences a warp (gpu_internal.h)");
+    static_assert(!CLM || (FIX == 2 && QREG && !MH && !PK && !CL), "version 37 is 29's claims");
     static_assert(GT <= 8, "rows g + 8 of the mma are padding");
     static_assert(W * GT * D * 4 <= W * STAGES * 2 * TILE_U4 * 16, "merge scratch must fit");
     /* version 12's 32 KB fit the static 48 KB, as v7's do: a launch with
@@ -593,6 +622,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     __shared__ int tbl[kTableCache];
     __shared__ float sm_m[W][GT], sm_l[W][GT];
     __shared__ int sm_last;
+    __shared__ int sm_claim; /* version 37: the chunk's next tile to claim */
     __shared__ float cl_lse[CL ? GT : 1]; /* version 31: this chunk's log2-sum-exps */
     /* version 33: the pack's sequences, lengths, and tiles in their warps' order */
     __shared__ int pk_seq[PK ? kPackMax : 1], pk_len[PK ? kPackMax : 1], pk_t0[PK ? kPackMax : 1],
@@ -718,11 +748,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         }
     }
 
-    /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k) into slot st:
-     * its K and V rows (half 0), or K's only (1) or V's only (2), version
-     * 21's two copy groups a tile. */
+    /* version 37: the chunk tile in each of the warp's slots (claimed) */
+    int slot_tile[STAGES] = {};
+    /* Copy this warp's k-th tile (chunk tile warp + k W; MH: k; version 37:
+     * the tile claimed for slot st) into slot st: its K and V rows (half
+     * 0), or K's only (1) or V's only (2), version 21's two copy groups a
+     * tile. */
     auto issue = [&](int k, int st, int half) {
-        int u0 = (MH ? k : warp + k * W) * TOK; /* first token, within the chunk */
+        /* first token, within the chunk */
+        int u0 = (MH ? k : CLM ? slot_tile[st] : warp + k * W) * TOK;
         /* the chunk's start, end, table slice and K and V rows; version 33:
          * those of the warp's sequence tile k belongs to (pj moves forward
          * only: the tiles are issued in order) */
@@ -854,9 +888,16 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         }
     };
     const int nt_chunk = (t1 - t0 + TOK - 1) / TOK;
-    const int mine = PK   ? pk_mine /* version 33: every tile of the warp's sequences */
-                     : MH ? (active ? nt_chunk : 0)
-                          : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+    /* version 37: at most every tile (the loop stops at a claim past the end) */
+    const int mine = PK    ? pk_mine /* version 33: every tile of the warp's sequences */
+                     : MH  ? (active ? nt_chunk : 0)
+                     : CLM ? nt_chunk
+                           : nt_chunk > warp ? (nt_chunk - warp + W - 1) / W : 0;
+    if constexpr (CLM) {
+        if (tid == 0)
+            sm_claim = 0;
+        __syncthreads(); /* once a block: the counter is zero before any claim */
+    }
     if constexpr (KVS) {
         /* version 21: every stage filled at the start, each tile as two
          * copy groups, K's then V's (see the loop) */
@@ -872,7 +913,9 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
     } else {
 #pragma unroll
         for (int i = 0; i < STAGES - 1; i++) {
-            if (i < mine)
+            if constexpr (CLM)
+                slot_tile[i] = warp_claim(&sm_claim, lane);
+            if (CLM ? slot_tile[i] < nt_chunk : i < mine)
                 issue(i, i, 0);
             if constexpr (!TMA)
                 cp_async_commit();
@@ -1019,20 +1062,29 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
      * is a constant and every shared-memory address in the loop is one of
      * a few per-lane registers plus an immediate (see FIX, above). */
     constexpr int UNR = FIX ? STAGES : 1;
-    for (int k0 = 0; k0 < mine; k0 += UNR) {
+    bool claimed_all = false; /* version 37: the warp's last claim was past the chunk */
+    for (int k0 = 0; k0 < mine && !claimed_all; k0 += UNR) {
 #pragma unroll
         for (int sub = 0; sub < UNR; sub++) {
             const int k = k0 + sub;
             if (UNR > 1 && k >= mine)
                 break;
             const int st = UNR > 1 ? sub : k % STAGES; /* the tile's stage */
+            if constexpr (CLM)
+                if (slot_tile[st] >= nt_chunk) {
+                    claimed_all = true;
+                    break;
+                }
             if constexpr (KVS) {
                 cp_async_wait<2 * STAGES - 1>();
                 __syncwarp(); /* the warp's copies of K_k are visible to all its lanes */
             } else {
                 __syncwarp(); /* every lane is done reading the slot about to be refilled */
-                if (k + STAGES - 1 < mine)
-                    issue(k + STAGES - 1, (st + STAGES - 1) % STAGES, 0);
+                const int nst = (st + STAGES - 1) % STAGES; /* tile k - 1's slot, read */
+                if constexpr (CLM)
+                    slot_tile[nst] = warp_claim(&sm_claim, lane);
+                if (CLM ? slot_tile[nst] < nt_chunk : k + STAGES - 1 < mine)
+                    issue(k + STAGES - 1, nst, 0);
                 if constexpr (TMA) {
                     /* the slot's (k / STAGES)-th fill has landed */
                     mbar_wait(&bars[warp][st], (unsigned)(k / STAGES) & 1u);
@@ -1057,8 +1109,11 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     __syncwarp(); /* the warp's copies of tile k are visible to all its lanes */
                 }
             }
-            if (k == 0)
+            if (k == 0 && !CLM)
                 trace_mark(a, kTrReady);
+            if constexpr (CLM) /* warp 0 may have claimed none of the first tiles */
+                if (slot_tile[st] == 0 && lane == 0)
+                    trace_write(a, kTrReady);
             const uint4 *ks_ = wbuf + (st * 2 + 0) * TILE_U4;
             const uint4 *vs_ = wbuf + (st * 2 + 1) * TILE_U4;
 
@@ -1116,7 +1171,7 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
                     issue(k + STAGES, st, 1);
                 cp_async_commit();
             }
-            const int tb = t0 + (PK ? k - crb : MH ? k : warp + k * W) * TOK + 2 * c;
+            const int tb = t0 + (PK ? k - crb : MH ? k : CLM ? slot_tile[st] : warp + k * W) * TOK + 2 * c;
             float x[X];
 #pragma unroll
             for (int i = 0; i < X; i++) {
@@ -1243,10 +1298,15 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
         trace_mark(a, kTrEnd);
         return;
     }
-    trace_mark(a, kTrStreamed);
+    if constexpr (!CLM)
+        trace_mark(a, kTrStreamed);
     /* every warp is done with the pipeline buffer, which the block merge
      * below reuses (version 14 does not; the barrier was kept as measured) */
     __syncthreads();
+    /* version 37: the last tile is any warp's, done once all are (and after
+     * the first tile's mark, which another warp may have written) */
+    if constexpr (CLM)
+        trace_mark(a, kTrStreamed);
 
     /* the quad's partial sums make the row's l; m is already the quad's */
     l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -1309,12 +1369,12 @@ __device__ __forceinline__ void mma_body(const AttnArgs<T> &a, const TmaMaps *tm
 }
 
 template <typename T, int D, int GT, bool PAGED, int STAGES, int TOK, bool LAZY, bool QUAD,
-          bool MH, int L2P, bool P1, bool KVS, int FIX, bool QREG, int END>
+          bool MH, int L2P, bool P1, bool KVS, int FIX, bool QREG, int END, bool CLM>
 __global__ void __launch_bounds__(kThreads, v6_min_blocks(D, STAGES, TOK, FIX == 1))
     attn_mma(const AttnArgs<T> a)
 {
-    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX, QREG, END>(
-        a, nullptr);
+    mma_body<T, D, GT, PAGED, STAGES, TOK, LAZY, QUAD, MH, false, L2P, P1, KVS, FIX, QREG, END,
+             CLM>(a, nullptr);
 }
 
 /* Versions 15 (2 stages) and 16 (3): version 12 with its tiles brought by

@@ -683,9 +683,9 @@ __global__ void __launch_bounds__(kThreads) attn_v2(const AttnArgs<T> a)
  * launch) it costs a branch on a kernel argument at each mark. */
 enum { kTrStart, kTrReady, kTrStreamed, kTrEnd, kTrSm };
 static_assert(kTrSm + 1 == PF_GPU_TRACE_WORDS, "gpu.h's record layout");
-template <typename T> __device__ __forceinline__ void trace_mark(const AttnArgs<T> &a, int what)
+template <typename T> __device__ __forceinline__ void trace_write(const AttnArgs<T> &a, int what)
 {
-    if (!a.trace || threadIdx.x != 0)
+    if (!a.trace)
         return;
     const size_t b = blockIdx.x + (size_t)gridDim.x * (blockIdx.y + (size_t)gridDim.y * blockIdx.z);
     unsigned long long x;
@@ -697,6 +697,13 @@ template <typename T> __device__ __forceinline__ void trace_mark(const AttnArgs<
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(x));
     }
     a.trace[b * PF_GPU_TRACE_WORDS + what] = x;
+}
+/* thread 0's mark; version 37's kTrReady is written by lane 0 of whichever
+ * warp claimed the chunk's first tile (trace_write) */
+template <typename T> __device__ __forceinline__ void trace_mark(const AttnArgs<T> &a, int what)
+{
+    if (threadIdx.x == 0)
+        trace_write(a, what);
 }
 
 /* Versions 7 on and 12: the running max moves only when a tile's max
