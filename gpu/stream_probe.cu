@@ -563,6 +563,23 @@ int occupancy(bool dyn, int stages)
     return n;
 }
 
+/* A launch of `grid` probe blocks in clusters of `cluster` (at: the
+ * configuration's one attribute, the caller's). */
+cudaLaunchConfig_t cluster_config(bool dyn, int stages, int grid, int cluster,
+                                  cudaLaunchAttribute *at)
+{
+    cudaLaunchConfig_t cfg = {};
+    at->id = cudaLaunchAttributeClusterDimension;
+    at->val.clusterDim.x = (unsigned)cluster;
+    at->val.clusterDim.y = at->val.clusterDim.z = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = probe_smem(dyn, stages);
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 void launch_probe(bool dyn, int stages, int grid, const Probe &p)
 {
     void *args[] = {const_cast<Probe *>(&p)};
@@ -571,16 +588,8 @@ void launch_probe(bool dyn, int stages, int grid, const Probe &p)
                             probe_smem(dyn, stages), nullptr));
         return;
     }
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)p.cluster;
-    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = probe_smem(dyn, stages);
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = cluster_config(dyn, stages, grid, p.cluster, &at);
     CK(cudaLaunchKernelExC(&cfg, probe_fn(dyn, stages), args));
 }
 
@@ -588,16 +597,8 @@ void launch_probe(bool dyn, int stages, int grid, const Probe &p)
  * calculator's figure for the probe's padded shared memory). */
 int clusters_at_once(int stages, int cluster)
 {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = (unsigned)cluster;
-    at[0].val.clusterDim.y = at[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3(cluster);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = probe_smem(false, stages);
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = cluster_config(false, stages, cluster, cluster, &at);
     int n = 0;
     CK(cudaOccupancyMaxActiveClusters(&n, probe_fn(false, stages), &cfg));
     return n;
