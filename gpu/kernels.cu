@@ -230,8 +230,9 @@ CUfunction driver_function(const void *fn, int *dev_out)
  * (H100, thirtieth session). The arguments change every run, so the node
  * is given them every run; nothing is skipped.
  *
- * The graphs. One per (host thread, device, stream, kernel), made by the
- * first launch of that kernel on that stream from that thread and kept in
+ * The graphs. One per (host thread, device, stream, kernel, grid and
+ * shared memory), made by the first launch of that shape on that stream
+ * from that thread and kept in
  * a per-thread cache of 8, replaced in turn (a thread runs a few kernels
  * on a few streams); a replaced graph is destroyed, which the driver
  * defers until its launches are done. The stream is in the key because
@@ -286,9 +287,11 @@ static std::atomic<unsigned> g_graph_makes; /* pf_gpu__graph_makes */
 /* A cache entry: empty, a key with its graph (gx), or a key the graph
  * path refused (direct). */
 struct StreamGraph {
-    CUfunction f; /* the key: function, device, stream */
+    CUfunction f; /* the key: function, device, stream, grid and shared memory */
     int dev;
     cudaStream_t st;
+    dim3 grid;
+    int smem;
     bool direct;   /* the graph path failed for this key: launch directly */
     cudaGraph_t g; /* kept: the exec's node is named by the graph's node */
     cudaGraphNode_t node;
@@ -326,6 +329,8 @@ void graph_refused(StreamGraph &x)
     x.f = key.f;
     x.dev = key.dev;
     x.st = key.st;
+    x.grid = key.grid;
+    x.smem = key.smem;
     x.direct = true;
 }
 
@@ -363,8 +368,15 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
         return false;
     static thread_local GraphCache c;
     StreamGraph *x = nullptr;
+    /* The launch's grid and shared memory are part of the key: an exec
+     * made for one grid and set to a larger one launched about 64 us
+     * slower on an H100 (docs/gpu-journal.md, thirty-fifth session:
+     * gpu/peers.py's llama, 512 blocks, after long's 256 on the same
+     * kernel, 0.410 against 0.346 ms a run, and 0.347 with direct
+     * launches), so each shape a stream runs gets a graph of its own. */
     for (StreamGraph &e : c.e) /* f is never null: an empty entry matches nothing */
-        if (e.f == f && e.dev == dev && e.st == st) {
+        if (e.f == f && e.dev == dev && e.st == st && e.grid.x == grid.x && e.grid.y == grid.y &&
+            e.grid.z == grid.z && e.smem == smem) {
             x = &e;
             break;
         }
@@ -376,6 +388,8 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
         x->f = f;
         x->dev = dev;
         x->st = st;
+        x->grid = grid;
+        x->smem = smem;
         if (!graph_make(*x, fn, grid, smem, params)) {
             graph_refused(*x);
             return false;
