@@ -143,19 +143,38 @@ void stats(double *ms, int n, double kv_bytes, double bw_gbps, pf_gpu_timing *t)
     t->frac_bw = bw_gbps > 0 ? t->gbps / bw_gbps : 0.0;
 }
 
-/* max |a - b| over n elements of type dt; NaN/inf anywhere -> +inf. */
-double max_abs_diff(pf_gpu_dtype dt, const void *a, const void *b, size_t n)
+/* max |a - b| over n elements of type dt; NaN/inf anywhere -> +inf.
+ * With `within`, also whether every |a - b| is at most tol, and, for a
+ * version whose sums' order moves at run time (pf_gpu_version_exact 0:
+ * 11, 37), at most one output ulp beyond it: each run may round an output
+ * to either neighbour of the exact sum (NaN/inf: not within). */
+double diff_scan(pf_gpu_dtype dt, const void *a, const void *b, size_t n, double tol, int version,
+                 int *within)
 {
+    const int exact = pf_gpu_version_exact(version);
     double m = 0;
+    if (within)
+        *within = 1;
     for (size_t i = 0; i < n; i++) {
-        float x = pf_gpu_host_load(dt, a, i), y = pf_gpu_host_load(dt, b, i);
-        if (!isfinite(x) || !isfinite(y))
+        const float x = pf_gpu_host_load(dt, a, i), y = pf_gpu_host_load(dt, b, i);
+        if (!isfinite(x) || !isfinite(y)) {
+            if (within)
+                *within = 0;
             return INFINITY;
-        double d = fabs((double)x - (double)y);
+        }
+        const double d = fabs((double)x - (double)y);
         if (d > m)
             m = d;
+        if (within && *within &&
+            !(d <= (exact ? tol : tol + pf_gpu_out_ulp(dt, fmax(fabs(x), fabs(y))))))
+            *within = 0;
     }
     return m;
+}
+
+double max_abs_diff(pf_gpu_dtype dt, const void *a, const void *b, size_t n)
+{
+    return diff_scan(dt, a, b, n, 0.0, 0, NULL);
 }
 
 void fail(pf_gpu_bench_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -289,24 +308,6 @@ struct Case {
     int nv;
 };
 
-/* Whether every |a - b| is within tol, and, for a version whose sums'
- * order moves at run time (pf_gpu_version_exact 0: 11, 37), also within
- * one output ulp beyond it: each run may round an output to either
- * neighbour of the exact sum. NaN/inf anywhere: not within. */
-int diff_within(pf_gpu_dtype dt, const void *a, const void *b, size_t n, double tol, int version)
-{
-    const int exact = pf_gpu_version_exact(version);
-    for (size_t i = 0; i < n; i++) {
-        const float x = pf_gpu_host_load(dt, a, i), y = pf_gpu_host_load(dt, b, i);
-        if (!isfinite(x) || !isfinite(y))
-            return 0;
-        const double allow = exact ? tol : tol + pf_gpu_out_ulp(dt, fmax(fabs(x), fabs(y)));
-        if (!(fabs((double)x - (double)y) <= allow))
-            return 0;
-    }
-    return 1;
-}
-
 /* A run's output against the output checked before it: bitwise for a
  * version whose sums are added in a fixed order, as paged vs naive is
  * checked for one that shares its work out at run time (v11, v37). */
@@ -314,7 +315,9 @@ int same_output(const Case *c, const Ver *v, const void *a, const void *b)
 {
     if (pf_gpu_version_exact(v->plan[1].version))
         return !memcmp(a, b, c->q_elems * c->el);
-    return diff_within(c->in->dt, a, b, c->q_elems, c->in->tol, v->plan[1].version);
+    int within;
+    diff_scan(c->in->dt, a, b, c->q_elems, c->in->tol, v->plan[1].version, &within);
+    return within;
 }
 
 int cuda_fail(Case *c, cudaError_t e, const char *what)
@@ -777,17 +780,19 @@ int check_version(Case *c, int k)
         fail(res, "%snaive vs CPU reference: %lld of %lld elements off (first: seq %d, head %d), "
                   "max |err| %.3g", who, rout.bad, rout.checked, rout.first_bad_seq,
              rout.first_bad_head, rout.max_err);
-    /* (a version whose order moves may also differ by an output ulp: diff_within) */
+    /* (a version whose order moves may also differ by an output ulp: diff_scan) */
     const int ver = v->plan[1].version;
     const char *ulp = pf_gpu_version_exact(ver) ? "" : " and an output ulp";
-    const double ordered = max_abs_diff(in.dt, v->out_h[1], v->out_h[0], c->q_elems);
-    if (!diff_within(in.dt, v->out_h[1], v->out_h[0], c->q_elems, in.tol, ver))
+    int within;
+    const double ordered =
+        diff_scan(in.dt, v->out_h[1], v->out_h[0], c->q_elems, in.tol, ver, &within);
+    if (!within)
         fail(res, "%spaged (ordered) vs naive: max |diff| %.3g over tolerance %.3g%s", who,
              ordered, in.tol, ulp);
     double shuffled = 0;
     if (c->have_b) {
-        shuffled = max_abs_diff(in.dt, v->out_h[2], v->out_h[0], c->q_elems);
-        if (!diff_within(in.dt, v->out_h[2], v->out_h[0], c->q_elems, in.tol, ver))
+        shuffled = diff_scan(in.dt, v->out_h[2], v->out_h[0], c->q_elems, in.tol, ver, &within);
+        if (!within)
             fail(res, "%spaged (second layout) vs naive: max |diff| %.3g over tolerance %.3g%s",
                  who, shuffled, in.tol, ulp);
     }

@@ -398,7 +398,7 @@ static inline int pf_gpu_version_exact(int version)
  * whose sums' order moves can round one output to neighbouring values of
  * its type (the thirty-fifth session saw 1 bf16 ulp, 0.00195 at 0.25-0.5,
  * on mixed with version 37), so their checks allow this much beyond the
- * tolerance (gpu/gpu.cu, diff_within). */
+ * tolerance (gpu/gpu.cu, diff_scan). */
 static inline double pf_gpu_out_ulp(pf_gpu_dtype dt, double x)
 {
     const int bits = dt == PF_GPU_BF16 ? 8 : dt == PF_GPU_F16 ? 11 : 24;

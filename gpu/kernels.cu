@@ -284,14 +284,26 @@ const GraphFns *graph_fns()
 
 static std::atomic<unsigned> g_graph_makes; /* pf_gpu__graph_makes */
 
-/* A cache entry: empty, a key with its graph (gx), or a key the graph
- * path refused (direct). */
-struct StreamGraph {
-    CUfunction f; /* the key: function, device, stream, grid and shared memory */
+/* What a graph is made for: the function on a device and stream, at a
+ * grid and dynamic shared memory. */
+struct GraphKey {
+    CUfunction f;
     int dev;
     cudaStream_t st;
     dim3 grid;
     int smem;
+};
+
+bool same_key(const GraphKey &a, const GraphKey &b)
+{
+    return a.f == b.f && a.dev == b.dev && a.st == b.st && a.grid.x == b.grid.x &&
+           a.grid.y == b.grid.y && a.grid.z == b.grid.z && a.smem == b.smem;
+}
+
+/* A cache entry: empty, a key with its graph (gx), or a key the graph
+ * path refused (direct). */
+struct StreamGraph {
+    GraphKey key;
     bool direct;   /* the graph path failed for this key: launch directly */
     cudaGraph_t g; /* kept: the exec's node is named by the graph's node */
     cudaGraphNode_t node;
@@ -324,13 +336,9 @@ struct GraphCache {
 /* x's graph dropped and its key kept, marked direct (graph_launch). */
 void graph_refused(StreamGraph &x)
 {
-    const StreamGraph key = x;
+    const GraphKey key = x.key;
     graph_drop(x);
-    x.f = key.f;
-    x.dev = key.dev;
-    x.st = key.st;
-    x.grid = key.grid;
-    x.smem = key.smem;
+    x.key = key;
     x.direct = true;
 }
 
@@ -367,6 +375,7 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
     if (!G || G->capturing((CUstream)st, &cs) != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE)
         return false;
     static thread_local GraphCache c;
+    const GraphKey key = {f, dev, st, grid, smem};
     StreamGraph *x = nullptr;
     /* The launch's grid and shared memory are part of the key: an exec
      * made for one grid and set to a larger one launched about 64 us
@@ -375,8 +384,7 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
      * kernel, 0.410 against 0.346 ms a run, and 0.347 with direct
      * launches), so each shape a stream runs gets a graph of its own. */
     for (StreamGraph &e : c.e) /* f is never null: an empty entry matches nothing */
-        if (e.f == f && e.dev == dev && e.st == st && e.grid.x == grid.x && e.grid.y == grid.y &&
-            e.grid.z == grid.z && e.smem == smem) {
+        if (same_key(e.key, key)) {
             x = &e;
             break;
         }
@@ -385,11 +393,7 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
     if (!x) {
         x = &c.e[c.next++ % 8];
         graph_drop(*x);
-        x->f = f;
-        x->dev = dev;
-        x->st = st;
-        x->grid = grid;
-        x->smem = smem;
+        x->key = key;
         if (!graph_make(*x, fn, grid, smem, params)) {
             graph_refused(*x);
             return false;

@@ -35,7 +35,7 @@
 /* How far a version whose sums' order moves at run time (v11, v37) may
  * be from its own naive pass: the tolerance and one output ulp at |o| <= 1
  * (the data are drawn in [-1, 1), so are the outputs; gpu/gpu.cu,
- * diff_within). */
+ * diff_scan). */
 static double nondet_tol(const pf_gpu_bench_cfg *cfg)
 {
     return cfg->tolerance + pf_gpu_out_ulp(cfg->dtype, 1.0);
