@@ -1003,10 +1003,83 @@ int host_loop_us(Case *c, HostLoop what, double *us)
     return PF_OK;
 }
 
+/* Host time of a run when the batch changes on every run, as a serving
+ * loop's does from step to step: plans for the first S, S-1, ...,
+ * S-K+1 sequences (K = min(S, kChurnPlans)) of the paged pass's tables and
+ * lengths, planned as --kernel plans them (the forcing flags aside), each
+ * on a workspace of its own, run in turn, each call the
+ * next plan; timed as host_loop_us times a run, after two warm rounds
+ * (where a key's graph is made on its second run). Also the graphs the
+ * timed loops made: none once the cache's policy has settled
+ * (pf_gpu_graph_lru). 24 plans: more grids than the cache's 16 slots,
+ * where every run of such a loop made a graph before that policy. */
+constexpr int kChurnPlans = 24;
+
+int case_host_churn(Case *c)
+{
+    const CaseIn &in = *c->in;
+    pf_gpu_bench_result *r = c->res;
+    const int K = in.S < kChurnPlans ? in.S : kChurnPlans;
+    pf_gpu_attn_plan pl[kChurnPlans];
+    void *ws[kChurnPlans] = {};
+    int rc = PF_OK;
+    for (int k = 0; k < K && rc == PF_OK; k++) {
+        const pf_gpu_attn_shape sh = case_shape(c, in.S - k);
+        rc = pf_gpu_attn_plan_make(&pl[k], &sh, 1, in.lens, 0, in.version);
+        if (rc != PF_OK) {
+            pf_fail(c, rc, "plan of a smaller batch (host-time loop)");
+            break;
+        }
+        if (pl[k].workspace_bytes) {
+            const cudaError_t e = cudaMalloc(&ws[k], pl[k].workspace_bytes);
+            rc = e == cudaSuccess ? pf_gpu_attn_workspace_init(&pl[k], in.lens, ws[k], c->st)
+                                  : cuda_fail(c, e, "cudaMalloc of a workspace (host-time loop)");
+            if (e == cudaSuccess && rc != PF_OK)
+                pf_fail(c, rc, "workspace_init (host-time loop)");
+        }
+    }
+    const Ver &v = c->ver[0];
+    long long call = 0;
+    double per[5];
+    unsigned made = 0;
+    for (int rep = -2; rep < 5 && rc == PF_OK; rep++) {
+        const unsigned m0 = pf_gpu__graph_makes();
+        const double t0 = now_us();
+        /* warm rounds: every plan twice; timed: 50 calls */
+        const int calls = rep < 0 ? K : 50;
+        for (int i = 0; i < calls && rc == PF_OK; i++, call++) {
+            const int k = (int)(call % K);
+            rc = pf_gpu_attn_run(&pl[k], c->d_q, c->d_pk[0], c->d_pv[0], c->d_tab[0], c->d_lens,
+                                 v.d_out[1], ws[k], c->st);
+            if (rc != PF_OK)
+                pf_fail(c, rc, "paged attention (host-time loop, changing batch)");
+        }
+        if (rep >= 0) {
+            per[rep] = (now_us() - t0) / calls;
+            made += pf_gpu__graph_makes() - m0;
+        }
+        const cudaError_t e = cudaStreamSynchronize(c->st);
+        if (rc == PF_OK && e != cudaSuccess)
+            rc = cuda_fail(c, e, "cudaStreamSynchronize (host-time loop)");
+    }
+    if (rc == PF_OK) {
+        r->churn_us_per_run = median_of(per, 5);
+        r->churn_plans = K;
+        r->churn_graph_makes = (int)made;
+    }
+    for (int k = 0; k < K; k++)
+        if (ws[k])
+            cudaFree(ws[k]);
+    return rc;
+}
+
 int case_host_time(Case *c)
 {
     pf_gpu_bench_result *r = c->res;
     CKP(host_loop_us(c, HOST_RUN, &r->host_us_per_run), "host time of a run");
+    const int rc = case_host_churn(c); /* names its own failure */
+    if (rc != PF_OK)
+        return rc;
     CKP(host_loop_us(c, HOST_EMPTY, &r->launch_floor_us), "host time of an empty launch");
     CKP(host_loop_us(c, HOST_DIRECT, &r->launch_direct_us), "host time of a direct launch");
     /* the run case_launch(c, 1) makes, captured */

@@ -457,6 +457,13 @@ typedef struct {
                                   run's launch costs without its graph      */
     double graph_us_per_replay; /* the same loop replaying a CUDA graph of
                                   one run (pf_gpu_attn_graph_launch)        */
+    double churn_us_per_run;   /* host time of a run in the same loop when
+                                  each call runs the next of churn_plans
+                                  plans for S, S-1, ... sequences (a batch
+                                  that changes every step)                 */
+    int churn_plans;           /* min(S, 24)                                */
+    int churn_graph_makes;     /* graphs that loop made after two warm
+                                  rounds (the run's graph cache settled: 0) */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
     int num_rivals;            /* cfg->num_rivals                           */

@@ -482,9 +482,63 @@ void pf_gpu_kernel_prepare(const pf_gpu_attn_plan *p);
  * makes none). */
 unsigned pf_gpu__kernel_setups(void);
 /* Graphs made for runs' launches so far (kernels.cu, graph_launch): one by
- * the first launch of a kernel on a stream from a host thread; none while
- * the stream is captured, none with PF_GPU_LAUNCH=driver or runtime. */
+ * the second launch of a key (a kernel at a grid on a stream from a host
+ * thread; pf_gpu_graph_lru below); none while the stream is captured, none
+ * with PF_GPU_LAUNCH=driver or runtime. */
 unsigned pf_gpu__graph_makes(void);
+
+/* ---- which launches get a graph (host.c; kernels.cu's graph_launch) ----
+ *
+ * A run launches as a replay of an executable graph made for its key
+ * (host thread, device, stream, kernel, grid, shared memory). Making one
+ * costs the host tens of microseconds, a replay about half a direct
+ * launch, so a graph pays only for a key that repeats. A serving loop's
+ * grid changes as its batch does; with a graph made for every new key and
+ * a fixed cache replaced in turn, a loop over more distinct grids than the
+ * cache holds made a graph on every run. So the cache admits and keeps
+ * keys the way a web cache's "cache on second hit" filter and an LRU with
+ * a floor on idleness do:
+ *
+ *   - a key that misses is remembered (its hash, among the last
+ *     PF_GPU_GRAPH_SEEN missed keys) and launched directly; only its second
+ *     miss while remembered makes its graph, so a grid seen once never
+ *     pays for one;
+ *   - the graph goes into an empty slot, else into the least recently used
+ *     one, but only if that slot has not been used for PF_GPU_GRAPH_IDLE
+ *     launches of the thread; otherwise the key launches directly. So keys
+ *     in use keep their graphs, and a loop over more grids than slots
+ *     replays PF_GPU_GRAPH_SLOTS of them and launches the rest directly,
+ *     making no graph after its first rounds.
+ *
+ * The numbers. 16 slots: `pagefault bench --compare` with four versions
+ * runs 9 keys a round (naive and paged kernels each, and the read probe);
+ * a slot is 112 bytes here and an executable graph of one node in the
+ * driver. Idle for 64 launches: a decoding model launches its attention
+ * once a layer, with one grid for the whole step (32 layers in llama-3-8B,
+ * 80 in 70B), so a key of the last step or two is not evicted by the
+ * next's. 32 remembered keys: twice the slots, so that a loop over a few
+ * more grids than slots still finds its keys remembered.
+ *
+ * The state is per host thread (graph objects are not thread-safe); the
+ * caller matches keys exactly in its slots and tells this policy only
+ * slot numbers and a hash of the key (a collision makes a graph one miss
+ * early, nothing worse). */
+#define PF_GPU_GRAPH_SLOTS 16
+#define PF_GPU_GRAPH_SEEN 32
+#define PF_GPU_GRAPH_IDLE 64
+typedef struct pf_gpu_graph_lru {
+    unsigned long long tick;                         /* launches so far        */
+    unsigned long long last[PF_GPU_GRAPH_SLOTS];     /* tick of last use; 0:
+                                                        empty                  */
+    unsigned long long seen[PF_GPU_GRAPH_SEEN];      /* hashes of missed keys  */
+    unsigned seen_next;                              /* ring position          */
+} pf_gpu_graph_lru;
+/* A launch whose key the caller found in `slot`: the slot is used now. */
+void pf_gpu__graph_lru_hit(pf_gpu_graph_lru *c, int slot);
+/* A launch whose key is in no slot (hash: of the key, never 0): the slot
+ * to make its graph in (the caller drops what the slot held), or -1 to
+ * launch directly. A returned slot counts as used now. */
+int pf_gpu__graph_lru_miss(pf_gpu_graph_lru *c, unsigned long long hash);
 
 /* A CUDA error as a pf_err: allocation -> PF_ERR_NOMEM, an invalid value
  * or pointer -> PF_ERR_ARG, anything else (a kernel fault, no device, a

@@ -1381,3 +1381,33 @@ int pf_gpu_timeline_write(FILE *f, const unsigned long long *rec, int blocks)
         return PF_ERR_IO;
     return PF_OK;
 }
+
+/* ---- which launches get a graph (gpu_internal.h) --------------------------
+ *
+ * The policy is pure bookkeeping over slot numbers, ticks and key hashes, so
+ * that it is tested here without a device (test_gpu_host); kernels.cu holds
+ * the graphs and the exact keys. */
+void pf_gpu__graph_lru_hit(pf_gpu_graph_lru *c, int slot)
+{
+    c->last[slot] = ++c->tick;
+}
+
+int pf_gpu__graph_lru_miss(pf_gpu_graph_lru *c, unsigned long long hash)
+{
+    const unsigned long long now = ++c->tick;
+    int known = 0;
+    for (int i = 0; i < PF_GPU_GRAPH_SEEN && !known; i++)
+        known = c->seen[i] == hash;
+    if (!known) { /* first miss: remember the key, launch directly */
+        c->seen[c->seen_next++ % PF_GPU_GRAPH_SEEN] = hash;
+        return -1;
+    }
+    int victim = 0; /* an empty slot (last 0) is the least recently used */
+    for (int i = 1; i < PF_GPU_GRAPH_SLOTS; i++)
+        if (c->last[i] < c->last[victim])
+            victim = i;
+    if (c->last[victim] && now - c->last[victim] <= PF_GPU_GRAPH_IDLE)
+        return -1; /* every slot in use lately: keep them, launch directly */
+    c->last[victim] = now;
+    return victim;
+}

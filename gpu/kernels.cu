@@ -231,17 +231,18 @@ CUfunction driver_function(const void *fn, int *dev_out)
  * is given them every run; nothing is skipped.
  *
  * The graphs. One per (host thread, device, stream, kernel, grid and
- * shared memory), made by the first launch of that shape on that stream
- * from that thread and kept in
- * a per-thread cache of 8, replaced in turn (a thread runs a few kernels
- * on a few streams); a replaced graph is destroyed, which the driver
+ * shared memory), made by the second launch of that key while the thread
+ * remembers its first, and kept in a per-thread cache of 16 slots; a key
+ * launched once, or met while every slot served a launch lately, launches
+ * directly (the policy and its numbers: pf_gpu_graph_lru in
+ * gpu_internal.h). A replaced graph is destroyed, which the driver
  * defers until its launches are done. The stream is in the key because
  * launches of one executable graph are ordered after one another: a graph
  * shared by two streams would order their runs, while one graph a stream
  * adds no order the stream does not already have. The cache is per thread
  * because graph objects are not thread-safe. Making a graph is counted
- * apart from the kernels' setups (pf_gpu__graph_makes): a run of a new
- * stream pays it once, and never inside a capture (below).
+ * apart from the kernels' setups (pf_gpu__graph_makes): a key repeated on
+ * a stream pays it once, and never inside a capture (below).
  *
  * What launches directly instead: a stream being captured into a graph
  * (launching a graph into it would invalidate the capture, so the run asks
@@ -322,10 +323,26 @@ void graph_drop(StreamGraph &x)
     x = StreamGraph{};
 }
 
-/* A thread's graphs, destroyed when it ends. */
+/* The key's hash for the admission filter (pf_gpu__graph_lru_miss): FNV-1a
+ * over the fields, never 0 (an empty remembered entry). */
+unsigned long long key_hash(const GraphKey &k)
+{
+    const unsigned long long w[] = {(unsigned long long)(uintptr_t)k.f, (unsigned long long)k.dev,
+                                    (unsigned long long)(uintptr_t)k.st, k.grid.x, k.grid.y,
+                                    k.grid.z, (unsigned long long)k.smem};
+    unsigned long long h = 1469598103934665603ull;
+    for (unsigned long long x : w)
+        for (int b = 0; b < 8; b++, x >>= 8)
+            h = (h ^ (x & 0xff)) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* A thread's graphs, a slot each, and the policy's state that decides
+ * which keys get one (pf_gpu_graph_lru, gpu_internal.h); destroyed when
+ * the thread ends. */
 struct GraphCache {
-    StreamGraph e[8];
-    unsigned next;
+    StreamGraph e[PF_GPU_GRAPH_SLOTS];
+    pf_gpu_graph_lru lru;
     ~GraphCache()
     {
         for (StreamGraph &x : e)
@@ -376,22 +393,26 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
         return false;
     static thread_local GraphCache c;
     const GraphKey key = {f, dev, st, grid, smem};
-    StreamGraph *x = nullptr;
     /* The launch's grid and shared memory are part of the key: an exec
      * made for one grid and set to a larger one launched about 64 us
      * slower on an H100 (docs/gpu-journal.md, thirty-fifth session:
      * gpu/peers.py's llama, 512 blocks, after long's 256 on the same
      * kernel, 0.410 against 0.346 ms a run, and 0.347 with direct
-     * launches), so each shape a stream runs gets a graph of its own. */
-    for (StreamGraph &e : c.e) /* f is never null: an empty entry matches nothing */
-        if (same_key(e.key, key)) {
-            x = &e;
-            break;
+     * launches), so each shape a stream runs gets a graph of its own,
+     * when it repeats (pf_gpu_graph_lru). */
+    StreamGraph *x = nullptr;
+    for (int i = 0; i < PF_GPU_GRAPH_SLOTS && !x; i++) /* f is never null: an empty slot matches nothing */
+        if (same_key(c.e[i].key, key)) {
+            x = &c.e[i];
+            pf_gpu__graph_lru_hit(&c.lru, i);
         }
     if (x && x->direct)
         return false;
     if (!x) {
-        x = &c.e[c.next++ % 8];
+        const int slot = pf_gpu__graph_lru_miss(&c.lru, key_hash(key));
+        if (slot < 0)
+            return false; /* seen once, or every slot in use: launch directly */
+        x = &c.e[slot];
         graph_drop(*x);
         x->key = key;
         if (!graph_make(*x, fn, grid, smem, params)) {

@@ -68,6 +68,12 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
     cr_assert_gt(res.launch_floor_us, 0.0);
     cr_assert_gt(res.launch_direct_us, 0.0);
     cr_assert_gt(res.graph_us_per_replay, 0.0);
+    /* a batch that changes every run: one plan a batch size, run in turn;
+     * once the graph cache has settled the loop makes no graph */
+    cr_assert_eq(res.churn_plans, n < 24 ? n : 24);
+    cr_assert_gt(res.churn_us_per_run, 0.0);
+    cr_assert_eq(res.churn_graph_makes, 0, "v%d: the changing-batch loop made %d graphs", version,
+                 res.churn_graph_makes);
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
     /* same algorithm, same order of operations: the gather changes nothing
@@ -1292,10 +1298,11 @@ Test(gpu, plan_run_is_capturable_in_a_cuda_graph)
 }
 
 /* A run launches as a replay of its stream's graph (gpu/kernels.cu,
- * graph_launch): the first run of a kernel on a stream from a host thread
- * makes that graph, and every later run there only gives it new arguments,
- * whatever they are, a new grid included (a split plan of the same
- * kernel); another stream, or another thread, gets graphs of its own. A
+ * graph_launch): the second run of a kernel at a grid on a stream from a
+ * host thread makes that graph (the first launches directly:
+ * pf_gpu_graph_lru), and every later run there only gives it new
+ * arguments; another grid of the same kernel (a split plan), another
+ * stream or another thread gets graphs of its own. A
  * cluster launch (version 9 split: its chunks one cluster) launches
  * directly, with no graph. Every run's output is the reference's.
  * With PF_GPU_LAUNCH=driver or runtime there are no graphs at all. */
@@ -1358,11 +1365,17 @@ Test(gpu, runs_replay_a_graph_a_stream)
         cr_assert_eq(split.splits, 3);
         void *ws_one = pcase_workspace(&c, &one), *ws_split = pcase_workspace(&c, &split);
 
+        /* a key's first run launches directly, its second makes the graph
+         * (pf_gpu_graph_lru: a grid seen once never pays for one) */
         unsigned m0 = pf_gpu__graph_makes();
         pcase_check_ws(&c, &one, ws_one, s1, "first unsplit run on s1");
         pcase_check_ws(&c, &split, ws_split, s1, "first split run on s1");
+        cr_assert_eq(pf_gpu__graph_makes() - m0, 0, "v%d: the first runs on s1 made %u graphs", v,
+                     pf_gpu__graph_makes() - m0);
+        pcase_check_ws(&c, &one, ws_one, s1, "second unsplit run on s1");
+        pcase_check_ws(&c, &split, ws_split, s1, "second split run on s1");
         cr_assert_eq(pf_gpu__graph_makes() - m0, per_stream,
-                     "v%d: the first runs on s1 made %u graphs", v, pf_gpu__graph_makes() - m0);
+                     "v%d: the second runs on s1 made %u graphs", v, pf_gpu__graph_makes() - m0);
         m0 = pf_gpu__graph_makes();
         for (int i = 0; i < 4; i++) {
             pcase_check_ws(&c, &split, ws_split, s1, "split plan on s1");
@@ -1370,8 +1383,10 @@ Test(gpu, runs_replay_a_graph_a_stream)
         }
         cr_assert_eq(pf_gpu__graph_makes(), m0, "v%d: later runs on s1 made %u more graphs", v,
                      pf_gpu__graph_makes() - m0);
-        pcase_check_ws(&c, &split, ws_split, s2, "split plan on s2");
-        pcase_check_ws(&c, &one, ws_one, s2, "unsplit plan on s2");
+        for (int i = 0; i < 2; i++) {
+            pcase_check_ws(&c, &split, ws_split, s2, "split plan on s2");
+            pcase_check_ws(&c, &one, ws_one, s2, "unsplit plan on s2");
+        }
         cr_assert_eq(pf_gpu__graph_makes() - m0, per_stream, "v%d: a second stream made %u graphs",
                      v, pf_gpu__graph_makes() - m0);
 

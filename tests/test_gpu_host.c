@@ -1618,3 +1618,116 @@ Test(gpu_host, a_list_too_long_to_simulate_plans_in_grid_order)
     }
     free(lens);
 }
+
+/* ---- which launches get a graph (pf_gpu_graph_lru) ----
+ *
+ * A model of kernels.cu's graph_launch over the policy: slots holding
+ * exact keys, looked up first; on a miss the policy names a slot to make
+ * the key's graph in, or none (a direct launch). Keys are small integers
+ * here and their own hashes. */
+typedef struct {
+    pf_gpu_graph_lru lru;
+    unsigned long long key[PF_GPU_GRAPH_SLOTS];
+    int makes, replays, direct;
+} graph_model;
+
+static void graph_model_launch(graph_model *m, unsigned long long key)
+{
+    for (int i = 0; i < PF_GPU_GRAPH_SLOTS; i++)
+        if (m->key[i] == key) {
+            pf_gpu__graph_lru_hit(&m->lru, i);
+            m->replays++;
+            return;
+        }
+    const int slot = pf_gpu__graph_lru_miss(&m->lru, key);
+    cr_assert(slot >= -1 && slot < PF_GPU_GRAPH_SLOTS, "slot %d", slot);
+    if (slot < 0) {
+        m->direct++;
+        return;
+    }
+    m->key[slot] = key;
+    m->makes++;
+}
+
+/* keys first..first+n-1 in turn, `rounds` times; the counts of the last round */
+static graph_model graph_model_cycle(graph_model *m, unsigned long long first, int n, int rounds)
+{
+    graph_model before = *m;
+    for (int r = 0; r < rounds; r++) {
+        before = *m;
+        for (int k = 0; k < n; k++)
+            graph_model_launch(m, first + (unsigned long long)k);
+    }
+    graph_model d = {.makes = m->makes - before.makes,
+                     .replays = m->replays - before.replays,
+                     .direct = m->direct - before.direct};
+    return d;
+}
+
+Test(gpu_host, a_graph_is_made_for_a_key_that_repeats)
+{
+    graph_model m = {0};
+    graph_model_launch(&m, 7);
+    cr_assert_eq(m.direct, 1, "a key's first launch is direct");
+    cr_assert_eq(m.makes, 0);
+    graph_model_launch(&m, 7);
+    cr_assert_eq(m.makes, 1, "its second makes its graph");
+    for (int i = 0; i < 100; i++)
+        graph_model_launch(&m, 7);
+    cr_assert_eq(m.makes, 1);
+    cr_assert_eq(m.replays, 100);
+
+    /* grids that never repeat (a batch that only grows) make none */
+    graph_model u = {0};
+    for (unsigned long long k = 1; k <= 1000; k++)
+        graph_model_launch(&u, k);
+    cr_assert_eq(u.makes, 0, "%d graphs for keys seen once", u.makes);
+    cr_assert_eq(u.direct, 1000);
+}
+
+Test(gpu_host, a_loop_over_more_grids_than_slots_stops_making_graphs)
+{
+    enum { N = PF_GPU_GRAPH_SLOTS + 8 };
+    graph_model m = {0};
+    graph_model_cycle(&m, 1, N, 50);
+    /* made at most one a slot, all in the first rounds: before the policy
+     * a cache replaced in turn made one on every launch of such a loop */
+    cr_assert_leq(m.makes, PF_GPU_GRAPH_SLOTS, "%d graphs over 50 rounds of %d keys", m.makes, N);
+    const graph_model last = graph_model_cycle(&m, 1, N, 1);
+    cr_assert_eq(last.makes, 0);
+    cr_assert_eq(last.replays, PF_GPU_GRAPH_SLOTS, "a full cache keeps replaying");
+    cr_assert_eq(last.direct, N - PF_GPU_GRAPH_SLOTS);
+
+    /* a loop within the slots replays every key from its third round on */
+    graph_model f = {0};
+    graph_model_cycle(&f, 1, 10, 2);
+    const graph_model r3 = graph_model_cycle(&f, 1, 10, 1);
+    cr_assert_eq(r3.replays, 10);
+    cr_assert_eq(f.makes, 10);
+}
+
+Test(gpu_host, keys_in_use_keep_their_graphs_and_idle_ones_give_way)
+{
+    /* a hot key between unique ones (a prefill's one-off grids between
+     * decode steps) is never evicted */
+    graph_model m = {0};
+    for (unsigned long long k = 1000; k < 1300; k++) {
+        graph_model_launch(&m, 1);
+        graph_model_launch(&m, k);
+        graph_model_launch(&m, k); /* each one-off key repeats once: gets a graph */
+    }
+    int hot = 0;
+    for (int i = 0; i < PF_GPU_GRAPH_SLOTS; i++)
+        hot += m.key[i] == 1;
+    cr_assert_eq(hot, 1, "the hot key lost its slot");
+    /* its first launch was direct, its second made the graph */
+    cr_assert_eq(m.replays, 298, "the hot key replayed %d of 298 launches", m.replays);
+
+    /* a new working set takes the slots of an old one once it idles */
+    graph_model p = {0};
+    graph_model_cycle(&p, 1, PF_GPU_GRAPH_SLOTS, 5);  /* phase A fills every slot */
+    graph_model_cycle(&p, 100, PF_GPU_GRAPH_SLOTS, 20); /* phase B */
+    const graph_model b = graph_model_cycle(&p, 100, PF_GPU_GRAPH_SLOTS, 1);
+    cr_assert_eq(b.replays, PF_GPU_GRAPH_SLOTS, "phase B replays %d of %d keys", b.replays,
+                 PF_GPU_GRAPH_SLOTS);
+}

@@ -527,6 +527,14 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
     pf_report_num(r, "graph_us_per_replay",
                   "host time per replay of a CUDA graph of one run (same loop)",
                   res->graph_us_per_replay, "%.2f", "us");
+    if (res->churn_plans > 0) {
+        char what[96];
+        snprintf(what, sizeof what, "host time per run, batch changing every run (%d sizes)",
+                 res->churn_plans);
+        pf_report_num(r, "churn_us_per_run", what, res->churn_us_per_run, "%.2f", "us");
+        pf_report_num(r, "churn_graph_makes", "graphs made by that loop after two warm rounds",
+                      res->churn_graph_makes, "%.0f", NULL);
+    }
 }
 
 /* --timeline: the block timeline's figures (when the run took one). */
