@@ -1003,24 +1003,58 @@ int host_loop_us(Case *c, HostLoop what, double *us)
     return PF_OK;
 }
 
-/* Host time of a run when the batch changes on every run, as a serving
- * loop's does from step to step: plans for the first S, S-1, ...,
- * S-K+1 sequences (K = min(S, kChurnPlans)) of the paged pass's tables and
- * lengths, planned as --kernel plans them (the forcing flags aside), each
- * on a workspace of its own, run in turn, each call the
- * next plan; timed as host_loop_us times a run, after two warm rounds
- * (where a key's graph is made on its second run). Also the graphs the
- * timed loops made: none once the cache's policy has settled
- * (pf_gpu_graph_lru). 24 plans: more grids than the cache's 16 slots,
- * where every run of such a loop made a graph before that policy. */
+/* Host time of a run when the batch changes, as a serving loop's does
+ * from step to step: plans for the first S, S-1, ..., S-K+1 sequences
+ * (K = min(S, kChurnPlans)) of the paged pass's tables and lengths,
+ * planned as --kernel plans them (the forcing flags aside), each on a
+ * workspace of its own, taken in turn, and the graphs made meanwhile
+ * (pf_gpu_graph_lru). Two loops:
+ *   a step      kLayers runs of one plan, then the next plan (a model
+ *               runs its attention once a layer with one batch a step):
+ *               5 timings of 4 steps each after two warm rounds; a step
+ *               whose key left the cache makes one graph;
+ *   every run   each call the next plan, the worst case for the cache: 5
+ *               timings of 50 calls after two warm rounds; once settled
+ *               it makes no graph.
+ * 24 plans: more grids than the cache's 16 slots, where every run of the
+ * second loop made a graph before that policy. */
 constexpr int kChurnPlans = 24;
+constexpr int kLayers = 32; /* llama-3-8B's */
+
+int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int per, double *us,
+               int *makes)
+{
+    const Ver &v = c->ver[0];
+    long long call = 0;
+    double t[5];
+    unsigned made = 0;
+    for (int rep = -2; rep < 5; rep++) {
+        const unsigned m0 = pf_gpu__graph_makes();
+        const int calls = rep < 0 ? K * per : per == 1 ? 50 : 4 * per;
+        const double t0 = now_us();
+        for (int i = 0; i < calls; i++, call++) {
+            const int k = (int)(call / per % K);
+            CKP(pf_gpu_attn_run(&pl[k], c->d_q, c->d_pk[0], c->d_pv[0], c->d_tab[0], c->d_lens,
+                                v.d_out[1], ws[k], c->st),
+                "paged attention (host-time loop, changing batch)");
+        }
+        if (rep >= 0) {
+            t[rep] = (now_us() - t0) / calls;
+            made += pf_gpu__graph_makes() - m0;
+        }
+        CKC(cudaStreamSynchronize(c->st));
+    }
+    *us = median_of(t, 5);
+    *makes = (int)made;
+    return PF_OK;
+}
 
 int case_host_churn(Case *c)
 {
     const CaseIn &in = *c->in;
     pf_gpu_bench_result *r = c->res;
     const int K = in.S < kChurnPlans ? in.S : kChurnPlans;
-    pf_gpu_attn_plan pl[kChurnPlans];
+    pf_gpu_attn_plan pl[kChurnPlans] = {};
     void *ws[kChurnPlans] = {};
     int rc = PF_OK;
     for (int k = 0; k < K && rc == PF_OK; k++) {
@@ -1038,35 +1072,12 @@ int case_host_churn(Case *c)
                 pf_fail(c, rc, "workspace_init (host-time loop)");
         }
     }
-    const Ver &v = c->ver[0];
-    long long call = 0;
-    double per[5];
-    unsigned made = 0;
-    for (int rep = -2; rep < 5 && rc == PF_OK; rep++) {
-        const unsigned m0 = pf_gpu__graph_makes();
-        const double t0 = now_us();
-        /* warm rounds: every plan twice; timed: 50 calls */
-        const int calls = rep < 0 ? K : 50;
-        for (int i = 0; i < calls && rc == PF_OK; i++, call++) {
-            const int k = (int)(call % K);
-            rc = pf_gpu_attn_run(&pl[k], c->d_q, c->d_pk[0], c->d_pv[0], c->d_tab[0], c->d_lens,
-                                 v.d_out[1], ws[k], c->st);
-            if (rc != PF_OK)
-                pf_fail(c, rc, "paged attention (host-time loop, changing batch)");
-        }
-        if (rep >= 0) {
-            per[rep] = (now_us() - t0) / calls;
-            made += pf_gpu__graph_makes() - m0;
-        }
-        const cudaError_t e = cudaStreamSynchronize(c->st);
-        if (rc == PF_OK && e != cudaSuccess)
-            rc = cuda_fail(c, e, "cudaStreamSynchronize (host-time loop)");
-    }
-    if (rc == PF_OK) {
-        r->churn_us_per_run = median_of(per, 5);
+    if (rc == PF_OK)
+        rc = churn_loop(c, pl, ws, K, kLayers, &r->churn_step_us_per_run, &r->churn_step_makes);
+    if (rc == PF_OK)
+        rc = churn_loop(c, pl, ws, K, 1, &r->churn_us_per_run, &r->churn_graph_makes);
+    if (rc == PF_OK)
         r->churn_plans = K;
-        r->churn_graph_makes = (int)made;
-    }
     for (int k = 0; k < K; k++)
         if (ws[k])
             cudaFree(ws[k]);

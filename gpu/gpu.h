@@ -457,12 +457,14 @@ typedef struct {
                                   run's launch costs without its graph      */
     double graph_us_per_replay; /* the same loop replaying a CUDA graph of
                                   one run (pf_gpu_attn_graph_launch)        */
-    double churn_us_per_run;   /* host time of a run in the same loop when
-                                  each call runs the next of churn_plans
-                                  plans for S, S-1, ... sequences (a batch
-                                  that changes every step)                 */
-    int churn_plans;           /* min(S, 24)                                */
-    int churn_graph_makes;     /* graphs that loop made after two warm
+    /* the batch changing: churn_plans plans for S, S-1, ... sequences
+     * (min(S, 24)) taken in turn (gpu.cu, case_host_churn) */
+    int churn_plans;
+    double churn_step_us_per_run; /* host time of a run, 32 runs of one
+                                  plan a step (a layer each), then the next */
+    int churn_step_makes;      /* graphs made over its 20 timed steps       */
+    double churn_us_per_run;   /* the same, each run the next plan          */
+    int churn_graph_makes;     /* graphs made by that loop after two warm
                                   rounds (the run's graph cache settled: 0) */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */

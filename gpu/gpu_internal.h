@@ -512,8 +512,7 @@ unsigned pf_gpu__graph_makes(void);
  *
  * The numbers. 16 slots: `pagefault bench --compare` with four versions
  * runs 9 keys a round (naive and paged kernels each, and the read probe);
- * a slot is 112 bytes here and an executable graph of one node in the
- * driver. Idle for 64 launches: a decoding model launches its attention
+ * a slot holds a key and an executable graph of one node. Idle for 64 launches: a decoding model launches its attention
  * once a layer, with one grid for the whole step (32 layers in llama-3-8B,
  * 80 in 70B), so a key of the last step or two is not evicted by the
  * next's. 32 remembered keys: twice the slots, so that a loop over a few

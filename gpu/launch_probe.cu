@@ -33,6 +33,10 @@
  *                are ordered after one another) and a direct launch into a
  *                stream being captured (a graph cannot be launched into one;
  *                the run asks the driver, a host-side check);
+ *   graph-ring   graph-set over 16 graphs of the same node, each launch the
+ *                next one's (the run's graph cache's slots, replayed in
+ *                turn as a loop over 16 grids replays them): whether a
+ *                replay costs more when the last launch was another graph's;
  *   graph-make   a graph of one node made, instantiated, launched and
  *                destroyed: what a run pays whose key has no graph yet
  *                and gets one, and what every run paid when a loop over
@@ -98,10 +102,14 @@ double now_us()
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-enum Way { CHEVRON, RUNTIME, RUNTIME_EX, DRIVER, DRIVER_BUF, DRIVER_EX, GRAPH, GRAPH_SET, GRAPH_MAKE,
-           NWAYS };
-const char *const kName[NWAYS] = {"chevron",   "runtime",   "runtime-ex", "driver",    "driver-buf",
-                                  "driver-ex", "graph",     "graph-set",  "graph-make"};
+enum Way {
+    CHEVRON, RUNTIME, RUNTIME_EX, DRIVER, DRIVER_BUF, DRIVER_EX, GRAPH, GRAPH_SET, GRAPH_RING,
+    GRAPH_MAKE, NWAYS
+};
+const char *const kName[NWAYS] = {"chevron",   "runtime",   "runtime-ex", "driver",
+                                  "driver-buf", "driver-ex", "graph",      "graph-set",
+                                  "graph-ring", "graph-make"};
+constexpr int kRing = 16; /* graph-ring's graphs: the run's cache's slots */
 
 /* the driver's launches, reached as gpu/kernels.cu reaches them (the
  * runtime's entry-point query), so that nothing links libcuda */
@@ -133,7 +141,26 @@ struct Kit {
     cudaGraph_t g;       /* kept: graph-set names its node */
     cudaGraphNode_t node;
     cudaGraphExec_t gx;
+    cudaGraph_t rg[kRing]; /* graph-ring's */
+    cudaGraphNode_t rnode[kRing];
+    cudaGraphExec_t rgx[kRing];
+    unsigned ring;
 };
+
+/* One kernel node of the probe's kernel, arguments params, as a graph,
+ * instantiated. */
+void make_graph(const Kit &k, void **params, cudaGraph_t *g, cudaGraphNode_t *node,
+                cudaGraphExec_t *gx)
+{
+    cudaKernelNodeParams np = {};
+    np.func = (void *)k.fn;
+    np.gridDim = dim3(kBlocks);
+    np.blockDim = dim3(128);
+    np.kernelParams = params;
+    CK(cudaGraphCreate(g, 0));
+    CK(cudaGraphAddKernelNode(node, *g, nullptr, 0, &np));
+    CK(cudaGraphInstantiate(gx, *g, 0));
+}
 
 void launch(Kit &k, Way w)
 {
@@ -177,7 +204,8 @@ void launch(Kit &k, Way w)
         break;
     }
     case GRAPH: CK(cudaGraphLaunch(k.gx, k.st)); break;
-    case GRAPH_SET: {
+    case GRAPH_SET:
+    case GRAPH_RING: {
         /* new arguments each call, as a decode step's differ from the last */
         if (k.big)
             k.a.w[0] ^= 0x100;
@@ -188,24 +216,24 @@ void launch(Kit &k, Way w)
         np.gridDim = dim3(kBlocks);
         np.blockDim = dim3(128);
         np.kernelParams = params;
-        CK(cudaGraphExecKernelNodeSetParams(k.gx, k.node, &np));
-        CK(cudaGraphLaunch(k.gx, k.st));
+        cudaGraphExec_t gx = k.gx;
+        cudaGraphNode_t node = k.node;
+        if (w == GRAPH_RING) {
+            const unsigned i = k.ring++ % kRing;
+            gx = k.rgx[i];
+            node = k.rnode[i];
+        }
+        CK(cudaGraphExecKernelNodeSetParams(gx, node, &np));
+        CK(cudaGraphLaunch(gx, k.st));
         break;
     }
     case GRAPH_MAKE: {
         /* a graph of one node made, instantiated, launched and destroyed
          * (the driver frees it when the launch is done) */
-        cudaKernelNodeParams np = {};
-        np.func = (void *)k.fn;
-        np.gridDim = dim3(kBlocks);
-        np.blockDim = dim3(128);
-        np.kernelParams = params;
         cudaGraph_t g;
         cudaGraphNode_t node;
         cudaGraphExec_t gx;
-        CK(cudaGraphCreate(&g, 0));
-        CK(cudaGraphAddKernelNode(&node, g, nullptr, 0, &np));
-        CK(cudaGraphInstantiate(&gx, g, 0));
+        make_graph(k, params, &g, &node, &gx);
         CK(cudaGraphLaunch(gx, k.st));
         CK(cudaGraphExecDestroy(gx));
         CK(cudaGraphDestroy(g));
@@ -249,6 +277,9 @@ void setup(Kit &k, bool big)
         exit(1);
     }
     CK(cudaGraphInstantiate(&k.gx, k.g, 0));
+    void *params[1] = {big ? (void *)&k.a : (void *)&k.p};
+    for (int i = 0; i < kRing; i++)
+        make_graph(k, params, &k.rg[i], &k.rnode[i], &k.rgx[i]);
 }
 
 } /* namespace */
@@ -293,6 +324,10 @@ int main(int argc, char **argv)
         }
         CK(cudaGraphExecDestroy(k.gx));
         CK(cudaGraphDestroy(k.g));
+        for (int i = 0; i < kRing; i++) {
+            CK(cudaGraphExecDestroy(k.rgx[i]));
+            CK(cudaGraphDestroy(k.rg[i]));
+        }
         CK(cudaStreamDestroy(k.st));
     }
     return 0;

@@ -10,7 +10,7 @@
 #                same with a pad of 0 MB (the thirteenth and fourteenth
 #                sessions' rows: 27 of them) and with the word translation
 #                (the seventeenth session's: 20)
-#   launch_probe (gpu/launch_probe.cu): 3 rounds; 9 ways x 2 argument
+#   launch_probe (gpu/launch_probe.cu): 3 rounds; 10 ways x 2 argument
 #                blocks, each with min, median, p90 and max
 name="$1"
 bin="$2"
@@ -20,7 +20,7 @@ stream_probe)
     set -- "0" "x" "12abc" "5000" "1 3" "1 1 -1" "1 1 x" "1 1 1 1" "1 1 translation 1"
     ;;
 launch_probe)
-    runs="3:18:18" rows='^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$'
+    runs="3:20:20" rows='^  [a-z-]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$'
     set -- "0" "x" "12abc" "10001" "-3" "1 2"
     ;;
 *)

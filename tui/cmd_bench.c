@@ -529,6 +529,12 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
                   res->graph_us_per_replay, "%.2f", "us");
     if (res->churn_plans > 0) {
         char what[96];
+        snprintf(what, sizeof what,
+                 "host time per run, batch changing every 32-run step (%d sizes)",
+                 res->churn_plans);
+        pf_report_num(r, "churn_step_us_per_run", what, res->churn_step_us_per_run, "%.2f", "us");
+        pf_report_num(r, "churn_step_makes", "graphs made over its 20 timed steps",
+                      res->churn_step_makes, "%.0f", NULL);
         snprintf(what, sizeof what, "host time per run, batch changing every run (%d sizes)",
                  res->churn_plans);
         pf_report_num(r, "churn_us_per_run", what, res->churn_us_per_run, "%.2f", "us");
