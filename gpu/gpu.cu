@@ -1016,37 +1016,60 @@ int host_loop_us(Case *c, HostLoop what, double *us)
  *   every run   each call the next plan, the worst case for the cache: 5
  *               timings of 50 calls after two warm rounds; once settled
  *               it makes no graph.
+ * Each timing is taken by the graph path and by direct launches in turn
+ * (churn_loop): host times on the shared device machines move 2x from
+ * process to process, so the two ways are compared within one.
  * 24 plans: more grids than the cache's 16 slots, where every run of the
  * second loop made a graph before that policy. */
 constexpr int kChurnPlans = 24;
 constexpr int kLayers = 32; /* llama-3-8B's */
 
+/* One of the loops above, timed by the graph path and by direct launches
+ * in turn (pf_gpu__launch_direct), so that the two are compared in one
+ * process: us[0] graph, us[1] direct, each the median of 5 timings;
+ * *makes: the graphs the graph path's timings made. */
 int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int per, double *us,
                int *makes)
 {
     const Ver &v = c->ver[0];
     long long call = 0;
-    double t[5];
+    double t[2][5];
     unsigned made = 0;
-    for (int rep = -2; rep < 5; rep++) {
-        const unsigned m0 = pf_gpu__graph_makes();
-        const int calls = rep < 0 ? K * per : per == 1 ? 50 : 4 * per;
-        const double t0 = now_us();
-        for (int i = 0; i < calls; i++, call++) {
-            const int k = (int)(call / per % K);
-            CKP(pf_gpu_attn_run(&pl[k], c->d_q, c->d_pk[0], c->d_pv[0], c->d_tab[0], c->d_lens,
-                                v.d_out[1], ws[k], c->st),
-                "paged attention (host-time loop, changing batch)");
+    int rc = PF_OK;
+    for (int rep = -2; rep < 5 && rc == PF_OK; rep++)
+        for (int way = 0; way < 2 && rc == PF_OK; way++) {
+            if (rep < 0 && way == 1)
+                continue; /* the warm rounds are the graph path's */
+            pf_gpu__launch_direct(way);
+            const unsigned m0 = pf_gpu__graph_makes();
+            const int calls = rep < 0 ? K * per : per == 1 ? 50 : 4 * per;
+            const double t0 = now_us();
+            for (int i = 0; i < calls && rc == PF_OK; i++, call++) {
+                const int k = (int)(call / per % K);
+                rc = pf_gpu_attn_run(&pl[k], c->d_q, c->d_pk[0], c->d_pv[0], c->d_tab[0], c->d_lens,
+                                     v.d_out[1], ws[k], c->st);
+            }
+            const double dt = (now_us() - t0) / calls;
+            if (rc != PF_OK) {
+                pf_fail(c, rc, "paged attention (host-time loop, changing batch)");
+                break;
+            }
+            if (rep >= 0) {
+                t[way][rep] = dt;
+                if (way == 0)
+                    made += pf_gpu__graph_makes() - m0;
+            }
+            const cudaError_t e = cudaStreamSynchronize(c->st);
+            if (e != cudaSuccess)
+                rc = cuda_fail(c, e, "cudaStreamSynchronize (host-time loop)");
         }
-        if (rep >= 0) {
-            t[rep] = (now_us() - t0) / calls;
-            made += pf_gpu__graph_makes() - m0;
-        }
-        CKC(cudaStreamSynchronize(c->st));
+    pf_gpu__launch_direct(0);
+    if (rc == PF_OK) {
+        us[0] = median_of(t[0], 5);
+        us[1] = median_of(t[1], 5);
+        *makes = (int)made;
     }
-    *us = median_of(t, 5);
-    *makes = (int)made;
-    return PF_OK;
+    return rc;
 }
 
 int case_host_churn(Case *c)
@@ -1072,10 +1095,18 @@ int case_host_churn(Case *c)
                 pf_fail(c, rc, "workspace_init (host-time loop)");
         }
     }
+    double us[2];
     if (rc == PF_OK)
-        rc = churn_loop(c, pl, ws, K, kLayers, &r->churn_step_us_per_run, &r->churn_step_makes);
-    if (rc == PF_OK)
-        rc = churn_loop(c, pl, ws, K, 1, &r->churn_us_per_run, &r->churn_graph_makes);
+        rc = churn_loop(c, pl, ws, K, kLayers, us, &r->churn_step_makes);
+    if (rc == PF_OK) {
+        r->churn_step_us_per_run = us[0];
+        r->churn_step_direct_us = us[1];
+        rc = churn_loop(c, pl, ws, K, 1, us, &r->churn_graph_makes);
+    }
+    if (rc == PF_OK) {
+        r->churn_us_per_run = us[0];
+        r->churn_direct_us = us[1];
+    }
     if (rc == PF_OK)
         r->churn_plans = K;
     for (int k = 0; k < K; k++)

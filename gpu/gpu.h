@@ -463,7 +463,10 @@ typedef struct {
     double churn_step_us_per_run; /* host time of a run, 32 runs of one
                                   plan a step (a layer each), then the next */
     int churn_step_makes;      /* graphs made over its 20 timed steps       */
+    double churn_step_direct_us; /* the same loop launching directly (no
+                                  graph), timed in turn with it             */
     double churn_us_per_run;   /* the same, each run the next plan          */
+    double churn_direct_us;    /* that loop launching directly              */
     int churn_graph_makes;     /* graphs made by that loop after two warm
                                   rounds (the run's graph cache settled: 0) */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */

@@ -486,6 +486,10 @@ unsigned pf_gpu__kernel_setups(void);
  * thread; pf_gpu_graph_lru below); none while the stream is captured, none
  * with PF_GPU_LAUNCH=driver or runtime. */
 unsigned pf_gpu__graph_makes(void);
+/* on != 0: the calling thread's launches skip the graph cache and launch
+ * directly, as PF_GPU_LAUNCH=driver makes every thread's (the bench's
+ * changing-batch loops time both ways in one process); 0: back to graphs. */
+void pf_gpu__launch_direct(int on);
 
 /* ---- which launches get a graph (host.c; kernels.cu's graph_launch) ----
  *

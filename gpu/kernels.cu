@@ -442,9 +442,13 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
  * `direct` skips the graph. With cluster_x > 1, as clusters of cluster_x
  * blocks along x (versions 9, 10 and 31), directly: by the driver's
  * cuLaunchKernelEx, else the runtime's cudaLaunchKernelExC. */
+/* pf_gpu__launch_direct's switch: this thread's runs launch directly */
+static thread_local bool t_direct;
+
 int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params,
                   int cluster_x, bool direct)
 {
+    direct = direct || t_direct;
     static const LaunchFn drv =
         driver_launch_on() ? (LaunchFn)driver_entry("cuLaunchKernel") : nullptr;
     static const LaunchExFn drv_ex =
@@ -515,6 +519,11 @@ extern "C" int pf_gpu_launch_empty(void *stream, int direct)
     void *params[1] = {&a};
     return pf_kern::launch_kernel((const void *)empty_kernel, dim3(1), 0, (cudaStream_t)stream,
                                   params, 1, direct != 0);
+}
+
+extern "C" void pf_gpu__launch_direct(int on)
+{
+    pf_kern::t_direct = on != 0;
 }
 
 extern "C" unsigned pf_gpu__graph_makes(void)

@@ -73,6 +73,8 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
     cr_assert_eq(res.churn_plans, n < 24 ? n : 24);
     cr_assert_gt(res.churn_us_per_run, 0.0);
     cr_assert_gt(res.churn_step_us_per_run, 0.0);
+    cr_assert_gt(res.churn_direct_us, 0.0);
+    cr_assert_gt(res.churn_step_direct_us, 0.0);
     /* a step whose grid left the cache makes its graph once: at most one
      * a step over the 20 timed steps */
     cr_assert_leq(res.churn_step_makes, 20, "v%d: %d graphs over 20 steps", version,

@@ -535,11 +535,15 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
         pf_report_num(r, "churn_step_us_per_run", what, res->churn_step_us_per_run, "%.2f", "us");
         pf_report_num(r, "churn_step_makes", "graphs made over its 20 timed steps",
                       res->churn_step_makes, "%.0f", NULL);
+        pf_report_num(r, "churn_step_direct_us", "the same, launched directly (timed in turn)",
+                      res->churn_step_direct_us, "%.2f", "us");
         snprintf(what, sizeof what, "host time per run, batch changing every run (%d sizes)",
                  res->churn_plans);
         pf_report_num(r, "churn_us_per_run", what, res->churn_us_per_run, "%.2f", "us");
         pf_report_num(r, "churn_graph_makes", "graphs made by that loop after two warm rounds",
                       res->churn_graph_makes, "%.0f", NULL);
+        pf_report_num(r, "churn_direct_us", "the same, launched directly (timed in turn)",
+                      res->churn_direct_us, "%.2f", "us");
     }
 }
 
