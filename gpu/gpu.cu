@@ -1027,12 +1027,15 @@ constexpr int kLayers = 32; /* llama-3-8B's */
 /* One of the loops above, timed by the graph path and by direct launches
  * in turn (pf_gpu__launch_direct), so that the two are compared in one
  * process: us[0] graph, us[1] direct, each the median of 5 timings;
- * *makes: the graphs the graph path's timings made. */
+ * *makes: the graphs the graph path's timings made. Each way keeps its
+ * own place in the sequence of plans, so each runs the whole cycle: with
+ * one place shared, the graph path's timed steps saw every other group of
+ * 4 steps (12 of 24 sizes, a cycle the cache's 16 slots hold). */
 int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int per, double *us,
                int *makes)
 {
     const Ver &v = c->ver[0];
-    long long call = 0;
+    long long call[2] = {0, 0}; /* each way's place in the sequence */
     double t[2][5];
     unsigned made = 0;
     int rc = PF_OK;
@@ -1043,9 +1046,11 @@ int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int 
             pf_gpu__launch_direct(way);
             const unsigned m0 = pf_gpu__graph_makes();
             const int calls = rep < 0 ? K * per : per == 1 ? 50 : 4 * per;
+            if (rep == 0 && way == 1)
+                call[1] = call[0] - calls; /* where the graph path's timings began */
             const double t0 = now_us();
-            for (int i = 0; i < calls && rc == PF_OK; i++, call++) {
-                const int k = (int)(call / per % K);
+            for (int i = 0; i < calls && rc == PF_OK; i++, call[way]++) {
+                const int k = (int)(call[way] / per % K);
                 rc = pf_gpu_attn_run(&pl[k], c->d_q, c->d_pk[0], c->d_pv[0], c->d_tab[0], c->d_lens,
                                      v.d_out[1], ws[k], c->st);
             }
