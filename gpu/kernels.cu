@@ -436,15 +436,15 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
     return false;
 }
 
+/* pf_gpu__launch_direct's switch: this thread's runs launch directly */
+static thread_local bool t_direct;
+
 /* Launch fn on grid x kThreads threads with smem bytes of dynamic shared
  * memory, its parameters as cudaLaunchKernel takes them: a replay of the
  * stream's graph (above), else the driver's launch, else the runtime's;
  * `direct` skips the graph. With cluster_x > 1, as clusters of cluster_x
  * blocks along x (versions 9, 10 and 31), directly: by the driver's
  * cuLaunchKernelEx, else the runtime's cudaLaunchKernelExC. */
-/* pf_gpu__launch_direct's switch: this thread's runs launch directly */
-static thread_local bool t_direct;
-
 int launch_kernel(const void *fn, dim3 grid, int smem, cudaStream_t st, void **params,
                   int cluster_x, bool direct)
 {
