@@ -1026,13 +1026,13 @@ constexpr int kLayers = 32; /* llama-3-8B's */
 
 /* One of the loops above, timed by the graph path and by direct launches
  * in turn (pf_gpu__launch_direct), so that the two are compared in one
- * process: us[0] graph, us[1] direct, each the median of 5 timings;
- * *makes: the graphs the graph path's timings made. Each way keeps its
+ * process, into *out: each way's median of 5 timings, and the graphs the
+ * graph path's timings made. Each way keeps its
  * own place in the sequence of plans, so each runs the whole cycle: with
  * one place shared, the graph path's timed steps saw every other group of
  * 4 steps (12 of 24 sizes, a cycle the cache's 16 slots hold). */
-int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int per, double *us,
-               int *makes)
+int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int per,
+               pf_gpu_churn *out)
 {
     const Ver &v = c->ver[0];
     long long call[2] = {0, 0}; /* each way's place in the sequence */
@@ -1070,9 +1070,9 @@ int churn_loop(Case *c, const pf_gpu_attn_plan *pl, void *const *ws, int K, int 
         }
     pf_gpu__launch_direct(0);
     if (rc == PF_OK) {
-        us[0] = median_of(t[0], 5);
-        us[1] = median_of(t[1], 5);
-        *makes = (int)made;
+        out->us_per_run = median_of(t[0], 5);
+        out->direct_us = median_of(t[1], 5);
+        out->graph_makes = (int)made;
     }
     return rc;
 }
@@ -1100,18 +1100,10 @@ int case_host_churn(Case *c)
                 pf_fail(c, rc, "workspace_init (host-time loop)");
         }
     }
-    double us[2];
     if (rc == PF_OK)
-        rc = churn_loop(c, pl, ws, K, kLayers, us, &r->churn_step_makes);
-    if (rc == PF_OK) {
-        r->churn_step_us_per_run = us[0];
-        r->churn_step_direct_us = us[1];
-        rc = churn_loop(c, pl, ws, K, 1, us, &r->churn_graph_makes);
-    }
-    if (rc == PF_OK) {
-        r->churn_us_per_run = us[0];
-        r->churn_direct_us = us[1];
-    }
+        rc = churn_loop(c, pl, ws, K, kLayers, &r->churn_step);
+    if (rc == PF_OK)
+        rc = churn_loop(c, pl, ws, K, 1, &r->churn_run);
     if (rc == PF_OK)
         r->churn_plans = K;
     for (int k = 0; k < K; k++)

@@ -414,6 +414,17 @@ typedef struct {
     double max_diff_shuffled;  /* max |its paged shuffled - its naive|      */
 } pf_gpu_bench_rival;
 
+/* One of the bench's changing-batch loops: its host time a run by the
+ * graph path, the same loop launched directly (timed in turn with it, in
+ * one process), and the graphs the graph path's timed loops made (once the
+ * run's graph cache has settled: at most one a step, none for a plan a
+ * run). */
+typedef struct {
+    double us_per_run;
+    double direct_us;
+    int graph_makes;
+} pf_gpu_churn;
+
 typedef struct {
     char device[64];
     int sm_count;
@@ -458,17 +469,10 @@ typedef struct {
     double graph_us_per_replay; /* the same loop replaying a CUDA graph of
                                   one run (pf_gpu_attn_graph_launch)        */
     /* the batch changing: churn_plans plans for S, S-1, ... sequences
-     * (min(S, 24)) taken in turn (gpu.cu, case_host_churn) */
+     * (min(S, 24)) taken in turn (gpu.cu, case_host_churn): a plan a step
+     * of 32 runs (a layer each), and a plan a run */
     int churn_plans;
-    double churn_step_us_per_run; /* host time of a run, 32 runs of one
-                                  plan a step (a layer each), then the next */
-    int churn_step_makes;      /* graphs made over its 20 timed steps       */
-    double churn_step_direct_us; /* the same loop launching directly (no
-                                  graph), timed in turn with it             */
-    double churn_us_per_run;   /* the same, each run the next plan          */
-    double churn_direct_us;    /* that loop launching directly              */
-    int churn_graph_makes;     /* graphs made by that loop after two warm
-                                  rounds (the run's graph cache settled: 0) */
+    pf_gpu_churn churn_step, churn_run;
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
     int num_rivals;            /* cfg->num_rivals                           */

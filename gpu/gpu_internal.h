@@ -516,11 +516,12 @@ void pf_gpu__launch_direct(int on);
  *
  * The numbers. 16 slots: `pagefault bench --compare` with four versions
  * runs 9 keys a round (naive and paged kernels each, and the read probe);
- * a slot holds a key and an executable graph of one node. Idle for 64 launches: a decoding model launches its attention
- * once a layer, with one grid for the whole step (32 layers in llama-3-8B,
- * 80 in 70B), so a key of the last step or two is not evicted by the
- * next's. 32 remembered keys: twice the slots, so that a loop over a few
- * more grids than slots still finds its keys remembered.
+ * a slot holds a key and an executable graph of one node. Idle for 64
+ * launches: a decoding model launches its attention once a layer, with
+ * one grid for the whole step (32 layers in llama-3-8B, 80 in 70B), so a
+ * key of the last step or two is not evicted by the next's. 32 remembered
+ * keys: twice the slots, so that a loop over a few more grids than slots
+ * still finds its keys remembered.
  *
  * The state is per host thread (graph objects are not thread-safe); the
  * caller matches keys exactly in its slots and tells this policy only

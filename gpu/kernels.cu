@@ -401,7 +401,8 @@ bool graph_launch(const void *fn, CUfunction f, int dev, dim3 grid, int smem, cu
      * launches), so each shape a stream runs gets a graph of its own,
      * when it repeats (pf_gpu_graph_lru). */
     StreamGraph *x = nullptr;
-    for (int i = 0; i < PF_GPU_GRAPH_SLOTS && !x; i++) /* f is never null: an empty slot matches nothing */
+    /* f is never null: an empty slot matches nothing */
+    for (int i = 0; i < PF_GPU_GRAPH_SLOTS && !x; i++)
         if (same_key(c.e[i].key, key)) {
             x = &c.e[i];
             pf_gpu__graph_lru_hit(&c.lru, i);

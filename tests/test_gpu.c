@@ -71,16 +71,16 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
     /* a batch that changes every run: one plan a batch size, run in turn;
      * once the graph cache has settled the loop makes no graph */
     cr_assert_eq(res.churn_plans, n < 24 ? n : 24);
-    cr_assert_gt(res.churn_us_per_run, 0.0);
-    cr_assert_gt(res.churn_step_us_per_run, 0.0);
-    cr_assert_gt(res.churn_direct_us, 0.0);
-    cr_assert_gt(res.churn_step_direct_us, 0.0);
+    cr_assert_gt(res.churn_run.us_per_run, 0.0);
+    cr_assert_gt(res.churn_step.us_per_run, 0.0);
+    cr_assert_gt(res.churn_run.direct_us, 0.0);
+    cr_assert_gt(res.churn_step.direct_us, 0.0);
     /* a step whose grid left the cache makes its graph once: at most one
      * a step over the 20 timed steps */
-    cr_assert_leq(res.churn_step_makes, 20, "v%d: %d graphs over 20 steps", version,
-                  res.churn_step_makes);
-    cr_assert_eq(res.churn_graph_makes, 0, "v%d: the changing-batch loop made %d graphs", version,
-                 res.churn_graph_makes);
+    cr_assert_leq(res.churn_step.graph_makes, 20, "v%d: %d graphs over 20 steps", version,
+                  res.churn_step.graph_makes);
+    cr_assert_eq(res.churn_run.graph_makes, 0, "v%d: the changing-batch loop made %d graphs",
+                 version, res.churn_run.graph_makes);
     cr_assert(res.readback_ok);
     cr_assert(res.have_shuffled);
     /* same algorithm, same order of operations: the gather changes nothing

@@ -517,18 +517,19 @@ static void results_ratios(pf_report *r, const pf_gpu_bench_result *res)
 /* One changing-batch loop's rows (gpu/gpu.cu, case_host_churn): its host
  * time a run by the graph path, the graphs it made, and its time launched
  * directly, timed in turn with it; keys KEY_us, KEY_makes, KEY_direct_us. */
-static void churn_rows(pf_report *r, const char *key, const char *every, int plans, double us,
-                       int makes, const char *makes_what, double direct_us)
+static void churn_rows(pf_report *r, const char *key, const char *every, int plans,
+                       const pf_gpu_churn *ch, const char *makes_what)
 {
     char k[48], what[96];
     snprintf(what, sizeof what, "host time per run, batch changing every %s (%d sizes)", every,
              plans);
     snprintf(k, sizeof k, "%s_us", key);
-    pf_report_num(r, k, what, us, "%.2f", "us");
+    pf_report_num(r, k, what, ch->us_per_run, "%.2f", "us");
     snprintf(k, sizeof k, "%s_makes", key);
-    pf_report_num(r, k, makes_what, makes, "%.0f", NULL);
+    pf_report_num(r, k, makes_what, ch->graph_makes, "%.0f", NULL);
     snprintf(k, sizeof k, "%s_direct_us", key);
-    pf_report_num(r, k, "the same, launched directly (timed in turn)", direct_us, "%.2f", "us");
+    pf_report_num(r, k, "the same, launched directly (timed in turn)", ch->direct_us, "%.2f",
+                  "us");
 }
 
 static void results_api(pf_report *r, const pf_gpu_bench_result *res)
@@ -545,12 +546,10 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
                   "host time per replay of a CUDA graph of one run (same loop)",
                   res->graph_us_per_replay, "%.2f", "us");
     if (res->churn_plans > 0) {
-        churn_rows(r, "churn_step", "32-run step", res->churn_plans, res->churn_step_us_per_run,
-                   res->churn_step_makes, "graphs made over its 20 timed steps",
-                   res->churn_step_direct_us);
-        churn_rows(r, "churn_run", "run", res->churn_plans, res->churn_us_per_run,
-                   res->churn_graph_makes, "graphs made by that loop after two warm rounds",
-                   res->churn_direct_us);
+        churn_rows(r, "churn_step", "32-run step", res->churn_plans, &res->churn_step,
+                   "graphs made over its 20 timed steps");
+        churn_rows(r, "churn_run", "run", res->churn_plans, &res->churn_run,
+                   "graphs made by that loop after two warm rounds");
     }
 }
 
