@@ -1464,22 +1464,13 @@ static int ready_for(int hq, int hkv, int head_dim, int block_size, pf_gpu_dtype
     return PF_OK;
 }
 
-extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
-                                size_t errlen)
+/* The sequences' lengths: each at least 1 and within the naive capacity,
+ * and their frames within what an int32 table entry names (doubled in the
+ * interleaved pool). Gives the longest sequence's blocks and the frames of
+ * all. */
+static int bench_check_lens(const pf_gpu_bench_cfg *cfg, int *maxb_out, int *frames_out,
+                            char *err, size_t errlen)
 {
-    if (!cfg || !res)
-        return PF_ERR_ARG;
-    memset(res, 0, sizeof *res);
-    int ready = ready_for(cfg->num_q_heads, cfg->num_kv_heads, cfg->head_dim, cfg->block_size,
-                          cfg->dtype, err, errlen);
-    if (ready != PF_OK)
-        return ready;
-    if (cfg->num_seqs < 1 || cfg->num_seqs > 65535 || !cfg->seq_lens || cfg->iters < 1 ||
-        cfg->iters > PF_GPU_BENCH_MAX_ITERS) {
-        set_err(err, errlen, "need 1..65535 sequences with lengths and 1..%d iters",
-                PF_GPU_BENCH_MAX_ITERS);
-        return PF_ERR_ARG;
-    }
     int maxlen = 0, maxb = 1;
     long long all_frames = 0;
     for (int i = 0; i < cfg->num_seqs; i++) {
@@ -1489,7 +1480,7 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         }
         if (cfg->seq_lens[i] > maxlen)
             maxlen = cfg->seq_lens[i];
-        int nb = pf_page_blocks_for(cfg->seq_lens[i], cfg->block_size);
+        const int nb = pf_page_blocks_for(cfg->seq_lens[i], cfg->block_size);
         if (nb > maxb)
             maxb = nb;
         all_frames += nb;
@@ -1499,64 +1490,51 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
                 cfg->naive_cap, maxlen);
         return PF_ERR_ARG;
     }
-    /* frame numbers are int32 in the tables, doubled in the interleaved pool */
     if (all_frames * (cfg->kv_interleaved ? 2 : 1) > INT_MAX) {
         set_err(err, errlen, "%lld frames: a table names at most %d", all_frames,
                 cfg->kv_interleaved ? INT_MAX / 2 : INT_MAX);
         return PF_ERR_ARG;
     }
-    const int frames = (int)all_frames;
-    /* The shape as the plans will see it, naive and paged, before any
-     * device work: through this API the naive buffers' size, num_seqs x
-     * num_kv_heads x naive_cap x row bytes, can pass what a size_t holds
-     * (the CLI's bounds keep `pagefault bench` far from it), and K and V
-     * together are reported in a long long. */
-    {
-        pf_gpu_attn_shape sh;
-        memset(&sh, 0, sizeof sh);
-        sh.num_seqs = cfg->num_seqs;
-        sh.num_q_heads = cfg->num_q_heads;
-        sh.num_kv_heads = cfg->num_kv_heads;
-        sh.head_dim = cfg->head_dim;
-        sh.block_size = cfg->block_size;
-        sh.max_blocks_per_seq = maxb;
-        sh.naive_cap = cfg->naive_cap;
-        sh.dtype = cfg->dtype;
-        const double naive_bytes = 2.0 * cfg->num_seqs * cfg->num_kv_heads * (double)cfg->naive_cap *
-                                   cfg->head_dim * pf_gpu_dtype_size(cfg->dtype);
-        if (pf_gpu_attn_validate(&sh, 0) != PF_OK || pf_gpu_attn_validate(&sh, 1) != PF_OK ||
-            naive_bytes > 9.0e18) {
-            set_err(err, errlen, "the shape is too large: %d sequences x %d KV heads x %d tokens of "
-                    "naive capacity x D %d (%.3g bytes of naive K and V)", cfg->num_seqs,
-                    cfg->num_kv_heads, cfg->naive_cap, cfg->head_dim, naive_bytes);
-            return PF_ERR_ARG;
-        }
+    *maxb_out = maxb;
+    *frames_out = (int)all_frames;
+    return PF_OK;
+}
+
+/* The shape as the plans will see it, naive and paged, before any device
+ * work: through this API the naive buffers' size, num_seqs x num_kv_heads
+ * x naive_cap x row bytes, can pass what a size_t holds (the CLI's bounds
+ * keep `pagefault bench` far from it), and K and V together are reported
+ * in a long long. */
+static int bench_check_shape(const pf_gpu_bench_cfg *cfg, int maxb, char *err, size_t errlen)
+{
+    pf_gpu_attn_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.num_seqs = cfg->num_seqs;
+    sh.num_q_heads = cfg->num_q_heads;
+    sh.num_kv_heads = cfg->num_kv_heads;
+    sh.head_dim = cfg->head_dim;
+    sh.block_size = cfg->block_size;
+    sh.max_blocks_per_seq = maxb;
+    sh.naive_cap = cfg->naive_cap;
+    sh.dtype = cfg->dtype;
+    const double naive_bytes = 2.0 * cfg->num_seqs * cfg->num_kv_heads * (double)cfg->naive_cap *
+                               cfg->head_dim * pf_gpu_dtype_size(cfg->dtype);
+    if (pf_gpu_attn_validate(&sh, 0) != PF_OK || pf_gpu_attn_validate(&sh, 1) != PF_OK ||
+        naive_bytes > 9.0e18) {
+        set_err(err, errlen,
+                "the shape is too large: %d sequences x %d KV heads x %d tokens of naive "
+                "capacity x D %d (%.3g bytes of naive K and V)",
+                cfg->num_seqs, cfg->num_kv_heads, cfg->naive_cap, cfg->head_dim, naive_bytes);
+        return PF_ERR_ARG;
     }
-    CaseIn in;
-    memset(&in, 0, sizeof in);
-    in.S = cfg->num_seqs;
-    in.lens = cfg->seq_lens;
-    in.cap = cfg->naive_cap;
-    in.hq = cfg->num_q_heads;
-    in.hkv = cfg->num_kv_heads;
-    in.D = cfg->head_dim;
-    in.B = cfg->block_size;
-    in.dt = cfg->dtype;
-    in.iters = cfg->iters;
-    in.seed = cfg->seed;
-    in.tol = cfg->tolerance;
-    in.ref_all_heads = cfg->ref_all_heads;
-    /* check_only: no read probe, no timed rounds, no host-time loops */
-    in.measure_bw = cfg->measure_bw && !cfg->check_only;
-    in.version = cfg->version;
-    in.splits = cfg->splits;
-    in.grid_order = cfg->grid_order;
-    in.tail = cfg->tail;
-    in.pack = cfg->pack;
-    in.host_time = !cfg->check_only;
-    in.timeline = cfg->timeline;
-    in.group_tile = cfg->group_tile;
-    in.timeline_csv = cfg->timeline_csv;
+    return PF_OK;
+}
+
+/* The kernel versions (the timed one and those compared beside it) and
+ * the flags that go with some of them: pack, grid order, timeline, and
+ * the shuffle window. */
+static int bench_check_versions(const pf_gpu_bench_cfg *cfg, char *err, size_t errlen)
+{
     if (cfg->num_rivals < 0 || cfg->num_rivals > PF_GPU_BENCH_MAX_RIVALS) {
         set_err(err, errlen, "%d versions to compare: at most %d", cfg->num_rivals,
                 PF_GPU_BENCH_MAX_RIVALS);
@@ -1567,13 +1545,8 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
                 PF_GPU_PACK_MAX);
         return PF_ERR_ARG;
     }
-    in.num_rivals = cfg->num_rivals;
-    in.interleave = cfg->kv_interleaved != 0;
-    in.check_only = cfg->check_only != 0;
     for (int k = 0; k <= cfg->num_rivals; k++) {
         const int v = k ? cfg->rivals[k - 1] : cfg->version;
-        if (k)
-            in.rivals[k - 1] = v;
         if (v < 0 || v > PF_GPU_KERNEL_VERSIONS) {
             set_err(err, errlen, "kernel version %d%s: there are versions 1 to %d (0: the default)",
                     v, k ? " (compared)" : "", PF_GPU_KERNEL_VERSIONS);
@@ -1594,42 +1567,209 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
                 cfg->shuffle_window);
         return PF_ERR_ARG;
     }
+    return PF_OK;
+}
+
+/* The case's input from a checked configuration (tables_b left to
+ * bench_shuffled_tables). check_only: no read probe, no timed rounds, no
+ * host-time loops. */
+static CaseIn bench_case_in(const pf_gpu_bench_cfg *cfg)
+{
+    CaseIn in;
+    memset(&in, 0, sizeof in);
+    in.S = cfg->num_seqs;
+    in.lens = cfg->seq_lens;
+    in.cap = cfg->naive_cap;
+    in.hq = cfg->num_q_heads;
+    in.hkv = cfg->num_kv_heads;
+    in.D = cfg->head_dim;
+    in.B = cfg->block_size;
+    in.dt = cfg->dtype;
+    in.iters = cfg->iters;
+    in.seed = cfg->seed;
+    in.tol = cfg->tolerance;
+    in.ref_all_heads = cfg->ref_all_heads;
+    in.measure_bw = cfg->measure_bw && !cfg->check_only;
+    in.version = cfg->version;
+    in.splits = cfg->splits;
+    in.grid_order = cfg->grid_order;
+    in.tail = cfg->tail;
+    in.pack = cfg->pack;
+    in.host_time = !cfg->check_only;
+    in.timeline = cfg->timeline;
+    in.group_tile = cfg->group_tile;
+    in.timeline_csv = cfg->timeline_csv;
+    in.num_rivals = cfg->num_rivals;
+    for (int k = 0; k < cfg->num_rivals; k++)
+        in.rivals[k] = cfg->rivals[k];
+    in.interleave = cfg->kv_interleaved != 0;
+    in.check_only = cfg->check_only != 0;
+    return in;
+}
+
+/* The shuffled pass's tables (num_seqs x maxb, the caller frees them; NULL
+ * when out of host memory): the ordered numbering, sequence after sequence,
+ * sent through a random permutation of the pool (Fisher-Yates on pf_rng
+ * seeded with shuffle_seed), or of each run of shuffle_window frames (the
+ * last run may be shorter). */
+static int *bench_shuffled_tables(const pf_gpu_bench_cfg *cfg, int maxb, int frames)
+{
+    int *perm = (int *)malloc(sizeof(int) * (size_t)frames);
+    int *tab = (int *)calloc((size_t)cfg->num_seqs * maxb, sizeof(int));
+    if (!perm || !tab) {
+        free(perm);
+        free(tab);
+        return NULL;
+    }
+    pf_rng r;
+    pf_rng_seed(&r, cfg->shuffle_seed);
+    for (int i = 0; i < frames; i++)
+        perm[i] = i;
+    const int win = cfg->shuffle_window > 0 ? cfg->shuffle_window : frames;
+    for (int w0 = 0; w0 < frames; w0 += win)
+        for (int i = (frames - w0 < win ? frames - w0 : win) - 1; i > 0; i--) {
+            const int j = (int)pf_rng_range(&r, 0, i);
+            const int t = perm[w0 + i];
+            perm[w0 + i] = perm[w0 + j];
+            perm[w0 + j] = t;
+        }
+    int next = 0;
+    for (int s = 0; s < cfg->num_seqs; s++)
+        for (int b = 0; b < pf_page_blocks_for(cfg->seq_lens[s], cfg->block_size); b++)
+            tab[(size_t)s * maxb + b] = perm[next++];
+    free(perm);
+    return tab;
+}
+
+extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res, char *err,
+                                size_t errlen)
+{
+    if (!cfg || !res)
+        return PF_ERR_ARG;
+    memset(res, 0, sizeof *res);
+    int rc = ready_for(cfg->num_q_heads, cfg->num_kv_heads, cfg->head_dim, cfg->block_size,
+                       cfg->dtype, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    if (cfg->num_seqs < 1 || cfg->num_seqs > 65535 || !cfg->seq_lens || cfg->iters < 1 ||
+        cfg->iters > PF_GPU_BENCH_MAX_ITERS) {
+        set_err(err, errlen, "need 1..65535 sequences with lengths and 1..%d iters",
+                PF_GPU_BENCH_MAX_ITERS);
+        return PF_ERR_ARG;
+    }
+    int maxb = 1, frames = 0;
+    rc = bench_check_lens(cfg, &maxb, &frames, err, errlen);
+    if (rc == PF_OK)
+        rc = bench_check_shape(cfg, maxb, err, errlen);
+    if (rc == PF_OK)
+        rc = bench_check_versions(cfg, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    CaseIn in = bench_case_in(cfg);
     int *tab_b = NULL;
     if (cfg->shuffle_seed) {
-        /* shuffled frames: the ordered numbering sent through a random
-         * permutation of the pool (Fisher-Yates on pf_rng), or of each run
-         * of shuffle_window frames (the last run may be shorter) */
-        int *perm = (int *)malloc(sizeof(int) * (size_t)frames);
-        tab_b = (int *)calloc((size_t)cfg->num_seqs * maxb, sizeof(int));
-        if (!perm || !tab_b) {
-            free(perm);
-            free(tab_b);
+        tab_b = bench_shuffled_tables(cfg, maxb, frames);
+        if (!tab_b) {
             set_err(err, errlen, "out of host memory");
             return PF_ERR_NOMEM;
         }
-        pf_rng r;
-        pf_rng_seed(&r, cfg->shuffle_seed);
-        for (int i = 0; i < frames; i++)
-            perm[i] = i;
-        const int win = cfg->shuffle_window > 0 ? cfg->shuffle_window : frames;
-        for (int w0 = 0; w0 < frames; w0 += win)
-            for (int i = (frames - w0 < win ? frames - w0 : win) - 1; i > 0; i--) {
-                int j = (int)pf_rng_range(&r, 0, i);
-                int t = perm[w0 + i];
-                perm[w0 + i] = perm[w0 + j];
-                perm[w0 + j] = t;
-            }
-        int next = 0;
-        for (int s = 0; s < cfg->num_seqs; s++)
-            for (int b = 0; b < pf_page_blocks_for(cfg->seq_lens[s], cfg->block_size); b++)
-                tab_b[(size_t)s * maxb + b] = perm[next++];
-        free(perm);
         in.tables_b = tab_b;
         in.frames_b = frames;
     }
-    int rc = run_case(in, res, err, errlen);
+    rc = run_case(in, res, err, errlen);
     free(tab_b);
     return rc;
+}
+
+/* The live sequences (length >= 1) of a layout: their lengths into lens
+ * and their table rows into tabs, compacted, at the stride the runner
+ * uses (the longest live sequence's blocks), each frame they map checked
+ * to lie inside the pool. Gives the live count and the longest length. */
+static int layout_live(const pf_gpu_layout *layout, int *lens, int *tabs, int *n_out,
+                       int *maxlen_out, char *err, size_t errlen)
+{
+    const int B = layout->block_size, mb = layout->max_blocks_per_seq;
+    int n = 0, maxlen = 0, maxb = 1;
+    for (int s = 0; s < layout->num_seqs; s++) {
+        const int len = layout->seq_lens[s];
+        if (len < 1)
+            continue;
+        const int nb = pf_page_blocks_for(len, B);
+        if (nb > mb) {
+            set_err(err, errlen, "sequence %d: %d tokens need %d blocks, table holds %d", s, len,
+                    nb, mb);
+            return PF_ERR_RANGE;
+        }
+        for (int b = 0; b < mb; b++) {
+            const int f = layout->block_tables[(size_t)s * mb + b];
+            if (b < nb && (f < 0 || f >= layout->pool_frames)) {
+                set_err(err, errlen, "sequence %d block %d maps frame %d outside the pool of %d",
+                        s, b, f, layout->pool_frames);
+                return PF_ERR_RANGE;
+            }
+            tabs[(size_t)n * mb + b] = b < nb ? f : 0;
+        }
+        lens[n++] = len;
+        if (len > maxlen)
+            maxlen = len;
+        if (nb > maxb)
+            maxb = nb;
+    }
+    if (n == 0) {
+        set_err(err, errlen, "no live sequence in the layout");
+        return PF_ERR_ARG;
+    }
+    /* rows from stride mb to the runner's maxb <= mb: row i moves down to
+     * i x maxb, below every row not yet moved, so in order is safe */
+    if (maxb != mb)
+        for (int i = 0; i < n; i++)
+            memmove(tabs + (size_t)i * maxb, tabs + (size_t)i * mb, sizeof(int) * maxb);
+    *n_out = n;
+    *maxlen_out = maxlen;
+    return PF_OK;
+}
+
+/* One pass of a layout's live sequences: the runner's case with the
+ * layout's tables as the shuffled pass's, 10 timed rounds, no read probe. */
+static int layout_run(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs, const int *lens,
+                      const int *tabs, int n, int maxlen, pf_gpu_pass_result *out, char *err,
+                      size_t errlen)
+{
+    CaseIn in;
+    memset(&in, 0, sizeof in);
+    in.S = n;
+    in.lens = lens;
+    in.cap = maxlen;
+    in.hq = hs->num_q_heads;
+    in.hkv = hs->num_kv_heads;
+    in.D = hs->head_dim;
+    in.B = layout->block_size;
+    in.dt = hs->dtype;
+    in.iters = 10;
+    in.seed = 0x5eedULL;
+    in.tables_b = tabs;
+    in.frames_b = layout->pool_frames;
+    in.tol = 1e-3;
+    pf_gpu_bench_result res;
+    const int rc = run_case(in, &res, err, errlen);
+    if (rc != PF_OK)
+        return rc;
+    copy_trunc(out->device, sizeof out->device, res.device);
+    out->naive_ms = res.naive.median_ms;
+    out->paged_ms = res.shuffled.median_ms;
+    out->ordered_ms = res.ordered.median_ms;
+    out->naive_gbps = res.naive.gbps;
+    out->paged_gbps = res.shuffled.gbps;
+    out->ordered_gbps = res.ordered.gbps;
+    out->max_err_naive = res.max_err_ref;
+    out->max_err_paged = res.max_diff_shuffled;
+    out->max_err_ordered = res.max_diff_ordered;
+    out->kv_bytes = res.kv_bytes;
+    if (!res.pass) {
+        set_err(err, errlen, "check failed: %s", res.failure);
+        return PF_ERR_RANGE;
+    }
+    return PF_OK;
 }
 
 extern "C" int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_shape *hs,
@@ -1640,105 +1780,26 @@ extern "C" int pf_gpu_run_layout(const pf_gpu_layout *layout, const pf_gpu_head_
         return PF_ERR_ARG;
     }
     memset(out, 0, sizeof *out);
-    int ready = ready_for(hs->num_q_heads, hs->num_kv_heads, hs->head_dim, layout->block_size,
-                          hs->dtype, err, errlen);
-    if (ready != PF_OK)
-        return ready;
+    int rc = ready_for(hs->num_q_heads, hs->num_kv_heads, hs->head_dim, layout->block_size,
+                       hs->dtype, err, errlen);
+    if (rc != PF_OK)
+        return rc;
     if (layout->num_seqs < 1 || !layout->seq_lens || !layout->block_tables ||
         layout->max_blocks_per_seq < 1 || layout->pool_frames < 1) {
         set_err(err, errlen, "layout needs sequences, lengths, block tables and frames");
         return PF_ERR_ARG;
     }
-    /* Keep the live sequences (length >= 1), compacting their table rows;
-     * every frame they map must lie inside the pool. */
-    const int B = layout->block_size, mb = layout->max_blocks_per_seq;
     int *lens = (int *)malloc(sizeof(int) * (size_t)layout->num_seqs);
-    int *tabs = (int *)malloc(sizeof(int) * (size_t)layout->num_seqs * mb);
+    int *tabs = (int *)malloc(sizeof(int) * (size_t)layout->num_seqs * layout->max_blocks_per_seq);
+    int n = 0, maxlen = 0;
     if (!lens || !tabs) {
-        free(lens);
-        free(tabs);
         set_err(err, errlen, "out of host memory");
-        return PF_ERR_NOMEM;
+        rc = PF_ERR_NOMEM;
     }
-    int n = 0, maxlen = 0, rc = PF_OK;
-    for (int s = 0; s < layout->num_seqs && rc == PF_OK; s++) {
-        const int len = layout->seq_lens[s];
-        if (len < 1)
-            continue;
-        const int nb = pf_page_blocks_for(len, B);
-        if (nb > mb) {
-            set_err(err, errlen, "sequence %d: %d tokens need %d blocks, table holds %d", s, len,
-                    nb, mb);
-            rc = PF_ERR_RANGE;
-            break;
-        }
-        for (int b = 0; b < mb; b++) {
-            const int f = layout->block_tables[(size_t)s * mb + b];
-            if (b < nb && (f < 0 || f >= layout->pool_frames)) {
-                set_err(err, errlen, "sequence %d block %d maps frame %d outside the pool of %d",
-                        s, b, f, layout->pool_frames);
-                rc = PF_ERR_RANGE;
-                break;
-            }
-            tabs[(size_t)n * mb + b] = b < nb ? f : 0;
-        }
-        lens[n++] = len;
-        if (len > maxlen)
-            maxlen = len;
-    }
-    if (rc == PF_OK && n == 0) {
-        set_err(err, errlen, "no live sequence in the layout");
-        rc = PF_ERR_ARG;
-    }
-    if (rc == PF_OK) {
-        CaseIn in;
-        memset(&in, 0, sizeof in);
-        in.S = n;
-        in.lens = lens;
-        in.cap = maxlen;
-        in.hq = hs->num_q_heads;
-        in.hkv = hs->num_kv_heads;
-        in.D = hs->head_dim;
-        in.B = B;
-        in.dt = hs->dtype;
-        in.iters = 10;
-        in.seed = 0x5eedULL;
-        in.tables_b = tabs;
-        in.frames_b = layout->pool_frames;
-        in.tol = 1e-3;
-        in.ref_all_heads = 0;
-        in.measure_bw = 0;
-        pf_gpu_bench_result res;
-        /* maxb of the runner is recomputed from the lengths; the given rows
-         * are re-packed to that stride below when it differs */
-        int maxb = 1;
-        for (int i = 0; i < n; i++) {
-            int nb = pf_page_blocks_for(lens[i], B);
-            if (nb > maxb)
-                maxb = nb;
-        }
-        if (maxb != mb)
-            for (int i = 0; i < n; i++)
-                memmove(tabs + (size_t)i * maxb, tabs + (size_t)i * mb, sizeof(int) * maxb);
-        rc = run_case(in, &res, err, errlen);
-        if (rc == PF_OK) {
-            copy_trunc(out->device, sizeof out->device, res.device);
-            out->naive_ms = res.naive.median_ms;
-            out->paged_ms = res.shuffled.median_ms;
-            out->ordered_ms = res.ordered.median_ms;
-            out->naive_gbps = res.naive.gbps;
-            out->paged_gbps = res.shuffled.gbps;
-            out->ordered_gbps = res.ordered.gbps;
-            out->max_err_naive = res.max_err_ref;
-            out->max_err_paged = res.max_diff_shuffled;
-            out->max_err_ordered = res.max_diff_ordered;
-            out->kv_bytes = res.kv_bytes;
-            if (!res.pass) {
-                set_err(err, errlen, "check failed: %s", res.failure);
-                rc = PF_ERR_RANGE;
-            }
-        }
-    }
+    if (rc == PF_OK)
+        rc = layout_live(layout, lens, tabs, &n, &maxlen, err, errlen);
+    if (rc == PF_OK)
+        rc = layout_run(layout, hs, lens, tabs, n, maxlen, out, err, errlen);
     free(lens);
     free(tabs);
     return rc;
