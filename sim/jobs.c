@@ -363,6 +363,79 @@ static int parse_header(const char *s, size_t n, trace_fmt *fmt)
     return 0;
 }
 
+/* A field as a message quotes it: its first 40 bytes at most. */
+#define FIELD_ARGS(f) (int)((f).n < 40 ? (f).n : 40), (f).p
+
+/* One data row (s, ln: trimmed, not empty) in the header's format: its
+ * arrival (*t, on the format's clock), prompt and output tokens and
+ * priority, each checked. 0, or -1 with a message naming name:lineno and
+ * the field in err. */
+static int parse_row(trace_fmt fmt, const char *s, size_t ln, const char *name, long lineno,
+                     long long *t, long long *prompt, long long *output, long long *prio,
+                     char *err, size_t errlen)
+{
+#define ROW_FAIL(...)                                                                              \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return -1;                                                                                 \
+    } while (0)
+    field fld[5];
+    const int nf = split(s, ln, fld, 4);
+    int r;
+    *prio = 0;
+    if (fmt == FMT_AZURE) {
+        if (nf != 3)
+            ROW_FAIL("%s:%ld: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), got %d%s",
+                     name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
+        char why[64] = "";
+        r = parse_timestamp(fld[0], t, why, sizeof why);
+        if (r == -1)
+            ROW_FAIL("%s:%ld: bad timestamp '%.*s' (expected YYYY-MM-DD HH:MM:SS[.fraction], "
+                     "optionally with T, Z or +HH:MM)",
+                     name, lineno, FIELD_ARGS(fld[0]));
+        if (r == -2)
+            ROW_FAIL("%s:%ld: impossible timestamp '%.*s': %s", name, lineno, FIELD_ARGS(fld[0]),
+                     why);
+    } else {
+        if (nf != 3 && nf != 4)
+            ROW_FAIL("%s:%ld: expected 3 or 4 fields (arrival,prompt,output[,priority]), got %d%s",
+                     name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
+        r = parse_seconds(fld[0], t);
+        if (r == -1)
+            ROW_FAIL("%s:%ld: arrival must be a time in seconds (like 12 or 0.25), got '%.*s'",
+                     name, lineno, FIELD_ARGS(fld[0]));
+        if (r == -2)
+            ROW_FAIL("%s:%ld: arrival %.*s out of range [0, %lld] seconds", name, lineno,
+                     FIELD_ARGS(fld[0]), PF_TRACE_MAX_S);
+        if (nf == 4) {
+            r = parse_int(fld[3], 0, PRIO_MAX, prio);
+            if (r == INT_BAD)
+                ROW_FAIL("%s:%ld: priority must be a whole number, got '%.*s'", name, lineno,
+                         FIELD_ARGS(fld[3]));
+            if (r == INT_RANGE)
+                ROW_FAIL("%s:%ld: priority %.*s out of range [0, %d]", name, lineno,
+                         FIELD_ARGS(fld[3]), PRIO_MAX);
+        }
+    }
+    r = parse_int(fld[1], 1, TOK_MAX, prompt);
+    if (r == INT_BAD)
+        ROW_FAIL("%s:%ld: prompt tokens must be a whole number, got '%.*s'", name, lineno,
+                 FIELD_ARGS(fld[1]));
+    if (r == INT_RANGE)
+        ROW_FAIL("%s:%ld: prompt tokens %.*s out of range [1, %d]", name, lineno,
+                 FIELD_ARGS(fld[1]), TOK_MAX);
+    r = parse_int(fld[2], 0, TOK_MAX, output);
+    if (r == INT_BAD)
+        ROW_FAIL("%s:%ld: output tokens must be a whole number, got '%.*s'", name, lineno,
+                 FIELD_ARGS(fld[2]));
+    if (r == INT_RANGE)
+        ROW_FAIL("%s:%ld: output tokens %.*s out of range [0, %d]", name, lineno,
+                 FIELD_ARGS(fld[2]), TOK_MAX);
+    return 0;
+#undef ROW_FAIL
+}
+#undef FIELD_ARGS
+
 int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t len,
                         int max_seq_len, char *err, size_t errlen)
 {
@@ -444,58 +517,9 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
                      name, lineno);
             continue;
         }
-        field fld[5];
-        int nf = split(s, ln, fld, 4);
         long long t = 0, prompt = 0, output = 0, prio = 0;
-        int r;
-        if (fmt == FMT_AZURE) {
-            if (nf != 3)
-                FAIL("%s:%ld: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), got %d%s",
-                     name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
-            char why[64] = "";
-            r = parse_timestamp(fld[0], &t, why, sizeof why);
-            if (r == -1)
-                FAIL("%s:%ld: bad timestamp '%.*s' (expected YYYY-MM-DD HH:MM:SS[.fraction], "
-                     "optionally with T, Z or +HH:MM)",
-                     name, lineno, (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p);
-            if (r == -2)
-                FAIL("%s:%ld: impossible timestamp '%.*s': %s", name, lineno,
-                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p, why);
-        } else {
-            if (nf != 3 && nf != 4)
-                FAIL("%s:%ld: expected 3 or 4 fields (arrival,prompt,output[,priority]), got %d%s",
-                     name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
-            r = parse_seconds(fld[0], &t);
-            if (r == -1)
-                FAIL("%s:%ld: arrival must be a time in seconds (like 12 or 0.25), got '%.*s'",
-                     name, lineno, (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p);
-            if (r == -2)
-                FAIL("%s:%ld: arrival %.*s out of range [0, %lld] seconds", name, lineno,
-                     (int)(fld[0].n < 40 ? fld[0].n : 40), fld[0].p, PF_TRACE_MAX_S);
-            if (nf == 4) {
-                r = parse_int(fld[3], 0, PRIO_MAX, &prio);
-                if (r == INT_BAD)
-                    FAIL("%s:%ld: priority must be a whole number, got '%.*s'", name, lineno,
-                         (int)(fld[3].n < 40 ? fld[3].n : 40), fld[3].p);
-                if (r == INT_RANGE)
-                    FAIL("%s:%ld: priority %.*s out of range [0, %d]", name, lineno,
-                         (int)(fld[3].n < 40 ? fld[3].n : 40), fld[3].p, PRIO_MAX);
-            }
-        }
-        r = parse_int(fld[1], 1, TOK_MAX, &prompt);
-        if (r == INT_BAD)
-            FAIL("%s:%ld: prompt tokens must be a whole number, got '%.*s'", name, lineno,
-                 (int)(fld[1].n < 40 ? fld[1].n : 40), fld[1].p);
-        if (r == INT_RANGE)
-            FAIL("%s:%ld: prompt tokens %.*s out of range [1, %d]", name, lineno,
-                 (int)(fld[1].n < 40 ? fld[1].n : 40), fld[1].p, TOK_MAX);
-        r = parse_int(fld[2], 0, TOK_MAX, &output);
-        if (r == INT_BAD)
-            FAIL("%s:%ld: output tokens must be a whole number, got '%.*s'", name, lineno,
-                 (int)(fld[2].n < 40 ? fld[2].n : 40), fld[2].p);
-        if (r == INT_RANGE)
-            FAIL("%s:%ld: output tokens %.*s out of range [0, %d]", name, lineno,
-                 (int)(fld[2].n < 40 ? fld[2].n : 40), fld[2].p, TOK_MAX);
+        if (parse_row(fmt, s, ln, name, lineno, &t, &prompt, &output, &prio, err, errlen) != 0)
+            goto done;
         /* Every row's time counts for time 0, kept or not, so arrivals do
          * not move when --max-len changes. */
         t0 = t < t0 ? t : t0;
