@@ -207,6 +207,123 @@ static void split_advance(control *c, long period_us)
     }
 }
 
+/* The split view's own keys (pause, step, reset); its parameters are
+ * fixed. */
+static void ctl_split_cmd(control *c, int cmd)
+{
+    if (cmd == PF_DASH_CMD_PAUSE_TOGGLE) {
+        c->split_paused = !c->split_paused;
+        ctl_status(c, "split view %s", c->split_paused ? "paused" : "running");
+    } else if (cmd == PF_DASH_CMD_STEP) {
+        c->split_paused = 1;
+        c->split_step = 1;
+        ctl_status(c, "split view: stepped");
+    } else if (cmd == PF_DASH_CMD_RESET) {
+        pf_sim_reset(c->split[0]);
+        pf_sim_reset(c->split[1]);
+        ctl_status(c, "split view: both from the start");
+    } else {
+        ctl_status(c, "refused: parameters are fixed in the split view (2 leaves it)");
+    }
+}
+
+/* w / W: the watermark a step down or up. Under the load controller the
+ * step is from the value in force (the controller's), not the one it
+ * started from; setting a value by hand ends the controller
+ * (pf_sim_set_watermark). */
+static int ctl_watermark(control *c, const pf_sim_params *p, int up)
+{
+    double from = p->watermark;
+    if (p->watermark_auto) {
+        pf_sim_stats st;
+        pf_sim_get_stats(c->sim, &st);
+        from = st.watermark;
+    }
+    const double w = pf_dash_watermark_step(from, up);
+    const int rc = pf_sim_set_watermark(c->sim, w);
+    if (!rc)
+        ctl_status(c, "watermark %.1f%%%s", 100.0 * w,
+                   p->watermark_auto ? " (load controller off)" : "");
+    return rc;
+}
+
+/* The worker count (max seqs) a step down or up. The simulator applies a
+ * worker count at its next step boundary, so while paused p->workers still
+ * shows the old one: step from our last request, or a second press would
+ * repeat the first. */
+static int ctl_workers(control *c, const pf_sim_params *p, int up)
+{
+    const int base = c->workers_req > 0 ? c->workers_req : p->workers;
+    const int n = pf_dash_workers_step(base, up);
+    const int rc = pf_sim_set_workers(c->sim, n);
+    if (!rc) {
+        c->workers_req = n;
+        ctl_status(c, "max seqs %d%s", n, c->paused ? " (at the next step)" : "");
+    }
+    return rc;
+}
+
+/* space: pause or run; after the run's end, the next run. */
+static int ctl_pause(control *c)
+{
+    int rc;
+    if (c->run.ended) {
+        rc = ctl_next_run(c, 0);
+        if (!rc)
+            ctl_status(c, "run %d started", c->run.run);
+        return rc;
+    }
+    rc = pf_sim_set_paused(c->sim, !c->paused);
+    if (!rc) {
+        c->paused = !c->paused;
+        ctl_status(c, "%s", c->paused ? "paused" : "running");
+    }
+    return rc;
+}
+
+/* One step, paused after it; after the run's end, the next run's first
+ * step. */
+static int ctl_step(control *c)
+{
+    int rc;
+    if (c->run.ended) {
+        rc = ctl_next_run(c, 1);
+        if (rc)
+            return rc;
+    }
+    if (!c->paused) {
+        rc = pf_sim_set_paused(c->sim, 1);
+        if (rc)
+            return rc;
+        c->paused = 1;
+    }
+    rc = pf_sim_single_step(c->sim);
+    if (rc < 0)
+        return rc;
+    ctl_status(c, "stepped");
+    return 0;
+}
+
+/* The wait between steps halved or doubled, in 1 us .. 2 s; 0 (no wait)
+ * is as fast as it goes, and slower from 0 is 1 us. */
+static int ctl_tick(control *c, const pf_sim_params *p, int faster)
+{
+    if (p->tick_us == 0 && faster) {
+        ctl_status(c, "tick 0 us: as fast as it goes");
+        return 0;
+    }
+    long t = p->tick_us > 0 ? p->tick_us : 1;
+    t = faster ? t / 2 : p->tick_us > 0 ? t * 2 : t;
+    if (t < 1)
+        t = 1;
+    if (t > 2000000)
+        t = 2000000;
+    const int rc = pf_sim_set_tick_us(c->sim, (int)t);
+    if (!rc)
+        ctl_status(c, "tick %ld us", t);
+    return rc;
+}
+
 /* Run one command against the simulator; called on the control thread. */
 static void ctl_exec(control *c, int cmd)
 {
@@ -214,21 +331,8 @@ static void ctl_exec(control *c, int cmd)
         ctl_split_toggle(c);
         return;
     }
-    if (c->split[0]) { /* the split view's own keys */
-        if (cmd == PF_DASH_CMD_PAUSE_TOGGLE) {
-            c->split_paused = !c->split_paused;
-            ctl_status(c, "split view %s", c->split_paused ? "paused" : "running");
-        } else if (cmd == PF_DASH_CMD_STEP) {
-            c->split_paused = 1;
-            c->split_step = 1;
-            ctl_status(c, "split view: stepped");
-        } else if (cmd == PF_DASH_CMD_RESET) {
-            pf_sim_reset(c->split[0]);
-            pf_sim_reset(c->split[1]);
-            ctl_status(c, "split view: both from the start");
-        } else {
-            ctl_status(c, "refused: parameters are fixed in the split view (2 leaves it)");
-        }
+    if (c->split[0]) {
+        ctl_split_cmd(c, cmd);
         return;
     }
     pf_sim_params p;
@@ -236,58 +340,36 @@ static void ctl_exec(control *c, int cmd)
     int rc = 0;
     switch (cmd) {
     case PF_DASH_CMD_WATERMARK_DOWN:
-    case PF_DASH_CMD_WATERMARK_UP: {
-        /* under the load controller, step from the value in force (the
-         * controller's), not the one it started from; setting a value by
-         * hand ends the controller (pf_sim_set_watermark) */
-        double from = p.watermark;
-        if (p.watermark_auto) {
-            pf_sim_stats st;
-            pf_sim_get_stats(c->sim, &st);
-            from = st.watermark;
-        }
-        double w = pf_dash_watermark_step(from, cmd == PF_DASH_CMD_WATERMARK_UP);
-        rc = pf_sim_set_watermark(c->sim, w);
-        if (!rc)
-            ctl_status(c, "watermark %.1f%%%s", 100.0 * w, p.watermark_auto ? " (load controller off)" : "");
+    case PF_DASH_CMD_WATERMARK_UP:
+        rc = ctl_watermark(c, &p, cmd == PF_DASH_CMD_WATERMARK_UP);
         break;
-    }
     case PF_DASH_CMD_WATERMARK_AUTO: /* a: the load controller on / off */
         rc = pf_sim_set_watermark_auto(c->sim, !p.watermark_auto);
         if (!rc)
-            ctl_status(c, "%s", !p.watermark_auto ? "load controller on: it moves the watermark (events, curve)"
-                                                  : "load controller off: the watermark stays where it is");
+            ctl_status(c, "%s", !p.watermark_auto
+                                    ? "load controller on: it moves the watermark (events, curve)"
+                                    : "load controller off: the watermark stays where it is");
         break;
     case PF_DASH_CMD_WORKERS_DOWN:
-    case PF_DASH_CMD_WORKERS_UP: {
-        /* The simulator applies a worker count at its next step boundary,
-         * so while paused p.workers still shows the old one: step from our
-         * last request, or a second press would repeat the first. */
-        int base = c->workers_req > 0 ? c->workers_req : p.workers;
-        int n = pf_dash_workers_step(base, cmd == PF_DASH_CMD_WORKERS_UP);
-        rc = pf_sim_set_workers(c->sim, n);
-        if (!rc) {
-            c->workers_req = n;
-            ctl_status(c, "max seqs %d%s", n, c->paused ? " (at the next step)" : "");
-        }
+    case PF_DASH_CMD_WORKERS_UP:
+        rc = ctl_workers(c, &p, cmd == PF_DASH_CMD_WORKERS_UP);
         break;
-    }
     case PF_DASH_CMD_POLICY_NEXT: {
-        int v = ((int)p.policy + 1) % PF_VICTIM_COUNT;
+        const int v = ((int)p.policy + 1) % PF_VICTIM_COUNT;
         rc = pf_sim_set_policy(c->sim, (pf_victim_policy)v);
         if (!rc)
             ctl_status(c, "victim %s", pf_victim_name((pf_victim_policy)v));
         break;
     }
     case PF_DASH_CMD_PREEMPT_NEXT: {
-        int m = ((int)p.preempt + 1) % PF_PREEMPT_COUNT;
+        const int m = ((int)p.preempt + 1) % PF_PREEMPT_COUNT;
         rc = pf_sim_set_preempt(c->sim, (pf_preempt_mode)m);
         if (!rc)
             ctl_status(c, "preempt %s", pf_preempt_name((pf_preempt_mode)m));
         break;
     }
     case PF_DASH_CMD_MODE_TOGGLE: {
-        pf_sim_mode m = p.mode == PF_SIM_NAIVE ? PF_SIM_PAGED : PF_SIM_NAIVE;
+        const pf_sim_mode m = p.mode == PF_SIM_NAIVE ? PF_SIM_PAGED : PF_SIM_NAIVE;
         rc = pf_sim_set_mode(c->sim, m); /* a reset: the next run, in the other mode */
         if (!rc)
             rc = ctl_next_run(c, 0);
@@ -296,54 +378,15 @@ static void ctl_exec(control *c, int cmd)
         break;
     }
     case PF_DASH_CMD_PAUSE_TOGGLE:
-        if (c->run.ended) { /* resuming after the end: the next run */
-            rc = ctl_next_run(c, 0);
-            if (!rc)
-                ctl_status(c, "run %d started", c->run.run);
-            break;
-        }
-        rc = pf_sim_set_paused(c->sim, !c->paused);
-        if (!rc) {
-            c->paused = !c->paused;
-            ctl_status(c, "%s", c->paused ? "paused" : "running");
-        }
+        rc = ctl_pause(c);
         break;
     case PF_DASH_CMD_STEP:
-        if (c->run.ended) { /* after the end: the next run's first step */
-            rc = ctl_next_run(c, 1);
-            if (rc)
-                break;
-        }
-        if (!c->paused) {
-            rc = pf_sim_set_paused(c->sim, 1);
-            if (rc)
-                break;
-            c->paused = 1;
-        }
-        rc = pf_sim_single_step(c->sim);
-        if (rc >= 0) {
-            rc = 0;
-            ctl_status(c, "stepped");
-        }
+        rc = ctl_step(c);
         break;
     case PF_DASH_CMD_SLOWER:
-    case PF_DASH_CMD_FASTER: {
-        if (p.tick_us == 0 && cmd == PF_DASH_CMD_FASTER) { /* 0: no wait between steps */
-            ctl_status(c, "tick 0 us: as fast as it goes");
-            break;
-        }
-        /* slower from 0: 1 us, then doubling */
-        long t = p.tick_us > 0 ? p.tick_us : 1;
-        t = cmd == PF_DASH_CMD_FASTER ? t / 2 : p.tick_us > 0 ? t * 2 : t;
-        if (t < 1)
-            t = 1;
-        if (t > 2000000)
-            t = 2000000;
-        rc = pf_sim_set_tick_us(c->sim, (int)t);
-        if (!rc)
-            ctl_status(c, "tick %ld us", t);
+    case PF_DASH_CMD_FASTER:
+        rc = ctl_tick(c, &p, cmd == PF_DASH_CMD_FASTER);
         break;
-    }
     case PF_DASH_CMD_RESET: /* r: the run again (after its end: the next run) */
         rc = ctl_next_run(c, 0);
         if (!rc)
