@@ -1629,6 +1629,80 @@ static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_
  * of R = 34..40 columns (counters 7 rows, history 4, parameters 6) and a
  * left column with the KV meter, the grid's title, the grid, its legend and
  * the event log or the inspector (a third of the height, 4..13 rows). */
+/* The left column's title row when it shows the pool or the charts (the
+ * split view and the sweep draw their own): the charts' window, or the
+ * pool's colouring, shape and counts, shortened to fit the column and
+ * never clipped (an 80-column screen once cut "4096 used" to "40"). */
+static void pool_title(pf_cells *b, int y, int L, const pf_dash_view *v, const pf_grid_info *gi)
+{
+    const pf_sim_snapshot *s = v->snap;
+    title(b, 0, y, L, "Pool");
+    if (v->charts) {
+        char ws[24];
+        fmt_secs(ws, sizeof ws, v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S);
+        printf_fit(b, 0, y, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
+                   "Charts over the last %s of simulated time (< > zoom, t: back to the grid)", ws);
+        return;
+    }
+    if (!s || gi->frames_per_cell <= 0)
+        return;
+    char t[160];
+    const int fpc = gi->frames_per_cell;
+    const char *pl = fpc > 1 ? "s" : "";
+    const char *cn =
+        pf_coloring_names[v->coloring >= 0 && v->coloring < PF_COLORING_COUNT ? v->coloring : 0];
+    int n = snprintf(t, sizeof t, "Pool by %s: 1 cell = %d frame%s | %d x %d tok | %d used %d free",
+                     cn, fpc, pl, s->nframes, s->params.cfg.block_size, s->stats.pool_used,
+                     s->stats.pool_free);
+    if (n > L) /* the pool's shape dropped */
+        n = snprintf(t, sizeof t, "Pool by %s: 1 cell = %d frame%s | %d used %d free", cn, fpc, pl,
+                     s->stats.pool_used, s->stats.pool_free);
+    if (n > L) /* the colouring is in the legend too */
+        n = snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d used %d free", fpc, pl,
+                     s->stats.pool_used, s->stats.pool_free);
+    if (n > L) { /* a pool of millions on 80 columns: the counts rounded, never cut */
+        char cell[16], used[16], free_[16];
+        fmt_count(cell, sizeof cell, fpc);
+        fmt_count(used, sizeof used, s->stats.pool_used);
+        fmt_count(free_, sizeof free_, s->stats.pool_free);
+        snprintf(t, sizeof t, "Pool: %s fr/cell | %s used %s free", cell, used, free_);
+    }
+    pf_cells_text(b, 0, y, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
+}
+
+/* Below the legend: the inspector of a sequence, a word on a free cell
+ * under the cursor, or the event log. */
+static void left_lower(pf_cells *b, int y, int L, int h, const pf_dash_view *v,
+                       const pf_grid_info *gi)
+{
+    const pf_sim_snapshot *s = v->snap;
+    if (v->inspect > 0) {
+        panel_inspect(b, 0, y, L, h, s, v->inspect - 1);
+    } else if (v->cursor > 0 && v->cursor <= gi->cells && gi->frames_per_cell > 0) {
+        const int lo = (v->cursor - 1) * gi->frames_per_cell;
+        int hi = lo + gi->frames_per_cell - 1;
+        if (hi >= s->nframes)
+            hi = s->nframes - 1;
+        title(b, 0, y, L, "Inspector (Esc closes)");
+        pf_cells_printf(b, 0, y + 1, L, PF_COL_DIM, 0,
+                        "frames %d-%d: no sequence holds them; move to a coloured cell", lo, hi);
+    } else {
+        panel_events(b, 0, y, L, h, s);
+    }
+}
+
+/* A large start: a box in the middle says what it is doing (q works). */
+static void starting_box(pf_cells *b, const char *what)
+{
+    const int W = b->w, H = b->h;
+    int bw = (int)strlen(what) + 4;
+    if (bw > W - 2)
+        bw = W - 2;
+    pf_cells_fill(b, (W - bw) / 2, H / 2 - 2, bw, 3, ' ', PF_COL_WARN, PF_ATTR_REVERSE);
+    pf_cells_text(b, (W - bw) / 2 + 2, H / 2 - 1, bw - 4, PF_COL_WARN,
+                  PF_ATTR_REVERSE | PF_ATTR_BOLD, what);
+}
+
 int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
 {
     pf_cells_clear(b);
@@ -1686,66 +1760,17 @@ int pf_render_screen(pf_cells *b, const pf_dash_view *v, pf_grid_info *grid)
         *grid = gi;
     meter(b, 0, mid_top, L, s, gi.reserve_frames);
     if (!split)
-        title(b, 0, mid_top + 1, L, "Pool");
-    if (split)
-        ;
-    else if (v->charts)
-    {
-        char ws[24];
-        fmt_secs(ws, sizeof ws, v->window_s > 0 ? v->window_s : PF_CHART_DEFAULT_WINDOW_S);
-        printf_fit(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE,
-                   "Charts over the last %s of simulated time (< > zoom, t: back to the grid)", ws);
-    }
-    else if (s && gi.frames_per_cell > 0) {
-        /* On a narrow column drop the pool's shape rather than clip the
-         * counts (an 80-column screen cut "4096 used" to "40"). */
-        char t[160];
-        const char *cn = pf_coloring_names[v->coloring >= 0 && v->coloring < PF_COLORING_COUNT ? v->coloring : 0];
-        int n = snprintf(t, sizeof t, "Pool by %s: 1 cell = %d frame%s | %d x %d tok | %d used %d free", cn,
-                         gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->nframes,
-                         s->params.cfg.block_size, s->stats.pool_used, s->stats.pool_free);
-        if (n > L)
-            n = snprintf(t, sizeof t, "Pool by %s: 1 cell = %d frame%s | %d used %d free", cn,
-                         gi.frames_per_cell, gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used,
-                         s->stats.pool_free);
-        if (n > L) /* the colouring is in the legend too */
-            n = snprintf(t, sizeof t, "Pool: 1 cell = %d frame%s | %d used %d free", gi.frames_per_cell,
-                         gi.frames_per_cell > 1 ? "s" : "", s->stats.pool_used, s->stats.pool_free);
-        if (n > L) { /* a pool of millions on 80 columns: the counts rounded, never cut */
-            char cell[16], used[16], free_[16];
-            fmt_count(cell, sizeof cell, gi.frames_per_cell);
-            fmt_count(used, sizeof used, s->stats.pool_used);
-            fmt_count(free_, sizeof free_, s->stats.pool_free);
-            snprintf(t, sizeof t, "Pool: %s fr/cell | %s used %s free", cell, used, free_);
-        }
-        pf_cells_text(b, 0, mid_top + 1, L, PF_COL_TITLE, PF_ATTR_BOLD | PF_ATTR_UNDERLINE, t);
-    }
+        pool_title(b, mid_top + 1, L, v, &gi);
     int ly = grid_y + grid_h;
     if (!v->charts && !split)
         legend(b, ly, L, v, &gi);
-    if (v->inspect > 0)
-        panel_inspect(b, 0, ly + 2, L, ev_h, s, v->inspect - 1);
-    else if (v->cursor > 0 && v->cursor <= gi.cells && gi.frames_per_cell > 0) { /* on a free cell */
-        int lo = (v->cursor - 1) * gi.frames_per_cell, hi = lo + gi.frames_per_cell - 1;
-        if (hi >= s->nframes)
-            hi = s->nframes - 1;
-        title(b, 0, ly + 2, L, "Inspector (Esc closes)");
-        pf_cells_printf(b, 0, ly + 3, L, PF_COL_DIM, 0,
-                        "frames %d-%d: no sequence holds them; move to a coloured cell", lo, hi);
-    } else
-        panel_events(b, 0, ly + 2, L, ev_h, s);
+    left_lower(b, ly + 2, L, ev_h, v, &gi);
     panel_gpu(b, 0, gpu_y, W, v->gpu);
     key_line(b, H - 1);
     if (v->run_ended)
         run_end_box(b, v);
-    if (v->starting) { /* a large start: say what it is doing; q works */
-        int bw = (int)strlen(v->starting) + 4;
-        if (bw > W - 2)
-            bw = W - 2;
-        pf_cells_fill(b, (W - bw) / 2, H / 2 - 2, bw, 3, ' ', PF_COL_WARN, PF_ATTR_REVERSE);
-        pf_cells_text(b, (W - bw) / 2 + 2, H / 2 - 1, bw - 4, PF_COL_WARN,
-                      PF_ATTR_REVERSE | PF_ATTR_BOLD, v->starting);
-    }
+    if (v->starting)
+        starting_box(b, v->starting);
     if (v->help)
         help_overlay(b, v->help);
     return 0;
