@@ -366,6 +366,22 @@ static int parse_header(const char *s, size_t n, trace_fmt *fmt)
 /* A field as a message quotes it: its first 40 bytes at most. */
 #define FIELD_ARGS(f) (int)((f).n < 40 ? (f).n : 40), (f).p
 
+/* An integer field of a row in [lo, hi], named what in the message: 0, or
+ * -1 with "NAME:LINE: what must be a whole number" or "... out of range"
+ * in err. */
+static int row_int(field f, long long lo, long long hi, const char *what, const char *name,
+                   long lineno, long long *out, char *err, size_t errlen)
+{
+    const int r = parse_int(f, lo, hi, out);
+    if (r == INT_BAD)
+        snprintf(err, errlen, "%s:%ld: %s must be a whole number, got '%.*s'", name, lineno, what,
+                 FIELD_ARGS(f));
+    else if (r == INT_RANGE)
+        snprintf(err, errlen, "%s:%ld: %s %.*s out of range [%lld, %lld]", name, lineno, what,
+                 FIELD_ARGS(f), lo, hi);
+    return r == INT_OK ? 0 : -1;
+}
+
 /* One data row (s, ln: trimmed, not empty) in the header's format: its
  * arrival (*t, on the format's clock), prompt and output tokens and
  * priority, each checked. 0, or -1 with a message naming name:lineno and
@@ -407,30 +423,13 @@ static int parse_row(trace_fmt fmt, const char *s, size_t ln, const char *name, 
         if (r == -2)
             ROW_FAIL("%s:%ld: arrival %.*s out of range [0, %lld] seconds", name, lineno,
                      FIELD_ARGS(fld[0]), PF_TRACE_MAX_S);
-        if (nf == 4) {
-            r = parse_int(fld[3], 0, PRIO_MAX, prio);
-            if (r == INT_BAD)
-                ROW_FAIL("%s:%ld: priority must be a whole number, got '%.*s'", name, lineno,
-                         FIELD_ARGS(fld[3]));
-            if (r == INT_RANGE)
-                ROW_FAIL("%s:%ld: priority %.*s out of range [0, %d]", name, lineno,
-                         FIELD_ARGS(fld[3]), PRIO_MAX);
-        }
+        if (nf == 4 &&
+            row_int(fld[3], 0, PRIO_MAX, "priority", name, lineno, prio, err, errlen) != 0)
+            return -1;
     }
-    r = parse_int(fld[1], 1, TOK_MAX, prompt);
-    if (r == INT_BAD)
-        ROW_FAIL("%s:%ld: prompt tokens must be a whole number, got '%.*s'", name, lineno,
-                 FIELD_ARGS(fld[1]));
-    if (r == INT_RANGE)
-        ROW_FAIL("%s:%ld: prompt tokens %.*s out of range [1, %d]", name, lineno,
-                 FIELD_ARGS(fld[1]), TOK_MAX);
-    r = parse_int(fld[2], 0, TOK_MAX, output);
-    if (r == INT_BAD)
-        ROW_FAIL("%s:%ld: output tokens must be a whole number, got '%.*s'", name, lineno,
-                 FIELD_ARGS(fld[2]));
-    if (r == INT_RANGE)
-        ROW_FAIL("%s:%ld: output tokens %.*s out of range [0, %d]", name, lineno,
-                 FIELD_ARGS(fld[2]), TOK_MAX);
+    if (row_int(fld[1], 1, TOK_MAX, "prompt tokens", name, lineno, prompt, err, errlen) != 0 ||
+        row_int(fld[2], 0, TOK_MAX, "output tokens", name, lineno, output, err, errlen) != 0)
+        return -1;
     return 0;
 #undef ROW_FAIL
 }
