@@ -540,10 +540,10 @@ int case_upload(Case *c)
     return PF_OK;
 }
 
-/* The shape of this case for the launchers (num_seqs as given). */
-pf_gpu_attn_shape case_shape(const Case *c, int num_seqs)
+/* The shape of a case's input for the launchers, with tables of maxb
+ * blocks a sequence (num_seqs as given). */
+pf_gpu_attn_shape in_shape(const CaseIn &in, int maxb, int num_seqs)
 {
-    const CaseIn &in = *c->in;
     pf_gpu_attn_shape sh;
     memset(&sh, 0, sizeof sh);
     sh.num_seqs = num_seqs;
@@ -551,10 +551,16 @@ pf_gpu_attn_shape case_shape(const Case *c, int num_seqs)
     sh.num_kv_heads = in.hkv;
     sh.head_dim = in.D;
     sh.block_size = in.B;
-    sh.max_blocks_per_seq = c->maxb;
+    sh.max_blocks_per_seq = maxb;
     sh.naive_cap = in.cap;
     sh.dtype = in.dt;
     return sh;
+}
+
+/* The shape of this case for the launchers (num_seqs as given). */
+pf_gpu_attn_shape case_shape(const Case *c, int num_seqs)
+{
+    return in_shape(*c->in, c->maxb, num_seqs);
 }
 
 /* Naive buffers by strided device copies, pools through the append kernel. */
@@ -1505,26 +1511,17 @@ static int bench_check_lens(const pf_gpu_bench_cfg *cfg, int *maxb_out, int *fra
  * x naive_cap x row bytes, can pass what a size_t holds (the CLI's bounds
  * keep `pagefault bench` far from it), and K and V together are reported
  * in a long long. */
-static int bench_check_shape(const pf_gpu_bench_cfg *cfg, int maxb, char *err, size_t errlen)
+static int bench_check_shape(const CaseIn &in, int maxb, char *err, size_t errlen)
 {
-    pf_gpu_attn_shape sh;
-    memset(&sh, 0, sizeof sh);
-    sh.num_seqs = cfg->num_seqs;
-    sh.num_q_heads = cfg->num_q_heads;
-    sh.num_kv_heads = cfg->num_kv_heads;
-    sh.head_dim = cfg->head_dim;
-    sh.block_size = cfg->block_size;
-    sh.max_blocks_per_seq = maxb;
-    sh.naive_cap = cfg->naive_cap;
-    sh.dtype = cfg->dtype;
-    const double naive_bytes = 2.0 * cfg->num_seqs * cfg->num_kv_heads * (double)cfg->naive_cap *
-                               cfg->head_dim * pf_gpu_dtype_size(cfg->dtype);
+    const pf_gpu_attn_shape sh = in_shape(in, maxb, in.S);
+    const double naive_bytes =
+        2.0 * in.S * in.hkv * (double)in.cap * in.D * pf_gpu_dtype_size(in.dt);
     if (pf_gpu_attn_validate(&sh, 0) != PF_OK || pf_gpu_attn_validate(&sh, 1) != PF_OK ||
         naive_bytes > 9.0e18) {
         set_err(err, errlen,
                 "the shape is too large: %d sequences x %d KV heads x %d tokens of naive "
                 "capacity x D %d (%.3g bytes of naive K and V)",
-                cfg->num_seqs, cfg->num_kv_heads, cfg->naive_cap, cfg->head_dim, naive_bytes);
+                in.S, in.hkv, in.cap, in.D, naive_bytes);
         return PF_ERR_ARG;
     }
     return PF_OK;
@@ -1570,9 +1567,11 @@ static int bench_check_versions(const pf_gpu_bench_cfg *cfg, char *err, size_t e
     return PF_OK;
 }
 
-/* The case's input from a checked configuration (tables_b left to
- * bench_shuffled_tables). check_only: no read probe, no timed rounds, no
- * host-time loops. */
+/* The case's input from a configuration (tables_b left to
+ * bench_shuffled_tables), made before the checks, which read the shape
+ * from it: rivals past PF_GPU_BENCH_MAX_RIVALS are not copied
+ * (bench_check_versions refuses such a count). check_only: no read probe,
+ * no timed rounds, no host-time loops. */
 static CaseIn bench_case_in(const pf_gpu_bench_cfg *cfg)
 {
     CaseIn in;
@@ -1600,7 +1599,7 @@ static CaseIn bench_case_in(const pf_gpu_bench_cfg *cfg)
     in.group_tile = cfg->group_tile;
     in.timeline_csv = cfg->timeline_csv;
     in.num_rivals = cfg->num_rivals;
-    for (int k = 0; k < cfg->num_rivals; k++)
+    for (int k = 0; k < cfg->num_rivals && k < PF_GPU_BENCH_MAX_RIVALS; k++)
         in.rivals[k] = cfg->rivals[k];
     in.interleave = cfg->kv_interleaved != 0;
     in.check_only = cfg->check_only != 0;
@@ -1657,15 +1656,15 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
                 PF_GPU_BENCH_MAX_ITERS);
         return PF_ERR_ARG;
     }
+    CaseIn in = bench_case_in(cfg);
     int maxb = 1, frames = 0;
     rc = bench_check_lens(cfg, &maxb, &frames, err, errlen);
     if (rc == PF_OK)
-        rc = bench_check_shape(cfg, maxb, err, errlen);
+        rc = bench_check_shape(in, maxb, err, errlen);
     if (rc == PF_OK)
         rc = bench_check_versions(cfg, err, errlen);
     if (rc != PF_OK)
         return rc;
-    CaseIn in = bench_case_in(cfg);
     int *tab_b = NULL;
     if (cfg->shuffle_seed) {
         tab_b = bench_shuffled_tables(cfg, maxb, frames);
