@@ -279,6 +279,95 @@ enum { KEY_MEM, KEY_ATTN, KEY_FIXED, KEY_DEVICE, KEY_N };
  * dozen bytes). */
 #define PROF_LINE_MAX 1022
 
+static const char *const prof_names[KEY_N] = {"mem_read_gbps", "attn_kv_gbps", "attn_fixed_us",
+                                               "device"};
+
+/* What the lines read so far have set. */
+typedef struct {
+    double val[KEY_N];
+    int seen[KEY_N];
+    char device[sizeof ((pf_cost *)0)->profile_device];
+    int have_format;
+} prof_read;
+
+/* One line (its comment cut, trimmed, not empty) into *r. The format line
+ * must come first; a known key may come once; a figure must be a number in
+ * its range. */
+static int prof_line(const prof_ctx *x, int lineno, char *line, prof_read *r)
+{
+    char *eq = strchr(line, '=');
+    if (!eq)
+        return prof_fail(x, lineno, PF_ERR_ARG, "expected 'key = value'");
+    *eq = '\0';
+    char *key = trim(line), *value = trim(eq + 1);
+    if (!*key)
+        return prof_fail(x, lineno, PF_ERR_ARG, "missing key before '='");
+    if (!r->have_format) {
+        if (strcmp(key, "format") != 0)
+            return prof_fail(x, lineno, PF_ERR_ARG,
+                             "first setting must be 'format = pagefault-gpu-profile/1'");
+        if (strcmp(value, "pagefault-gpu-profile/1") != 0)
+            return prof_fail(x, lineno, PF_ERR_ARG,
+                             "unsupported format '%.64s' (expected pagefault-gpu-profile/1)", value);
+        r->have_format = 1;
+        return PF_OK;
+    }
+    if (!strcmp(key, "format"))
+        return prof_fail(x, lineno, PF_ERR_ARG, "format given twice");
+    int k = -1;
+    for (int i = 0; i < KEY_N; i++)
+        if (!strcmp(key, prof_names[i]))
+            k = i;
+    if (k < 0)
+        return PF_OK; /* unknown key: a newer writer's extra figure */
+    if (r->seen[k])
+        return prof_fail(x, lineno, PF_ERR_ARG, "%s given twice", prof_names[k]);
+    r->seen[k] = 1;
+    if (k == KEY_DEVICE) {
+        snprintf(r->device, sizeof r->device, "%s", value);
+        return PF_OK;
+    }
+    double *v = &r->val[k];
+    if (!parse_number(value, v))
+        return prof_fail(x, lineno, PF_ERR_ARG, "%s: '%.64s' is not a number", prof_names[k], value);
+    /* a bandwidth from 0.1 GB/s: one of 3e-308 passed, every step took
+     * an infinite time and the run printed zeros with status 0 */
+    if (k == KEY_FIXED ? !(*v >= 0 && *v < 1e6) : !(*v >= 0.1 && *v < 1e9))
+        return prof_fail(x, lineno, PF_ERR_ARG, "%s: %g is out of range (%s)", prof_names[k], *v,
+                         k == KEY_FIXED ? "0 to 1e6 us" : "0.1 to 1e9 GB/s");
+    return PF_OK;
+}
+
+/* Every line of f through prof_line. getline, not fgets: its length counts
+ * a NUL byte, which fgets's strlen stopped at (a NUL mid-line was called a
+ * line too long, one at a line's start dropped the setting unseen). */
+static int prof_lines(const prof_ctx *x, FILE *f, prof_read *r)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int lineno = 0, rc = PF_OK;
+    while (rc == PF_OK && (n = getline(&buf, &cap, f)) >= 0) {
+        lineno++;
+        if (memchr(buf, '\0', (size_t)n))
+            rc = prof_fail(x, lineno, PF_ERR_ARG, "a NUL byte (a binary or UTF-16 file?)");
+        else if (n > PROF_LINE_MAX)
+            rc = prof_fail(x, lineno, PF_ERR_ARG, "line longer than %d bytes", PROF_LINE_MAX);
+        else {
+            char *hash = strchr(buf, '#');
+            if (hash)
+                *hash = '\0';
+            char *line = trim(buf);
+            if (*line)
+                rc = prof_line(x, lineno, line, r);
+        }
+    }
+    free(buf);
+    if (rc == PF_OK && ferror(f))
+        rc = prof_fail(x, 0, PF_ERR_IO, "read error");
+    return rc;
+}
+
 int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
 {
     prof_ctx x = {path ? path : "(null)", err, errlen};
@@ -289,115 +378,22 @@ int pf_cost_load_profile(pf_cost *c, const char *path, char *err, size_t errlen)
     FILE *f = fopen(path, "r");
     if (!f)
         return prof_fail(&x, 0, PF_ERR_IO, "cannot open: %s", strerror(errno));
-
-    static const char *const names[KEY_N] = {"mem_read_gbps", "attn_kv_gbps", "attn_fixed_us",
-                                             "device"};
-    double val[KEY_N] = {0};
-    int seen[KEY_N] = {0};
-    char device[sizeof c->profile_device] = "";
-    int have_format = 0, lineno = 0, rc = PF_OK;
-    /* getline, not fgets: its length counts a NUL byte, which fgets's
-     * strlen stopped at (a NUL mid-line was called a line too long, one at
-     * a line's start dropped the setting unseen) */
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
-
-    while ((n = getline(&buf, &cap, f)) >= 0) {
-        lineno++;
-        if (memchr(buf, '\0', (size_t)n)) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "a NUL byte (a binary or UTF-16 file?)");
-            goto out;
-        }
-        if (n > PROF_LINE_MAX) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "line longer than %d bytes", PROF_LINE_MAX);
-            goto out;
-        }
-        char *hash = strchr(buf, '#');
-        if (hash)
-            *hash = '\0';
-        char *line = trim(buf);
-        if (!*line)
-            continue;
-        char *eq = strchr(line, '=');
-        if (!eq) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "expected 'key = value'");
-            goto out;
-        }
-        *eq = '\0';
-        char *key = trim(line), *value = trim(eq + 1);
-        if (!*key) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "missing key before '='");
-            goto out;
-        }
-        if (!have_format) {
-            if (strcmp(key, "format") != 0) {
-                rc = prof_fail(&x, lineno, PF_ERR_ARG,
-                               "first setting must be 'format = pagefault-gpu-profile/1'");
-                goto out;
-            }
-            if (strcmp(value, "pagefault-gpu-profile/1") != 0) {
-                rc = prof_fail(&x, lineno, PF_ERR_ARG,
-                               "unsupported format '%.64s' (expected pagefault-gpu-profile/1)",
-                               value);
-                goto out;
-            }
-            have_format = 1;
-            continue;
-        }
-        if (!strcmp(key, "format")) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "format given twice");
-            goto out;
-        }
-        int k = -1;
-        for (int i = 0; i < KEY_N; i++)
-            if (!strcmp(key, names[i]))
-                k = i;
-        if (k < 0)
-            continue; /* unknown key: a newer writer's extra figure */
-        if (seen[k]) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "%s given twice", names[k]);
-            goto out;
-        }
-        seen[k] = 1;
-        if (k == KEY_DEVICE) {
-            snprintf(device, sizeof device, "%s", value);
-            continue;
-        }
-        if (!parse_number(value, &val[k])) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "%s: '%.64s' is not a number", names[k], value);
-            goto out;
-        }
-        /* a bandwidth from 0.1 GB/s: one of 3e-308 passed, every step took
-         * an infinite time and the run printed zeros with status 0 */
-        if (k == KEY_FIXED ? !(val[k] >= 0 && val[k] < 1e6) : !(val[k] >= 0.1 && val[k] < 1e9)) {
-            rc = prof_fail(&x, lineno, PF_ERR_ARG, "%s: %g is out of range (%s)", names[k], val[k],
-                           k == KEY_FIXED ? "0 to 1e6 us" : "0.1 to 1e9 GB/s");
-            goto out;
-        }
-    }
-    if (ferror(f)) {
-        rc = prof_fail(&x, 0, PF_ERR_IO, "read error");
-        goto out;
-    }
-    if (!have_format) {
-        rc = prof_fail(&x, 0, PF_ERR_ARG, "empty: no 'format = pagefault-gpu-profile/1' line");
-        goto out;
-    }
+    prof_read r = {0};
+    int rc = prof_lines(&x, f, &r);
+    fclose(f);
+    if (rc != PF_OK)
+        return rc;
+    if (!r.have_format)
+        return prof_fail(&x, 0, PF_ERR_ARG, "empty: no 'format = pagefault-gpu-profile/1' line");
     for (int k = KEY_MEM; k <= KEY_ATTN; k++)
-        if (!seen[k]) {
-            rc = prof_fail(&x, 0, PF_ERR_ARG, "missing %s", names[k]);
-            goto out;
-        }
+        if (!r.seen[k])
+            return prof_fail(&x, 0, PF_ERR_ARG, "missing %s", prof_names[k]);
 
     /* Measured figures are sustained rates already: no efficiency applies. */
     c->profiled = 1;
-    c->mem_bps = val[KEY_MEM] * 1e9;
-    c->attn_bps = val[KEY_ATTN] * 1e9;
-    c->attn_fixed_s = val[KEY_FIXED] * 1e-6;
-    snprintf(c->profile_device, sizeof c->profile_device, "%s", device);
-out:
-    free(buf);
-    fclose(f);
-    return rc;
+    c->mem_bps = r.val[KEY_MEM] * 1e9;
+    c->attn_bps = r.val[KEY_ATTN] * 1e9;
+    c->attn_fixed_s = r.val[KEY_FIXED] * 1e-6;
+    snprintf(c->profile_device, sizeof c->profile_device, "%s", r.device);
+    return PF_OK;
 }

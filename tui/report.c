@@ -375,23 +375,36 @@ static void csv_item(FILE *f, const pf_item *it)
  * then one column per key/value item named "section.key". Rows: every
  * table row, its own cells in its columns (empty elsewhere), the context
  * items repeated on each. A report with no table rows prints one row of
- * context. Returns -1 when out of memory. */
-static int print_csv(const pf_report *r, FILE *f)
+ * context. Returns -1 when out of memory.
+ *
+ * csv_layout: the data columns (cols, ncols); colmap[m] is the data column
+ * of the m-th table column, every table's columns counted in turn. */
+typedef struct {
+    const char **cols;
+    int *colmap;
+    int ncols, ntables, nrows;
+} csv_layout;
+
+static void csv_layout_free(csv_layout *L)
 {
-    int ntables = 0, nrows = 0, cap = 0;
+    free(L->cols);
+    free(L->colmap);
+}
+
+static int csv_layout_make(const pf_report *r, csv_layout *L)
+{
+    int cap = 0;
+    *L = (csv_layout){0};
     for (int bi = 0; bi < r->nblocks; bi++)
         if (r->blocks[bi].is_table) {
-            ntables++;
+            L->ntables++;
             cap += r->blocks[bi].ncols;
-            nrows += r->blocks[bi].ncols ? r->blocks[bi].nitems / r->blocks[bi].ncols : 0;
+            L->nrows += r->blocks[bi].ncols ? r->blocks[bi].nitems / r->blocks[bi].ncols : 0;
         }
-    /* cols: the data columns' keys; colmap[c of block] -> data column */
-    const char **cols = malloc((size_t)(cap ? cap : 1) * sizeof *cols);
-    int *colmap = malloc((size_t)(cap ? cap : 1) * sizeof *colmap);
-    int ncols = 0;
-    if (!cols || !colmap) {
-        free(cols);
-        free(colmap);
+    L->cols = malloc((size_t)(cap ? cap : 1) * sizeof *L->cols);
+    L->colmap = malloc((size_t)(cap ? cap : 1) * sizeof *L->colmap);
+    if (!L->cols || !L->colmap) {
+        csv_layout_free(L);
         return -1;
     }
     for (int bi = 0, m = 0; bi < r->nblocks; bi++) {
@@ -400,22 +413,27 @@ static int print_csv(const pf_report *r, FILE *f)
             continue;
         for (int c = 0; c < b->ncols; c++, m++) {
             int k = 0;
-            while (k < ncols && strcmp(cols[k], s0(b->keys[c])))
+            while (k < L->ncols && strcmp(L->cols[k], s0(b->keys[c])))
                 k++;
-            if (k == ncols)
-                cols[ncols++] = s0(b->keys[c]);
-            colmap[m] = k;
+            if (k == L->ncols)
+                L->cols[L->ncols++] = s0(b->keys[c]);
+            L->colmap[m] = k;
         }
     }
+    return 0;
+}
 
-    /* header */
+/* The header: the data columns, "table" where there are several tables,
+ * then each context item as block.key. */
+static void csv_header(const pf_report *r, const csv_layout *L, FILE *f)
+{
     int first = 1;
-    for (int k = 0; k < ncols; k++, first = 0) {
+    for (int k = 0; k < L->ncols; k++, first = 0) {
         if (!first)
             fputc(',', f);
-        csv_field(f, cols[k]);
+        csv_field(f, L->cols[k]);
     }
-    if (ntables > 1) {
+    if (L->ntables > 1) {
         fputs(first ? "table" : ",table", f);
         first = 0;
     }
@@ -432,56 +450,66 @@ static int print_csv(const pf_report *r, FILE *f)
         }
     }
     fputc('\n', f);
+}
 
-    /* rows: a pass over each table; a NULL table prints the context row */
-    const pf_item **cells = calloc((size_t)(ncols ? ncols : 1), sizeof *cells);
+/* One row: row `row` of table b (whose first column is table column m), or
+ * with b NULL no table's cells, then the context items. cells: ncols
+ * scratch slots. */
+static void csv_row(const pf_report *r, const csv_layout *L, const pf_block *b, int m, int row,
+                    const pf_item **cells, FILE *f)
+{
+    memset(cells, 0, (size_t)(L->ncols ? L->ncols : 1) * sizeof *cells);
+    for (int c = 0; b && c < b->ncols; c++)
+        cells[L->colmap[m + c]] = &b->items[row * b->ncols + c];
+    int first = 1;
+    for (int k = 0; k < L->ncols; k++, first = 0) {
+        if (!first)
+            fputc(',', f);
+        if (cells[k])
+            csv_item(f, cells[k]);
+    }
+    if (L->ntables > 1) {
+        if (!first)
+            fputc(',', f);
+        csv_field(f, b ? b->name : "");
+        first = 0;
+    }
+    for (int ci = 0; ci < r->nblocks; ci++) {
+        const pf_block *cb = &r->blocks[ci];
+        if (cb->is_table)
+            continue;
+        for (int i = 0; i < cb->nitems; i++, first = 0) {
+            if (!first)
+                fputc(',', f);
+            csv_item(f, &cb->items[i]);
+        }
+    }
+    fputc('\n', f);
+}
+
+static int print_csv(const pf_report *r, FILE *f)
+{
+    csv_layout L;
+    if (csv_layout_make(r, &L) != 0)
+        return -1;
+    const pf_item **cells = calloc((size_t)(L.ncols ? L.ncols : 1), sizeof *cells);
     if (!cells) {
-        free(cols);
-        free(colmap);
+        csv_layout_free(&L);
         return -1;
     }
-    for (int bi = 0, m = 0; bi <= r->nblocks; bi++) {
-        const pf_block *b = bi < r->nblocks ? &r->blocks[bi] : NULL;
-        if (b && !b->is_table)
+    csv_header(r, &L, f);
+    for (int bi = 0, m = 0; bi < r->nblocks; bi++) {
+        const pf_block *b = &r->blocks[bi];
+        if (!b->is_table)
             continue;
-        if (!b && nrows > 0)
-            break;
-        int rows = b && b->ncols ? b->nitems / b->ncols : (b ? 0 : 1);
-        for (int row = 0; row < rows; row++) {
-            memset(cells, 0, (size_t)(ncols ? ncols : 1) * sizeof *cells);
-            for (int c = 0; b && c < b->ncols; c++)
-                cells[colmap[m + c]] = &b->items[row * b->ncols + c];
-            first = 1;
-            for (int k = 0; k < ncols; k++, first = 0) {
-                if (!first)
-                    fputc(',', f);
-                if (cells[k])
-                    csv_item(f, cells[k]);
-            }
-            if (ntables > 1) {
-                if (!first)
-                    fputc(',', f);
-                csv_field(f, b ? b->name : "");
-                first = 0;
-            }
-            for (int ci = 0; ci < r->nblocks; ci++) {
-                const pf_block *cb = &r->blocks[ci];
-                if (cb->is_table)
-                    continue;
-                for (int i = 0; i < cb->nitems; i++, first = 0) {
-                    if (!first)
-                        fputc(',', f);
-                    csv_item(f, &cb->items[i]);
-                }
-            }
-            fputc('\n', f);
-        }
-        if (b)
-            m += b->ncols;
+        for (int row = 0; b->ncols && row < b->nitems / b->ncols; row++)
+            csv_row(r, &L, b, m, row, cells, f);
+        m += b->ncols;
     }
+    if (L.nrows == 0)
+        csv_row(r, &L, NULL, 0, 0, cells, f);
     free(cells);
-    free(cols);
-    free(colmap);
+    csv_layout_free(&L);
     return 0;
 }
 
