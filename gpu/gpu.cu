@@ -107,6 +107,7 @@ struct CaseIn {
     int num_rivals;
     int interleave; /* pools in FlashInfer's layout (pf_gpu_bench_cfg) */
     int check_only; /* no timed rounds (measure_bw, host_time off too) */
+    int layers;     /* runs a step, changing-batch loop (resolved: >= 2) */
 };
 
 double median_of(double *x, int n)
@@ -1015,7 +1016,7 @@ int host_loop_us(Case *c, HostLoop what, double *us)
  * planned as --kernel plans them (the forcing flags aside), each on a
  * workspace of its own, taken in turn, and the graphs made meanwhile
  * (pf_gpu_graph_lru). Two loops:
- *   a step      kLayers runs of one plan, then the next plan (a model
+ *   a step      in.layers runs of one plan, then the next plan (a model
  *               runs its attention once a layer with one batch a step):
  *               5 timings of 4 steps each after two warm rounds; a step
  *               whose key left the cache makes one graph;
@@ -1028,7 +1029,6 @@ int host_loop_us(Case *c, HostLoop what, double *us)
  * 24 plans: more grids than the cache's 16 slots, where every run of the
  * second loop made a graph before that policy. */
 constexpr int kChurnPlans = 24;
-constexpr int kLayers = 32; /* llama-3-8B's */
 
 /* One of the loops above, timed by the graph path and by direct launches
  * in turn (pf_gpu__launch_direct), so that the two are compared in one
@@ -1107,11 +1107,13 @@ int case_host_churn(Case *c)
         }
     }
     if (rc == PF_OK)
-        rc = churn_loop(c, pl, ws, K, kLayers, &r->churn_step);
+        rc = churn_loop(c, pl, ws, K, in.layers, &r->churn_step);
     if (rc == PF_OK)
         rc = churn_loop(c, pl, ws, K, 1, &r->churn_run);
-    if (rc == PF_OK)
+    if (rc == PF_OK) {
         r->churn_plans = K;
+        r->churn_layers = in.layers;
+    }
     for (int k = 0; k < K; k++)
         if (ws[k])
             cudaFree(ws[k]);
@@ -1603,6 +1605,7 @@ static CaseIn bench_case_in(const pf_gpu_bench_cfg *cfg)
         in.rivals[k] = cfg->rivals[k];
     in.interleave = cfg->kv_interleaved != 0;
     in.check_only = cfg->check_only != 0;
+    in.layers = cfg->layers ? cfg->layers : PF_GPU_BENCH_LAYERS;
     return in;
 }
 
@@ -1654,6 +1657,11 @@ extern "C" int pf_gpu_bench_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result
         cfg->iters > PF_GPU_BENCH_MAX_ITERS) {
         set_err(err, errlen, "need 1..65535 sequences with lengths and 1..%d iters",
                 PF_GPU_BENCH_MAX_ITERS);
+        return PF_ERR_ARG;
+    }
+    if (cfg->layers && (cfg->layers < 2 || cfg->layers > PF_GPU_BENCH_MAX_LAYERS)) {
+        set_err(err, errlen, "layers %d: 0 (the default, %d) or 2..%d runs a step", cfg->layers,
+                PF_GPU_BENCH_LAYERS, PF_GPU_BENCH_MAX_LAYERS);
         return PF_ERR_ARG;
     }
     CaseIn in = bench_case_in(cfg);

@@ -336,6 +336,10 @@ typedef struct {
 #define PF_GPU_PACK_STEP 4
 /* Most timed iterations a pass (each is an event pair per pass). */
 #define PF_GPU_BENCH_MAX_ITERS 1000000
+/* Runs a step of the changing-batch loop (pf_gpu_bench_cfg's layers): the
+ * default is llama-3-8B's 32 layers; the most, above llama-3.1-405B's 126. */
+#define PF_GPU_BENCH_LAYERS 32
+#define PF_GPU_BENCH_MAX_LAYERS 1000
 
 typedef struct {
     int num_seqs;
@@ -398,6 +402,10 @@ typedef struct {
      * kernels' every launch path once, without the hundreds of launches
      * and 256 MB flushes that timing adds (`--check-only`). */
     int check_only;
+    /* Runs of one plan a step in the changing-batch host-time loop (a
+     * model runs its attention once a layer with one batch a step): 0:
+     * PF_GPU_BENCH_LAYERS; else 2..PF_GPU_BENCH_MAX_LAYERS (`--layers`). */
+    int layers;
 } pf_gpu_bench_cfg;
 
 /* One compared version's plan, timings and checks (the first version's
@@ -470,8 +478,9 @@ typedef struct {
                                   one run (pf_gpu_attn_graph_launch)        */
     /* the batch changing: churn_plans plans for S, S-1, ... sequences
      * (min(S, 24)) taken in turn (gpu.cu, case_host_churn): a plan a step
-     * of 32 runs (a layer each), and a plan a run */
+     * of churn_layers runs (a layer each: cfg's layers), and a plan a run */
     int churn_plans;
+    int churn_layers;
     pf_gpu_churn churn_step, churn_run;
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */

@@ -71,6 +71,7 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
     /* a batch that changes every run: one plan a batch size, run in turn;
      * once the graph cache has settled the loop makes no graph */
     cr_assert_eq(res.churn_plans, n < 24 ? n : 24);
+    cr_assert_eq(res.churn_layers, PF_GPU_BENCH_LAYERS);
     cr_assert_gt(res.churn_run.us_per_run, 0.0);
     cr_assert_gt(res.churn_step.us_per_run, 0.0);
     cr_assert_gt(res.churn_run.direct_us, 0.0);
@@ -303,6 +304,30 @@ Test(gpu, block_timeline_records_every_block)
     cr_assert(strstr(err, "timeline"), "%s", err);
 }
 
+/* --layers: the changing-batch step loop runs that many runs of a plan
+ * before the next (a smaller model's layers), and says so. */
+Test(gpu, changing_batch_steps_run_the_layers_given)
+{
+    int lens[30];
+    for (int i = 0; i < 30; i++)
+        lens[i] = 40 + 13 * i;
+    pf_gpu_bench_cfg cfg = {
+        .num_seqs = 30, .seq_lens = lens, .naive_cap = 480, .num_q_heads = 8, .num_kv_heads = 2,
+        .head_dim = 128, .block_size = 16, .dtype = PF_GPU_BF16, .iters = 1, .tolerance = 1e-2,
+        .layers = 8,
+    };
+    pf_gpu_bench_result res;
+    char err[300] = "";
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_OK, "%s", err);
+    cr_assert(res.pass, "%s", res.failure);
+    cr_assert_eq(res.churn_plans, 24);
+    cr_assert_eq(res.churn_layers, 8);
+    cr_assert_gt(res.churn_step.us_per_run, 0.0);
+    cr_assert_gt(res.churn_step.direct_us, 0.0);
+    cr_assert_leq(res.churn_step.graph_makes, 20, "%d graphs over 20 steps",
+                  res.churn_step.graph_makes);
+}
+
 Test(gpu, runner_refuses_bad_input)
 {
     int lens[] = {10, 0};
@@ -326,6 +351,14 @@ Test(gpu, runner_refuses_bad_input)
     cfg.dtype = (pf_gpu_dtype)7;
     cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
     cr_assert(strstr(err, "element type 7") != NULL, "%s", err);
+    /* a step of one run is the every-run loop; the flag's range is 2..1000 */
+    cfg.dtype = PF_GPU_F32;
+    cfg.layers = 1;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cr_assert(strstr(err, "layers 1") != NULL, "%s", err);
+    cfg.layers = PF_GPU_BENCH_MAX_LAYERS + 1;
+    cr_assert_eq(pf_gpu_bench_run(&cfg, &res, err, sizeof err), PF_ERR_ARG);
+    cfg.layers = 0;
     const int tab[2] = {0, 1};
     pf_gpu_layout lay = {.num_seqs = 2, .seq_lens = lens, .block_tables = tab,
                          .max_blocks_per_seq = 1, .pool_frames = 2, .block_size = 16};

@@ -68,6 +68,10 @@ expect_usage --workload llama --kernel 9 --len 40000
 expect_usage --workload llama --kernel 31 --splits 9
 expect_usage --workload llama --kernel 9 --len 32641 --block-size 48
 expect_usage --check-only --profile-out /tmp/pagefault-check-only.prof
+expect_usage --check-only --layers 8
+expect_usage --layers 1
+expect_usage --layers 1001
+expect_usage --layers x
 tlu=$(mktemp -u)
 expect_usage --kernel 6 --timeline "$tlu"
 expect_usage --check-only --timeline "$tlu"

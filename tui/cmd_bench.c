@@ -89,6 +89,7 @@ typedef struct {
     int tail;
     int pack;
     int group_tile;
+    int layers;
     const char *timeline;
     const char *profile_out;
     int format;
@@ -546,7 +547,9 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
                   "host time per replay of a CUDA graph of one run (same loop)",
                   res->graph_us_per_replay, "%.2f", "us");
     if (res->churn_plans > 0) {
-        churn_rows(r, "churn_step", "32-run step", res->churn_plans, &res->churn_step,
+        char every[32];
+        snprintf(every, sizeof every, "%d-run step", res->churn_layers);
+        churn_rows(r, "churn_step", every, res->churn_plans, &res->churn_step,
                    "graphs made over its 20 timed steps");
         churn_rows(r, "churn_run", "run", res->churn_plans, &res->churn_run,
                    "graphs made by that loop after two warm rounds");
@@ -642,7 +645,7 @@ static int write_profile(FILE *f, int iters)
 }
 
 /* The flag table, pointing into *a. BENCH_NOPTS rows and the end. */
-#define BENCH_NOPTS 30
+#define BENCH_NOPTS 31
 static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
 {
     const pf_opt t[] = {
@@ -694,6 +697,9 @@ static void bench_opts(pf_opt o[BENCH_NOPTS + 1], bench_args *a)
          "version 33: stream N whole sequences a block (1: one), not the planner's pack", 0},
         {"group-tile", PF_OPT_INT, &a->group_tile, 0, 8, NULL, "N",
          "query heads one block serves (1, 2, 4, 8 dividing the group); 0: the planner's", 0},
+        {"layers", PF_OPT_INT, &a->layers, 2, PF_GPU_BENCH_MAX_LAYERS, NULL, "N",
+         "runs of one plan a step in the changing-batch host-time loop: the model's layers "
+         "(llama-3-8B's 32)", 0},
         {"timeline", PF_OPT_STRING, &a->timeline, 0, 0, NULL, "FILE",
          "one more paged launch with the block timeline on; its blocks as CSV to FILE", 0},
         {"profile-out", PF_OPT_STRING, &a->profile_out, 0, 0, NULL, "FILE",
@@ -783,9 +789,12 @@ static int bench_check(bench_args *a, pf_opt *opts)
     /* --check-only times nothing, so a flag that asks for a measurement
      * contradicts it (--iters and --no-read-bw have nothing to act on, and
      * are accepted) */
-    if (a->check_only && (a->timeline || a->profile_out))
+    const int layers = pf_cli_find(opts, "layers")->seen;
+    if (a->check_only && (a->timeline || a->profile_out || layers))
         return pf_cli_error(PROG, "--check-only times nothing: %s measures",
-                            a->timeline ? "--timeline" : "--profile-out");
+                            a->timeline      ? "--timeline"
+                            : a->profile_out ? "--profile-out"
+                                             : "--layers");
     if (a->timeline && a->kernel > 0 && a->kernel < PF_GPU_TRACE_MIN_VERSION)
         return pf_cli_error(PROG, "--timeline: kernel version %d records no timeline (versions "
                                   "%d to %d do)", a->kernel, PF_GPU_TRACE_MIN_VERSION,
@@ -857,6 +866,7 @@ static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n
         .splits = a->splits,
         .timeline = timeline_csv != NULL,
         .group_tile = a->group_tile,
+        .layers = a->layers,
         .timeline_csv = timeline_csv,
         .num_rivals = a->num_rivals,
         .kv_interleaved = a->kv_layout,
@@ -878,7 +888,7 @@ int pf_cmd_bench(int argc, char **argv)
         .workload = 0, .seqs = 32, .len = 0, .max_len = 2048, .mix_scale = 1, .lengths = NULL,
         .hq = 1, .hkv = 1, .head_dim = 64, .block_size = 16, .dtype = PF_GPU_F32, .iters = 20,
         .seed = 42, .shuffle_seed = 1, .tolerance = 1e-3, .ref_all_heads = 0,
-        .format = PF_FMT_TABLE,
+        .layers = PF_GPU_BENCH_LAYERS, .format = PF_FMT_TABLE,
     };
     pf_opt opts[BENCH_NOPTS + 1];
     bench_opts(opts, &a);
