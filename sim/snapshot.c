@@ -335,11 +335,10 @@ static int copy_locked(pf_sim *sim, pf_sim_snapshot *snap)
     return 0;
 }
 
-int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
+/* The snapshot's per-frame arrays for the pool's N frames and its metrics
+ * block, grown (never shrunk) before any lock is taken. */
+static int snap_reserve(pf_sim_snapshot *snap, int N)
 {
-    if (!sim || !snap)
-        return PF_ERR_ARG;
-    int N = sim->p.cfg.pool_blocks; /* immutable */
     if (grow((void **)&snap->frames, &snap->frames_cap, N, sizeof *snap->frames) != PF_OK)
         return PF_ERR_NOMEM;
     int aux_cap = snap->frame_aux_cap;
@@ -351,9 +350,17 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
     snap->frame_aux_cap = aux_cap;
     if (!snap->met && !(snap->met = calloc(1, sizeof *snap->met))) /* zeroed: pf_metrics_copy */
         return PF_ERR_NOMEM;
-    /* Grow outside the lock, then copy under it; the counts may have moved
-     * in between: then grow again. A frame is held at most by every running
-     * request, but in practice once: start from the pool's size. */
+    return PF_OK;
+}
+
+/* The sequences and their tables, copied under mu. Grow outside the lock,
+ * then copy under it; the counts may have moved in between: then grow
+ * again. A frame is held at most by every running request, but in practice
+ * once: start from the pool's size. On PF_OK the caller holds sim->life
+ * for reading (the pool may be read after mu is released: a reset, which
+ * destroys it, waits for this read lock) and releases it. */
+static int snap_copy(pf_sim *sim, pf_sim_snapshot *snap, int N)
+{
     pf_sim__lock(sim);
     int want = listed(sim); /* O(1) */
     pthread_mutex_unlock(&sim->mu);
@@ -372,23 +379,24 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
         }
         pf_sim__lock(sim);
         double t0 = pf_clock_s();
-        int again = copy_locked(sim, snap);
-        if (!again) {
+        if (!copy_locked(sim, snap)) {
             snap->locked_s = pf_clock_s() - t0;
-            /* the pool may be read after mu is released: a reset (which
-             * destroys it) waits for this read lock */
             pthread_rwlock_rdlock(&sim->life);
-            break;
+            pthread_mutex_unlock(&sim->mu);
+            return PF_OK;
         }
         want = listed(sim);
         want_tab = held_frames(sim);
         pthread_mutex_unlock(&sim->mu);
     }
-    pthread_mutex_unlock(&sim->mu);
-    if (snap->met_ok)
-        stats_latency(&snap->stats, snap->met);
+}
 
-    /* The frame grid, outside the lock, from the copied tables. */
+/* The frame grid, outside mu (sim->life held), from the copied tables: a
+ * frame's first holder in slot order owns it (used up to the computed
+ * tokens, reserved past them), a second makes it shared; a frame with a
+ * reference and no holder is the prefix cache's. */
+static void snap_frame_grid(pf_sim *sim, pf_sim_snapshot *snap, int N)
+{
     snap->nframes = N;
     for (int i = 0; i < N; i++) {
         snap->frames[i].owner = -1;
@@ -423,12 +431,26 @@ int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
         }
         at += v->frames;
     }
-    /* a frame with a reference and no holder is the prefix cache's; the
-     * pool's counts are atomics, read while the engine runs on */
+    /* the pool's counts are atomics, read while the engine runs on */
     const pf_pool *pool = pf_sched_pool(sim->sc);
     for (int f = 0; sim->p0.prefix_caching && f < N; f++)
         if (snap->frame_seq[f] < 0 && pf_pool_refcount(pool, f) > 0)
             snap->frames[f].state = PF_FRAME_CACHED;
+}
+
+int pf_sim_take_snapshot(pf_sim *sim, pf_sim_snapshot *snap)
+{
+    if (!sim || !snap)
+        return PF_ERR_ARG;
+    int N = sim->p.cfg.pool_blocks; /* immutable */
+    int rc = snap_reserve(snap, N);
+    if (rc == PF_OK)
+        rc = snap_copy(sim, snap, N);
+    if (rc != PF_OK)
+        return rc;
+    if (snap->met_ok)
+        stats_latency(&snap->stats, snap->met);
+    snap_frame_grid(sim, snap, N);
     pthread_rwlock_unlock(&sim->life);
     return PF_OK;
 }
