@@ -303,27 +303,44 @@ static void dump_jsonl(FILE *f, const pf_sim_snapshot *s, int tick, int final)
             by_state[PF_SEQ_RECOMPUTING], by_state[PF_SEQ_SWAPPED], by_state[PF_SEQ_WAITING]);
 }
 
-static int run_headless(dash_opts *o, pf_sim *sim)
-{
-    pf_cells buf = {0, 0, NULL};
+/* What a headless run draws with: the screen buffer, the snapshot it is
+ * drawn from, the charts' history, and the view over them. */
+typedef struct {
+    pf_cells buf;
     pf_sim_snapshot snap;
-    memset(&snap, 0, sizeof snap);
     pf_hist hist;
-    memset(&hist, 0, sizeof hist);
-    int status = 0, t = 0, last_dump = -1;
-    const int jsonl = o->format == 1;
-    if (pf_cells_resize(&buf, o->width, o->height) != 0) {
-        fprintf(stderr, "pagefault: out of memory for a %dx%d screen\n", o->width, o->height);
-        return 1;
-    }
     pf_dash_view v;
-    memset(&v, 0, sizeof v);
-    v.snap = &snap;
-    pf_look_view(&o->look, &v);
-    v.hist = &hist;
+} headless;
+
+/* After step t: look at the simulator when a frame is due (dump) or the
+ * charts' history needs it (the simulator keeps 256 steps, so look at least
+ * every 128), and print the frame (or the JSON line) when due. */
+static void headless_look(dash_opts *o, pf_sim *sim, headless *h, int t, int dump, int *last_dump)
+{
+    if (!(dump || t % 128 == 0) || pf_sim_take_snapshot(sim, &h->snap) != 0)
+        return;
+    pf_hist_update(&h->hist, &h->snap);
+    if (dump && o->rec && pf_record_put(o->rec, &h->snap, t, 0) != 0)
+        o->rec_failed = 1;
+    if (dump && o->format == 1) {
+        dump_jsonl(stdout, &h->snap, t, 0);
+        *last_dump = t;
+    } else if (dump) {
+        pf_render_screen(&h->buf, &h->v, NULL);
+        printf("--- tick %d ---\n", t);
+        pf_dash_dump(stdout, &h->buf);
+        *last_dump = t;
+    }
+}
+
+/* The steps, up to --ticks or until every job finishes: 0, or 1 after a
+ * message (a failed step, or a livelock without --ticks). *t: the steps
+ * taken; *last_dump: the last one printed. */
+static int headless_steps(dash_opts *o, pf_sim *sim, headless *h, int *t, int *last_dump)
+{
     for (;;) {
-        if (o->ticks && t >= o->ticks)
-            break;
+        if (o->ticks && *t >= o->ticks)
+            return 0;
         int rc = pf_sim_step(sim);
         if (rc == PF_ERR_RANGE) {
             /* a livelock: with --ticks the frames still show it; without,
@@ -331,39 +348,59 @@ static int run_headless(dash_opts *o, pf_sim *sim)
             if (!o->ticks) {
                 fprintf(stderr, "pagefault: the run stopped in a livelock (sequences kept preempting "
                                 "one another and none produced a token); use --ticks N to watch it\n");
-                status = 1;
-                break;
+                return 1;
             }
             rc = 0;
         }
         if (rc < 0) {
             fprintf(stderr, "pagefault: simulator step failed: %s\n", pf_strerror(rc));
-            status = 1;
-            break;
+            return 1;
         }
-        t++;
-        int dump = o->dump_every && t % o->dump_every == 0;
-        if (jsonl && ((o->ticks && t >= o->ticks) || rc == 1))
-            dump = 0; /* the final line below carries this step */
-        /* the charts' history: the simulator keeps 256 steps, so look at
-         * least every 128 */
-        if ((dump || t % 128 == 0) && pf_sim_take_snapshot(sim, &snap) == 0) {
-            pf_hist_update(&hist, &snap);
-            if (dump && o->rec && pf_record_put(o->rec, &snap, t, 0) != 0)
-                o->rec_failed = 1;
-            if (dump && jsonl) {
-                dump_jsonl(stdout, &snap, t, 0);
-                last_dump = t;
-            } else if (dump) {
-                pf_render_screen(&buf, &v, NULL);
-                printf("--- tick %d ---\n", t);
-                pf_dash_dump(stdout, &buf);
-                last_dump = t;
-            }
-        }
+        ++*t;
+        int dump = o->dump_every && *t % o->dump_every == 0;
+        if (o->format == 1 && ((o->ticks && *t >= o->ticks) || rc == 1))
+            dump = 0; /* the final line carries this step */
+        headless_look(o, sim, h, *t, dump, last_dump);
         if (rc == 1)
-            break;
+            return 0;
     }
+}
+
+/* The final frame (or JSON line, always: scripts read the last line) of a
+ * run that ended well, unless the last step's frame was printed already;
+ * with --gpu the passes' panel shows in it. */
+static void headless_final(dash_opts *o, pf_sim *sim, headless *h, int t, int last_dump)
+{
+    const int jsonl = o->format == 1;
+    if ((!jsonl && last_dump == t && !o->gpu) || pf_sim_take_snapshot(sim, &h->snap) != 0)
+        return;
+    if (jsonl) {
+        if (o->rec && pf_record_put(o->rec, &h->snap, t, 1) != 0)
+            o->rec_failed = 1;
+        dump_jsonl(stdout, &h->snap, t, 1);
+    } else {
+        if (o->rec && pf_record_put(o->rec, &h->snap, t, 1) != 0)
+            o->rec_failed = 1;
+        pf_hist_update(&h->hist, &h->snap);
+        pf_render_screen(&h->buf, &h->v, NULL);
+        printf("--- tick %d (final) ---\n", t);
+        pf_dash_dump(stdout, &h->buf);
+    }
+}
+
+static int run_headless(dash_opts *o, pf_sim *sim)
+{
+    headless h;
+    memset(&h, 0, sizeof h);
+    if (pf_cells_resize(&h.buf, o->width, o->height) != 0) {
+        fprintf(stderr, "pagefault: out of memory for a %dx%d screen\n", o->width, o->height);
+        return 1;
+    }
+    h.v.snap = &h.snap;
+    pf_look_view(&o->look, &h.v);
+    h.v.hist = &h.hist;
+    int t = 0, last_dump = -1;
+    int status = headless_steps(o, sim, &h, &t, &last_dump);
     /* --gpu: the GPU passes on the final layout, shown in the final frame */
     gpu_ctl g;
     memset(&g, 0, sizeof g);
@@ -372,21 +409,11 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         pthread_mutex_init(&g.mu, NULL);
         gpu_main(&g); /* blocking is fine here: there is no UI to keep alive */
         pthread_mutex_destroy(&g.mu);
-        v.gpu = &g.panel;
+        h.v.gpu = &g.panel;
     }
-    if (status == 0 && jsonl && pf_sim_take_snapshot(sim, &snap) == 0) {
-        if (o->rec && pf_record_put(o->rec, &snap, t, 1) != 0)
-            o->rec_failed = 1;
-        dump_jsonl(stdout, &snap, t, 1); /* always: scripts read the last line */
-    } else if (status == 0 && (last_dump != t || o->gpu) && pf_sim_take_snapshot(sim, &snap) == 0) {
-        if (o->rec && pf_record_put(o->rec, &snap, t, 1) != 0)
-            o->rec_failed = 1;
-        pf_hist_update(&hist, &snap);
-        pf_render_screen(&buf, &v, NULL);
-        printf("--- tick %d (final) ---\n", t);
-        pf_dash_dump(stdout, &buf);
-    }
-    if (status == 0 && !jsonl)
+    if (status == 0)
+        headless_final(o, sim, &h, t, last_dump);
+    if (status == 0 && o->format != 1)
         print_summary(stdout, sim, t);
     /* --gpu without a usable GPU: the frame says why, and so does stderr
      * with bench's words and status (3: no GPU), so a script notices */
@@ -394,9 +421,9 @@ static int run_headless(dash_opts *o, pf_sim *sim)
         fprintf(stderr, "pagefault: no GPU: %s\n", g.panel.msg);
         status = 3;
     }
-    pf_sim_snapshot_free(&snap);
-    pf_hist_free(&hist);
-    pf_cells_free(&buf);
+    pf_sim_snapshot_free(&h.snap);
+    pf_hist_free(&h.hist);
+    pf_cells_free(&h.buf);
     return status;
 }
 
