@@ -512,7 +512,18 @@ void pf_gpu__launch_direct(int on);
  *     launches of the thread; otherwise the key launches directly. So keys
  *     in use keep their graphs, and a loop over more grids than slots
  *     replays PF_GPU_GRAPH_SLOTS of them and launches the rest directly,
- *     making no graph after its first rounds.
+ *     making no graph after its first rounds;
+ *   - a graph must pay for its making: a slot counts the launches of its
+ *     key from the start of the run of misses that made it (the key's
+ *     launches in a row, other keys' hits between them allowed) and every
+ *     replay since. A graph evicted before PF_GPU_GRAPH_PAYBACK of them
+ *     marks its key unpaid, and an unpaid key launches directly instead
+ *     of making a graph, so it evicts nothing. A loop of short steps over
+ *     more grids than slots (a model with few layers, the batch changing
+ *     every step) thus settles as the loop above does: no graph made, the
+ *     slots' keys replayed, the others launched directly. An unpaid key
+ *     launched PF_GPU_GRAPH_PAYBACK times in a row is paid again (its
+ *     steps grew), and its graph is made then, counting that run.
  *
  * The numbers. 16 slots: `pagefault bench --compare` with four versions
  * runs 9 keys a round (naive and paged kernels each, and the read probe);
@@ -521,7 +532,14 @@ void pf_gpu__launch_direct(int on);
  * one grid for the whole step (32 layers in llama-3-8B, 80 in 70B), so a
  * key of the last step or two is not evicted by the next's. 32 remembered
  * keys: twice the slots, so that a loop over a few more grids than slots
- * still finds its keys remembered.
+ * still finds its keys remembered. A payback of 24 launches: a make costs
+ * the host what 13-27 direct launches save by replaying instead. With the
+ * batch cycling over 24 sizes (`pagefault bench --layers N`, thirty-eighth
+ * session, an H100, the graph path against direct launches timed in turn
+ * in one process, before this rule), steps of 8 runs took 1.59x and 1.76x
+ * direct's host time, of 16 runs 1.09x and 1.12x, of 32 runs 0.91x and
+ * 0.69x; on the thirty-seventh session's quieter host steps of 32 runs took
+ * 0.71-0.79x (a make there paid back after about 13 runs).
  *
  * The state is per host thread (graph objects are not thread-safe); the
  * caller matches keys exactly in its slots and tells this policy only
@@ -530,12 +548,21 @@ void pf_gpu__launch_direct(int on);
 #define PF_GPU_GRAPH_SLOTS 16
 #define PF_GPU_GRAPH_SEEN 32
 #define PF_GPU_GRAPH_IDLE 64
+#define PF_GPU_GRAPH_PAYBACK 24
 typedef struct pf_gpu_graph_lru {
     unsigned long long tick;                         /* launches so far        */
     unsigned long long last[PF_GPU_GRAPH_SLOTS];     /* tick of last use; 0:
                                                         empty                  */
+    unsigned long long key[PF_GPU_GRAPH_SLOTS];      /* hash of its key        */
+    unsigned long long served[PF_GPU_GRAPH_SLOTS];   /* its key's launches: the
+                                                        run that made it, and
+                                                        its replays            */
     unsigned long long seen[PF_GPU_GRAPH_SEEN];      /* hashes of missed keys  */
+    unsigned char unpaid[PF_GPU_GRAPH_SEEN];         /* 1: its last graph was
+                                                        evicted unpaid         */
     unsigned seen_next;                              /* ring position          */
+    unsigned long long run_key;                      /* the key missing in a   */
+    unsigned long long run_len;                      /* row, and how often     */
 } pf_gpu_graph_lru;
 /* A launch whose key the caller found in `slot`: the slot is used now. */
 void pf_gpu__graph_lru_hit(pf_gpu_graph_lru *c, int slot);

@@ -1390,24 +1390,55 @@ int pf_gpu_timeline_write(FILE *f, const unsigned long long *rec, int blocks)
 void pf_gpu__graph_lru_hit(pf_gpu_graph_lru *c, int slot)
 {
     c->last[slot] = ++c->tick;
+    c->served[slot]++;
+}
+
+/* The remembered entry of hash, or -1. */
+static int lru_seen(const pf_gpu_graph_lru *c, unsigned long long hash)
+{
+    for (int i = 0; i < PF_GPU_GRAPH_SEEN; i++)
+        if (c->seen[i] == hash)
+            return i;
+    return -1;
+}
+
+/* hash remembered (a new entry replaces the ring's oldest), unpaid or not. */
+static void lru_remember(pf_gpu_graph_lru *c, unsigned long long hash, int unpaid)
+{
+    int i = lru_seen(c, hash);
+    if (i < 0) {
+        i = (int)(c->seen_next++ % PF_GPU_GRAPH_SEEN);
+        c->seen[i] = hash;
+    }
+    c->unpaid[i] = (unsigned char)unpaid;
 }
 
 int pf_gpu__graph_lru_miss(pf_gpu_graph_lru *c, unsigned long long hash)
 {
     const unsigned long long now = ++c->tick;
-    int known = 0;
-    for (int i = 0; i < PF_GPU_GRAPH_SEEN && !known; i++)
-        known = c->seen[i] == hash;
-    if (!known) { /* first miss: remember the key, launch directly */
-        c->seen[c->seen_next++ % PF_GPU_GRAPH_SEEN] = hash;
+    if (c->run_key != hash) {
+        c->run_key = hash;
+        c->run_len = 0;
+    }
+    c->run_len++;
+    const int known = lru_seen(c, hash);
+    if (known < 0) { /* first miss: remember the key, launch directly */
+        lru_remember(c, hash, 0);
         return -1;
     }
+    if (c->unpaid[known] && c->run_len < PF_GPU_GRAPH_PAYBACK)
+        return -1; /* its last graph did not pay for itself: no new one */
     int victim = 0; /* an empty slot (last 0) is the least recently used */
     for (int i = 1; i < PF_GPU_GRAPH_SLOTS; i++)
         if (c->last[i] < c->last[victim])
             victim = i;
     if (c->last[victim] && now - c->last[victim] <= PF_GPU_GRAPH_IDLE)
         return -1; /* every slot in use lately: keep them, launch directly */
+    c->unpaid[known] = 0; /* (an unpaid key's steps grew: paid again) */
+    if (c->last[victim] && c->served[victim] < PF_GPU_GRAPH_PAYBACK)
+        lru_remember(c, c->key[victim], 1);
     c->last[victim] = now;
+    c->key[victim] = hash;
+    c->served[victim] = c->run_len;
     return victim;
 }

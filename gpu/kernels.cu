@@ -233,9 +233,9 @@ CUfunction driver_function(const void *fn, int *dev_out)
  * The graphs. One per (host thread, device, stream, kernel, grid and
  * shared memory), made by the second launch of that key while the thread
  * remembers its first, and kept in a per-thread cache of 16 slots; a key
- * launched once, or met while every slot served a launch lately, launches
- * directly (the policy and its numbers: pf_gpu_graph_lru in
- * gpu_internal.h). A replaced graph is destroyed, which the driver
+ * launched once, met while every slot served a launch lately, or whose
+ * last graph was evicted before it paid for its making, launches directly
+ * (the policy and its numbers: pf_gpu_graph_lru in gpu_internal.h). A replaced graph is destroyed, which the driver
  * defers until its launches are done. The stream is in the key because
  * launches of one executable graph are ordered after one another: a graph
  * shared by two streams would order their runs, while one graph a stream

@@ -324,8 +324,11 @@ Test(gpu, changing_batch_steps_run_the_layers_given)
     cr_assert_eq(res.churn_layers, 8);
     cr_assert_gt(res.churn_step.us_per_run, 0.0);
     cr_assert_gt(res.churn_step.direct_us, 0.0);
-    cr_assert_leq(res.churn_step.graph_makes, 20, "%d graphs over 20 steps",
-                  res.churn_step.graph_makes);
+    /* steps of 8 runs: a graph evicted after them did not pay for its
+     * making, so once the warm rounds have marked them the timed steps
+     * make none (pf_gpu_graph_lru's payback) */
+    cr_assert_eq(res.churn_step.graph_makes, 0, "%d graphs over 20 steps of 8 runs",
+                 res.churn_step.graph_makes);
 }
 
 Test(gpu, runner_refuses_bad_input)

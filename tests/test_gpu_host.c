@@ -1664,6 +1664,24 @@ static graph_model graph_model_cycle(graph_model *m, unsigned long long first, i
     return d;
 }
 
+/* keys first..first+n-1, each launched `per` times in a row (a step of a
+ * model with `per` layers), `rounds` times; the counts of the last round */
+static graph_model graph_model_steps(graph_model *m, unsigned long long first, int n, int per,
+                                     int rounds)
+{
+    graph_model before = *m;
+    for (int r = 0; r < rounds; r++) {
+        before = *m;
+        for (int k = 0; k < n; k++)
+            for (int l = 0; l < per; l++)
+                graph_model_launch(m, first + (unsigned long long)k);
+    }
+    graph_model d = {.makes = m->makes - before.makes,
+                     .replays = m->replays - before.replays,
+                     .direct = m->direct - before.direct};
+    return d;
+}
+
 Test(gpu_host, a_graph_is_made_for_a_key_that_repeats)
 {
     graph_model m = {0};
@@ -1730,4 +1748,37 @@ Test(gpu_host, keys_in_use_keep_their_graphs_and_idle_ones_give_way)
     const graph_model b = graph_model_cycle(&p, 100, PF_GPU_GRAPH_SLOTS, 1);
     cr_assert_eq(b.replays, PF_GPU_GRAPH_SLOTS, "phase B replays %d of %d keys", b.replays,
                  PF_GPU_GRAPH_SLOTS);
+}
+
+Test(gpu_host, graphs_that_do_not_pay_for_their_making_are_not_made_again)
+{
+    enum { N = PF_GPU_GRAPH_SLOTS + 8, SHORT = 8, LONG = 32 };
+    _Static_assert(SHORT < PF_GPU_GRAPH_PAYBACK && LONG >= PF_GPU_GRAPH_PAYBACK, "the steps");
+    /* steps of 8 runs over more grids than slots: each graph served 8
+     * launches before the cycle evicted it (a make every step, 1.6-1.8x
+     * direct launches' host time on an H100); once the evicted keys are
+     * unpaid, the cache keeps its 16 keys and launches the rest directly */
+    graph_model m = {0};
+    graph_model_steps(&m, 1, N, SHORT, 3);
+    const graph_model s = graph_model_steps(&m, 1, N, SHORT, 1);
+    cr_assert_eq(s.makes, 0, "%d graphs a round of %d short steps", s.makes, N);
+    cr_assert_eq(s.replays, PF_GPU_GRAPH_SLOTS * SHORT);
+    cr_assert_eq(s.direct, (N - PF_GPU_GRAPH_SLOTS) * SHORT);
+
+    /* steps of 32 runs: a graph a step pays for itself (0.69-0.91x direct
+     * launches' host time), and every step still makes one */
+    graph_model l = {0};
+    graph_model_steps(&l, 1, N, LONG, 3);
+    const graph_model g = graph_model_steps(&l, 1, N, LONG, 1);
+    cr_assert_eq(g.makes, N, "%d graphs a round of %d long steps", g.makes, N);
+    cr_assert_eq(g.direct, 0);
+    cr_assert_eq(g.replays, N * (LONG - 1));
+
+    /* the same keys' steps grow from 8 runs to 32: an unpaid key launched
+     * PF_GPU_GRAPH_PAYBACK times in a row is paid again, and after two
+     * rounds the loop runs as the long one above */
+    graph_model_steps(&m, 1, N, LONG, 2);
+    const graph_model grown = graph_model_steps(&m, 1, N, LONG, 1);
+    cr_assert_eq(grown.makes, N, "%d graphs after the steps grew", grown.makes);
+    cr_assert_eq(grown.direct, 0);
 }
