@@ -533,7 +533,7 @@ void pf_gpu__launch_direct(int on);
  * key of the last step or two is not evicted by the next's. 32 remembered
  * keys: twice the slots, so that a loop over a few more grids than slots
  * still finds its keys remembered. A payback of 24 launches: a make costs
- * the host what 13-27 direct launches save by replaying instead. With the
+ * the host what 13-21 direct launches save by replaying instead. With the
  * batch cycling over 24 sizes (`pagefault bench --layers N`, thirty-eighth
  * session, an H100, the graph path against direct launches timed in turn
  * in one process, before this rule), steps of 8 runs took 1.59x and 1.76x
