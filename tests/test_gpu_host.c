@@ -1649,21 +1649,6 @@ static void graph_model_launch(graph_model *m, unsigned long long key)
     m->makes++;
 }
 
-/* keys first..first+n-1 in turn, `rounds` times; the counts of the last round */
-static graph_model graph_model_cycle(graph_model *m, unsigned long long first, int n, int rounds)
-{
-    graph_model before = *m;
-    for (int r = 0; r < rounds; r++) {
-        before = *m;
-        for (int k = 0; k < n; k++)
-            graph_model_launch(m, first + (unsigned long long)k);
-    }
-    graph_model d = {.makes = m->makes - before.makes,
-                     .replays = m->replays - before.replays,
-                     .direct = m->direct - before.direct};
-    return d;
-}
-
 /* keys first..first+n-1, each launched `per` times in a row (a step of a
  * model with `per` layers), `rounds` times; the counts of the last round */
 static graph_model graph_model_steps(graph_model *m, unsigned long long first, int n, int per,
@@ -1680,6 +1665,12 @@ static graph_model graph_model_steps(graph_model *m, unsigned long long first, i
                      .replays = m->replays - before.replays,
                      .direct = m->direct - before.direct};
     return d;
+}
+
+/* keys first..first+n-1 in turn, `rounds` times; the counts of the last round */
+static graph_model graph_model_cycle(graph_model *m, unsigned long long first, int n, int rounds)
+{
+    return graph_model_steps(m, first, n, 1, rounds);
 }
 
 Test(gpu_host, a_graph_is_made_for_a_key_that_repeats)
