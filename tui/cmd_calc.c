@@ -115,15 +115,10 @@ static int parse_sweep(const char *s, int *out, int *count)
 
 /* Validate the combinations the flag table cannot see, fill `run`. Returns
  * PF_CLI_OK or PF_CLI_USAGE (message printed). */
-static int calc_setup(calc_args *a, pf_opt *opts, calc_run *run)
+/* The model shape into run->cfg: a preset, then any shape flag on top;
+ * custom needs all four. The shape and sizing flags need --model. */
+static int calc_model(calc_args *a, pf_opt *opts, calc_run *run)
 {
-    pf_config_default(&run->cfg);
-    run->cfg.block_size = a->block_size;
-    run->cfg.pool_blocks = a->pool_blocks;
-    run->cfg.max_seq_len = a->max_len;
-    run->policy = (pf_mem_reserve)a->naive_reserve;
-
-    /* model shape: preset, then any shape flag on top; custom needs all four */
     static const char *const shape_flags[] = {"layers", "kv-heads", "head-dim", "dtype-bytes"};
     int *shape_vals[] = {&a->layers, &a->kv_heads, &a->head_dim, &a->dtype_bytes};
     int model_given = pf_cli_find(opts, "model")->seen;
@@ -157,12 +152,13 @@ static int calc_setup(calc_args *a, pf_opt *opts, calc_run *run)
             if (pf_cli_find(opts, f)->seen)
                 return pf_cli_error(PROG, "--%s: only used with --model (model sizing)", f);
         }
-    run->bpt = pf_config_bytes_per_token(&run->cfg);
+    return PF_CLI_OK;
+}
 
-    if (parse_sweep(a->sweep, run->sweep, &run->nsweep) != PF_CLI_OK)
-        return PF_CLI_USAGE;
-
-    /* the sequences: explicit lengths, or the seed mix */
+/* The sequences into run->lens (and run->prompts): explicit lengths, or
+ * the seed mix. */
+static int calc_sequences(calc_args *a, pf_opt *opts, calc_run *run)
+{
     if (a->lengths) {
         if (pf_cli_find(opts, "seqs")->seen || pf_cli_find(opts, "seed")->seen)
             return pf_cli_error(PROG, "--lengths: gives the sequences itself; do not combine it "
@@ -212,6 +208,24 @@ static int calc_setup(calc_args *a, pf_opt *opts, calc_run *run)
             return pf_cli_error(PROG, "internal error: workload generation failed");
     }
     return PF_CLI_OK;
+}
+
+static int calc_setup(calc_args *a, pf_opt *opts, calc_run *run)
+{
+    pf_config_default(&run->cfg);
+    run->cfg.block_size = a->block_size;
+    run->cfg.pool_blocks = a->pool_blocks;
+    run->cfg.max_seq_len = a->max_len;
+    run->policy = (pf_mem_reserve)a->naive_reserve;
+
+    if (calc_model(a, opts, run) != PF_CLI_OK)
+        return PF_CLI_USAGE;
+    run->bpt = pf_config_bytes_per_token(&run->cfg);
+
+    if (parse_sweep(a->sweep, run->sweep, &run->nsweep) != PF_CLI_OK)
+        return PF_CLI_USAGE;
+
+    return calc_sequences(a, opts, run);
 }
 
 /* Tokens a contiguous (naive) layout reserves for a sequence of final
