@@ -544,7 +544,8 @@ void pf_gpu__launch_direct(int on);
  * The state is per host thread (graph objects are not thread-safe); the
  * caller matches keys exactly in its slots and tells this policy only
  * slot numbers and a hash of the key (a collision makes a graph one miss
- * early, nothing worse). */
+ * early, or launches a key directly until its run pays again: nothing
+ * worse than a direct launch). */
 #define PF_GPU_GRAPH_SLOTS 16
 #define PF_GPU_GRAPH_SEEN 32
 #define PF_GPU_GRAPH_IDLE 64
