@@ -20,6 +20,63 @@ pf_kvev_limits pf_kvev_limits_default(void)
     return l;
 }
 
+/* What a msgpack value's first byte says: the payload bytes after it
+ * (skip), or the elements of the array (container 1) or map (2) it opens,
+ * and how many big-endian length bytes follow it (lenbytes; the length
+ * then gives skip, plus extra for an ext's type byte, or elems). 0, or -1
+ * for the one byte msgpack never uses (0xc1). */
+typedef struct {
+    uint64_t skip, elems;
+    int container, lenbytes, extra;
+} mp_head;
+
+static int mp_classify(uint8_t c, mp_head *h)
+{
+    *h = (mp_head){0};
+    if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
+        return 0; /* fixint, nil, false, true */
+    if (c <= 0x8f) { /* fixmap */
+        h->container = 2;
+        h->elems = 2u * (c & 0x0f);
+        return 0;
+    }
+    if (c <= 0x9f) { /* fixarray */
+        h->container = 1;
+        h->elems = c & 0x0f;
+        return 0;
+    }
+    if (c <= 0xbf) { /* fixstr */
+        h->skip = c & 0x1f;
+        return 0;
+    }
+    switch (c) {
+    case 0xc4: case 0xd9: h->lenbytes = 1; break;               /* bin8, str8  */
+    case 0xc5: case 0xda: h->lenbytes = 2; break;               /* bin16, str16 */
+    case 0xc6: case 0xdb: h->lenbytes = 4; break;               /* bin32, str32 */
+    case 0xc7: h->lenbytes = 1; h->extra = 1; break;            /* ext8        */
+    case 0xc8: h->lenbytes = 2; h->extra = 1; break;            /* ext16       */
+    case 0xc9: h->lenbytes = 4; h->extra = 1; break;            /* ext32       */
+    case 0xca: h->skip = 4; break;                              /* float32     */
+    case 0xcb: h->skip = 8; break;                              /* float64     */
+    case 0xcc: case 0xd0: h->skip = 1; break;
+    case 0xcd: case 0xd1: h->skip = 2; break;
+    case 0xce: case 0xd2: h->skip = 4; break;
+    case 0xcf: case 0xd3: h->skip = 8; break;
+    case 0xd4: h->skip = 2; break;                              /* fixext1..16 */
+    case 0xd5: h->skip = 3; break;
+    case 0xd6: h->skip = 5; break;
+    case 0xd7: h->skip = 9; break;
+    case 0xd8: h->skip = 17; break;
+    case 0xdc: h->container = 1; h->lenbytes = 2; break;        /* array16     */
+    case 0xdd: h->container = 1; h->lenbytes = 4; break;        /* array32     */
+    case 0xde: h->container = 2; h->lenbytes = 2; break;        /* map16       */
+    case 0xdf: h->container = 2; h->lenbytes = 4; break;        /* map32       */
+    default:
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- structural pre-scan ----------------------------------------------
  *
  * msgpack-c allocates n * sizeof(msgpack_object) as soon as it reads an
@@ -67,79 +124,43 @@ static int prescan(const uint8_t *p, size_t len, uint32_t max_objects, const cha
         }
         uint8_t c = p[pos++];
         size_t left = len - pos;
-        uint64_t skip = 0, elems = 0;
-        int container = 0;
-        int lenbytes = 0, extra = 0;
-        if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
-            skip = 0;
-        } else if (c >= 0x80 && c <= 0x8f) {
-            container = 1;
-            elems = 2u * (c & 0x0f);
-        } else if (c >= 0x90 && c <= 0x9f) {
-            container = 1;
-            elems = c & 0x0f;
-        } else if (c >= 0xa0 && c <= 0xbf) {
-            skip = c & 0x1f;
-        } else {
-            switch (c) {
-            case 0xc4: case 0xd9: lenbytes = 1; break;            /* bin8, str8  */
-            case 0xc5: case 0xda: lenbytes = 2; break;            /* bin16, str16 */
-            case 0xc6: case 0xdb: lenbytes = 4; break;            /* bin32, str32 */
-            case 0xc7: lenbytes = 1; extra = 1; break;            /* ext8        */
-            case 0xc8: lenbytes = 2; extra = 1; break;            /* ext16       */
-            case 0xc9: lenbytes = 4; extra = 1; break;            /* ext32       */
-            case 0xca: skip = 4; break;                           /* float32     */
-            case 0xcb: skip = 8; break;                           /* float64     */
-            case 0xcc: case 0xd0: skip = 1; break;
-            case 0xcd: case 0xd1: skip = 2; break;
-            case 0xce: case 0xd2: skip = 4; break;
-            case 0xcf: case 0xd3: skip = 8; break;
-            case 0xd4: skip = 2; break;                           /* fixext1..16 */
-            case 0xd5: skip = 3; break;
-            case 0xd6: skip = 5; break;
-            case 0xd7: skip = 9; break;
-            case 0xd8: skip = 17; break;
-            case 0xdc: container = 1; lenbytes = 2; break;        /* array16     */
-            case 0xdd: container = 1; lenbytes = 4; break;        /* array32     */
-            case 0xde: container = 2; lenbytes = 2; break;        /* map16       */
-            case 0xdf: container = 2; lenbytes = 4; break;        /* map32       */
-            default:
-                *why = "invalid msgpack byte (0xc1)";
-                return PF_ERR_IO;
-            }
+        mp_head h;
+        if (mp_classify(c, &h) != 0) {
+            *why = "invalid msgpack byte (0xc1)";
+            return PF_ERR_IO;
         }
-        if (lenbytes) {
+        if (h.lenbytes) {
             uint64_t n;
-            if (left < (size_t)lenbytes) {
+            if (left < (size_t)h.lenbytes) {
                 *why = "msgpack header cut short";
                 return PF_ERR_IO;
             }
-            be_read(p + pos, lenbytes, &n);
-            pos += (size_t)lenbytes;
-            left -= (size_t)lenbytes;
-            if (container)
-                elems = container == 2 ? 2 * n : n;
+            be_read(p + pos, h.lenbytes, &n);
+            pos += (size_t)h.lenbytes;
+            left -= (size_t)h.lenbytes;
+            if (h.container)
+                h.elems = h.container == 2 ? 2 * n : n;
             else
-                skip = n + (uint64_t)extra;
+                h.skip = n + (uint64_t)h.extra;
         }
-        if (container) {
-            if (elems > left) {
+        if (h.container) {
+            if (h.elems > left) {
                 *why = "msgpack container claims more elements than bytes remain";
                 return PF_ERR_IO;
             }
-            if (elems > 0) {
+            if (h.elems > 0) {
                 if (sp == PRESCAN_DEPTH) {
                     *why = "msgpack nested too deep";
                     return PF_ERR_IO;
                 }
-                stack[sp++] = elems;
+                stack[sp++] = h.elems;
             }
         } else {
-            if (skip > left) {
+            if (h.skip > left) {
                 *why = "msgpack value cut short";
                 return PF_ERR_IO;
             }
-            pos += (size_t)skip;
+            pos += (size_t)h.skip;
         }
     }
     if (pos != len) {
