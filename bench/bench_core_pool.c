@@ -250,74 +250,85 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+typedef struct {
+    double seconds;
+    int nframes;
+    int threads[MAX_POINTS], npoints;
+} pool_args;
+
+/* --threads T1,T2,...: 0, or 2 after a message. */
+static int parse_threads(const char *v, pool_args *a)
 {
-    double seconds = 0.5;
-    int nframes = 4096, threads[MAX_POINTS] = {1, 2, 4, 8, 16}, npoints = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
+    char buf[256];
+    if (strlen(v) >= sizeof buf) {
+        fprintf(stderr, "bench_core_pool: --threads list too long\n");
+        return 2;
+    }
+    strcpy(buf, v);
+    a->npoints = 0;
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        long t;
+        if (a->npoints == MAX_POINTS || parse_long(tok, 1, MAX_THREADS, &t) != 0) {
+            fprintf(stderr, "bench_core_pool: --threads takes up to %d counts of 1 .. %d, got '%s'\n",
+                    MAX_POINTS, MAX_THREADS, v);
+            return 2;
         }
-        if (strcmp(a, "--seconds") && strcmp(a, "--frames") && strcmp(a, "--threads")) {
-            fprintf(stderr, "bench_core_pool: unknown flag: %s (see --help)\n", a);
+        a->threads[a->npoints++] = (int)t;
+    }
+    if (a->npoints == 0) {
+        fprintf(stderr, "bench_core_pool: --threads list is empty\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* The flags into *a: 0, 1 after --help, or 2 after a message. */
+static int parse_args(int argc, char **argv, pool_args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (strcmp(f, "--seconds") && strcmp(f, "--frames") && strcmp(f, "--threads")) {
+            fprintf(stderr, "bench_core_pool: unknown flag: %s (see --help)\n", f);
             return 2;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "bench_core_pool: %s needs a value\n", a);
+            fprintf(stderr, "bench_core_pool: %s needs a value\n", f);
             return 2;
         }
         const char *v = argv[++i];
-        if (!strcmp(a, "--seconds")) {
+        if (!strcmp(f, "--seconds")) {
             char *end;
-            seconds = strtod(v, &end);
-            if (end == v || *end || !(seconds >= 0.05 && seconds <= 60.0)) {
+            a->seconds = strtod(v, &end);
+            if (end == v || *end || !(a->seconds >= 0.05 && a->seconds <= 60.0)) {
                 fprintf(stderr, "bench_core_pool: --seconds must be 0.05 .. 60, got '%s'\n", v);
                 return 2;
             }
-        } else if (!strcmp(a, "--frames")) {
+        } else if (!strcmp(f, "--frames")) {
             long n;
             if (parse_long(v, 64, 1 << 24, &n) != 0) {
-                fprintf(stderr, "bench_core_pool: --frames must be 64 .. 16777216, got '%s'\n",
-                        v);
+                fprintf(stderr, "bench_core_pool: --frames must be 64 .. 16777216, got '%s'\n", v);
                 return 2;
             }
-            nframes = (int)n;
-        } else if (!strcmp(a, "--threads")) {
-            char buf[256];
-            if (strlen(v) >= sizeof buf) {
-                fprintf(stderr, "bench_core_pool: --threads list too long\n");
-                return 2;
-            }
-            strcpy(buf, v);
-            npoints = 0;
-            for (char *save, *tok = strtok_r(buf, ",", &save); tok;
-                 tok = strtok_r(NULL, ",", &save)) {
-                long t;
-                if (npoints == MAX_POINTS || parse_long(tok, 1, MAX_THREADS, &t) != 0) {
-                    fprintf(stderr,
-                            "bench_core_pool: --threads takes up to %d counts of 1 .. %d, got "
-                            "'%s'\n",
-                            MAX_POINTS, MAX_THREADS, v);
-                    return 2;
-                }
-                threads[npoints++] = (int)t;
-            }
-            if (npoints == 0) {
-                fprintf(stderr, "bench_core_pool: --threads list is empty\n");
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "bench_core_pool: unknown flag: %s\n", a);
+            a->nframes = (int)n;
+        } else if (parse_threads(v, a) != 0) {
             return 2;
         }
     }
+    return 0;
+}
 
+/* The scaling table: ours and the mutex baseline at each thread count.
+ * 0, or 1 when a point failed (the others are still printed). */
+static int scaling_table(const pool_args *a)
+{
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("bench_core_pool: alloc+free pairs per second, one pool of %d frames shared by T "
            "threads, %.2f s per point\n",
-           nframes, seconds);
+           a->nframes, a->seconds);
     printf("machine: %ld online cores\n", cores);
     printf("ours  = pf_pool_alloc_c + pf_pool_free_c, each thread its own cache\n");
     printf("mutex = LIFO free list under one pthread mutex (the baseline)\n\n");
@@ -325,11 +336,11 @@ int main(int argc, char **argv)
            "ours/mutex", "ours vs 1 thr", "mutex vs 1 thr", "ours stops");
     double ours1 = 0, mutex1 = 0;
     int failed = 0;
-    for (int i = 0; i < npoints; i++) {
-        int t = threads[i];
+    for (int i = 0; i < a->npoints; i++) {
+        int t = a->threads[i];
         uint64_t stops = 0;
-        double o = run_point(t, 1, nframes, seconds, &stops);
-        double m = run_point(t, 0, nframes, seconds, &stops);
+        double o = run_point(t, 1, a->nframes, a->seconds, &stops);
+        double m = run_point(t, 0, a->nframes, a->seconds, &stops);
         if (o < 0 || m < 0) {
             fprintf(stderr, "bench_core_pool: the %d-thread point failed (threads, caches, or a "
                             "pool error)\n", t);
@@ -349,14 +360,23 @@ int main(int argc, char **argv)
     printf("  (vs 1 thr: speedup over this design's 1-thread rate, and that speedup / T as the "
            "fraction of linear;\n   ours stops: takes that locked every cache, pf_pool_stop_count)"
            "\n\n");
+    return failed;
+}
 
-    double a = seq_ns(nframes, 1, seconds), b = seq_ns(nframes, 0, seconds);
-    if (a < 0 || b < 0) {
+int main(int argc, char **argv)
+{
+    pool_args a = {.seconds = 0.5, .nframes = 4096, .threads = {1, 2, 4, 8, 16}, .npoints = 5};
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+    int failed = scaling_table(&a);
+    double ns_c = seq_ns(a.nframes, 1, a.seconds), ns_owner = seq_ns(a.nframes, 0, a.seconds);
+    if (ns_c < 0 || ns_owner < 0) {
         fprintf(stderr, "bench_core_pool: the sequence point failed\n");
         return 1;
     }
     printf("a 16-frame sequence, one thread: alloc_n_c + free_n_c %.0f ns, alloc_n_c + "
            "free_owner (scans %d frames) %.0f ns (%.1fx)\n",
-           a, nframes, b, b / a);
+           ns_c, a.nframes, ns_owner, ns_owner / ns_c);
     return failed;
 }
