@@ -334,6 +334,162 @@ static void test_sweep(void)
     pf_jobs_free(&jobs);
 }
 
+/* The UI side of the test: the bridge, and what the phases below count. */
+typedef struct {
+    pf_dash_bridge *b;
+    int pool;            /* the simulator's frames                         */
+    double slowest;      /* the slowest UI-side call                       */
+    int posted, got, statuses;
+    unsigned seen;       /* pf_dash_bridge_status's change counter         */
+    char status[128];
+} ui;
+
+/* 1. churn: every command, in bursts, with snapshots taken throughout */
+static void check_churn(ui *u)
+{
+    static const pf_dash_cmd cycle[] = {
+        PF_DASH_CMD_WATERMARK_UP, PF_DASH_CMD_WORKERS_UP,   PF_DASH_CMD_POLICY_NEXT,
+        PF_DASH_CMD_PREEMPT_NEXT, PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_STEP,
+        PF_DASH_CMD_STEP,         PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_FASTER,
+        PF_DASH_CMD_SLOWER,       PF_DASH_CMD_WORKERS_DOWN, PF_DASH_CMD_WATERMARK_DOWN,
+        PF_DASH_CMD_RESET,        PF_DASH_CMD_MODE_TOGGLE,  PF_DASH_CMD_MODE_TOGGLE,
+        PF_DASH_CMD_WATERMARK_AUTO, PF_DASH_CMD_STEP,       PF_DASH_CMD_WATERMARK_AUTO,
+    };
+    const int ncycle = (int)(sizeof cycle / sizeof cycle[0]);
+    double end = now_s() + 1.0;
+    int bad = 0;
+    while (now_s() < end) {
+        double t0 = now_s();
+        if (pf_dash_bridge_post(u->b, cycle[u->posted % ncycle]) == 0)
+            u->posted++;
+        const pf_sim_snapshot *s = pf_dash_bridge_take(u->b);
+        u->statuses += pf_dash_bridge_status(u->b, &u->seen, u->status, sizeof u->status);
+        double dt = now_s() - t0;
+        if (dt > u->slowest)
+            u->slowest = dt;
+        if (s) {
+            u->got++;
+            bad += !well_formed(s, u->pool);
+        }
+        sleep_ms(u->posted % 4 == 0 ? 20 : 1);
+    }
+    CHECK(u->got > 0, "no snapshot in 1 s");
+    CHECK(bad == 0, "%d of %d snapshots malformed", bad, u->got);
+    CHECK(u->statuses > 0, "the status line never changed over %d commands", u->posted);
+}
+
+/* 2. presses are not lost: from watermark 0, five W give 5%; two + give
+ * two steps even while paused (workers apply at the next step) */
+static void check_presses(ui *u)
+{
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_RESET); /* r: the next run, running (whatever the churn left) */
+    const pf_sim_snapshot *s = wait_snap(u->b, WAIT_S, is_running, 0, &u->slowest);
+    CHECK(s && !s->paused, "could not resume");
+    /* bring the watermark to 0 first: twenty w presses floor at 0 */
+    for (int i = 0; i < 20; i++)
+        pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_DOWN);
+    s = wait_snap(u->b, WAIT_S, watermark_is, 0.0, &u->slowest);
+    CHECK(s && watermark_is(s, 0.0), "watermark did not come down to 0 (%g)",
+          s ? s->params.watermark : -1.0);
+    for (int i = 0; i < 5; i++)
+        pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(u->b, WAIT_S, watermark_is, 0.05, &u->slowest);
+    CHECK(s && watermark_is(s, 0.05), "five W from 0 gave %g, want 0.05",
+          s ? s->params.watermark : -1.0);
+    /* a: the load controller on, and a watermark set by hand ends it
+     * (pf_sim_set_watermark), whatever the controller moved it to */
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_AUTO);
+    s = wait_snap(u->b, WAIT_S, auto_is, 1, &u->slowest);
+    CHECK(s && s->params.watermark_auto == 1, "a did not turn the load controller on");
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(u->b, WAIT_S, auto_is, 0, &u->slowest);
+    CHECK(s && s->params.watermark_auto == 0, "W did not end the load controller");
+    for (int i = 0; i < 40; i++) /* back to 5% from wherever it went */
+        pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_DOWN);
+    for (int i = 0; i < 5; i++)
+        pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_UP);
+    s = wait_snap(u->b, WAIT_S, watermark_is, 0.05, &u->slowest);
+    CHECK(s && watermark_is(s, 0.05), "W after the controller: %g, want 0.05", s ? s->params.watermark : -1.0);
+    int w0 = s ? s->params.workers : 0;
+    int w2 = pf_dash_workers_step(pf_dash_workers_step(w0, 1), 1);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_PAUSE_TOGGLE);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_WORKERS_UP);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_WORKERS_UP);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_PAUSE_TOGGLE);
+    s = wait_snap(u->b, WAIT_S, workers_are, w2, &u->slowest);
+    CHECK(s && s->params.workers == w2, "two + from %d gave %d, want %d", w0,
+          s ? s->params.workers : -1, w2);
+}
+
+/* 3. pause holds the step (a step in flight may still land) */
+static void check_pause(ui *u)
+{
+    const pf_sim_snapshot *s = wait_snap(u->b, WAIT_S, is_running, 0, &u->slowest);
+    CHECK(s && !s->paused, "not running before the pause check");
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_PAUSE_TOGGLE);
+    s = wait_snap(u->b, WAIT_S, is_paused, 0, &u->slowest);
+    CHECK(s && s->paused, "pause did not show in the snapshot");
+    sleep_ms(200);
+    s = wait_snap(u->b, 0.3, is_paused, 0, &u->slowest);
+    int64_t step1 = s ? s->stats.step : -1;
+    sleep_ms(300);
+    s = wait_snap(u->b, 0.3, is_paused, 0, &u->slowest);
+    CHECK(s && s->stats.step == step1, "step moved while paused: %lld -> %lld", (long long)step1,
+          s ? (long long)s->stats.step : -1LL);
+}
+
+/* 5. the split view: two simulators stepped in lockstep by the bridge;
+ * parameter keys refused there; 2 again leaves it */
+static void check_split(ui *u, pf_jobs *jobs)
+{
+    pf_dash_bridge_set_jobs(u->b, jobs);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_SPLIT);
+    const pf_sim_snapshot *nv = NULL;
+    int lockstep = 0, looks = 0;
+    double until = now_s() + WAIT_S;
+    while (now_s() < until && lockstep < 5) {
+        const pf_sim_snapshot *pg = pf_dash_bridge_take(u->b);
+        if (pg && (nv = pf_dash_bridge_split(u->b)) != NULL) {
+            looks++;
+            CHECK(nv->params.mode == PF_SIM_NAIVE && pg->params.mode == PF_SIM_PAGED,
+                  "split: wrong modes %d %d", nv->params.mode, pg->params.mode);
+            /* lockstep in simulated time: the side behind takes the next
+             * step, so the side ahead got there with its last step, and
+             * the clocks differ by at most that step's length */
+            const pf_sim_snapshot *lead = nv->stats.time_s > pg->stats.time_s ? nv : pg;
+            int nh = lead->nhistory;
+            double last = nh >= 2 ? lead->hist_time[nh - 1] - lead->hist_time[nh - 2]
+                        : nh == 1 ? lead->hist_time[0] : 0;
+            double gap = fabs(nv->stats.time_s - pg->stats.time_s);
+            if (!nv->stats.done && !pg->stats.done)
+                CHECK(gap <= last + 1e-9, "split: not in lockstep: %.6f s vs %.6f s (last step %.6f s)",
+                      nv->stats.time_s, pg->stats.time_s, last);
+            lockstep += nv->stats.step > 0 && pg->stats.step > 0;
+        }
+        sleep_ms(5);
+    }
+    CHECK(lockstep >= 5, "split view: %d lockstep snapshots of %d", lockstep, looks);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_WATERMARK_UP);
+    until = now_s() + WAIT_S;
+    int refused = 0;
+    while (now_s() < until && !refused) {
+        pf_dash_bridge_take(u->b);
+        if (pf_dash_bridge_status(u->b, &u->seen, u->status, sizeof u->status))
+            refused = strstr(u->status, "refused: parameters are fixed") != NULL;
+        sleep_ms(2);
+    }
+    CHECK(refused, "a parameter key in the split view was not refused (%s)", u->status);
+    pf_dash_bridge_post(u->b, PF_DASH_CMD_SPLIT);
+    until = now_s() + WAIT_S;
+    int left = 0;
+    while (now_s() < until && !left) {
+        if (pf_dash_bridge_take(u->b))
+            left = pf_dash_bridge_split(u->b) == NULL;
+        sleep_ms(2);
+    }
+    CHECK(left, "2 did not leave the split view");
+}
+
 int main(void)
 {
     const int pool = 512;
@@ -369,146 +525,11 @@ int main(void)
         pf_jobs_free(&jobs);
         return 1;
     }
-    double slowest = 0;
-    int got = 0, bad = 0;
-
-    /* 1. churn: every command, in bursts, with snapshots taken throughout */
-    static const pf_dash_cmd cycle[] = {
-        PF_DASH_CMD_WATERMARK_UP, PF_DASH_CMD_WORKERS_UP,   PF_DASH_CMD_POLICY_NEXT,
-        PF_DASH_CMD_PREEMPT_NEXT, PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_STEP,
-        PF_DASH_CMD_STEP,         PF_DASH_CMD_PAUSE_TOGGLE, PF_DASH_CMD_FASTER,
-        PF_DASH_CMD_SLOWER,       PF_DASH_CMD_WORKERS_DOWN, PF_DASH_CMD_WATERMARK_DOWN,
-        PF_DASH_CMD_RESET,        PF_DASH_CMD_MODE_TOGGLE,  PF_DASH_CMD_MODE_TOGGLE,
-        PF_DASH_CMD_WATERMARK_AUTO, PF_DASH_CMD_STEP,       PF_DASH_CMD_WATERMARK_AUTO,
-    };
-    const int ncycle = (int)(sizeof cycle / sizeof cycle[0]);
-    double end = now_s() + 1.0;
-    int posted = 0;
-    unsigned seen = 0;
-    char status[128] = "";
-    int statuses = 0;
-    while (now_s() < end) {
-        double t0 = now_s();
-        if (pf_dash_bridge_post(b, cycle[posted % ncycle]) == 0)
-            posted++;
-        const pf_sim_snapshot *s = pf_dash_bridge_take(b);
-        statuses += pf_dash_bridge_status(b, &seen, status, sizeof status);
-        double dt = now_s() - t0;
-        if (dt > slowest)
-            slowest = dt;
-        if (s) {
-            got++;
-            bad += !well_formed(s, pool);
-        }
-        sleep_ms(posted % 4 == 0 ? 20 : 1);
-    }
-    CHECK(got > 0, "no snapshot in 1 s");
-    CHECK(bad == 0, "%d of %d snapshots malformed", bad, got);
-    CHECK(statuses > 0, "the status line never changed over %d commands", posted);
-
-    /* 2. presses are not lost: from watermark 0, five W give 5%; two + give
-     * two steps even while paused (workers apply at the next step) */
-    pf_dash_bridge_post(b, PF_DASH_CMD_RESET); /* r: the next run, running (whatever the churn left) */
-    const pf_sim_snapshot *s = wait_snap(b, WAIT_S, is_running, 0, &slowest);
-    CHECK(s && !s->paused, "could not resume");
-    /* bring the watermark to 0 first: twenty w presses floor at 0 */
-    for (int i = 0; i < 20; i++)
-        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
-    s = wait_snap(b, WAIT_S, watermark_is, 0.0, &slowest);
-    CHECK(s && watermark_is(s, 0.0), "watermark did not come down to 0 (%g)",
-          s ? s->params.watermark : -1.0);
-    for (int i = 0; i < 5; i++)
-        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    s = wait_snap(b, WAIT_S, watermark_is, 0.05, &slowest);
-    CHECK(s && watermark_is(s, 0.05), "five W from 0 gave %g, want 0.05",
-          s ? s->params.watermark : -1.0);
-    /* a: the load controller on, and a watermark set by hand ends it
-     * (pf_sim_set_watermark), whatever the controller moved it to */
-    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_AUTO);
-    s = wait_snap(b, WAIT_S, auto_is, 1, &slowest);
-    CHECK(s && s->params.watermark_auto == 1, "a did not turn the load controller on");
-    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    s = wait_snap(b, WAIT_S, auto_is, 0, &slowest);
-    CHECK(s && s->params.watermark_auto == 0, "W did not end the load controller");
-    for (int i = 0; i < 40; i++) /* back to 5% from wherever it went */
-        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_DOWN);
-    for (int i = 0; i < 5; i++)
-        pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    s = wait_snap(b, WAIT_S, watermark_is, 0.05, &slowest);
-    CHECK(s && watermark_is(s, 0.05), "W after the controller: %g, want 0.05", s ? s->params.watermark : -1.0);
-    int w0 = s ? s->params.workers : 0;
-    int w2 = pf_dash_workers_step(pf_dash_workers_step(w0, 1), 1);
-    pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
-    pf_dash_bridge_post(b, PF_DASH_CMD_WORKERS_UP);
-    pf_dash_bridge_post(b, PF_DASH_CMD_WORKERS_UP);
-    pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
-    s = wait_snap(b, WAIT_S, workers_are, w2, &slowest);
-    CHECK(s && s->params.workers == w2, "two + from %d gave %d, want %d", w0,
-          s ? s->params.workers : -1, w2);
-
-    /* 3. pause holds the step (a step in flight may still land) */
-    s = wait_snap(b, WAIT_S, is_running, 0, &slowest);
-    CHECK(s && !s->paused, "not running before the pause check");
-    pf_dash_bridge_post(b, PF_DASH_CMD_PAUSE_TOGGLE);
-    s = wait_snap(b, WAIT_S, is_paused, 0, &slowest);
-    CHECK(s && s->paused, "pause did not show in the snapshot");
-    sleep_ms(200);
-    s = wait_snap(b, 0.3, is_paused, 0, &slowest);
-    int64_t step1 = s ? s->stats.step : -1;
-    sleep_ms(300);
-    s = wait_snap(b, 0.3, is_paused, 0, &slowest);
-    CHECK(s && s->stats.step == step1, "step moved while paused: %lld -> %lld", (long long)step1,
-          s ? (long long)s->stats.step : -1LL);
-
-    /* 5. the split view: two simulators stepped in lockstep by the bridge;
-     * parameter keys refused there; 2 again leaves it */
-    pf_dash_bridge_set_jobs(b, &jobs);
-    pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
-    const pf_sim_snapshot *nv = NULL;
-    int lockstep = 0, looks = 0;
-    double until = now_s() + WAIT_S;
-    while (now_s() < until && lockstep < 5) {
-        const pf_sim_snapshot *pg = pf_dash_bridge_take(b);
-        if (pg && (nv = pf_dash_bridge_split(b)) != NULL) {
-            looks++;
-            CHECK(nv->params.mode == PF_SIM_NAIVE && pg->params.mode == PF_SIM_PAGED,
-                  "split: wrong modes %d %d", nv->params.mode, pg->params.mode);
-            /* lockstep in simulated time: the side behind takes the next
-             * step, so the side ahead got there with its last step, and
-             * the clocks differ by at most that step's length */
-            const pf_sim_snapshot *lead = nv->stats.time_s > pg->stats.time_s ? nv : pg;
-            int nh = lead->nhistory;
-            double last = nh >= 2 ? lead->hist_time[nh - 1] - lead->hist_time[nh - 2]
-                        : nh == 1 ? lead->hist_time[0] : 0;
-            double gap = fabs(nv->stats.time_s - pg->stats.time_s);
-            if (!nv->stats.done && !pg->stats.done)
-                CHECK(gap <= last + 1e-9, "split: not in lockstep: %.6f s vs %.6f s (last step %.6f s)",
-                      nv->stats.time_s, pg->stats.time_s, last);
-            lockstep += nv->stats.step > 0 && pg->stats.step > 0;
-        }
-        sleep_ms(5);
-    }
-    CHECK(lockstep >= 5, "split view: %d lockstep snapshots of %d", lockstep, looks);
-    pf_dash_bridge_post(b, PF_DASH_CMD_WATERMARK_UP);
-    until = now_s() + WAIT_S;
-    int refused = 0;
-    while (now_s() < until && !refused) {
-        pf_dash_bridge_take(b);
-        if (pf_dash_bridge_status(b, &seen, status, sizeof status))
-            refused = strstr(status, "refused: parameters are fixed") != NULL;
-        sleep_ms(2);
-    }
-    CHECK(refused, "a parameter key in the split view was not refused (%s)", status);
-    pf_dash_bridge_post(b, PF_DASH_CMD_SPLIT);
-    until = now_s() + WAIT_S;
-    int left = 0;
-    while (now_s() < until && !left) {
-        if (pf_dash_bridge_take(b))
-            left = pf_dash_bridge_split(b) == NULL;
-        sleep_ms(2);
-    }
-    CHECK(left, "2 did not leave the split view");
-
+    ui u = {.b = b, .pool = pool};
+    check_churn(&u);
+    check_presses(&u);
+    check_pause(&u);
+    check_split(&u, &jobs);
     pf_dash_bridge_stop(b);
     pf_sim_stop(sim);
     pf_sim_destroy(sim);
@@ -519,7 +540,7 @@ int main(void)
     test_sweep();
     printf("race_tui_bridge: %d commands, %d snapshots, %d status changes; slowest UI-side call "
            "%.3f ms; longest wait for a command's effect %.1f s\n",
-           posted, got, statuses, slowest * 1e3, longest_wait);
+           u.posted, u.got, u.statuses, u.slowest * 1e3, longest_wait);
     if (failures)
         return 1;
     printf("race_tui_bridge: PASS\n");
