@@ -597,120 +597,151 @@ static int make_list(pf_rng *r, const model *m, int *owner, int *list)
  * model: return code, frames, free/used counts and peak after every call;
  * owners, reference counts, alloc_total and pf_pool_check every 1000 calls.
  * With caches, each call picks the depot or one of M_CACHES caches. */
+/* Watermarks whose reserve ceil(w * 64) is exact, plus invalid ones. */
+static const double model_wms[] = {0.0, 1.0 / 64, 0.125, 0.25, 0.5, 1.0, -0.25, 1.5};
+static const int model_reserves[] = {0, 1, 8, 16, 32, 64, -1, -1};
+enum { K_ALLOC, K_ALLOC_N, K_ADMIT, K_FREE, K_FREE_OWNER, K_SHARE, K_FREE_N, K_UNREF, K_N };
+
+/* A run of the model test: the pool, its caches, the model beside it. */
+typedef struct {
+    pf_pool *p;
+    pf_pool_cache *caches[M_CACHES];
+    int with_caches;
+    model m;
+    pf_rng r;
+    int got[M_N + 8], list[16];
+} model_run;
+
+/* One operation of kind `kind` on the pool (through cache c, or none) and
+ * on the model, for owner and frame (drawn, some invalid): their return
+ * codes into *rc_pool and *rc_model, *match 0 when the pool handed out
+ * frames the model does not. 0, or 1 when the draw skipped the operation. */
+static int model_op(model_run *x, int op, int kind, int owner, int frame, pf_pool_cache *c,
+                    int *rc_pool, int *rc_model, int *match)
+{
+    pf_pool *p = x->p;
+    model *m = &x->m;
+    int *got = x->got;
+    const int exact = !x->with_caches;
+    switch (kind) {
+    case K_ALLOC:
+        got[0] = -99;
+        *rc_pool = c ? pf_pool_alloc_c(c, owner, got) : pf_pool_alloc(p, owner, got);
+        *rc_model = model_take_n(m, owner, 1, 0, got, exact, match);
+        break;
+    case K_ALLOC_N: { /* sometimes more than free */
+        int n = (int)pf_rng_range(&x->r, -1, 12);
+        *rc_pool = c ? pf_pool_alloc_n_c(c, owner, n, got) : pf_pool_alloc_n(p, owner, n, got);
+        *rc_model = model_take_n(m, owner, n, 0, got, exact, match);
+        break;
+    }
+    case K_ADMIT: {
+        int n = (int)pf_rng_range(&x->r, 0, 10);
+        int w = (int)pf_rng_range(&x->r, 0, 7);
+        *rc_pool = c ? pf_pool_alloc_admit_c(c, owner, n, model_wms[w], got)
+                     : pf_pool_alloc_admit(p, owner, n, model_wms[w], got);
+        *rc_model = model_reserves[w] < 0
+                        ? PF_ERR_ARG
+                        : model_take_n(m, owner, n, model_reserves[w], got, exact, match);
+        if (model_reserves[w] >= 0)
+            cr_assert_eq(pf_pool_reserve_frames(p, model_wms[w]), model_reserves[w]);
+        break;
+    }
+    case K_FREE: /* prefer a used frame with its owner so frees succeed often */
+        if (pf_rng_range(&x->r, 0, 2) && frame >= 0 && frame < M_N && m->ref[frame] > 0)
+            owner = m->owner[frame];
+        *rc_pool = c ? pf_pool_free_c(c, owner, frame) : pf_pool_free(p, owner, frame);
+        *rc_model = owner < 0 ? PF_ERR_ARG : model_drop(m, owner, 1, frame);
+        break;
+    case K_FREE_OWNER: { /* rarer in effect because owners are few */
+        if (pf_rng_range(&x->r, 0, 3))
+            return 1;
+        int fp = -1, fm = -1;
+        *rc_pool = pf_pool_free_owner(p, owner, &fp);
+        *rc_model = model_free_owner(m, owner, &fm);
+        if (*rc_model == PF_OK)
+            cr_assert_eq(fp, fm, "op %d: free_owner freed %d, model %d", op, fp, fm);
+        break;
+    }
+    case K_SHARE:
+        *rc_pool = pf_pool_share(p, frame);
+        *rc_model = model_share(m, frame);
+        break;
+    case K_FREE_N: {
+        int *list = x->list;
+        if (frame >= 0 && frame < M_N && m->ref[frame] > 0 && pf_rng_range(&x->r, 0, 3))
+            owner = m->owner[frame];
+        int n = owner < 0 ? 2 : make_list(&x->r, m, &owner, list);
+        if (owner < 0)
+            list[0] = list[1] = 0;
+        *rc_pool = c ? pf_pool_free_n_c(c, owner, list, n) : pf_pool_free_n(p, owner, list, n);
+        *rc_model = model_free_n(m, owner, list, n);
+        break;
+    }
+    default: /* K_UNREF: any holder drops a reference */
+        *rc_pool = c ? pf_pool_unref_c(c, frame) : pf_pool_unref(p, frame);
+        *rc_model = model_drop(m, 0, 0, frame);
+        break;
+    }
+    return 0;
+}
+
+/* The pool's counts equal the model's after every operation, and every
+ * frame's owner and references every 1000th. */
+static void model_compare(model_run *x, int op)
+{
+    pf_pool *p = x->p;
+    cr_assert_eq(pf_pool_free_count(p), x->m.top, "op %d: free count", op);
+    cr_assert_eq(pf_pool_used_count(p), M_N - x->m.top);
+    cr_assert_eq(pf_pool_peak(p), x->m.peak, "op %d: peak %d, model %d", op, pf_pool_peak(p),
+                 x->m.peak);
+    if (op % 1000 != 0)
+        return;
+    cr_assert_eq(pf_pool_check(p), PF_OK, "op %d: check", op);
+    cr_assert_eq(pf_pool_alloc_total(p), x->m.total);
+    for (int f = 0; f < M_N; f++) {
+        cr_assert_eq(pf_pool_owner(p, f), x->m.owner[f], "op %d frame %d owner", op, f);
+        cr_assert_eq(pf_pool_refcount(p, f), x->m.ref[f], "op %d frame %d ref", op, f);
+    }
+}
+
 static void run_model(int nops, int with_caches, uint64_t seed)
 {
-    /* Watermarks whose reserve ceil(w * 64) is exact, plus invalid ones. */
-    static const double wms[] = {0.0, 1.0 / 64, 0.125, 0.25, 0.5, 1.0, -0.25, 1.5};
-    static const int reserves[] = {0, 1, 8, 16, 32, 64, -1, -1};
-    enum { K_ALLOC, K_ALLOC_N, K_ADMIT, K_FREE, K_FREE_OWNER, K_SHARE, K_FREE_N, K_UNREF, K_N };
-    pf_pool *p = pf_pool_create(M_N);
-    pf_pool_cache *caches[M_CACHES] = {0};
+    model_run x = {.p = pf_pool_create(M_N), .with_caches = with_caches};
+    cr_assert_not_null(x.p);
     for (int i = 0; with_caches && i < M_CACHES; i++)
-        cr_assert_not_null(caches[i] = pf_pool_cache_new(p));
-    model m;
-    model_init(&m);
-    pf_rng r;
-    pf_rng_seed(&r, seed);
-    int got[M_N + 8], list[16];
+        cr_assert_not_null(x.caches[i] = pf_pool_cache_new(x.p));
+    model_init(&x.m);
+    pf_rng_seed(&x.r, seed);
     int counts[K_N] = {0};
     int codes[9] = {0}; /* how often each pf_err (by -code) was returned */
 
     for (int op = 0; op < nops; op++) {
-        int kind = (int)pf_rng_range(&r, 0, K_N - 1);
+        int kind = (int)pf_rng_range(&x.r, 0, K_N - 1);
         /* mostly valid owners and frames, some invalid ones */
-        int owner = (int)pf_rng_range(&r, -1, M_OWNERS - 1);
-        int frame = (int)pf_rng_range(&r, -2, M_N + 1);
-        int ci = with_caches ? (int)pf_rng_range(&r, -1, M_CACHES - 1) : -1;
-        pf_pool_cache *c = ci >= 0 ? caches[ci] : NULL;
-        int exact = !with_caches;
+        int owner = (int)pf_rng_range(&x.r, -1, M_OWNERS - 1);
+        int frame = (int)pf_rng_range(&x.r, -2, M_N + 1);
+        int ci = with_caches ? (int)pf_rng_range(&x.r, -1, M_CACHES - 1) : -1;
+        pf_pool_cache *c = ci >= 0 ? x.caches[ci] : NULL;
         int rc_pool = 0, rc_model = 0, match = 1;
+        if (model_op(&x, op, kind, owner, frame, c, &rc_pool, &rc_model, &match))
+            continue;
         counts[kind]++;
-        switch (kind) {
-        case K_ALLOC:
-            got[0] = -99;
-            rc_pool = c ? pf_pool_alloc_c(c, owner, got) : pf_pool_alloc(p, owner, got);
-            rc_model = model_take_n(&m, owner, 1, 0, got, exact, &match);
-            break;
-        case K_ALLOC_N: { /* sometimes more than free */
-            int n = (int)pf_rng_range(&r, -1, 12);
-            rc_pool = c ? pf_pool_alloc_n_c(c, owner, n, got) : pf_pool_alloc_n(p, owner, n, got);
-            rc_model = model_take_n(&m, owner, n, 0, got, exact, &match);
-            break;
-        }
-        case K_ADMIT: {
-            int n = (int)pf_rng_range(&r, 0, 10);
-            int w = (int)pf_rng_range(&r, 0, 7);
-            rc_pool = c ? pf_pool_alloc_admit_c(c, owner, n, wms[w], got)
-                        : pf_pool_alloc_admit(p, owner, n, wms[w], got);
-            rc_model = reserves[w] < 0 ? PF_ERR_ARG
-                                       : model_take_n(&m, owner, n, reserves[w], got, exact, &match);
-            if (reserves[w] >= 0)
-                cr_assert_eq(pf_pool_reserve_frames(p, wms[w]), reserves[w]);
-            break;
-        }
-        case K_FREE: /* prefer a used frame with its owner so frees succeed often */
-            if (pf_rng_range(&r, 0, 2) && frame >= 0 && frame < M_N && m.ref[frame] > 0)
-                owner = m.owner[frame];
-            rc_pool = c ? pf_pool_free_c(c, owner, frame) : pf_pool_free(p, owner, frame);
-            rc_model = owner < 0 ? PF_ERR_ARG : model_drop(&m, owner, 1, frame);
-            break;
-        case K_FREE_OWNER: { /* rarer in effect because owners are few */
-            if (pf_rng_range(&r, 0, 3)) {
-                counts[kind]--;
-                continue;
-            }
-            int fp = -1, fm = -1;
-            rc_pool = pf_pool_free_owner(p, owner, &fp);
-            rc_model = model_free_owner(&m, owner, &fm);
-            if (rc_model == PF_OK)
-                cr_assert_eq(fp, fm, "op %d: free_owner freed %d, model %d", op, fp, fm);
-            break;
-        }
-        case K_SHARE:
-            rc_pool = pf_pool_share(p, frame);
-            rc_model = model_share(&m, frame);
-            break;
-        case K_FREE_N: {
-            if (frame >= 0 && frame < M_N && m.ref[frame] > 0 && pf_rng_range(&r, 0, 3))
-                owner = m.owner[frame];
-            int n = owner < 0 ? 2 : make_list(&r, &m, &owner, list);
-            if (owner < 0)
-                list[0] = list[1] = 0;
-            rc_pool = c ? pf_pool_free_n_c(c, owner, list, n) : pf_pool_free_n(p, owner, list, n);
-            rc_model = model_free_n(&m, owner, list, n);
-            break;
-        }
-        default: /* K_UNREF: any holder drops a reference */
-            rc_pool = c ? pf_pool_unref_c(c, frame) : pf_pool_unref(p, frame);
-            rc_model = model_drop(&m, 0, 0, frame);
-            break;
-        }
         cr_assert_eq(rc_pool, rc_model, "op %d kind %d: pool %d (%s), model %d", op, kind,
                      rc_pool, pf_strerror(rc_pool), rc_model);
         cr_assert(match, "op %d kind %d: the pool handed out frames the model does not", op, kind);
         codes[-rc_model]++;
-        cr_assert_eq(pf_pool_free_count(p), m.top, "op %d: free count", op);
-        cr_assert_eq(pf_pool_used_count(p), M_N - m.top);
-        cr_assert_eq(pf_pool_peak(p), m.peak, "op %d: peak %d, model %d", op, pf_pool_peak(p),
-                     m.peak);
-        if (op % 1000 == 0) {
-            cr_assert_eq(pf_pool_check(p), PF_OK, "op %d: check", op);
-            cr_assert_eq(pf_pool_alloc_total(p), m.total);
-            for (int f = 0; f < M_N; f++) {
-                cr_assert_eq(pf_pool_owner(p, f), m.owner[f], "op %d frame %d owner", op, f);
-                cr_assert_eq(pf_pool_refcount(p, f), m.ref[f], "op %d frame %d ref", op, f);
-            }
-        }
+        model_compare(&x, op);
         if (with_caches && op % 5000 == 2500) { /* a thread leaves, another comes */
-            int k = (int)pf_rng_range(&r, 0, M_CACHES - 1);
-            pf_pool_cache_free(caches[k]);
-            cr_assert_not_null(caches[k] = pf_pool_cache_new(p));
-            pf_pool_reset_peak(p);
-            m.peak = M_N - m.top;
+            int k = (int)pf_rng_range(&x.r, 0, M_CACHES - 1);
+            pf_pool_cache_free(x.caches[k]);
+            cr_assert_not_null(x.caches[k] = pf_pool_cache_new(x.p));
+            pf_pool_reset_peak(x.p);
+            x.m.peak = M_N - x.m.top;
         }
         if (op % 20000 == 19999) { /* drain now and then so exhaustion is reached from empty too */
-            pf_pool_reset(p);
-            model_init(&m);
+            pf_pool_reset(x.p);
+            model_init(&x.m);
         }
     }
     /* every kind of operation actually ran a meaningful number of times */
@@ -722,11 +753,11 @@ static void run_model(int nops, int with_caches, uint64_t seed)
     for (int i = 0; i < 7; i++)
         cr_assert_gt(codes[-outcomes[i]], nops / 1000, "outcome %s seen %d times",
                      pf_strerror(outcomes[i]), codes[-outcomes[i]]);
-    cr_assert_eq(pf_pool_check(p), PF_OK);
+    cr_assert_eq(pf_pool_check(x.p), PF_OK);
     for (int i = 0; i < M_CACHES; i++)
-        pf_pool_cache_free(caches[i]);
-    cr_assert_eq(pf_pool_check(p), PF_OK);
-    pf_pool_destroy(p);
+        pf_pool_cache_free(x.caches[i]);
+    cr_assert_eq(pf_pool_check(x.p), PF_OK);
+    pf_pool_destroy(x.p);
 }
 
 /* 10^6 calls without caches: the pool's original semantics, frame for frame. */
