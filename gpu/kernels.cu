@@ -235,11 +235,12 @@ CUfunction driver_function(const void *fn, int *dev_out)
  * remembers its first, and kept in a per-thread cache of 16 slots; a key
  * launched once, met while every slot served a launch lately, or whose
  * last graph was evicted before it paid for its making, launches directly
- * (the policy and its numbers: pf_gpu_graph_lru in gpu_internal.h). A replaced graph is destroyed, which the driver
- * defers until its launches are done. The stream is in the key because
- * launches of one executable graph are ordered after one another: a graph
- * shared by two streams would order their runs, while one graph a stream
- * adds no order the stream does not already have. The cache is per thread
+ * (the policy and its numbers: pf_gpu_graph_lru in gpu_internal.h). A
+ * replaced graph is destroyed, which the driver defers until its launches
+ * are done. The stream is in the key because launches of one executable
+ * graph are ordered after one another: a graph shared by two streams would
+ * order their runs, while one graph a stream adds no order the stream does
+ * not already have. The cache is per thread
  * because graph objects are not thread-safe. Making a graph is counted
  * apart from the kernels' setups (pf_gpu__graph_makes): a key repeated on
  * a stream pays it once, and never inside a capture (below).

@@ -374,13 +374,11 @@ static void headless_final(dash_opts *o, pf_sim *sim, headless *h, int t, int la
     const int jsonl = o->format == 1;
     if ((!jsonl && last_dump == t && !o->gpu) || pf_sim_take_snapshot(sim, &h->snap) != 0)
         return;
+    if (o->rec && pf_record_put(o->rec, &h->snap, t, 1) != 0)
+        o->rec_failed = 1;
     if (jsonl) {
-        if (o->rec && pf_record_put(o->rec, &h->snap, t, 1) != 0)
-            o->rec_failed = 1;
         dump_jsonl(stdout, &h->snap, t, 1);
     } else {
-        if (o->rec && pf_record_put(o->rec, &h->snap, t, 1) != 0)
-            o->rec_failed = 1;
         pf_hist_update(&h->hist, &h->snap);
         pf_render_screen(&h->buf, &h->v, NULL);
         printf("--- tick %d (final) ---\n", t);
