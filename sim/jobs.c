@@ -435,6 +435,118 @@ static int parse_row(trace_fmt fmt, const char *s, size_t ln, const char *name, 
 }
 #undef FIELD_ARGS
 
+/* A trace is parsed in one pass over its lines into a row array sized
+ * once (trace_rows_alloc), then finished (trace_rows_finish): arrivals
+ * counted from the earliest row, sorted when the file was not, and the
+ * rows compacted in place into the pf_job array the caller owns. */
+typedef struct {
+    job_ix *v;
+    int n, cap;      /* rows kept; the array's size (the line count, or PF_JOBS_MAX) */
+    int rejected;    /* rows longer than max_seq_len */
+    long long t0;    /* the earliest row's time, kept or not */
+} trace_rows;
+
+/* The line of the first NUL byte (a binary file is refused before
+ * anything else, with its line), or 0 when there is none. */
+static long trace_nul_line(const char *data, size_t len)
+{
+    const char *nul = len ? memchr(data, '\0', len) : NULL;
+    if (!nul)
+        return 0;
+    long at = 1;
+    for (const char *q = data; q < nul; q++)
+        at += *q == '\n';
+    return at;
+}
+
+/* One row per line at most: size the array once instead of growing it
+ * (a million-row trace would otherwise be copied some 10 times). */
+static int trace_rows_alloc(trace_rows *r, const char *p, const char *end)
+{
+    size_t lines = 1;
+    for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
+        lines++;
+    r->cap = lines < PF_JOBS_MAX ? (int)lines : PF_JOBS_MAX;
+    r->v = malloc((size_t)r->cap * sizeof *r->v);
+    return r->v ? 0 : -1;
+}
+
+/* The next line from *p, blanks and a CR trimmed at both ends, into *s
+ * and *ln (possibly empty); *p moves past it. 0 at the end of the data. */
+static int trace_next_line(const char **p, const char *end, const char **s, size_t *ln)
+{
+    if (*p >= end)
+        return 0;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    const char *le = nl ? nl : end;
+    const char *b = *p;
+    *p = nl ? nl + 1 : end;
+    while (le > b && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
+        le--;
+    while (b < le && (*b == ' ' || *b == '\t'))
+        b++;
+    *s = b;
+    *ln = (size_t)(le - b);
+    return 1;
+}
+
+/* Keeps one parsed row. Every row's time counts for time 0, kept or not,
+ * so arrivals do not move when --max-len changes. A request that
+ * generates nothing still needs one decode step to be answered; the
+ * simulator models it as one token. 0, or -1 when the array is full. */
+static int trace_rows_add(trace_rows *r, long long t, long long prompt, long long output,
+                          long long prio, int max_seq_len)
+{
+    r->t0 = t < r->t0 ? t : r->t0;
+    if (output < 1)
+        output = 1;
+    if (prompt + output > max_seq_len) {
+        r->rejected++;
+        return 0;
+    }
+    if (r->n == r->cap) /* cap is the line count, or PF_JOBS_MAX */
+        return -1;
+    job_ix *x = &r->v[r->n];
+    memset(&x->job, 0, sizeof x->job);
+    x->job.group = -1;
+    x->job.prompt = (int)prompt;
+    x->job.output = (int)output;
+    x->job.priority = (int)prio;
+    x->t = t;
+    x->index = r->n;
+    r->n++;
+    return 0;
+}
+
+/* Arrivals from t0, sorted by arrival (stable: file order breaks ties),
+ * and the rows handed to out as its jobs; r's array is out's now. */
+static void trace_rows_finish(trace_rows *r, trace_fmt fmt, pf_jobs *out)
+{
+    job_ix *v = r->v;
+    const int n = r->n;
+    for (int i = 0; i < n; i++)
+        v[i].job.arrival = arrival_of(fmt, v[i].t, r->t0);
+    /* Most traces come sorted: check in one pass before paying for qsort. */
+    int sorted = 1;
+    for (int i = 1; i < n && sorted; i++)
+        sorted = v[i].job.arrival >= v[i - 1].job.arrival;
+    if (!sorted)
+        qsort(v, (size_t)n, sizeof *v, by_arrival);
+    /* Compact the jobs to the front of the same block (each moves to an
+     * address at or below its own, so a forward copy is safe) and give
+     * back the rest: no second array of a million rows. */
+    pf_job *jobs = (pf_job *)(void *)v;
+    for (int i = 0; i < n; i++) {
+        pf_job jb = v[i].job;
+        jobs[i] = jb;
+    }
+    pf_job *shrunk = realloc(jobs, (size_t)n * sizeof *jobs);
+    out->jobs = shrunk ? shrunk : jobs;
+    out->njobs = n;
+    out->rejected = r->rejected;
+    r->v = NULL;
+}
+
 int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t len,
                         int max_seq_len, char *err, size_t errlen)
 {
@@ -463,49 +575,23 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         goto done;                                                                                 \
     } while (0)
     int rc = PF_ERR_IO;
-    job_ix *v = NULL;
-    int n = 0, cap = 0, rejected = 0;
-    long long t0 = LLONG_MAX;
+    trace_rows r = {.t0 = LLONG_MAX};
     trace_fmt fmt = FMT_OURS;
     long lineno = 0;
     int header_seen = 0;
-    const char *p = data, *end = data + len;
-    /* A binary file is refused before anything else, with its line. */
-    const char *nul = len ? memchr(data, '\0', len) : NULL;
-    if (nul) {
-        long at = 1;
-        for (const char *q = data; q < nul; q++)
-            at += *q == '\n';
-        FAIL("%s:%ld: NUL byte (not a text file?)", name, at);
-    }
+    const char *p = data, *end = data + len, *s;
+    size_t ln;
+    const long nul_at = trace_nul_line(data, len);
+    if (nul_at)
+        FAIL("%s:%ld: NUL byte (not a text file?)", name, nul_at);
     if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3))
         p += 3; /* UTF-8 byte order mark, as spreadsheets write */
-    /* One row per line at most: size the array once instead of growing it
-     * (a million-row trace would otherwise be copied some 10 times). */
-    {
-        size_t lines = 1;
-        for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
-            lines++;
-        cap = lines < PF_JOBS_MAX ? (int)lines : PF_JOBS_MAX;
-        v = malloc((size_t)cap * sizeof *v);
-        if (!v) {
-            rc = PF_ERR_NOMEM;
-            FAIL("%s: out of memory", name);
-        }
+    if (trace_rows_alloc(&r, p, end) != 0) {
+        rc = PF_ERR_NOMEM;
+        FAIL("%s: out of memory", name);
     }
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        const char *s = p;
-        p = nl ? nl + 1 : end;
+    while (trace_next_line(&p, end, &s, &ln)) {
         lineno++;
-        size_t ln = (size_t)(le - s);
-        while (ln && (s[ln - 1] == '\r' || s[ln - 1] == ' ' || s[ln - 1] == '\t'))
-            ln--;
-        while (ln && (*s == ' ' || *s == '\t')) {
-            s++;
-            ln--;
-        }
         if (!ln)
             continue;
         if (!header_seen) {
@@ -519,59 +605,21 @@ int pf_jobs_parse_trace(pf_jobs *out, const char *name, const char *data, size_t
         long long t = 0, prompt = 0, output = 0, prio = 0;
         if (parse_row(fmt, s, ln, name, lineno, &t, &prompt, &output, &prio, err, errlen) != 0)
             goto done;
-        /* Every row's time counts for time 0, kept or not, so arrivals do
-         * not move when --max-len changes. */
-        t0 = t < t0 ? t : t0;
-        /* A request that generates nothing still needs one decode step to
-         * be answered; the simulator models it as one token. */
-        if (output < 1)
-            output = 1;
-        if (prompt + output > max_seq_len) {
-            rejected++;
-            continue;
-        }
-        if (n == cap) /* cap is the line count, or PF_JOBS_MAX */
+        if (trace_rows_add(&r, t, prompt, output, prio, max_seq_len) != 0)
             FAIL("%s:%ld: more than %d jobs", name, lineno, PF_JOBS_MAX);
-        memset(&v[n].job, 0, sizeof v[n].job);
-        v[n].job.group = -1;
-        v[n].job.prompt = (int)prompt;
-        v[n].job.output = (int)output;
-        v[n].job.priority = (int)prio;
-        v[n].t = t;
-        v[n].index = n;
-        n++;
     }
     if (!header_seen)
         FAIL("%s:1: empty file (expected a header line)", name);
-    if (n == 0 && rejected == 0)
+    if (r.n == 0 && r.rejected == 0)
         FAIL("%s: no jobs after the header line", name);
-    if (n == 0)
-        FAIL("%s: no job fits (rejected %d longer than max_seq_len %d)", name, rejected, max_seq_len);
-    for (int i = 0; i < n; i++)
-        v[i].job.arrival = arrival_of(fmt, v[i].t, t0);
-    /* Most traces come sorted: check in one pass before paying for qsort. */
-    int sorted = 1;
-    for (int i = 1; i < n && sorted; i++)
-        sorted = v[i].job.arrival >= v[i - 1].job.arrival;
-    if (!sorted)
-        qsort(v, (size_t)n, sizeof *v, by_arrival);
-    /* Compact the jobs to the front of the same block (each moves to an
-     * address at or below its own, so a forward copy is safe) and give
-     * back the rest: no second array of a million rows. */
-    pf_job *jobs = (pf_job *)(void *)v;
-    for (int i = 0; i < n; i++) {
-        pf_job jb = v[i].job;
-        jobs[i] = jb;
-    }
-    pf_job *shrunk = realloc(jobs, (size_t)n * sizeof *jobs);
-    out->jobs = shrunk ? shrunk : jobs;
-    v = NULL;
-    out->njobs = n;
-    out->rejected = rejected;
+    if (r.n == 0)
+        FAIL("%s: no job fits (rejected %d longer than max_seq_len %d)", name, r.rejected,
+             max_seq_len);
+    trace_rows_finish(&r, fmt, out);
     rc = PF_OK;
 done:
 #undef FAIL
-    free(v);
+    free(r.v);
     return rc;
 }
 
