@@ -1059,6 +1059,53 @@ Test(panels, inspector_shows_sequence_and_page_table)
     snap_del2(s);
 }
 
+/* The page table's two edges: a swapped-out sequence's blocks missing
+ * from the pool are on the host, and a table longer than the panel ends
+ * in "+N more", N the blocks not shown. */
+Test(panels, inspector_page_table_host_blocks_and_overflow)
+{
+    pf_sim_snapshot *s = snap_new(512);
+    s->stats.time_s = 1.0;
+    seqs_add(s, 11, PF_SEQ_SWAPPED, 10, 20, 22); /* blocks 1, 0 in frames 20, 21 */
+    s->seqs[0].frames = 5;                       /* blocks 2-4 went to the host */
+    pf_cells b = buf_new(120, 30);
+    pf_dash_view v = {.snap = s, .inspect = 11 + 1};
+    pf_grid_info gi;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "swapped out", NULL, NULL));
+    cr_assert(pf_cells_find(&b, "0->21", NULL, NULL) && pf_cells_find(&b, "1->20", NULL, NULL));
+    for (int k = 2; k < 5; k++) {
+        char want[16];
+        snprintf(want, sizeof want, "%d->host", k);
+        cr_assert(pf_cells_find(&b, want, NULL, NULL), "block %d on the host", k);
+    }
+    cr_assert_not(pf_cells_find(&b, "5->", NULL, NULL), "5 blocks, no sixth");
+    cr_assert_not(pf_cells_find(&b, "more", NULL, NULL));
+
+    /* 400 blocks: far more than the panel's cells */
+    seqs_add(s, 12, PF_SEQ_DECODING, 10, 100, 500);
+    v.inspect = 12 + 1;
+    pf_render_screen(&b, &v, &gi);
+    cr_assert(pf_cells_find(&b, "0->499", NULL, NULL), "block 0 is frame 499 (reversed)");
+    cr_assert_not(pf_cells_find(&b, "399->100", NULL, NULL), "the last block does not fit");
+    int shown = 0;
+    for (int k = 0; k < 400; k++) {
+        char want[16];
+        snprintf(want, sizeof want, "%d->%d", k, 499 - k);
+        if (pf_cells_find(&b, want, NULL, NULL))
+            shown++;
+        else
+            break;
+    }
+    char more[24];
+    snprintf(more, sizeof more, "+%d more", 400 - shown);
+    cr_assert(shown > 0 && shown < 400);
+    cr_assert(pf_cells_find(&b, more, NULL, NULL), "the rest counted: '%s' after %d shown", more,
+              shown);
+    pf_cells_free(&b);
+    snap_del2(s);
+}
+
 Test(panels, help_pages_explain_glyphs_and_counters)
 {
     pf_cells b = buf_new(80, 24);

@@ -1345,6 +1345,109 @@ static const char *seq_state_label(int st)
     return st >= 0 && st < (int)(sizeof names / sizeof names[0]) ? names[st] : "?";
 }
 
+/* The inspector's second and third lines: when the sequence arrived and
+ * was scheduled (or how long it has waited); its TTFT, or how long the
+ * first token has been awaited, and the prefill progress: the prompt (and,
+ * after a recompute preemption, the tokens generated before it) whose KV
+ * is computed. Times in simulated seconds. */
+static void inspect_times(pf_cells *b, int x, int y, int w, int h, const pf_seq_view *q,
+                          double now)
+{
+    if (q->admit_time >= 0)
+        printf_fit(b, x, y, w, PF_COL_DEFAULT, 0, "arrived %.3f s, scheduled %.3f s: queue wait %.3f s",
+                   q->arrival, q->admit_time, q->admit_time - q->arrival);
+    else
+        printf_fit(b, x, y, w, PF_COL_DEFAULT, 0, "arrived %.3f s, waiting %.3f s", q->arrival,
+                   now - q->arrival);
+    if (h < 2)
+        return;
+    char ttft[64];
+    if (q->ttft >= 0)
+        snprintf(ttft, sizeof ttft, "TTFT %.3f s", q->ttft);
+    else
+        snprintf(ttft, sizeof ttft, "no token yet: TTFT so far %.3f s", now - q->arrival);
+    int target = q->state == PF_SEQ_RECOMPUTING ? q->prompt + q->generated : q->prompt;
+    int done = q->computed < target ? q->computed : target;
+    if (q->state == PF_SEQ_PREFILLING || q->state == PF_SEQ_RECOMPUTING)
+        printf_fit(b, x, y + 1, w, PF_COL_PREFILL, PF_ATTR_BOLD, "%s; %s %d/%d tokens (%.0f%%)", ttft,
+                   q->state == PF_SEQ_RECOMPUTING ? "recompute" : "prefill", done, target,
+                   target > 0 ? 100.0 * done / target : 0.0);
+    else
+        printf_fit(b, x, y + 1, w, PF_COL_DEFAULT, 0, "%s; prefill %d/%d tokens (done)", ttft, done, target);
+}
+
+/* The inspector shows at most this many of a sequence's blocks (a
+ * 1M-token sequence of 16-token pages has 65536; no panel holds them). */
+#define INSPECT_MAX_BLOCKS 4096
+
+/* Sequence q's page table, logical block k -> frame (-1: none here) and
+ * whether that frame is shared, for its first n blocks, in one pass. A live
+ * snapshot carries the sequence's own table (tab_buf): every frame, shared
+ * ones numbered too. A replayed one has only each frame's holder and
+ * logical block. */
+static void inspect_gather(const pf_sim_snapshot *s, const pf_seq_view *q, int n, int32_t *table,
+                           uint8_t *shared)
+{
+    for (int k = 0; k < n; k++)
+        table[k] = -1;
+    memset(shared, 0, (size_t)n);
+    const int nb = q->frames > 0 ? q->frames : 0;
+    if (s->tab_buf && q->table_at >= 0 && q->table_at + nb <= s->tab_cap) {
+        for (int k = 0; k < n; k++) {
+            int32_t f = s->tab_buf[q->table_at + k];
+            table[k] = f;
+            shared[k] = f >= 0 && f < s->nframes && s->frames[f].state == PF_FRAME_SHARED;
+        }
+        return;
+    }
+    for (int f = 0; f < s->nframes; f++)
+        if (s->frames[f].owner == q->id) {
+            int k = s->frame_block[f];
+            if (k >= 0 && k < n) {
+                table[k] = f;
+                shared[k] = s->frames[f].state == PF_FRAME_SHARED;
+            }
+        }
+}
+
+/* The page table in cells of 11 columns, as many a line as fit over h
+ * lines, the last cell "+N more" when they do not all fit. */
+static void inspect_table(pf_cells *b, int x, int y, int w, int h, const pf_sim_snapshot *s,
+                          const pf_seq_view *q)
+{
+    int nb = q->frames > 0 ? q->frames : 0, shown = 0, px = x, py = y;
+    pf_cells_text(b, x, py, w, PF_COL_TITLE, 0, "page table (block->frame, * shared):");
+    py++;
+    int per_line = w / 11 > 0 ? w / 11 : 1, lines = h - 1;
+    int cap = per_line * lines;
+    if (cap < 1 || nb < 1)
+        return;
+    int n = nb < INSPECT_MAX_BLOCKS ? nb : INSPECT_MAX_BLOCKS;
+    int32_t table[INSPECT_MAX_BLOCKS];
+    uint8_t shared[INSPECT_MAX_BLOCKS];
+    inspect_gather(s, q, n, table, shared);
+    for (int k = 0; k < n && shown < cap; k++) {
+        if (shown == cap - 1 && n - k > 1) {
+            pf_cells_printf(b, px, py, w - (px - x), PF_COL_DIM, 0, "+%d more", n - k);
+            break;
+        }
+        if (table[k] < 0 && q->state == PF_SEQ_SWAPPED)
+            pf_cells_printf(b, px, py, 11, PF_COL_DIM, 0, "%d->host", k);
+        else if (table[k] < 0) /* held under an earlier sharer's id */
+            pf_cells_printf(b, px, py, 11, PF_COL_SHARED, PF_ATTR_BOLD, "%d->sh*", k);
+        else
+            pf_cells_printf(b, px, py, 11, shared[k] ? PF_COL_SHARED : PF_COL_DEFAULT,
+                            shared[k] ? PF_ATTR_BOLD : 0, "%d->%d%s", k, (int)table[k],
+                            shared[k] ? "*" : "");
+        shown++;
+        px += 11;
+        if (shown % per_line == 0) {
+            px = x;
+            py++;
+        }
+    }
+}
+
 /* The inspector, in the event log's place: the selected sequence's figures
  * (times in simulated seconds), its prefill progress and its page table,
  * logical block -> frame, shared frames marked '*'.
@@ -1376,85 +1479,10 @@ static void panel_inspect(pf_cells *b, int x, int y, int w, int h, const pf_sim_
                q->shared_frames, q->preemptions);
     if (h < 3)
         return;
-    const double now = s->stats.time_s;
-    if (q->admit_time >= 0)
-        printf_fit(b, x, y + 2, w, PF_COL_DEFAULT, 0, "arrived %.3f s, scheduled %.3f s: queue wait %.3f s",
-                   q->arrival, q->admit_time, q->admit_time - q->arrival);
-    else
-        printf_fit(b, x, y + 2, w, PF_COL_DEFAULT, 0, "arrived %.3f s, waiting %.3f s", q->arrival,
-                   now - q->arrival);
-    if (h < 4)
-        return;
-    /* TTFT, or how long the first token has been awaited; then the prefill
-     * progress: the prompt (and, after a recompute preemption, the tokens
-     * generated before it) whose KV is computed */
-    char ttft[64];
-    if (q->ttft >= 0)
-        snprintf(ttft, sizeof ttft, "TTFT %.3f s", q->ttft);
-    else
-        snprintf(ttft, sizeof ttft, "no token yet: TTFT so far %.3f s", now - q->arrival);
-    int target = q->state == PF_SEQ_RECOMPUTING ? q->prompt + q->generated : q->prompt;
-    int done = q->computed < target ? q->computed : target;
-    if (q->state == PF_SEQ_PREFILLING || q->state == PF_SEQ_RECOMPUTING)
-        printf_fit(b, x, y + 3, w, PF_COL_PREFILL, PF_ATTR_BOLD, "%s; %s %d/%d tokens (%.0f%%)", ttft,
-                   q->state == PF_SEQ_RECOMPUTING ? "recompute" : "prefill", done, target,
-                   target > 0 ? 100.0 * done / target : 0.0);
-    else
-        printf_fit(b, x, y + 3, w, PF_COL_DEFAULT, 0, "%s; prefill %d/%d tokens (done)", ttft, done, target);
+    inspect_times(b, x, y + 2, w, h - 2, q, s->stats.time_s);
     if (h < 5 || !s->frame_block)
         return;
-    /* page table: logical block k -> frame, gathered in one pass */
-    int nb = q->frames > 0 ? q->frames : 0, shown = 0, px = x, py = y + 4;
-    pf_cells_text(b, x, py, w, PF_COL_TITLE, 0, "page table (block->frame, * shared):");
-    py++;
-    int per_line = w / 11 > 0 ? w / 11 : 1, lines = h - 5;
-    int cap = per_line * lines;
-    if (cap < 1 || nb < 1)
-        return;
-    int tmp_n = nb < 4096 ? nb : 4096;
-    int32_t table[4096];
-    uint8_t shared[4096];
-    for (int k = 0; k < tmp_n; k++)
-        table[k] = -1;
-    memset(shared, 0, (size_t)tmp_n);
-    if (s->tab_buf && q->table_at >= 0 && q->table_at + nb <= s->tab_cap) {
-        /* a live snapshot carries the sequence's own table: every frame,
-         * shared ones numbered too */
-        for (int k = 0; k < tmp_n; k++) {
-            int32_t f = s->tab_buf[q->table_at + k];
-            table[k] = f;
-            shared[k] = f >= 0 && f < s->nframes && s->frames[f].state == PF_FRAME_SHARED;
-        }
-    } else {
-        for (int f = 0; f < s->nframes; f++)
-            if (s->frames[f].owner == id) {
-                int k = s->frame_block[f];
-                if (k >= 0 && k < tmp_n) {
-                    table[k] = f;
-                    shared[k] = s->frames[f].state == PF_FRAME_SHARED;
-                }
-            }
-    }
-    for (int k = 0; k < tmp_n && shown < cap; k++) {
-        if (shown == cap - 1 && tmp_n - k > 1) {
-            pf_cells_printf(b, px, py, w - (px - x), PF_COL_DIM, 0, "+%d more", tmp_n - k);
-            break;
-        }
-        if (table[k] < 0 && q->state == PF_SEQ_SWAPPED)
-            pf_cells_printf(b, px, py, 11, PF_COL_DIM, 0, "%d->host", k);
-        else if (table[k] < 0) /* held under an earlier sharer's id */
-            pf_cells_printf(b, px, py, 11, PF_COL_SHARED, PF_ATTR_BOLD, "%d->sh*", k);
-        else
-            pf_cells_printf(b, px, py, 11, shared[k] ? PF_COL_SHARED : PF_COL_DEFAULT,
-                            shared[k] ? PF_ATTR_BOLD : 0, "%d->%d%s", k, (int)table[k],
-                            shared[k] ? "*" : "");
-        shown++;
-        px += 11;
-        if (shown % per_line == 0) {
-            px = x;
-            py++;
-        }
-    }
+    inspect_table(b, x, y + 4, w, h - 4, s, q);
 }
 
 /* ---- the split view --------------------------------------------------------
