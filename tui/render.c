@@ -1553,40 +1553,88 @@ static void panel_split(pf_cells *b, int x, int y, int w, int h, const pf_dash_v
  * the rows, the bars are the two curves against the watermark, turned a
  * quarter: the thrash at 0, the knee at a few percent, the slow fall as a
  * large reserve starves admission. */
-static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_view *sv,
-                        const pf_dash_view *v)
+/* The swept point whose watermark is nearest wm (the first of a tie). */
+static int sweep_nearest(const pf_sweep_view *sv, double wm)
 {
-    const int ascii = v->ascii;
-    const pf_sim_snapshot *snap = v->snap;
+    int k = 0;
+    for (int i = 1; i < sv->n; i++)
+        if (fabs(sv->wm[i] - wm) < fabs(sv->wm[k] - wm))
+            k = i;
+    return k;
+}
+
+/* The curve's scale: the largest throughput and preemption count over
+ * the finished points; returns how many are finished. */
+static int sweep_scale(const pf_sweep_view *sv, double *tmax, long long *pmax)
+{
     int done = 0;
-    double tmax = 0;
-    long long pmax = 0;
+    *tmax = 0;
+    *pmax = 0;
     for (int i = 0; i < sv->n; i++) {
         if (sv->state[i] != PF_SWEEP_DONE)
             continue;
         done++;
-        if (sv->tput[i] > tmax)
-            tmax = sv->tput[i];
-        if (sv->preempt[i] > pmax)
-            pmax = sv->preempt[i];
+        if (sv->tput[i] > *tmax)
+            *tmax = sv->tput[i];
+        if (sv->preempt[i] > *pmax)
+            *pmax = sv->preempt[i];
     }
+    return done;
+}
+
+/* One row's figures after its watermark: the throughput and its multiple
+ * of naive, its bar, the preemptions (and, wide, their bar), and "<- now"
+ * on the row nearest the live watermark. bw is a bar's width. */
+static void sweep_row(pf_cells *b, int x, int y, int w, const pf_sweep_view *sv, int i, int mine,
+                      double tmax, long long pmax, int bw, int ascii)
+{
+    const int wide = w >= 70;
+    const uint32_t full = ascii ? '#' : 0x2588;
+    char t[48];
+    double ratio = sv->naive_tput > 0 ? sv->tput[i] / sv->naive_tput : 0;
+    if (wide)
+        snprintf(t, sizeof t, "%7.0f tok/s %6.2fx", sv->tput[i], ratio);
+    else
+        snprintf(t, sizeof t, "%6.0f %5.2fx", sv->tput[i], ratio);
+    if (!(sv->naive_tput > 0)) /* no baseline: no ratio */
+        t[wide ? 13 : 6] = 0;
+    int tw = wide ? 22 : 13;
+    pf_cells_text(b, x + 8, y, tw, PF_COL_GOOD, 0, t);
+    int cx = x + 8 + tw + 1;
+    int n1 = tmax > 0 ? (int)lrint(sv->tput[i] / tmax * bw) : 0;
+    pf_cells_fill(b, cx, y, n1, 1, full, PF_COL_GOOD, 0);
+    cx += bw + 1;
+    char p[24];
+    pf_render_fmt_count(p, sizeof p, (double)sv->preempt[i]);
+    pf_cells_printf(b, cx, y, wide ? 15 : 10, PF_COL_BAD, 0, wide ? "%7s preempt" : "%6s pre", p);
+    cx += wide ? 16 : 11;
+    if (wide) {
+        int n2 = pmax > 0 ? (int)lrint((double)sv->preempt[i] / (double)pmax * bw) : 0;
+        if (n2 == 0 && sv->preempt[i] > 0)
+            n2 = 1;
+        pf_cells_fill(b, cx, y, n2, 1, full, PF_COL_BAD, 0);
+        cx += bw + 1;
+    }
+    if (mine && cx < x + w)
+        pf_cells_text(b, cx, y, x + w - cx, PF_COL_KEY, PF_ATTR_BOLD, wide ? "<- now" : "<-");
+}
+
+static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_view *sv,
+                        const pf_dash_view *v)
+{
+    const pf_sim_snapshot *snap = v->snap;
+    double tmax;
+    long long pmax;
+    const int done = sweep_scale(sv, &tmax, &pmax);
     /* the row nearest the watermark in force now (it moves under the load
      * controller), and the rows the controller's recent decisions landed
      * nearest to (PF_EV_WATERMARK in the snapshot's events), marked '*' */
-    double cur = snap ? wm_in_force(snap) : sv->current;
-    int near = 0, visits[PF_SWEEP_POINTS] = {0}, moves = 0;
-    for (int i = 1; i < sv->n; i++)
-        if (fabs(sv->wm[i] - cur) < fabs(sv->wm[near] - cur))
-            near = i;
+    const int near = sweep_nearest(sv, snap ? wm_in_force(snap) : sv->current);
+    int visits[PF_SWEEP_POINTS] = {0}, moves = 0;
     for (int e = 0; snap && e < snap->nevents && e < PF_SIM_EVENTS; e++) {
         if (snap->events[e].kind != PF_EV_WATERMARK || sv->n < 1)
             continue;
-        double wv = snap->events[e].frames / 1000.0;
-        int k = 0;
-        for (int i = 1; i < sv->n; i++)
-            if (fabs(sv->wm[i] - wv) < fabs(sv->wm[k] - wv))
-                k = i;
-        visits[k]++;
+        visits[sweep_nearest(sv, snap->events[e].frames / 1000.0)]++;
         moves++;
     }
     const int autoc = snap && snap->params.watermark_auto;
@@ -1601,52 +1649,22 @@ static void panel_sweep(pf_cells *b, int x, int y, int w, int h, const pf_sweep_
     /* Wide (>= 70 columns): "%5.1f%%" 8, the throughput 22 + 1, its bar,
      * the preemptions 15 + 1, their bar, "<- now" 6 (55 fixed). Narrow:
      * the throughput 13 + 1, its bar, the preemptions 10 + 1, "<-" 2. */
-    const int wide = w >= 70;
-    int bw = wide ? (w - 55 - 2) / 2 : w - 8 - 14 - 11 - 3 - 1;
+    int bw = w >= 70 ? (w - 55 - 2) / 2 : w - 8 - 14 - 11 - 3 - 1;
     if (bw < 2)
         bw = 2;
-    uint32_t full = ascii ? '#' : 0x2588;
-    for (int r = 0; r < rows; r++) {
-        int i = r, yy = y + 1 + r;
-        int mine = i == near;
+    for (int i = 0; i < rows; i++) {
+        const int yy = y + 1 + i, mine = i == near;
         pf_cells_printf(b, x, yy, 8, mine ? PF_COL_KEY : PF_COL_DEFAULT, mine ? PF_ATTR_BOLD : 0,
                         "%5.1f%%", 100.0 * sv->wm[i]);
         if (visits[i])
             pf_cells_put(b, x + 6, yy, '*', PF_COL_RESERVE, PF_ATTR_BOLD);
-        if (sv->state[i] != PF_SWEEP_DONE) {
+        if (sv->state[i] != PF_SWEEP_DONE)
             pf_cells_text(b, x + 8, yy, w - 8, PF_COL_DIM, 0,
                           sv->state[i] == PF_SWEEP_RUNNING ? "running..."
                           : sv->state[i] == PF_SWEEP_FAILED ? "no result (the run cannot finish)"
                                                             : "waiting");
-            continue;
-        }
-        char t[48];
-        double ratio = sv->naive_tput > 0 ? sv->tput[i] / sv->naive_tput : 0;
-        if (wide)
-            snprintf(t, sizeof t, "%7.0f tok/s %6.2fx", sv->tput[i], ratio);
         else
-            snprintf(t, sizeof t, "%6.0f %5.2fx", sv->tput[i], ratio);
-        if (!(sv->naive_tput > 0)) /* no baseline: no ratio */
-            t[wide ? 13 : 6] = 0;
-        int tw = wide ? 22 : 13;
-        pf_cells_text(b, x + 8, yy, tw, PF_COL_GOOD, 0, t);
-        int cx = x + 8 + tw + 1;
-        int n1 = tmax > 0 ? (int)lrint(sv->tput[i] / tmax * bw) : 0;
-        pf_cells_fill(b, cx, yy, n1, 1, full, PF_COL_GOOD, 0);
-        cx += bw + 1;
-        char p[24];
-        pf_render_fmt_count(p, sizeof p, (double)sv->preempt[i]);
-        pf_cells_printf(b, cx, yy, wide ? 15 : 10, PF_COL_BAD, 0, wide ? "%7s preempt" : "%6s pre", p);
-        cx += wide ? 16 : 11;
-        if (wide) {
-            int n2 = pmax > 0 ? (int)lrint((double)sv->preempt[i] / (double)pmax * bw) : 0;
-            if (n2 == 0 && sv->preempt[i] > 0)
-                n2 = 1;
-            pf_cells_fill(b, cx, yy, n2, 1, full, PF_COL_BAD, 0);
-            cx += bw + 1;
-        }
-        if (mine && cx < x + w)
-            pf_cells_text(b, cx, yy, x + w - cx, PF_COL_KEY, PF_ATTR_BOLD, wide ? "<- now" : "<-");
+            sweep_row(b, x, yy, w, sv, i, mine, tmax, pmax, bw, v->ascii);
     }
 }
 
