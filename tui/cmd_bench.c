@@ -882,6 +882,47 @@ static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n
     return cfg;
 }
 
+/* The device's passes: 0 when they ran (their checks may still have
+ * failed: res->pass), else the exit status, the message printed: 3 with
+ * no GPU, 2 for flags the plan refused (--splits, --tail), 1 for a
+ * failure on the device. */
+static int bench_gpu_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res)
+{
+    char err[300] = "";
+    if (!pf_gpu_available(err, sizeof err)) {
+        fprintf(stderr, "%s: no GPU: %s\n", PROG, err);
+        return 3;
+    }
+    int rc = pf_gpu_bench_run(cfg, res, err, sizeof err);
+    if (rc == PF_OK)
+        return 0;
+    if (rc == PF_ERR_UNAVAILABLE) {
+        fprintf(stderr, "%s: no GPU: %s\n", PROG, err);
+        return 3;
+    }
+    fprintf(stderr, "%s: %s\n", PROG, err[0] ? err : pf_strerror(rc));
+    return rc == PF_ERR_ARG ? 2 : 1;
+}
+
+/* --profile-out: the measured profile into the file's temporary name
+ * (bench_out puts it in place); 0, or 1 with the message printed. */
+static int bench_profile_save(const bench_args *a, const bench_out *o)
+{
+    FILE *f = fopen(bench_out_name(o), "w");
+    if (!f) {
+        fprintf(stderr, "%s: --profile-out: cannot write '%s': %s\n", PROG, a->profile_out,
+                strerror(errno));
+        return 1;
+    }
+    int status = write_profile(f, a->iters) != 0 ? 1 : 0;
+    if (fclose(f) != 0 && status == 0) {
+        fprintf(stderr, "%s: --profile-out: writing '%s' failed: %s\n", PROG, a->profile_out,
+                strerror(errno));
+        status = 1;
+    }
+    return status;
+}
+
 int pf_cmd_bench(int argc, char **argv)
 {
     bench_args a = {
@@ -909,33 +950,16 @@ int pf_cmd_bench(int argc, char **argv)
         return 2;
     }
     int n = 0, status = 2;
-    FILE *prof = NULL;
     pf_report *r = NULL;
-    char why[200];
     int *lens = bench_lengths(&a, w, &n);
     if (!lens || bench_check_lengths(&a, pf_cli_find(opts, "max-len")->seen, lens, n) != PF_CLI_OK)
         goto out;
-    if (!pf_gpu_available(why, sizeof why)) {
-        fprintf(stderr, "%s: no GPU: %s\n", PROG, why);
-        status = 3;
-        goto out;
-    }
     pf_gpu_bench_cfg cfg = bench_config(&a, lens, n, a.timeline ? bench_out_name(&tl_out) : NULL);
     pf_gpu_bench_result res;
-    char err[300] = "";
+    status = bench_gpu_run(&cfg, &res);
+    if (status != 0)
+        goto out;
     status = 1;
-    rc = pf_gpu_bench_run(&cfg, &res, err, sizeof err);
-    if (rc == PF_ERR_UNAVAILABLE) {
-        fprintf(stderr, "%s: no GPU: %s\n", PROG, err);
-        status = 3;
-        goto out;
-    }
-    if (rc != PF_OK) {
-        fprintf(stderr, "%s: %s\n", PROG, err[0] ? err : pf_strerror(rc));
-        if (rc == PF_ERR_ARG) /* flags the plan refused (--splits, --tail): usage */
-            status = 2;
-        goto out;
-    }
     r = pf_report_new();
     if (!r) {
         fprintf(stderr, "%s: out of memory\n", PROG);
@@ -950,23 +974,8 @@ int pf_cmd_bench(int argc, char **argv)
         fprintf(stderr, "%s: check failed: %s\n", PROG, res.failure);
         goto out;
     }
-    if (a.profile_out) {
-        prof = fopen(bench_out_name(&prof_out), "w");
-        if (!prof) {
-            fprintf(stderr, "%s: --profile-out: cannot write '%s': %s\n", PROG, a.profile_out,
-                    strerror(errno));
-            goto out;
-        }
-        if (write_profile(prof, a.iters) != 0)
-            goto out;
-    }
-    status = 0;
+    status = a.profile_out ? bench_profile_save(&a, &prof_out) : 0;
 out:
-    if (prof && fclose(prof) != 0 && status == 0) {
-        fprintf(stderr, "%s: --profile-out: writing '%s' failed: %s\n", PROG, a.profile_out,
-                strerror(errno));
-        status = 1;
-    }
     /* no half-written or empty profile or timeline left behind, and an
      * earlier one kept unless this run wrote a new one */
     if (bench_out_finish(&prof_out, "profile-out", status == 0) != 0 && status == 0)
