@@ -382,38 +382,50 @@ static int decode_event(const msgpack_object *o, const pf_kvev_limits *lim, pf_k
     return 1;
 }
 
-static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, pf_kvev_batch *b,
-                        const char **why)
+/* The batch's three fields, from either of vLLM's encodings: an array
+ * [ts, events, data_parallel_rank?] (msgspec's array_like structs) or a
+ * map keyed by name. A field the batch lacks stays NULL; events must be
+ * there. */
+static int batch_fields(const msgpack_object *root, pf_kvev_batch *b, const msgpack_object **ts,
+                        const msgpack_object **events, const msgpack_object **dp, const char **why)
 {
-    const msgpack_object *ts = NULL, *events = NULL, *dp = NULL;
     if (root->type == MSGPACK_OBJECT_ARRAY) {
         b->array_like = 1;
         if (root->via.array.size < 2) {
             *why = "event batch array has fewer than 2 fields";
             return PF_ERR_IO;
         }
-        ts = &root->via.array.ptr[0];
-        events = &root->via.array.ptr[1];
+        *ts = &root->via.array.ptr[0];
+        *events = &root->via.array.ptr[1];
         if (root->via.array.size > 2)
-            dp = &root->via.array.ptr[2];
-    } else if (root->type == MSGPACK_OBJECT_MAP) {
-        for (uint32_t i = 0; i < root->via.map.size; i++) {
-            const msgpack_object_kv *kv = &root->via.map.ptr[i];
-            if (obj_is_str(&kv->key, "ts"))
-                ts = &kv->val;
-            else if (obj_is_str(&kv->key, "events"))
-                events = &kv->val;
-            else if (obj_is_str(&kv->key, "data_parallel_rank"))
-                dp = &kv->val;
-        }
-        if (!events) {
-            *why = "event batch map has no 'events'";
-            return PF_ERR_IO;
-        }
-    } else {
+            *dp = &root->via.array.ptr[2];
+        return 0;
+    }
+    if (root->type != MSGPACK_OBJECT_MAP) {
         *why = "event batch is neither an array nor a map";
         return PF_ERR_IO;
     }
+    for (uint32_t i = 0; i < root->via.map.size; i++) {
+        const msgpack_object_kv *kv = &root->via.map.ptr[i];
+        if (obj_is_str(&kv->key, "ts"))
+            *ts = &kv->val;
+        else if (obj_is_str(&kv->key, "events"))
+            *events = &kv->val;
+        else if (obj_is_str(&kv->key, "data_parallel_rank"))
+            *dp = &kv->val;
+    }
+    if (!*events) {
+        *why = "event batch map has no 'events'";
+        return PF_ERR_IO;
+    }
+    return 0;
+}
+
+/* The batch's time stamp (a number, or nil) and data-parallel rank (a
+ * rank, or nil), each where the batch has it. */
+static int batch_header(const msgpack_object *ts, const msgpack_object *dp, pf_kvev_batch *b,
+                        const char **why)
+{
     if (ts) {
         if (ts->type == MSGPACK_OBJECT_FLOAT64 || ts->type == MSGPACK_OBJECT_FLOAT32)
             b->ts = ts->via.f64;
@@ -431,6 +443,16 @@ static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, p
         }
         b->has_dp_rank = 1;
     }
+    return 0;
+}
+
+/* The events, each decoded into b->events or counted as unknown or
+ * malformed and skipped; a batch over the limits is refused whole. Each
+ * event is held to what is left of the batch's hash budget: the cap is
+ * checked before an event's hashes are allocated, not after. */
+static int batch_events(const msgpack_object *events, const pf_kvev_limits *lim, pf_kvev_batch *b,
+                        const char **why)
+{
     if (events->type != MSGPACK_OBJECT_ARRAY) {
         *why = "event batch 'events' is not an array";
         return PF_ERR_IO;
@@ -447,8 +469,6 @@ static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, p
         *why = "out of memory";
         return PF_ERR_NOMEM;
     }
-    /* Each event is held to what is left of the batch's hash budget: the
-     * cap is checked before an event's hashes are allocated, not after. */
     pf_kvev_limits left = *lim;
     uint32_t hashes_left = lim->max_batch_hashes;
     for (uint32_t i = 0; i < n; i++) {
@@ -475,6 +495,18 @@ static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, p
         }
     }
     return 0;
+}
+
+static int decode_batch(const msgpack_object *root, const pf_kvev_limits *lim, pf_kvev_batch *b,
+                        const char **why)
+{
+    const msgpack_object *ts = NULL, *events = NULL, *dp = NULL;
+    int rc = batch_fields(root, b, &ts, &events, &dp, why);
+    if (rc == 0)
+        rc = batch_header(ts, dp, b, why);
+    if (rc == 0)
+        rc = batch_events(events, lim, b, why);
+    return rc;
 }
 
 int pf_kvev_decode(const void *data, size_t len, const pf_kvev_limits *lim, pf_kvev_batch *out,
