@@ -966,6 +966,72 @@ out:
     return rc;
 }
 
+/* The model's costs of version v's blocks: how many a chunk of a
+ * sequence takes, the bytes each reads a token, the SM shares the
+ * bandwidth divides into, the merge's cost, and whether it plans from a
+ * work list. */
+static void plan_model_costs(plan_model *m, int v, int sm_count)
+{
+    m->v = v;
+    /* blocks per chunk of a sequence, and the bytes a block reads a token
+     * (version 14: a block serves several head tiles, each its own KV) */
+    const int tiles = pf_gpu__head_tiles(m->s), per = pf_gpu_version_heads(v, m->s->dtype);
+    m->heads = (tiles + per - 1) / per;
+    m->tok_bytes =
+        2.0 * m->s->head_dim * (double)pf_gpu_dtype_size(m->s->dtype) * (per < tiles ? per : tiles);
+    /* The model's SM shares. A block of a version serving `per` tiles has
+     * the bytes in flight of a one-tile block (2 stages of 4 warps), so it
+     * is modelled as one of `per` shares of an SM: the machine saturates at
+     * per x sm_count such blocks, each streaming at most 1/per of an SM's
+     * share. That cap is pessimistic (the seventh session's probe had a
+     * block draw at least twice it), but it plans as many blocks as slots;
+     * with one share an SM, the tenth session's first call planned llama at
+     * 2 chunks (256 blocks; 0.932 of the read bandwidth) and long at 9 (144
+     * blocks; 0.665). per = 1 leaves every other version's plan as it was. */
+    m->shares = sm_count * per;
+    m->merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
+    /* a work list: the lengths known, a version that merges in place, a
+     * list short enough to simulate (its first candidate has a unit per
+     * sequence) */
+    m->listed = m->lens && pf_gpu_version_listed(v) &&
+                (long long)m->s->num_seqs * m->heads <= PLAN_MAX_SIM_BLOCKS;
+}
+
+/* The plan's fields from the search's pick: the shape (its scale and a
+ * naive plan's block size filled in), the version, the cut, the machine,
+ * the group tile, a listed plan's units and packs, version 0's depth, and
+ * the workspace. */
+static int plan_fill(pf_gpu_attn_plan *plan, const plan_model *m, const plan_pick *pick, int paged,
+                     int version, int sm_count, int blocks_per_sm)
+{
+    int rc;
+    plan->shape = *m->s;
+    if (!(plan->shape.scale > 0.f))
+        plan->shape.scale = 1.f / sqrtf((float)m->s->head_dim);
+    if (!paged && plan->shape.block_size < 1)
+        plan->shape.block_size = 16;
+    plan->paged = paged ? 1 : 0;
+    plan->version = m->v;
+    plan->max_len = m->bound;
+    plan->chunk = pick->chunk;
+    plan->splits = pick->splits;
+    plan->sm_count = sm_count;
+    plan->blocks_per_sm = blocks_per_sm;
+    plan->group_tile = pf_gpu_group_tile(m->s->num_q_heads / m->s->num_kv_heads);
+    if (!version && pf_gpu_version_cluster(m->v)) /* a small launch: see PF_GPU_SMALL_TILE */
+        plan->group_tile = PF_GPU_SMALL_TILE;
+    if (m->listed) {
+        plan->units = (int)pick->units;
+        plan->lens_hash = lens_hash(m->lens, m->s->num_seqs);
+        if ((rc = plan_pack(m, pick, &plan->pack)) != PF_OK)
+            return rc;
+    }
+    if (!version)
+        pf_gpu__plan_pick_depth(plan); /* 29's plan: 29 or 36 by its blocks */
+    plan_workspace(plan);
+    return PF_OK;
+}
+
 int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
                              const int *lens_host, int max_len, int version, int sm_count,
                              int blocks_per_sm)
@@ -1005,27 +1071,7 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
             return PF_OK;
         }
     }
-    m.v = v;
-    /* blocks per chunk of a sequence, and the bytes a block reads a token
-     * (version 14: a block serves several head tiles, each its own KV) */
-    const int tiles = pf_gpu__head_tiles(s), per = pf_gpu_version_heads(v, s->dtype);
-    m.heads = (tiles + per - 1) / per;
-    m.tok_bytes = 2.0 * s->head_dim * (double)pf_gpu_dtype_size(s->dtype) * (per < tiles ? per : tiles);
-    /* The model's SM shares. A block of a version serving `per` tiles has
-     * the bytes in flight of a one-tile block (2 stages of 4 warps), so it
-     * is modelled as one of `per` shares of an SM: the machine saturates at
-     * per x sm_count such blocks, each streaming at most 1/per of an SM's
-     * share. That cap is pessimistic (the seventh session's probe had a
-     * block draw at least twice it), but it plans as many blocks as slots;
-     * with one share an SM, the tenth session's first call planned llama at
-     * 2 chunks (256 blocks; 0.932 of the read bandwidth) and long at 9 (144
-     * blocks; 0.665). per = 1 leaves every other version's plan as it was. */
-    m.shares = sm_count * per;
-    m.merge_ns = pf_gpu_version_fused(v) ? PLAN_FUSED_MERGE_NS : PLAN_MERGE_NS;
-    /* a work list: the lengths known, a version that merges in place, a
-     * list short enough to simulate (its first candidate has a unit per
-     * sequence) */
-    m.listed = lens_host && pf_gpu_version_listed(v) && (long long)s->num_seqs * m.heads <= PLAN_MAX_SIM_BLOCKS;
+    plan_model_costs(&m, v, sm_count);
     if (pf_gpu_version_steal(v) && !m.listed)
         return PF_ERR_ARG; /* version 11 runs from a work list only */
     plan_pick pick;
@@ -1040,30 +1086,8 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
     }
     if (rc != PF_OK)
         return rc;
-    plan->shape = *s;
-    if (!(plan->shape.scale > 0.f))
-        plan->shape.scale = 1.f / sqrtf((float)s->head_dim);
-    if (!paged && plan->shape.block_size < 1)
-        plan->shape.block_size = 16;
-    plan->paged = paged ? 1 : 0;
-    plan->version = v;
-    plan->max_len = m.bound;
-    plan->chunk = pick.chunk;
-    plan->splits = pick.splits;
-    plan->sm_count = sm_count;
-    plan->blocks_per_sm = blocks_per_sm;
-    plan->group_tile = pf_gpu_group_tile(s->num_q_heads / s->num_kv_heads);
-    if (!version && pf_gpu_version_cluster(v)) /* a small launch: see PF_GPU_SMALL_TILE */
-        plan->group_tile = PF_GPU_SMALL_TILE;
-    if (m.listed) {
-        plan->units = (int)pick.units;
-        plan->lens_hash = lens_hash(lens_host, s->num_seqs);
-        if ((rc = plan_pack(&m, &pick, &plan->pack)) != PF_OK)
-            return rc;
-    }
-    if (!version)
-        pf_gpu__plan_pick_depth(plan); /* 29's plan: 29 or 36 by its blocks */
-    plan_workspace(plan);
+    if ((rc = plan_fill(plan, &m, &pick, paged, version, sm_count, blocks_per_sm)) != PF_OK)
+        return rc;
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;
 }
