@@ -43,6 +43,12 @@ int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_
 int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
                              const int *lens_host, int max_len, int version, int sm_count,
                              int blocks_per_sm, int mh_blocks_per_sm);
+/* The same plan, the slow way: every candidate chunk simulated, with no
+ * floor to skip the ones that cannot win and no early stop (gpu/host.c,
+ * plan_cost_floor). The tests compare the two; bench_gpu_plan times them. */
+int pf_gpu__plan_compute_exhaustive(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                                    const int *lens_host, int max_len, int version, int sm_count,
+                                    int blocks_per_sm, int mh_blocks_per_sm);
 /* Set a made plan's chunking: the longest sequence (plan->max_len) in about
  * `splits` chunks of whole pages (at most pf_gpu_chunk_max_tokens each), and
  * the workspace that needs (a plan with a work list needs the lengths it

@@ -608,6 +608,45 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
     return now;
 }
 
+/* A floor under plan_cost's time for one candidate, in O(sequences)
+ * instead of a simulation of every block. In the model the resident blocks
+ * complete min(resident, sms) ns of work a ns between them, and one block
+ * at most 1 ns of its own work a ns; so no order of the blocks ends before
+ * the work of all of them over sms, nor before the largest block's work.
+ * The same blocks as plan_cost's, from the same lengths: a chunk with
+ * tokens costs PLAN_BLOCK_NS and its bytes, an empty one PLAN_EMPTY_NS (a
+ * listed sequence of length 0 keeps one such unit; grid order launches
+ * every chunk of the longest); no pack (the search makes none). At most
+ * `slots` blocks are resident, so the work completes at most
+ * min(slots, sms) ns a ns.
+ * *rising is the part that never falls as the candidates' chunks shrink
+ * (the search's order): the work over the machine plus the merge. Chunks
+ * with tokens only multiply, grid order's empty ones turn into them one
+ * for one at 1300 ns more each, and the merge grows with the splits; the
+ * largest block's work is the part that falls. */
+static double plan_cost_floor(const int *lens, int n, int bound, int heads, int chunk, int splits,
+                              int listed, double tok_bytes, int slots, int sms, size_t merge_bytes,
+                              double merge_ns, double *rising)
+{
+    const double blk_rate = PLAN_BW_BYTES_PER_NS / sms;
+    double work = 0;
+    int longest = 0;
+    for (int i = 0; i < n; i++) {
+        int len = lens ? lens[i] : bound;
+        len = len > bound ? bound : len < 0 ? 0 : len;
+        const int full = len ? (len + chunk - 1) / chunk : 0; /* chunks with tokens */
+        const int empty = listed ? !len : splits - full;
+        work += full * PLAN_BLOCK_NS + len * tok_bytes / blk_rate + empty * PLAN_EMPTY_NS;
+        longest = len > longest ? len : longest;
+    }
+    const int top = longest < chunk ? longest : chunk;
+    const double w_max = top ? PLAN_BLOCK_NS + top * tok_bytes / blk_rate : PLAN_EMPTY_NS;
+    const double span = work * heads / (slots < sms ? slots : sms);
+    const double merge = splits > 1 ? merge_ns + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS : 0;
+    *rising = span + merge;
+    return (span > w_max ? span : w_max) + merge;
+}
+
 int pf_gpu__head_tiles(const pf_gpu_attn_shape *s)
 {
     const int group = s->num_q_heads / s->num_kv_heads;
@@ -827,6 +866,8 @@ typedef struct {
     int shares;       /* the SM shares the bandwidth is divided into        */
     double merge_ns;  /* the merge launch's cost when a sequence splits     */
     int listed;       /* from a work list of units                          */
+    int unsplit_only; /* wanted only if unsplit: stop once the pick splits  */
+    int exhaustive;   /* simulate every candidate (no floor, no early stop) */
 } plan_model;
 
 /* The chunk the plan takes: its length, the longest sequence's splits, and
@@ -877,9 +918,25 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
         const long long blocks = m->listed ? units * heads : (long long)s->num_seqs * heads * splits;
         if (c > PLAN_FILL_FREE_CHUNK && blocks < PLAN_LONG_CHUNK_FILL * m->shares)
             continue; /* too few blocks for so long a chunk: a finer cut */
+        if (m->listed && (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS))
+            break; /* finer chunks only make more */
+        /* A candidate whose floor cannot win is not simulated, and once
+         * the floor's rising part cannot win, no later candidate can: the
+         * same pick, in a small part of the time (most candidates of a
+         * long sequence pay more start-ups than the best one's whole
+         * cost). The floor is shaved by 1e-9 so that rounding never
+         * prunes a candidate the simulation would pick. */
+        if (!m->exhaustive && pick.chunk && blocks <= PLAN_MAX_SIM_BLOCKS) {
+            double rising;
+            const double floor =
+                plan_cost_floor(m->lens, s->num_seqs, bound, heads, c, splits, m->listed,
+                                m->tok_bytes, m->slots, m->shares, merge_bytes, m->merge_ns, &rising);
+            if (rising * (1 - 1e-9) >= best * 0.99)
+                break;
+            if (floor * (1 - 1e-9) >= best * 0.99)
+                continue;
+        }
         if (m->listed) {
-            if (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS)
-                break; /* finer chunks only make more */
             pf_gpu__plan_units(m->lens, s->num_seqs, bound, c, 0, list);
             cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, m->tok_bytes,
                              m->slots, m->shares, heap, merge_bytes, m->merge_ns);
@@ -893,6 +950,10 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
         if (cost < best * 0.99) {
             best = cost;
             pick = (plan_pick){c, splits, units};
+            /* a pick that splits is never replaced by the unsplit one,
+             * the first candidate */
+            if (m->unsplit_only && !m->exhaustive && splits > 1)
+                break;
         }
     }
     free(heap);
@@ -1040,16 +1101,22 @@ int pf_gpu_attn_plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
                                     blocks_per_sm, blocks_per_sm);
 }
 
-int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
-                             const int *lens_host, int max_len, int version, int sm_count,
-                             int blocks_per_sm, int mh_blocks_per_sm)
+/* The plan of pf_gpu__plan_compute_occ. unsplit_only: the caller keeps the
+ * plan only if it splits no sequence (version 0's try of version 34), so
+ * the search may stop at the first candidate that shows the pick will
+ * split (plan_model, unsplit_only); such a plan is not the cheapest.
+ * exhaustive: every candidate simulated, as before the thirty-ninth
+ * session (the tests' and bench_gpu_plan's reference). */
+static int plan_compute(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                        const int *lens_host, int max_len, int version, int sm_count,
+                        int blocks_per_sm, int mh_blocks_per_sm, int unsplit_only, int exhaustive)
 {
     int rc = pf_gpu__plan_begin(plan, s, paged, version);
     if (rc != PF_OK)
         return rc;
     if (sm_count < 1 || blocks_per_sm < 1 || mh_blocks_per_sm < 1)
         return PF_ERR_ARG;
-    plan_model m = {.s = s, .lens = lens_host};
+    plan_model m = {.s = s, .lens = lens_host, .unsplit_only = unsplit_only, .exhaustive = exhaustive};
     if ((rc = plan_bound(s, paged, lens_host, max_len, &m.bound)) != PF_OK)
         return rc;
     m.B = paged ? s->block_size : 16; /* naive chunks: any multiple of 16 */
@@ -1064,8 +1131,8 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
          * slots are its own kernel's: whether it fills the machine unsplit
          * depends on how many of its blocks an SM holds */
         pf_gpu_attn_plan mh;
-        if (pf_gpu_attn_plan_compute(&mh, s, paged, lens_host, max_len, PF_GPU_MH_GQA_VERSION,
-                                     sm_count, mh_blocks_per_sm) == PF_OK &&
+        if (plan_compute(&mh, s, paged, lens_host, max_len, PF_GPU_MH_GQA_VERSION, sm_count,
+                         mh_blocks_per_sm, mh_blocks_per_sm, 1, exhaustive) == PF_OK &&
             mh.splits == 1) {
             *plan = mh;
             return PF_OK;
@@ -1090,6 +1157,22 @@ int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s,
         return rc;
     plan->magic = PF_GPU_PLAN_MAGIC;
     return PF_OK;
+}
+
+int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                             const int *lens_host, int max_len, int version, int sm_count,
+                             int blocks_per_sm, int mh_blocks_per_sm)
+{
+    return plan_compute(plan, s, paged, lens_host, max_len, version, sm_count, blocks_per_sm,
+                        mh_blocks_per_sm, 0, 0);
+}
+
+int pf_gpu__plan_compute_exhaustive(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
+                                    const int *lens_host, int max_len, int version, int sm_count,
+                                    int blocks_per_sm, int mh_blocks_per_sm)
+{
+    return plan_compute(plan, s, paged, lens_host, max_len, version, sm_count, blocks_per_sm,
+                        mh_blocks_per_sm, 0, 1);
 }
 
 void pf_gpu__plan_pick_depth(pf_gpu_attn_plan *plan)

@@ -500,6 +500,75 @@ Test(gpu_host, version_34_is_planned_at_its_own_occupancy)
     cr_assert_eq(pf_gpu__plan_compute_occ(&p, &s, 1, lens, 0, 0, 132, 4, 0), PF_ERR_ARG);
 }
 
+/* Two plans' every field (not memcmp: the struct has padding). */
+static int plans_equal(const pf_gpu_attn_plan *a, const pf_gpu_attn_plan *b)
+{
+    const pf_gpu_attn_shape *x = &a->shape, *y = &b->shape;
+    return x->num_seqs == y->num_seqs && x->num_q_heads == y->num_q_heads &&
+           x->num_kv_heads == y->num_kv_heads && x->head_dim == y->head_dim &&
+           x->block_size == y->block_size && x->max_blocks_per_seq == y->max_blocks_per_seq &&
+           x->naive_cap == y->naive_cap && x->dtype == y->dtype && x->scale == y->scale &&
+           a->paged == b->paged && a->version == b->version && a->max_len == b->max_len &&
+           a->chunk == b->chunk && a->splits == b->splits && a->sm_count == b->sm_count &&
+           a->blocks_per_sm == b->blocks_per_sm && a->group_tile == b->group_tile &&
+           a->workspace_bytes == b->workspace_bytes && a->units == b->units && a->tail == b->tail &&
+           a->pack == b->pack && a->lens_hash == b->lens_hash && a->magic == b->magic;
+}
+
+/* The planner skips a candidate chunk whose floor (plan_cost_floor: the
+ * blocks' work over the machine, or the largest block's) cannot beat the
+ * best so far, and version 0's try of version 34 stops once its pick
+ * splits. Neither may change a plan: every field equals the exhaustive
+ * search's over random shapes, lengths, versions and machines (uniform,
+ * mixed, one long among short ones, and some empty sequences; host lengths
+ * or a bound). */
+Test(gpu_host, the_planners_shortcuts_change_no_plan)
+{
+    static const int versions[] = {0, 0, 0, 5, 7, 8, 9, 11, 12, 14, 29, 33, 34, 36, 37};
+    static const int blocks[] = {8, 16, 32, 64, 128, 256};
+    static const int heads[][2] = {{32, 8}, {32, 32}, {8, 2}, {64, 8}, {8, 8}, {16, 1}, {28, 4}};
+    static const pf_gpu_dtype dts[] = {PF_GPU_F32, PF_GPU_BF16, PF_GPU_F16};
+    pf_rng r;
+    pf_rng_seed(&r, 39);
+#define DRAW(n) ((int)(pf_rng_next(&r) % (uint64_t)(n)))
+    int lens[64], same = 0, split = 0;
+    for (int k = 0; k < 400; k++) {
+        const int n = 1 + DRAW(DRAW(2) ? 8 : 64), kind = DRAW(4);
+        const int longest = 1 + DRAW(DRAW(3) ? 8192 : 40000);
+        int mx = 1;
+        for (int i = 0; i < n; i++) {
+            lens[i] = kind == 0   ? longest
+                      : kind == 1 ? DRAW(longest + 1)
+                      : kind == 2 ? (i == 0 ? longest : 1 + DRAW(64))
+                                  : (DRAW(5) == 0 ? 0 : 1 + DRAW(longest));
+            mx = lens[i] > mx ? lens[i] : mx;
+        }
+        const int h = DRAW(7), B = blocks[DRAW(6)], v = versions[DRAW(15)], paged = DRAW(4) != 0;
+        pf_gpu_attn_shape s = {n, heads[h][0], heads[h][1], DRAW(3) ? 128 : 64, B, (mx + B - 1) / B,
+                               mx, dts[DRAW(3)], 0};
+        const int sm = DRAW(2) ? 132 : DRAW(2) ? 114 : 78, bps = 1 + DRAW(4), mbps = 1 + DRAW(4);
+        const int *l = DRAW(5) ? lens : NULL;
+        pf_gpu_attn_plan fast, slow;
+        memset(&fast, 0, sizeof fast);
+        memset(&slow, 0, sizeof slow);
+        const int rf = pf_gpu__plan_compute_occ(&fast, &s, paged, l, l ? 0 : mx, v, sm, bps, mbps);
+        const int rs = pf_gpu__plan_compute_exhaustive(&slow, &s, paged, l, l ? 0 : mx, v, sm, bps,
+                                                       mbps);
+        cr_assert_eq(rf, rs, "case %d: status %d against %d", k, rf, rs);
+        cr_assert(plans_equal(&fast, &slow),
+                  "case %d (n %d, v%d, B %d): version %d/%d chunk %d/%d splits %d/%d units %d/%d "
+                  "pack %d/%d",
+                  k, n, v, B, fast.version, slow.version, fast.chunk, slow.chunk, fast.splits,
+                  slow.splits, fast.units, slow.units, fast.pack, slow.pack);
+        same += rf == PF_OK;
+        split += rf == PF_OK && fast.splits > 1;
+    }
+#undef DRAW
+    /* the draw reaches both kinds of plan */
+    cr_assert_gt(same, 300, "%d plans made", same);
+    cr_assert_gt(split, 30, "%d of them split", split);
+}
+
 Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
 {
     int lens[8];
