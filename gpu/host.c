@@ -882,20 +882,55 @@ typedef struct {
  * tie (within 1%: less merge traffic). PF_OK, PF_ERR_NOMEM, or PF_ERR_ARG
  * when no candidate fits (longer than PF_GPU_MAX_SPLITS chunks of
  * pf_gpu_chunk_max_tokens, or than a cluster's chunks). */
+/* The search's scratch: the simulation's heap (a slot a resident block)
+ * and a work list grown to the largest candidate's units. */
+typedef struct {
+    double *heap;
+    pf_gpu_unit *list;
+    long long cap;
+} plan_scratch;
+
+/* One candidate's cost (chunk c, `splits` chunks of the longest, `units`
+ * units when listed): simulated from its work list or in grid order, or,
+ * past PLAN_MAX_SIM_BLOCKS blocks in grid order, estimated as a machine
+ * that stays saturated. PF_OK or PF_ERR_NOMEM. */
+static int plan_candidate_cost(const plan_model *m, int c, int splits, long long units,
+                               size_t merge_bytes, plan_scratch *sc, double *cost)
+{
+    const pf_gpu_attn_shape *s = m->s;
+    const int heads = m->heads, bound = m->bound;
+    if (m->listed) {
+        if (units > sc->cap) {
+            pf_gpu_unit *grown = realloc(sc->list, sizeof *grown * (size_t)units);
+            if (!grown)
+                return PF_ERR_NOMEM;
+            sc->list = grown;
+            sc->cap = units;
+        }
+        pf_gpu__plan_units(m->lens, s->num_seqs, bound, c, 0, sc->list);
+        *cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, sc->list, units, m->tok_bytes,
+                          m->slots, m->shares, sc->heap, merge_bytes, m->merge_ns);
+    } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
+        *cost = plan_cost(m->lens, s->num_seqs, bound, heads, c, splits, NULL, 0, m->tok_bytes,
+                          m->slots, m->shares, sc->heap, merge_bytes, m->merge_ns);
+    else
+        *cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / m->slots +
+                (double)s->num_seqs * heads * bound * m->tok_bytes / PLAN_BW_BYTES_PER_NS +
+                (splits > 1 ? m->merge_ns : 0);
+    return PF_OK;
+}
+
 static int plan_search(const plan_model *m, plan_pick *best_pick)
 {
     const pf_gpu_attn_shape *s = m->s;
-    double *heap = malloc(sizeof(double) * (size_t)m->slots);
-    pf_gpu_unit *list = m->listed ? malloc(sizeof *list * (size_t)PLAN_MAX_UNITS) : NULL;
-    if (!heap || (m->listed && !list)) {
-        free(heap);
-        free(list);
+    plan_scratch sc = {malloc(sizeof(double) * (size_t)m->slots), NULL, 0};
+    if (!sc.heap)
         return PF_ERR_NOMEM;
-    }
     const int B = m->B, bound = m->bound, heads = m->heads;
     const int max_chunk = pf_gpu_chunk_max_tokens(B, m->v);
     plan_pick pick = {0, 0, 0};
     double best = INFINITY;
+    int rc = PF_OK;
     for (int sp = 1; sp <= PF_GPU_MAX_SPLITS; sp++) {
         /* in 64 bits: bound may be INT_MAX (a naive plan at its capacity) */
         const long long c_ll = (((long long)bound + sp - 1) / sp + B - 1) / B * B;
@@ -911,10 +946,7 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
             break; /* one cluster holds a sequence's chunks */
         const size_t merge_bytes =
             splits > 1 ? (size_t)s->num_seqs * s->num_q_heads * splits * (s->head_dim + 1) * 4 : 0;
-        long long units = 0;
-        double cost;
-        if (m->listed)
-            units = plan_units_count(m->lens, s->num_seqs, bound, c, 0);
+        const long long units = m->listed ? plan_units_count(m->lens, s->num_seqs, bound, c, 0) : 0;
         const long long blocks = m->listed ? units * heads : (long long)s->num_seqs * heads * splits;
         if (c > PLAN_FILL_FREE_CHUNK && blocks < PLAN_LONG_CHUNK_FILL * m->shares)
             continue; /* too few blocks for so long a chunk: a finer cut */
@@ -936,17 +968,9 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
             if (floor * (1 - 1e-9) >= best * 0.99)
                 continue;
         }
-        if (m->listed) {
-            pf_gpu__plan_units(m->lens, s->num_seqs, bound, c, 0, list);
-            cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, list, units, m->tok_bytes,
-                             m->slots, m->shares, heap, merge_bytes, m->merge_ns);
-        } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
-            cost = plan_cost(m->lens, s->num_seqs, bound, heads, c, splits, NULL, 0, m->tok_bytes,
-                             m->slots, m->shares, heap, merge_bytes, m->merge_ns);
-        else /* too many blocks to simulate: the machine stays saturated */
-            cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / m->slots +
-                   (double)s->num_seqs * heads * bound * m->tok_bytes / PLAN_BW_BYTES_PER_NS +
-                   (splits > 1 ? m->merge_ns : 0);
+        double cost;
+        if ((rc = plan_candidate_cost(m, c, splits, units, merge_bytes, &sc, &cost)) != PF_OK)
+            break;
         if (cost < best * 0.99) {
             best = cost;
             pick = (plan_pick){c, splits, units};
@@ -956,9 +980,11 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
                 break;
         }
     }
-    free(heap);
-    free(list);
+    free(sc.heap);
+    free(sc.list);
     *best_pick = pick;
+    if (rc != PF_OK)
+        return rc;
     return pick.chunk ? PF_OK : PF_ERR_ARG;
 }
 
