@@ -891,6 +891,39 @@ static void admit_now(pf_sched *s, int id, int n)
     offer_blocks(s, id, (int64_t)q->computed + n);
 }
 
+/* The frames an admitted request holds: naive, its whole reservation;
+ * paged, the blocks of its `tokens` (its cached prefix or computed tokens
+ * and its first chunk), and a swapped request at least the frames it
+ * brings back from the host. */
+static int admit_need(const pf_sched *s, const pf_req *q, int64_t tokens, int swapped)
+{
+    if (!s->p.paged) {
+        int64_t final = (int64_t)q->prompt + q->output;
+        return blocks_for(s, pf_sched_naive_tokens(s->p.reserve, (int)final, s->p.max_seq_len));
+    }
+    int need = blocks_for(s, tokens);
+    return swapped && need < q->host_frames ? q->host_frames : need;
+}
+
+/* A request's first `hits` blocks found in the prefix cache (their frames
+ * in s->fbuf, hashes in s->hbuf) become its table's head: each hit frame
+ * gains this request as a holder, a pool reference more, except for an
+ * idle cached block, whose reference (the cache's) this request takes
+ * over. Its computed tokens start after them. */
+static void admit_hits(pf_sched *s, pf_req *q, int hits)
+{
+    for (int k = 0; k < hits; k++)
+        if (pf_prefix_refcount(s->pc, s->fbuf[k]) > 0)
+            (void)pf_pool_share(s->pool, s->fbuf[k]);
+    (void)pf_prefix_acquire(s->pc, s->fbuf, hits, req_tokens(q));
+    memcpy(q->table, s->fbuf, (size_t)hits * sizeof *q->table);
+    q->nframes = hits;
+    q->computed = (int32_t)((int64_t)hits * s->p.block_size);
+    q->hashed = hits;
+    q->hit_blocks = hits;
+    q->last_hash = s->hbuf[hits - 1];
+}
+
 /* Step 3 for the head of the queue. Returns 1 if it was admitted (or
  * aborted), 0 if it must wait (and blocks the queue). */
 static int admit_head(pf_sched *s, int64_t *budget)
@@ -909,16 +942,7 @@ static int admit_head(pf_sched *s, int64_t *budget)
     int n = left > INT_MAX ? INT_MAX : (int)left;
     if (vllm && n > *budget)
         n = (int)*budget;
-    int need;
-    if (!s->p.paged) {
-        int64_t final = (int64_t)q->prompt + q->output;
-        need = blocks_for(s, pf_sched_naive_tokens(s->p.reserve, (int)final, s->p.max_seq_len));
-    } else {
-        /* a swapped request brings its frames back, then grows as usual */
-        need = blocks_for(s, (hits ? base : q->computed) + n);
-        if (swapped && need < q->host_frames)
-            need = q->host_frames;
-    }
+    const int need = admit_need(s, q, (hits ? base : q->computed) + n, swapped);
     int reserve = returning || !s->p.paged ? 0 : pf_pool_reserve_for(s->pool_frames, s->p.watermark);
     if (need > s->pool_frames - reserve) {
         /* even an empty pool could not take it under this reserve */
@@ -935,21 +959,9 @@ static int admit_head(pf_sched *s, int64_t *budget)
     if (slot_take(s, id) < 0)
         return 0;
     wq_pop_front(s);
-    if (hits > 0) {
-        /* each hit frame gains this request as a holder: a pool reference
-         * more, except for an idle cached block, whose reference (the
-         * cache's) this request takes over */
-        for (int k = 0; k < hits; k++)
-            if (pf_prefix_refcount(s->pc, s->fbuf[k]) > 0)
-                (void)pf_pool_share(s->pool, s->fbuf[k]);
-        (void)pf_prefix_acquire(s->pc, s->fbuf, hits, req_tokens(q));
-        memcpy(q->table, s->fbuf, (size_t)hits * sizeof *q->table);
-        q->nframes = hits;
-        q->computed = (int32_t)base;
-        q->hashed = hits;
-        q->hit_blocks = hits;
-        q->last_hash = s->hbuf[hits - 1];
-    } else if (s->pc && !swapped && q->computed == 0) {
+    if (hits > 0)
+        admit_hits(s, q, hits);
+    else if (s->pc && !swapped && q->computed == 0) {
         (void)pf_prefix_acquire(s->pc, NULL, 0, req_tokens(q)); /* a query that missed */
         q->hashed = 0;
         q->last_hash = PF_PREFIX_ROOT_HASH;
