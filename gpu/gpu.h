@@ -482,6 +482,9 @@ typedef struct {
     int churn_plans;
     int churn_layers;
     pf_gpu_churn churn_step, churn_run;
+    double plan_make_us;       /* host time of one pf_gpu_attn_plan_make from
+                                  the host lengths: the median of the
+                                  churn_plans plans made for those loops     */
     int have_timeline;         /* cfg->timeline: the traced launch ran      */
     pf_gpu_timeline timeline;  /* its summary                               */
     int num_rivals;            /* cfg->num_rivals                           */

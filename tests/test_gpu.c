@@ -72,6 +72,7 @@ static void run_ok_vt(int n, const int *lens, int hq, int hkv, int D, int B, pf_
      * once the graph cache has settled the loop makes no graph */
     cr_assert_eq(res.churn_plans, n < 24 ? n : 24);
     cr_assert_eq(res.churn_layers, PF_GPU_BENCH_LAYERS);
+    cr_assert_gt(res.plan_make_us, 0.0);
     cr_assert_gt(res.churn_run.us_per_run, 0.0);
     cr_assert_gt(res.churn_step.us_per_run, 0.0);
     cr_assert_gt(res.churn_run.direct_us, 0.0);

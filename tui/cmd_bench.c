@@ -547,6 +547,11 @@ static void results_api(pf_report *r, const pf_gpu_bench_result *res)
                   "host time per replay of a CUDA graph of one run (same loop)",
                   res->graph_us_per_replay, "%.2f", "us");
     if (res->churn_plans > 0) {
+        char what[96];
+        snprintf(what, sizeof what,
+                 "host time per pf_gpu_attn_plan_make from host lengths (median of %d batches)",
+                 res->churn_plans);
+        pf_report_num(r, "plan_make_us", what, res->plan_make_us, "%.1f", "us");
         char every[32];
         snprintf(every, sizeof every, "%d-run step", res->churn_layers);
         churn_rows(r, "churn_step", every, res->churn_plans, &res->churn_step,
