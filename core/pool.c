@@ -775,6 +775,81 @@ static void unpin(pf_pool *p, int f, int owner)
         ;
 }
 
+/* Undo a list's drops, entries [0, i), newest first: each finds the word
+ * exactly as its own drop left it (nobody else changes a LIMBO or PINNED
+ * word, and nothing was returned yet), and gives the reference back, still
+ * pinned; then the pins go. */
+static void free_n_undo(pf_pool *p, int owner, const int *frames, int i, int dup)
+{
+    for (int j = i - 1; j >= 0; j--) {
+        int f = frames[j];
+        uint64_t s = atomic_load_explicit(&p->state[f], memory_order_acquire);
+        uint64_t back = s == ST_LIMBO ? (ST(owner, 1) | PIN_BIT) : s + 1;
+        atomic_store_explicit(&p->state[f], back, memory_order_release);
+    }
+    for (int j = 0; j < i; j++)
+        if (!dup || !listed_before(frames, j, frames[j]))
+            unpin(p, frames[j], owner);
+}
+
+/* Pass two of a list that names a frame twice, finished under mu straight
+ * into the depot, where no one can take a returned frame before the list
+ * is done (else a later entry could meet it reallocated). Newest entry
+ * first: the first LIMBO meeting is a frame's last occurrence, where n
+ * sequential frees would have returned it. They are written above the
+ * depot's top in that reverse order, and the segment is then reversed:
+ * the depot ends as sequential frees leave it (same LIFO order). */
+static void free_n_finish_dup(pf_pool *p, int owner, const int *frames, int n)
+{
+    pthread_mutex_lock(&p->mu);
+    int base = p->depot_n;
+    for (int i = n - 1; i >= 0; i--) {
+        int f = frames[i];
+        uint64_t limbo = ST_LIMBO;
+        if (atomic_compare_exchange_strong_explicit(&p->state[f], &limbo, ST_FREE,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            p->depot[p->depot_n++] = f;
+        else if (!listed_before(frames, i, f)) /* its first entry: see unpin */
+            unpin(p, f, owner);
+    }
+    for (int a = base, b = p->depot_n - 1; a < b; a++, b--) {
+        int t = p->depot[a];
+        p->depot[a] = p->depot[b];
+        p->depot[b] = t;
+    }
+    p->headroom += p->depot_n - base;
+    STORE(p->depot_view, p->depot_n);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Pass two without duplicates: each frame is met once, so a frame
+ * returned here is never looked at again and may be taken at once: LIMBO
+ * frames go back to the cache in batches, survivors are unpinned. */
+static void free_n_finish(pf_pool *p, pf_pool_cache *c, int owner, const int *frames, int n)
+{
+    int buf[CACHE_BATCH], k = 0;
+    for (int i = 0; i < n; i++) {
+        int f = frames[i];
+        uint64_t limbo = ST_LIMBO;
+        if (atomic_compare_exchange_strong_explicit(&p->state[f], &limbo, ST_FREE,
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            buf[k++] = f;
+            if (k == CACHE_BATCH) {
+                put_back(p, c, buf, k);
+                k = 0;
+            }
+        } else {
+            unpin(p, f, owner);
+        }
+    }
+    if (k > 0)
+        put_back(p, c, buf, k);
+}
+
+/* Pass one drops a reference of every entry, pinned (drop_pinned); a bad
+ * frame or a double free undoes the list, a frame pinned by another list
+ * waits for it and starts again. Pass two returns the frames left in
+ * LIMBO and unpins the others. */
 static int free_n_impl(pf_pool *p, pf_pool_cache *c, int owner, const int *frames, int n)
 {
     int i, rc, dup;
@@ -792,76 +867,17 @@ again:
             break;
     }
     if (rc != PF_OK) {
-        /* Undo entries [0, i) newest first: each finds the word exactly as
-         * its own drop left it (nobody else changes a LIMBO or PINNED word,
-         * and nothing was returned yet), and gives the reference back, still
-         * pinned; then the pins go. */
-        for (int j = i - 1; j >= 0; j--) {
-            int f = frames[j];
-            uint64_t s = atomic_load_explicit(&p->state[f], memory_order_acquire);
-            uint64_t back = s == ST_LIMBO ? (ST(owner, 1) | PIN_BIT) : s + 1;
-            atomic_store_explicit(&p->state[f], back, memory_order_release);
-        }
-        for (int j = 0; j < i; j++)
-            if (!dup || !listed_before(frames, j, frames[j]))
-                unpin(p, frames[j], owner);
+        free_n_undo(p, owner, frames, i, dup);
         if (rc == PIN_BUSY) {
             (void)load_unpinned(p, frames[i]);
             goto again;
         }
         return rc;
     }
-    /* Pass two: unpin survivors and return LIMBO frames. Without duplicates
-     * each frame is met once, so a frame returned here is never looked at
-     * again and may be taken at once: batches go to the cache. A list that
-     * names a frame twice is finished under mu straight into the depot,
-     * where no one can take a returned frame before the list is done (else
-     * a later entry could meet it reallocated). */
-    if (dup) {
-        /* Newest entry first: the first LIMBO meeting is a frame's last
-         * occurrence, where n sequential frees would have returned it. They
-         * are written above the depot's top in that reverse order, and the
-         * segment is then reversed: the depot ends as sequential frees leave
-         * it (same LIFO order). */
-        pthread_mutex_lock(&p->mu);
-        int base = p->depot_n;
-        for (i = n - 1; i >= 0; i--) {
-            int f = frames[i];
-            uint64_t limbo = ST_LIMBO;
-            if (atomic_compare_exchange_strong_explicit(&p->state[f], &limbo, ST_FREE,
-                                                        memory_order_acq_rel,
-                                                        memory_order_acquire))
-                p->depot[p->depot_n++] = f;
-            else if (!listed_before(frames, i, f)) /* its first entry: see unpin */
-                unpin(p, f, owner);
-        }
-        for (int a = base, b = p->depot_n - 1; a < b; a++, b--) {
-            int t = p->depot[a];
-            p->depot[a] = p->depot[b];
-            p->depot[b] = t;
-        }
-        p->headroom += p->depot_n - base;
-        STORE(p->depot_view, p->depot_n);
-        pthread_mutex_unlock(&p->mu);
-        return PF_OK;
-    }
-    int buf[CACHE_BATCH], k = 0;
-    for (i = 0; i < n; i++) {
-        int f = frames[i];
-        uint64_t limbo = ST_LIMBO;
-        if (atomic_compare_exchange_strong_explicit(&p->state[f], &limbo, ST_FREE,
-                                                    memory_order_acq_rel, memory_order_acquire)) {
-            buf[k++] = f;
-            if (k == CACHE_BATCH) {
-                put_back(p, c, buf, k);
-                k = 0;
-            }
-        } else {
-            unpin(p, f, owner);
-        }
-    }
-    if (k > 0)
-        put_back(p, c, buf, k);
+    if (dup)
+        free_n_finish_dup(p, owner, frames, n);
+    else
+        free_n_finish(p, c, owner, frames, n);
     return PF_OK;
 }
 
