@@ -317,6 +317,73 @@ out:
     return rc;
 }
 
+/* Every job fits: a prompt and an output of at least one token within
+ * max-len, a finite arrival >= 0, and a fork after the job it forks. */
+static int jobs_check(const pf_sim_params *p, const pf_jobs *jobs, char *err, size_t errlen)
+{
+    for (int i = 0; i < jobs->njobs; i++) {
+        const pf_job *j = &jobs->jobs[i];
+        if (j->prompt < 1 || j->output < 1 || (int64_t)j->prompt + j->output > p->cfg.max_seq_len ||
+            !(j->arrival >= 0.0) || isinf(j->arrival) || j->fork_of < 0 || j->fork_of > i) {
+            snprintf(err, errlen,
+                     "job %d: prompt %d and output %d must be >= 1 and fit max-len %d, arriving "
+                     "at a finite time >= 0",
+                     i, j->prompt, j->output, p->cfg.max_seq_len);
+            return PF_ERR_ARG;
+        }
+    }
+    return PF_OK;
+}
+
+/* The run's lock, its lifetime lock and its control condition, whose
+ * waits (the tick's) are on the monotonic clock: a wall-clock change must
+ * not stall or hurry a live run. */
+static void sim_sync_init(pf_sim *s)
+{
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_rwlock_init(&s->life, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->ctl_cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+/* The caller's jobs as the run's requests (q: jobs->njobs of them). */
+static void jobs_copy(pf_req *q, const pf_jobs *jobs)
+{
+    for (int i = 0; i < jobs->njobs; i++, q++) {
+        const pf_job *j = &jobs->jobs[i];
+        q->arrival = j->arrival;
+        q->prompt = j->prompt;
+        q->output = j->output;
+        q->priority = j->priority;
+        q->group = j->shared > 0 ? j->group : -1;
+        q->shared_tokens = j->shared > 0 ? j->shared : 0;
+        q->fork_of = j->fork_of;
+        q->sample = j->sample;
+    }
+}
+
+/* Jobs from a trace or the generator are sorted already; a caller's may
+ * not be. A fork must stay behind its parent: sort only when needed, and
+ * refuse forks then (their indices would move). PF_OK, PF_ERR_ARG (err
+ * says why) or PF_ERR_NOMEM. */
+static int jobs_order(pf_req *q, int n, char *err, size_t errlen)
+{
+    int sorted = 1;
+    for (int i = 1; i < n; i++)
+        sorted &= q[i].arrival >= q[i - 1].arrival;
+    if (sorted)
+        return PF_OK;
+    for (int i = 0; i < n; i++)
+        if (q[i].fork_of) {
+            snprintf(err, errlen, "forked jobs (--n) must be given sorted by arrival");
+            return PF_ERR_ARG;
+        }
+    return sort_by_arrival(q, n);
+}
+
 pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, size_t errlen)
 {
     char dummy[1];
@@ -329,19 +396,8 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
         snprintf(err, errlen, "no jobs");
         return NULL;
     }
-    if (params_check(p, err, errlen) != PF_OK)
+    if (params_check(p, err, errlen) != PF_OK || jobs_check(p, jobs, err, errlen) != PF_OK)
         return NULL;
-    for (int i = 0; i < jobs->njobs; i++) {
-        const pf_job *j = &jobs->jobs[i];
-        if (j->prompt < 1 || j->output < 1 || (int64_t)j->prompt + j->output > p->cfg.max_seq_len ||
-            !(j->arrival >= 0.0) || isinf(j->arrival) || j->fork_of < 0 || j->fork_of > i) {
-            snprintf(err, errlen,
-                     "job %d: prompt %d and output %d must be >= 1 and fit max-len %d, arriving "
-                     "at a finite time >= 0",
-                     i, j->prompt, j->output, p->cfg.max_seq_len);
-            return NULL;
-        }
-    }
     pf_sim *s = calloc(1, sizeof *s);
     if (!s)
         goto oom;
@@ -352,47 +408,19 @@ pf_sim *pf_sim_create(const pf_sim_params *p, const pf_jobs *jobs, char *err, si
     s->nshards = 1;
     s->workers_target = p->workers;
     s->threads_target = pf_sim__threads_of(p->threads);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_rwlock_init(&s->life, NULL);
-    /* the tick's waits are on the monotonic clock: a wall-clock change
-     * must not stall or hurry a live run */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->ctl_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sim_sync_init(s);
     s->jobs = calloc((size_t)s->njobs, sizeof *s->jobs);
     s->met = malloc(sizeof *s->met);
     if (!s->jobs || !s->met)
         goto oom;
-    for (int i = 0; i < s->njobs; i++) {
-        const pf_job *j = &jobs->jobs[i];
-        pf_req *q = &s->jobs[i];
-        q->arrival = j->arrival;
-        q->prompt = j->prompt;
-        q->output = j->output;
-        q->priority = j->priority;
-        q->group = j->shared > 0 ? j->group : -1;
-        q->shared_tokens = j->shared > 0 ? j->shared : 0;
-        q->fork_of = j->fork_of;
-        q->sample = j->sample;
+    jobs_copy(s->jobs, jobs);
+    const int rc = jobs_order(s->jobs, s->njobs, err, errlen);
+    if (rc == PF_ERR_ARG) {
+        pf_sim_destroy(s);
+        return NULL; /* err says why */
     }
-    /* Jobs from a trace or the generator are sorted already; a caller's
-     * may not be. A fork must stay behind its parent: sort only when
-     * needed, and refuse forks then (their indices would move). */
-    int sorted = 1;
-    for (int i = 1; i < s->njobs; i++)
-        sorted &= s->jobs[i].arrival >= s->jobs[i - 1].arrival;
-    if (!sorted) {
-        for (int i = 0; i < s->njobs; i++)
-            if (s->jobs[i].fork_of) {
-                snprintf(err, errlen, "forked jobs (--n) must be given sorted by arrival");
-                pf_sim_destroy(s);
-                return NULL;
-            }
-        if (sort_by_arrival(s->jobs, s->njobs) != PF_OK)
-            goto oom;
-    }
+    if (rc != PF_OK)
+        goto oom;
     if (p->engine == PF_ENGINE_THREADED && pf_sim__apply_threads_locked(s, p->threads) != PF_OK)
         goto oom;
     if (reset_err(s, err, errlen) != PF_OK) {
