@@ -1066,6 +1066,30 @@ Test(sim_engine, bad_parameters_refused)
     pf_jobs_free(&j);
 }
 
+/* A caller's jobs out of arrival order are sorted, unless one is a fork
+ * (--n): its parent's index would move, so such a list is refused. */
+Test(sim_engine, unsorted_jobs_sorted_unless_forked)
+{
+    pf_sim_params p;
+    small_params(&p);
+    pf_job js[] = {J(2.0, 10, 4, 0), J(0.5, 20, 4, 0), J(1.0, 30, 4, 0)};
+    pf_jobs j = {js, 3, 0};
+    pf_sim *s = make_sim(&p, &j);
+    pf_sim_stats st;
+    cr_assert_eq(pf_sim_run(s, &st), PF_OK);
+    cr_assert_eq(st.finished, 3);
+    pf_sim_destroy(s);
+    js[2].fork_of = 1; /* a sample of job 0 */
+    char err[160] = "";
+    cr_assert_null(pf_sim_create(&p, &j, err, sizeof err));
+    cr_assert(strstr(err, "sorted by arrival") != NULL, "%s", err);
+    /* sorted, the same fork is taken */
+    pf_job sorted[] = {J(0.5, 20, 4, 0), J(1.0, 30, 4, 0), J(2.0, 10, 4, 0)};
+    sorted[1].fork_of = 1;
+    pf_jobs k = {sorted, 3, 0};
+    pf_sim_destroy(make_sim(&p, &k));
+}
+
 /* Regression (found while adapting these tests to issue 9): a bad
  * parameter that the scheduler core checks (the watermark, the token
  * budget...) was refused by pf_sim_create with "out of memory" (the
