@@ -4,8 +4,9 @@
  * plan made from the host lengths (the work list, the split-KV cut) is
  * only right for them (docs/gpu.md, *Plan and run*). So a plan's cost is
  * host time on every step, like FlashInfer's plan. This prints, in one
- * run, microseconds a plan for each workload of `pagefault bench` (and
- * two batches of varied lengths), for:
+ * run, microseconds a plan for each workload of `pagefault bench` but
+ * seed and mixed (and batch with 244 sequences, whose last wave is partial,
+ * and two batches of varied lengths), for:
  *   plan        - pf_gpu__plan_compute_occ, as pf_gpu_attn_plan_make plans
  *   exhaustive  - the same search with every candidate chunk simulated
  *                 (the planner before the thirty-ninth session; it gives
@@ -39,6 +40,7 @@ typedef struct {
 static const plan_case cases[] = {
     {"llama", 64, 32, 8, 4096, PF_GPU_BF16},
     {"batch", 256, 32, 8, 1024, PF_GPU_BF16},
+    {"batch of 244", 244, 32, 8, 1024, PF_GPU_BF16}, /* a partial last wave */
     {"long", 8, 32, 8, 32768, PF_GPU_BF16},
     {"mha", 32, 32, 32, 2048, PF_GPU_F16},
     {"single", 1, 32, 8, 1024, PF_GPU_BF16},

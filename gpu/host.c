@@ -439,30 +439,36 @@ int pf_gpu_default_version(const pf_gpu_attn_shape *s)
 #define PLAN_FILL_FREE_CHUNK 4096
 #define PLAN_LONG_CHUNK_FILL 1.9
 
-/* min-heap of doubles: the work mark at which each resident block ends */
-static void heap_sift_down(double *h, int n, int i)
+/* The simulation's resident blocks, grouped: `n` blocks that end at work
+ * mark `end`. A min-heap on end. */
+typedef struct {
+    double end;
+    int n;
+} plan_group;
+
+static void heap_sift_down(plan_group *h, int n, int i)
 {
     for (;;) {
         int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && h[l] < h[m])
+        if (l < n && h[l].end < h[m].end)
             m = l;
-        if (r < n && h[r] < h[m])
+        if (r < n && h[r].end < h[m].end)
             m = r;
         if (m == i)
             return;
-        double t = h[i];
+        plan_group t = h[i];
         h[i] = h[m];
         h[m] = t;
         i = m;
     }
 }
 
-static void heap_push(double *h, int *n, double v)
+static void heap_push(plan_group *h, int *n, plan_group v)
 {
     int i = (*n)++;
     h[i] = v;
-    while (i > 0 && h[(i - 1) / 2] > h[i]) {
-        double t = h[i];
+    while (i > 0 && h[(i - 1) / 2].end > h[i].end) {
+        plan_group t = h[i];
         h[i] = h[(i - 1) / 2];
         h[(i - 1) / 2] = t;
         i = (i - 1) / 2;
@@ -534,14 +540,49 @@ static long long plan_units_count(const int *lens, int n, int bound, int chunk, 
     return u;
 }
 
-long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, int tail,
-                             pf_gpu_unit *out)
+/* The list without a tail, in unit_cmp's order with no sort of the whole:
+ * the full chunks (chunk tokens, the most a unit holds) in (sequence,
+ * chunk) order, then each sequence's partial last chunk, sorted (at most
+ * one a sequence), then a unit for each empty sequence, in order. */
+static long long plan_units_ordered(const int *lens, int n, int bound, int chunk, pf_gpu_unit *out)
+{
+    long long u = 0;
+    for (int i = 0; i < n; i++) {
+        const int len = lens[i] > bound ? bound : lens[i];
+        const int nch = len > 0 ? (len + chunk - 1) / chunk : 1;
+        for (int c = 0; c < (len > 0 ? len / chunk : 0); c++)
+            out[u++] = (pf_gpu_unit){chunk, i, c, nch, 1};
+    }
+    const long long parts = u;
+    for (int i = 0; i < n; i++) {
+        const int len = lens[i] > bound ? bound : lens[i];
+        if (len > 0 && len % chunk)
+            out[u++] = (pf_gpu_unit){len % chunk, i, len / chunk, (len + chunk - 1) / chunk, 1};
+    }
+    qsort(out + parts, (size_t)(u - parts), sizeof *out, unit_cmp);
+    for (int i = 0; i < n; i++)
+        if (lens[i] <= 0)
+            out[u++] = (pf_gpu_unit){0, i, 0, 1, 1};
+    return u;
+}
+
+/* The list as seq_units makes it, sorted whole (the exhaustive search's
+ * reference, and any list with a tail). */
+static long long plan_units_sorted(const int *lens, int n, int bound, int chunk, int tail,
+                                   pf_gpu_unit *out)
 {
     long long u = 0;
     for (int i = 0; i < n; i++)
         u += seq_units(lens[i] > bound ? bound : lens[i], i, chunk, tail, out + u);
     qsort(out, (size_t)u, sizeof *out, unit_cmp);
     return u;
+}
+
+long long pf_gpu__plan_units(const int *lens, int n, int bound, int chunk, int tail,
+                             pf_gpu_unit *out)
+{
+    return tail ? plan_units_sorted(lens, n, bound, chunk, tail, out)
+                : plan_units_ordered(lens, n, bound, chunk, out);
 }
 
 /* FNV-1a over the lengths: the plan keeps it so that the workspace is
@@ -563,17 +604,28 @@ static unsigned long long lens_hash(const int *lens, int n)
  * W_start + w. With n blocks resident, W advances at full speed while
  * n <= sm_count and n / sm_count times slower beyond (the bandwidth is
  * shared), so real time = dW * max(1, n / sm_count). Blocks come in
- * grid order, or from `list` (units of `heads` blocks) when it is given. */
+ * grid order, or from `list` (units of `heads` blocks) when it is given.
+ *
+ * Blocks that start at one mark with the same work end together: with
+ * `group` they are one heap entry of n blocks (a uniform batch is then a
+ * few entries a wave, not one a block). That changes no time: of a group
+ * ending at mark E, the first to end moves real time by (E - W) at the
+ * resident count, and each other by E - E = 0 whatever the count, so
+ * ending them at once and then starting as many blocks, all at mark E,
+ * adds exactly the same terms in the same order. Without `group` every
+ * block is its own entry (the exhaustive search, the tests' reference).
+ * The heap holds `slots` entries. */
 static double plan_cost(const int *lens, int n, int bound, int heads, int chunk, int splits,
                         const pf_gpu_unit *list, long long units, double tok_bytes, int slots,
-                        int sms, double *heap, size_t merge_bytes, double merge_ns)
+                        int sms, plan_group *heap, size_t merge_bytes, double merge_ns, int group)
 {
     const double blk_rate = PLAN_BW_BYTES_PER_NS / sms; /* bytes/ns of a lone block */
-    int live = 0;
+    int live = 0, entries = 0;
     double W = 0, now = 0;
     long long next = 0;
     const long long total = list ? units * heads : (long long)n * heads * splits;
     for (;;) {
+        plan_group pend = {0, 0}; /* the blocks started at W with one work, not yet in the heap */
         while (live < slots && next < total) {
             int tok;
             if (list) {
@@ -592,16 +644,26 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
             next++;
             const double w =
                 tok ? PLAN_BLOCK_NS + seqs_ns + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
-            heap_push(heap, &live, W + w);
+            live++;
+            if (group && pend.n && pend.end == W + w) {
+                pend.n++;
+                continue;
+            }
+            if (pend.n)
+                heap_push(heap, &entries, pend);
+            pend = (plan_group){W + w, 1};
         }
+        if (pend.n)
+            heap_push(heap, &entries, pend);
         if (!live)
             break;
-        const double end = heap[0];
+        const plan_group end = heap[0];
         const double slow = live > sms ? (double)live / sms : 1.0;
-        now += (end - W) * slow;
-        W = end;
-        heap[0] = heap[--live];
-        heap_sift_down(heap, live, 0);
+        now += (end.end - W) * slow;
+        W = end.end;
+        live -= end.n;
+        heap[0] = heap[--entries];
+        heap_sift_down(heap, entries, 0);
     }
     if (splits > 1)
         now += merge_ns + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS;
@@ -885,7 +947,7 @@ typedef struct {
 /* The search's scratch: the simulation's heap (a slot a resident block)
  * and a work list grown to the largest candidate's units. */
 typedef struct {
-    double *heap;
+    plan_group *heap;
     pf_gpu_unit *list;
     long long cap;
 } plan_scratch;
@@ -907,12 +969,15 @@ static int plan_candidate_cost(const plan_model *m, int c, int splits, long long
             sc->list = grown;
             sc->cap = units;
         }
-        pf_gpu__plan_units(m->lens, s->num_seqs, bound, c, 0, sc->list);
+        if (m->exhaustive)
+            plan_units_sorted(m->lens, s->num_seqs, bound, c, 0, sc->list);
+        else
+            plan_units_ordered(m->lens, s->num_seqs, bound, c, sc->list);
         *cost = plan_cost(NULL, s->num_seqs, bound, heads, c, splits, sc->list, units, m->tok_bytes,
-                          m->slots, m->shares, sc->heap, merge_bytes, m->merge_ns);
+                          m->slots, m->shares, sc->heap, merge_bytes, m->merge_ns, !m->exhaustive);
     } else if ((double)s->num_seqs * heads * splits <= PLAN_MAX_SIM_BLOCKS)
         *cost = plan_cost(m->lens, s->num_seqs, bound, heads, c, splits, NULL, 0, m->tok_bytes,
-                          m->slots, m->shares, sc->heap, merge_bytes, m->merge_ns);
+                          m->slots, m->shares, sc->heap, merge_bytes, m->merge_ns, !m->exhaustive);
     else
         *cost = (double)s->num_seqs * heads * splits * PLAN_BLOCK_NS / m->slots +
                 (double)s->num_seqs * heads * bound * m->tok_bytes / PLAN_BW_BYTES_PER_NS +
@@ -923,7 +988,7 @@ static int plan_candidate_cost(const plan_model *m, int c, int splits, long long
 static int plan_search(const plan_model *m, plan_pick *best_pick)
 {
     const pf_gpu_attn_shape *s = m->s;
-    plan_scratch sc = {malloc(sizeof(double) * (size_t)m->slots), NULL, 0};
+    plan_scratch sc = {malloc(sizeof(plan_group) * (size_t)m->slots), NULL, 0};
     if (!sc.heap)
         return PF_ERR_NOMEM;
     const int B = m->B, bound = m->bound, heads = m->heads;
@@ -1019,7 +1084,7 @@ static int plan_pack(const plan_model *m, const plan_pick *pick, int *pack)
     const long long units = pick->units;
     pf_gpu_unit *list = malloc(sizeof *list * (size_t)units);
     pf_gpu_unit *packed = malloc(sizeof *packed * (size_t)units);
-    double *heap = malloc(sizeof(double) * (size_t)m->slots);
+    plan_group *heap = malloc(sizeof *heap * (size_t)m->slots);
     int rc = PF_ERR_NOMEM;
     if (!list || !packed || !heap)
         goto out;
@@ -1039,7 +1104,7 @@ static int plan_pack(const plan_model *m, const plan_pick *pick, int *pack)
         }
         const double cost = plan_cost(NULL, m->s->num_seqs, m->bound, m->heads, pick->chunk, 1,
                                       packed, packs, m->tok_bytes, m->slots, m->shares, heap, 0,
-                                      m->merge_ns);
+                                      m->merge_ns, !m->exhaustive);
         if (cost < best) {
             best = cost;
             *pack = p > 1 ? p : 0;

@@ -500,6 +500,48 @@ Test(gpu_host, version_34_is_planned_at_its_own_occupancy)
     cr_assert_eq(pf_gpu__plan_compute_occ(&p, &s, 1, lens, 0, 0, 132, 4, 0), PF_ERR_ARG);
 }
 
+/* The work list without a tail is made in its order, not sorted whole
+ * (host.c, plan_units_ordered): every chunk with tokens a unit (an empty
+ * sequence one), longest first, then by sequence and chunk, each with its
+ * tokens at the planned lengths. */
+Test(gpu_host, work_list_is_longest_first_without_a_sort)
+{
+    enum { N = 300 };
+    static int lens[N];
+    static pf_gpu_unit list[N * 64];
+    pf_rng r;
+    pf_rng_seed(&r, 7);
+    for (int round = 0; round < 20; round++) {
+        const int chunk = 128 * (1 + (int)(pf_rng_next(&r) % 8)), bound = 8192;
+        long long want = 0;
+        for (int i = 0; i < N; i++) {
+            const int kind = (int)(pf_rng_next(&r) % 4);
+            lens[i] = kind == 0 ? 0 : kind == 1 ? chunk * (int)(1 + pf_rng_next(&r) % 4)
+                                                : (int)(pf_rng_next(&r) % 10000);
+            const int len = lens[i] > bound ? bound : lens[i];
+            want += len > 0 ? (len + chunk - 1) / chunk : 1;
+        }
+        const long long u = pf_gpu__plan_units(lens, N, bound, chunk, 0, list);
+        cr_assert_eq(u, want, "chunk %d: %lld units, %lld chunks with tokens", chunk, u, want);
+        for (long long k = 0; k < u; k++) {
+            const pf_gpu_unit *x = &list[k];
+            const int len = lens[x->seq] > bound ? bound : lens[x->seq];
+            int tok = len - x->chunk * chunk;
+            tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
+            cr_assert_eq(x->tok, tok, "unit %lld (seq %d chunk %d)", k, x->seq, x->chunk);
+            cr_assert_eq(x->nch, len > 0 ? (len + chunk - 1) / chunk : 1);
+            cr_assert_eq(x->span, 1);
+            if (k == 0)
+                continue;
+            const pf_gpu_unit *w = &list[k - 1];
+            cr_assert(w->tok > x->tok || (w->tok == x->tok && (w->seq < x->seq ||
+                                                               (w->seq == x->seq && w->chunk < x->chunk))),
+                      "unit %lld out of order: (%d, %d, %d) after (%d, %d, %d)", k, x->tok, x->seq,
+                      x->chunk, w->tok, w->seq, w->chunk);
+        }
+    }
+}
+
 /* Two plans' every field (not memcmp: the struct has padding). */
 static int plans_equal(const pf_gpu_attn_plan *a, const pf_gpu_attn_plan *b)
 {
@@ -517,9 +559,12 @@ static int plans_equal(const pf_gpu_attn_plan *a, const pf_gpu_attn_plan *b)
 
 /* The planner skips a candidate chunk whose floor (plan_cost_floor: the
  * blocks' work over the machine, or the largest block's) cannot beat the
- * best so far, and version 0's try of version 34 stops once its pick
- * splits. Neither may change a plan: every field equals the exhaustive
- * search's over random shapes, lengths, versions and machines (uniform,
+ * best so far, stops once the floor's rising part cannot, and version 0's
+ * try of version 34 stops once its pick splits; its simulation groups
+ * blocks that end together and its work list is made in order. None may
+ * change a plan: every field equals the exhaustive search's (every
+ * candidate, a heap entry a block, the list sorted whole) over random
+ * shapes, lengths, versions and machines (uniform,
  * mixed, one long among short ones, and some empty sequences; host lengths
  * or a bound). */
 Test(gpu_host, the_planners_shortcuts_change_no_plan)
