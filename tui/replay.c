@@ -172,23 +172,61 @@ static int player_key(player *pl, int cmd)
     return 0;
 }
 
+/* The file's records, indexed (*off: each one's offset, the caller's to
+ * free): how many, or -1 with the message printed (none is an error too). */
+static long replay_index(const replay_opts *o, FILE *f, long **off)
+{
+    char err[256] = "";
+    long n = index_records(f, o->file, off, err, sizeof err);
+    if (n < 0)
+        fprintf(stderr, "pagefault replay: %s\n", err);
+    else if (n == 0)
+        fprintf(stderr, "pagefault replay: %s: no records\n", o->file);
+    return n > 0 ? n : -1;
+}
+
+/* The record the player is at, loaded into s when it moved (the charts'
+ * history restarts when it moved back). 0, or -1 when it cannot be read
+ * again. */
+static int replay_show(const player *pl, FILE *f, const char *file, const long *off, long *shown,
+                       pf_sim_snapshot *s, pf_hist *hist)
+{
+    if (pl->at == *shown)
+        return 0;
+    if (pl->at < *shown)
+        pf_hist_clear(hist);
+    int tick = 0, fin = 0;
+    if (load(f, file, off[pl->at], s, &tick, &fin) != 0)
+        return -1;
+    pf_hist_update(hist, s);
+    *shown = pl->at;
+    return 0;
+}
+
+/* One frame: the snapshot with the player's status line, into buf. */
+static void replay_draw(pf_cells *buf, const player *pl, long n, const pf_sim_snapshot *s,
+                        const pf_hist *hist)
+{
+    char st[160];
+    snprintf(st, sizeof st, "replay %ld/%ld%s, %.3g rec/s%s%s", pl->at + 1, n,
+             pl->paused ? " paused" : "", pl->rate, pl->msg[0] ? " | " : "", pl->msg);
+    pf_dash_view v;
+    memset(&v, 0, sizeof v);
+    v.snap = s;
+    pf_look_view(&pl->look, &v);
+    v.status = st;
+    v.hist = hist;
+    pf_render_screen(buf, &v, NULL);
+}
+
 static int replay_live(replay_opts *o, FILE *f)
 {
     char err[256] = "";
     long *off = NULL;
-    long n = index_records(f, o->file, &off, err, sizeof err);
-    if (n < 0) {
-        fprintf(stderr, "pagefault replay: %s\n", err);
-        free(off);
-        return 2;
-    }
-    if (n == 0) {
-        fprintf(stderr, "pagefault replay: %s: no records\n", o->file);
-        free(off);
-        return 2;
-    }
-    if (pf_term_open(o->look.no_color, err, sizeof err) != 0) {
-        fprintf(stderr, "pagefault replay: %s\n", err);
+    const long n = replay_index(o, f, &off);
+    if (n < 0 || pf_term_open(o->look.no_color, err, sizeof err) != 0) {
+        if (n > 0)
+            fprintf(stderr, "pagefault replay: %s\n", err);
         free(off);
         return 2;
     }
@@ -201,7 +239,6 @@ static int replay_live(replay_opts *o, FILE *f)
     /* 10 records a second: the live recorder keeps about 10 */
     player pl = {.at = 0, .n = n, .paused = 0, .rate = 10, .look = o->look, .msg = ""};
     long shown = -1;
-    int tick = 0, fin = 0;
     double next = pf_clock_s();
     pf_term_size(&w, &h);
     pf_cells_resize(&buf, w > 0 ? w : 1, h > 0 ? h : 1);
@@ -216,28 +253,13 @@ static int replay_live(replay_opts *o, FILE *f)
             pl.at++;
             next = t + 1.0 / pl.rate;
         }
-        if (pl.at != shown) {
-            if (pl.at < shown)
-                pf_hist_clear(&hist);
-            if (load(f, o->file, off[pl.at], &s, &tick, &fin) != 0) {
-                pf_term_close();
-                fprintf(stderr, "pagefault replay: %s: cannot read record %ld again\n", o->file, pl.at);
-                status = 1;
-                break;
-            }
-            pf_hist_update(&hist, &s);
-            shown = pl.at;
+        if (replay_show(&pl, f, o->file, off, &shown, &s, &hist) != 0) {
+            pf_term_close();
+            fprintf(stderr, "pagefault replay: %s: cannot read record %ld again\n", o->file, pl.at);
+            status = 1;
+            break;
         }
-        char st[160];
-        snprintf(st, sizeof st, "replay %ld/%ld%s, %.3g rec/s%s%s", pl.at + 1, n, pl.paused ? " paused" : "",
-                 pl.rate, pl.msg[0] ? " | " : "", pl.msg);
-        pf_dash_view v;
-        memset(&v, 0, sizeof v);
-        v.snap = &s;
-        pf_look_view(&pl.look, &v);
-        v.status = st;
-        v.hist = &hist;
-        pf_render_screen(&buf, &v, NULL);
+        replay_draw(&buf, &pl, n, &s, &hist);
         pf_term_draw(&buf, 0);
         int key = pf_term_getkey(pl.paused ? 250 : 33);
         if (key == PF_TERM_KEY_NONE)
