@@ -325,29 +325,43 @@ static int deliver(pf_zsub *s, int rank, int64_t seq, const void *payload, size_
     return rc == 0;
 }
 
-/* Ask rank's replay socket for [from, upto) and deliver what comes back in
- * order. Returns the number of batches delivered. */
-static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn fn, void *ctx)
+/* A DEALER socket to a replay endpoint (no linger; messages capped at the
+ * decoder's limit plus framing), with the request sent: an empty frame,
+ * then `from` as 8 bytes big-endian, as vLLM's replay socket reads it.
+ * NULL when the socket cannot be made, connected or sent on. A replay is
+ * counted (st.replays) once its socket exists. */
+static void *replay_ask(pf_zsub *s, const char *endpoint, int64_t from)
 {
-    rank_state *rs = &s->r[rank];
     void *d = zmq_socket(s->ctx, ZMQ_DEALER);
     if (!d)
-        return 0;
-    int linger = 0, got = 0;
+        return NULL;
+    s->st.replays++;
+    int linger = 0;
     int64_t maxmsg = (int64_t)s->cfg.limits.max_bytes + 4096;
     int hwm = PF_ZSUB_RCVHWM;
     zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(d, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    s->st.replays++;
     uint8_t start[8];
     for (int i = 0; i < 8; i++)
         start[i] = (uint8_t)((uint64_t)from >> (56 - 8 * i));
-    if (zmq_connect(d, rs->replay_ep) != 0 || zmq_send(d, "", 0, ZMQ_SNDMORE) < 0 ||
+    if (zmq_connect(d, endpoint) != 0 || zmq_send(d, "", 0, ZMQ_SNDMORE) < 0 ||
         zmq_send(d, start, 8, 0) < 0) {
         zmq_close(d);
-        return 0;
+        return NULL;
     }
+    return d;
+}
+
+/* Ask rank's replay socket for [from, upto) and deliver what comes back in
+ * order. Returns the number of batches delivered. */
+static int replay(pf_zsub *s, int rank, int64_t from, int64_t upto, pf_zsub_fn fn, void *ctx)
+{
+    rank_state *rs = &s->r[rank];
+    int got = 0;
+    void *d = replay_ask(s, rs->replay_ep, from);
+    if (!d)
+        return 0;
     /* Three bounds, so neither a dead nor a hostile replay socket can hold
      * us: silence (replay_timeout_ms since the last batch delivered: stray
      * replies do not count, or a peer could keep us waiting with them), 30 s
