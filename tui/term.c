@@ -88,24 +88,32 @@ static void setup_colors(void)
             init_pair((short)(PF_COL_OWNER0 + k), rich ? owner256[k] : owner8[k % 6], -1);
 }
 
-int pf_term_open(int no_color, char *err, size_t errlen)
+/* A terminal that terminfo does not know or cannot address, refused
+ * with one message whichever check found it. */
+static void term_refused(const char *t, char *err, size_t errlen)
 {
-    if (term_active)
-        return 0;
+    snprintf(err, errlen,
+             "cannot drive the terminal '%s' (unknown to terminfo, or no cursor addressing); "
+             "try --headless", t);
+}
+
+/* Whether the dashboard can drive this terminal: stdin and stdout are
+ * one, TERM names it, and terminfo knows it with cursor addressing (the
+ * dashboard moves the cursor anywhere on the screen: a terminal without
+ * it, TERM=dumb or a printing terminal, cannot show it, and curses would
+ * scroll garbage). Terminfo is asked without touching the terminal. The
+ * TERM value, or NULL with err set. */
+static const char *term_usable(char *err, size_t errlen)
+{
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         snprintf(err, errlen, "the dashboard needs a terminal (stdin/stdout are not one); try --headless");
-        return -1;
+        return NULL;
     }
     const char *t = getenv("TERM");
     if (!t || !t[0]) {
         snprintf(err, errlen, "TERM is not set; the dashboard needs a terminal type (or use --headless)");
-        return -1;
+        return NULL;
     }
-    /* The dashboard moves the cursor anywhere on the screen: a terminal
-     * without cursor addressing (TERM=dumb, a printing terminal) cannot show
-     * it, and curses would scroll garbage. Ask terminfo first, without
-     * touching the terminal, and refuse such a terminal with the same
-     * message as one terminfo does not know. */
     int tierr = 0;
     int usable = setupterm(t, STDOUT_FILENO, &tierr) == OK;
     if (usable) {
@@ -113,25 +121,14 @@ int pf_term_open(int no_color, char *err, size_t errlen)
         usable = cup != NULL && cup != (const char *)-1;
         del_curterm(cur_term);
     }
-    if (!usable) {
-        snprintf(err, errlen,
-                 "cannot drive the terminal '%s' (unknown to terminfo, or no cursor addressing); "
-                 "try --headless", t);
-        return -1;
-    }
-    term_screen = newterm(NULL, stdout, stdin);
-    if (!term_screen) {
-        snprintf(err, errlen,
-                 "cannot drive the terminal '%s' (unknown to terminfo, or no cursor addressing); "
-                 "try --headless", t);
-        return -1;
-    }
-    set_term(term_screen);
-    term_active = 1;
-    if (!term_atexit_done) {
-        atexit(pf_term_close);
-        term_atexit_done = 1;
-    }
+    if (!usable)
+        term_refused(t, err, errlen);
+    return usable ? t : NULL;
+}
+
+/* The screen's modes, once curses has it. */
+static void term_modes(int no_color)
+{
     cbreak(); /* not raw(): Ctrl-C stays a signal, handled below */
     noecho();
     nonl();
@@ -159,6 +156,27 @@ int pf_term_open(int no_color, char *err, size_t errlen)
      * no click-interval wait, so a press acts at once */
     mouseinterval(0);
     mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, NULL);
+}
+
+int pf_term_open(int no_color, char *err, size_t errlen)
+{
+    if (term_active)
+        return 0;
+    const char *t = term_usable(err, errlen);
+    if (!t)
+        return -1;
+    term_screen = newterm(NULL, stdout, stdin);
+    if (!term_screen) {
+        term_refused(t, err, errlen);
+        return -1;
+    }
+    set_term(term_screen);
+    term_active = 1;
+    if (!term_atexit_done) {
+        atexit(pf_term_close);
+        term_atexit_done = 1;
+    }
+    term_modes(no_color);
     /* after newterm, so ours replace curses' own SIGINT/SIGTERM handlers;
      * curses keeps its SIGWINCH handler, which gives KEY_RESIZE */
     install(SIGINT, on_quit, 0);
