@@ -493,6 +493,51 @@ static void *base_main(void *arg)
     return NULL;
 }
 
+/* The baseline's thread started on its own copy of the parameters and
+ * jobs (it may outlive the UI: see orphan), with the UI's signals blocked
+ * in it. Its control block, or NULL when it could not start. */
+static base_ctl *base_start(const pf_sim_params *p, const pf_jobs *jobs, pthread_t *th)
+{
+    base_ctl *bp = calloc(1, sizeof *bp);
+    if (!bp)
+        return NULL;
+    bp->p = *p;
+    bp->jobs.njobs = jobs->njobs;
+    bp->jobs.jobs = malloc((size_t)(jobs->njobs > 0 ? jobs->njobs : 1) * sizeof *jobs->jobs);
+    if (!bp->jobs.jobs) {
+        free(bp);
+        return NULL;
+    }
+    memcpy(bp->jobs.jobs, jobs->jobs, (size_t)jobs->njobs * sizeof *jobs->jobs);
+    atomic_init(&bp->cancel, 0);
+    atomic_init(&bp->done, 0);
+    atomic_init(&bp->orphan, 0);
+    atomic_init(&bp->finished, 0);
+    sigset_t old;
+    pf_dash_block_ui_signals(&old);
+    int rc = pthread_create(th, NULL, base_main, bp);
+    pf_dash_restore_signals(&old);
+    if (rc != 0) {
+        base_free(bp);
+        return NULL;
+    }
+    return bp;
+}
+
+/* The start screen: how far the baseline has come. */
+static void start_progress(pf_cells *buf, int ascii, long long finished, int njobs)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "starting: naive baseline for 'vs naive', %lld of %d jobs (%.0f%%); q quits",
+             finished, njobs, 100.0 * (double)finished / (njobs > 0 ? njobs : 1));
+    pf_dash_view v;
+    memset(&v, 0, sizeof v);
+    v.ascii = ascii;
+    v.starting = msg;
+    pf_render_screen(buf, &v, NULL);
+    pf_term_draw(buf, 0);
+}
+
 /* Run the baseline under a progress screen. Returns 0 with o->p's
  * naive_throughput set, 1 when the user quit (status in *quit_status), -1
  * when the thread could not start. */
@@ -500,31 +545,10 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
 {
     if (o->p.mode != PF_SIM_PAGED || o->p.naive_throughput > 0)
         return 0;
-    base_ctl *bp = calloc(1, sizeof *bp);
-    if (!bp)
-        return -1;
-    bp->p = o->p;
-    bp->jobs.njobs = jobs->njobs;
-    bp->jobs.jobs = malloc((size_t)(jobs->njobs > 0 ? jobs->njobs : 1) * sizeof *jobs->jobs);
-    if (!bp->jobs.jobs) {
-        free(bp);
-        return -1;
-    }
-    memcpy(bp->jobs.jobs, jobs->jobs, (size_t)jobs->njobs * sizeof *jobs->jobs);
-    atomic_init(&bp->cancel, 0);
-    atomic_init(&bp->done, 0);
-    atomic_init(&bp->orphan, 0);
-    atomic_init(&bp->finished, 0);
     pthread_t th;
-    sigset_t old;
-    pf_dash_block_ui_signals(&old);
-    int rc = pthread_create(&th, NULL, base_main, bp);
-    pf_dash_restore_signals(&old);
-    if (rc != 0) {
-        base_free(bp);
+    base_ctl *const bb = base_start(&o->p, jobs, &th);
+    if (!bb)
         return -1;
-    }
-    base_ctl *const bb = bp;
     int quit = 0;
     double t0 = pf_clock_s();
     while (!atomic_load(&bb->done)) {
@@ -534,18 +558,8 @@ static int start_phase(dash_opts *o, const pf_jobs *jobs, pf_cells *buf, int *qu
             quit = 1;
             break;
         }
-        if (pf_clock_s() - t0 > 0.15) { /* only a start that takes a while shows it */
-            char msg[160];
-            long long f = atomic_load(&bb->finished);
-            snprintf(msg, sizeof msg, "starting: naive baseline for 'vs naive', %lld of %d jobs (%.0f%%); q quits",
-                     f, jobs->njobs, 100.0 * (double)f / (jobs->njobs > 0 ? jobs->njobs : 1));
-            pf_dash_view v;
-            memset(&v, 0, sizeof v);
-            v.ascii = o->look.ascii;
-            v.starting = msg;
-            pf_render_screen(buf, &v, NULL);
-            pf_term_draw(buf, 0);
-        }
+        if (pf_clock_s() - t0 > 0.15) /* only a start that takes a while shows it */
+            start_progress(buf, o->look.ascii, atomic_load(&bb->finished), jobs->njobs);
         int key = pf_term_getkey(50);
         if (key == PF_TERM_KEY_RESIZE) {
             int w, h;
