@@ -553,6 +553,46 @@ void pf_sim__loadctl_start(pf_sim *s, double t)
     }
 }
 
+/* The step's entry in the charts' ring (PF_SIM_HISTORY steps, the oldest
+ * overwritten). */
+static void account_history(pf_sim *s, int64_t step, int64_t tokens, int decoding, int stalled,
+                            int used, int waiting)
+{
+    int i = (s->h_head + s->h_n) % PF_SIM_HISTORY;
+    if (s->h_n == PF_SIM_HISTORY)
+        s->h_head = (s->h_head + 1) % PF_SIM_HISTORY;
+    else
+        s->h_n++;
+    s->h_dec[i] = (float)decoding;
+    s->h_stall[i] = (float)stalled;
+    s->h_pre[i] = (float)s->cur_preempted;
+    s->h_use[i] = (float)used / (float)s->p.cfg.pool_blocks;
+    s->h_wait[i] = (float)waiting;
+    s->h_time[i] = pf_sched_now(s->sc);
+    s->h_step[i] = step;
+    s->h_tok[i] = (float)tokens;
+    s->h_first[i] = (float)s->cur_firsts;
+    s->h_ttft[i] = (float)s->cur_ttft_sum;
+}
+
+/* The load controller's step: a watermark it moves goes to the scheduler
+ * and the event log (the recompute waste and the new watermark, in
+ * thousandths). */
+static void account_load(pf_sim *s, int64_t tokens, int64_t recomputed, int waiting)
+{
+    pf_loadctl_action a = pf_loadctl_step(&s->lc, pf_sched_now(s->sc), tokens, recomputed, waiting);
+    if (a == PF_LOADCTL_HOLD)
+        return;
+    (void)pf_sched_set_watermark(s->sc, s->lc.w);
+    s->p.watermark = s->lc.w;
+    if (a == PF_LOADCTL_RAISE)
+        s->lc_raises++;
+    else
+        s->lc_lowers++;
+    pf_sim__event(s, PF_EV_WATERMARK, (int)lround(s->lc.last_waste * 1000.0),
+                  (int)lround(s->lc.w * 1000.0));
+}
+
 /* The step's sums, history entry, load control and livelock guard. */
 static void account(pf_sim *s, int64_t tokens)
 {
@@ -586,21 +626,7 @@ static void account(pf_sim *s, int64_t tokens)
     one.internal_tokens *= k;
     pf_mem_split_accumulate(&s->split, &one);
 
-    int i = (s->h_head + s->h_n) % PF_SIM_HISTORY;
-    if (s->h_n == PF_SIM_HISTORY)
-        s->h_head = (s->h_head + 1) % PF_SIM_HISTORY;
-    else
-        s->h_n++;
-    s->h_dec[i] = (float)decoding;
-    s->h_stall[i] = (float)stalled;
-    s->h_pre[i] = (float)s->cur_preempted;
-    s->h_use[i] = (float)used / (float)s->p.cfg.pool_blocks;
-    s->h_wait[i] = (float)waiting;
-    s->h_time[i] = pf_sched_now(sc);
-    s->h_step[i] = steps - 1;
-    s->h_tok[i] = (float)tokens;
-    s->h_first[i] = (float)s->cur_firsts;
-    s->h_ttft[i] = (float)s->cur_ttft_sum;
+    account_history(s, steps - 1, tokens, decoding, stalled, used, waiting);
 
     /* livelock: preemptions keep coming and nothing moves forward (the
      * seed's faulting victim can make two sequences evict each other for
@@ -611,20 +637,8 @@ static void account(pf_sim *s, int64_t tokens)
     if (pf_policy_livelocked(s->idle_preempts, running + waiting))
         s->livelock = 1;
 
-    if (s->p.watermark_auto) {
-        pf_loadctl_action a = pf_loadctl_step(&s->lc, pf_sched_now(sc), tokens,
-                                              b->recompute_tokens, waiting);
-        if (a != PF_LOADCTL_HOLD) {
-            (void)pf_sched_set_watermark(sc, s->lc.w);
-            s->p.watermark = s->lc.w;
-            if (a == PF_LOADCTL_RAISE)
-                s->lc_raises++;
-            else
-                s->lc_lowers++;
-            pf_sim__event(s, PF_EV_WATERMARK, (int)lround(s->lc.last_waste * 1000.0),
-                          (int)lround(s->lc.w * 1000.0));
-        }
-    }
+    if (s->p.watermark_auto)
+        account_load(s, tokens, b->recompute_tokens, waiting);
     s->cur_preempted = s->cur_first_admits = 0;
     s->cur_firsts = 0;
     s->cur_ttft_sum = 0.0;
