@@ -596,6 +596,71 @@ static const char calc_summary[] =
     "--budget-gb. Byte figures use the model's KV bytes per token (the seed's 512 B without\n"
     "--model); MB and GB are decimal (10^6, 10^9 bytes).";
 
+/* The flag table, pointing into *a. CALC_NOPTS rows and the end. */
+#define CALC_NOPTS 17
+static void calc_opts(pf_opt o[CALC_NOPTS + 1], calc_args *a)
+{
+    const pf_opt t[] = {
+        {"seqs", PF_OPT_INT, &a->seqs, 1, CALC_MAX_SEQS, NULL, "N", "sequences drawn from the seed mix", 0},
+        {"seed", PF_OPT_I64, &a->seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
+        {"model", PF_OPT_CHOICE, &a->model, 0, 0, model_names, NULL,
+         "model for KV sizing (adds the model section); the presets of core/config", 0},
+        {"naive-reserve", PF_OPT_CHOICE, &a->naive_reserve, 0, 0, reserve_names, NULL,
+         "what the naive (contiguous) side reserves per sequence: max = --max-len for every "
+         "sequence, pow2 = the next power of two >= its length (at most --max-len), oracle = "
+         "exactly its length (known in advance, which no server does); the three Orca baselines "
+         "of the PagedAttention paper (Kwon et al., SOSP 2023)", 0},
+        {"budget-gb", PF_OPT_DOUBLE, &a->budget_gb, 0.001, 1e6, NULL, "F",
+         "KV memory budget for model sizing, GB = 1e9 bytes", 0},
+        {"max-len", PF_OPT_INT, &a->max_len, 1, 1 << 24, NULL, "N",
+         "max sequence length: the naive reservation per sequence", 0},
+        {"mean-len", PF_OPT_INT, &a->mean_len, 1, 1 << 24, NULL, "N",
+         "mean sequence length for paged model sizing", 0},
+        {"layers", PF_OPT_INT, &a->layers, 1, 1024, NULL, "N", "layers (custom model)", 0},
+        {"kv-heads", PF_OPT_INT, &a->kv_heads, 1, 1024, NULL, "N", "KV heads (custom model)", 0},
+        {"head-dim", PF_OPT_INT, &a->head_dim, 1, 4096, NULL, "N", "head dim (custom model)", 0},
+        {"dtype-bytes", PF_OPT_INT, &a->dtype_bytes, 1, 8, NULL, "N",
+         "bytes per KV element (custom model)", 0},
+        {"block-size", PF_OPT_INT, &a->block_size, 1, CALC_MAX_BLOCK, NULL, "N", "tokens per block", 0},
+        {"pool-blocks", PF_OPT_INT, &a->pool_blocks, 1, 1 << 24, NULL, "N", "blocks in the pool", 0},
+        {"lengths", PF_OPT_STRING, &a->lengths, 0, 0, NULL, "L1,L2,...",
+         "explicit sequence lengths instead of the seed mix (each 1..2147483647, at most 1000000)", 0},
+        {"prompts", PF_OPT_STRING, &a->prompts, 0, 0, NULL, "P1,P2,...",
+         "with --lengths: each sequence's prompt (prefilled at once, 1..its length); only the "
+         "lifetime view of the KV split uses it [1 each]", 0},
+        {"sweep-sizes", PF_OPT_STRING, &a->sweep, 0, 0, NULL, "B1,B2,...",
+         "block sizes for the sweep (each 1..65536, at most 32) [1,16,64,256]", 0},
+        {"format", PF_OPT_CHOICE, &a->format, 0, 0, pf_fmt_names, NULL, "output format", 0},
+        {0},
+    };
+    _Static_assert(sizeof t / sizeof t[0] == CALC_NOPTS + 1, "CALC_NOPTS");
+    memcpy(o, t, sizeof t);
+}
+
+/* The report's sections: configuration, workload, utilization, the
+ * block-size sweep, the KV split (Figure 2) and, with a model, its
+ * sizing. 0, or -1 with the message printed. */
+static int calc_report(pf_report *r, const calc_args *a, const calc_run *run,
+                       const pf_mem_report *mem)
+{
+    add_config(r, run, mem);
+    add_workload(r, a, run);
+    add_utilization(r, mem, run);
+    if (add_sweep(r, run) != 0) {
+        fprintf(stderr, "%s: internal error: sweep failed\n", PROG);
+        return -1;
+    }
+    int frc = add_fig2(r, run);
+    if (frc != PF_OK) {
+        fprintf(stderr, "%s: %s while splitting KV memory (Figure 2)\n", PROG,
+                frc == PF_ERR_NOMEM ? "out of memory" : "internal error");
+        return -1;
+    }
+    if (run->model_name)
+        add_model(r, a, run);
+    return 0;
+}
+
 int pf_cmd_calc(int argc, char **argv)
 {
     calc_args a = {
@@ -603,39 +668,8 @@ int pf_cmd_calc(int argc, char **argv)
         .layers = 1, .kv_heads = 1, .head_dim = 64, .dtype_bytes = 4, .block_size = 16,
         .pool_blocks = 4096, .lengths = NULL, .prompts = NULL, .sweep = "1,16,64,256", .format = PF_FMT_TABLE,
     };
-    pf_opt opts[] = {
-        {"seqs", PF_OPT_INT, &a.seqs, 1, CALC_MAX_SEQS, NULL, "N", "sequences drawn from the seed mix", 0},
-        {"seed", PF_OPT_I64, &a.seed, 0, 9007199254740991.0, NULL, "S", "workload seed", 0},
-        {"model", PF_OPT_CHOICE, &a.model, 0, 0, model_names, NULL,
-         "model for KV sizing (adds the model section); the presets of core/config", 0},
-        {"naive-reserve", PF_OPT_CHOICE, &a.naive_reserve, 0, 0, reserve_names, NULL,
-         "what the naive (contiguous) side reserves per sequence: max = --max-len for every "
-         "sequence, pow2 = the next power of two >= its length (at most --max-len), oracle = "
-         "exactly its length (known in advance, which no server does); the three Orca baselines "
-         "of the PagedAttention paper (Kwon et al., SOSP 2023)", 0},
-        {"budget-gb", PF_OPT_DOUBLE, &a.budget_gb, 0.001, 1e6, NULL, "F",
-         "KV memory budget for model sizing, GB = 1e9 bytes", 0},
-        {"max-len", PF_OPT_INT, &a.max_len, 1, 1 << 24, NULL, "N",
-         "max sequence length: the naive reservation per sequence", 0},
-        {"mean-len", PF_OPT_INT, &a.mean_len, 1, 1 << 24, NULL, "N",
-         "mean sequence length for paged model sizing", 0},
-        {"layers", PF_OPT_INT, &a.layers, 1, 1024, NULL, "N", "layers (custom model)", 0},
-        {"kv-heads", PF_OPT_INT, &a.kv_heads, 1, 1024, NULL, "N", "KV heads (custom model)", 0},
-        {"head-dim", PF_OPT_INT, &a.head_dim, 1, 4096, NULL, "N", "head dim (custom model)", 0},
-        {"dtype-bytes", PF_OPT_INT, &a.dtype_bytes, 1, 8, NULL, "N",
-         "bytes per KV element (custom model)", 0},
-        {"block-size", PF_OPT_INT, &a.block_size, 1, CALC_MAX_BLOCK, NULL, "N", "tokens per block", 0},
-        {"pool-blocks", PF_OPT_INT, &a.pool_blocks, 1, 1 << 24, NULL, "N", "blocks in the pool", 0},
-        {"lengths", PF_OPT_STRING, &a.lengths, 0, 0, NULL, "L1,L2,...",
-         "explicit sequence lengths instead of the seed mix (each 1..2147483647, at most 1000000)", 0},
-        {"prompts", PF_OPT_STRING, &a.prompts, 0, 0, NULL, "P1,P2,...",
-         "with --lengths: each sequence's prompt (prefilled at once, 1..its length); only the "
-         "lifetime view of the KV split uses it [1 each]", 0},
-        {"sweep-sizes", PF_OPT_STRING, &a.sweep, 0, 0, NULL, "B1,B2,...",
-         "block sizes for the sweep (each 1..65536, at most 32) [1,16,64,256]", 0},
-        {"format", PF_OPT_CHOICE, &a.format, 0, 0, pf_fmt_names, NULL, "output format", 0},
-        {0},
-    };
+    pf_opt opts[CALC_NOPTS + 1];
+    calc_opts(opts, &a);
     a.model_custom = calc_model_names();
     int rc = pf_cli_start(PROG, calc_summary, opts, argc, argv);
     if (rc != PF_CLI_GO)
@@ -660,21 +694,8 @@ int pf_cmd_calc(int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", PROG);
         goto out;
     }
-    add_config(r, &run, &mem);
-    add_workload(r, &a, &run);
-    add_utilization(r, &mem, &run);
-    if (add_sweep(r, &run) != 0) {
-        fprintf(stderr, "%s: internal error: sweep failed\n", PROG);
+    if (calc_report(r, &a, &run, &mem) != 0)
         goto out;
-    }
-    int frc = add_fig2(r, &run);
-    if (frc != PF_OK) {
-        fprintf(stderr, "%s: %s while splitting KV memory (Figure 2)\n", PROG,
-                frc == PF_ERR_NOMEM ? "out of memory" : "internal error");
-        goto out;
-    }
-    if (run.model_name)
-        add_model(r, &a, &run);
     if (pf_report_print(r, (pf_fmt)a.format, stdout) != 0) {
         fprintf(stderr, "%s: out of memory while building the report\n", PROG);
         goto out;
