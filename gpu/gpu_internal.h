@@ -43,9 +43,11 @@ int pf_gpu__plan_version(const pf_gpu_attn_shape *s, int paged, const int *lens_
 int pf_gpu__plan_compute_occ(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
                              const int *lens_host, int max_len, int version, int sm_count,
                              int blocks_per_sm, int mh_blocks_per_sm);
-/* The same plan, the slow way: every candidate chunk simulated, with no
- * floor to skip the ones that cannot win and no early stop (gpu/host.c,
- * plan_cost_floor). The tests compare the two; bench_gpu_plan times them. */
+/* The same plan, the slow way: every candidate chunk costed (simulated,
+ * or past 2^20 blocks in grid order estimated), with no floor to skip the
+ * ones that cannot win, no early stop, a heap entry a block and each work
+ * list sorted whole (gpu/host.c, plan_cost_floor). The tests compare the
+ * two; bench_gpu_plan times them. */
 int pf_gpu__plan_compute_exhaustive(pf_gpu_attn_plan *plan, const pf_gpu_attn_shape *s, int paged,
                                     const int *lens_host, int max_len, int version, int sm_count,
                                     int blocks_per_sm, int mh_blocks_per_sm);

@@ -561,7 +561,7 @@ static long long plan_units_ordered(const int *lens, int n, int bound, int chunk
     }
     qsort(out + parts, (size_t)(u - parts), sizeof *out, unit_cmp);
     for (int i = 0; i < n; i++)
-        if (lens[i] <= 0)
+        if ((lens[i] > bound ? bound : lens[i]) <= 0)
             out[u++] = (pf_gpu_unit){0, i, 0, 1, 1};
     return u;
 }
@@ -939,11 +939,6 @@ typedef struct {
     long long units;
 } plan_pick;
 
-/* The candidates: the longest sequence in 1, 2, 3... equal whole-page
- * chunks, each costed by the model; the cheapest wins, fewer splits on a
- * tie (within 1%: less merge traffic). PF_OK, PF_ERR_NOMEM, or PF_ERR_ARG
- * when no candidate fits (longer than PF_GPU_MAX_SPLITS chunks of
- * pf_gpu_chunk_max_tokens, or than a cluster's chunks). */
 /* The search's scratch: the simulation's heap (a slot a resident block)
  * and a work list grown to the largest candidate's units. */
 typedef struct {
@@ -985,6 +980,11 @@ static int plan_candidate_cost(const plan_model *m, int c, int splits, long long
     return PF_OK;
 }
 
+/* The candidates: the longest sequence in 1, 2, 3... equal whole-page
+ * chunks, each costed by the model; the cheapest wins, fewer splits on a
+ * tie (within 1%: less merge traffic). PF_OK, PF_ERR_NOMEM, or PF_ERR_ARG
+ * when no candidate fits (longer than PF_GPU_MAX_SPLITS chunks of
+ * pf_gpu_chunk_max_tokens, or than a cluster's chunks). */
 static int plan_search(const plan_model *m, plan_pick *best_pick)
 {
     const pf_gpu_attn_shape *s = m->s;
@@ -996,8 +996,15 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
     plan_pick pick = {0, 0, 0};
     double best = INFINITY;
     int rc = PF_OK;
+    /* every candidate is simulated: listed ones (a list too long stops
+     * the search), or grid order whose finest cut stays within
+     * PLAN_MAX_SIM_BLOCKS; once no simulated candidate can win, only an
+     * estimated one is weighed (simulated_lost) */
+    const int all_simulated =
+        m->listed || (double)s->num_seqs * heads * PF_GPU_MAX_SPLITS <= PLAN_MAX_SIM_BLOCKS;
+    int simulated_lost = 0;
     for (int sp = 1; sp <= PF_GPU_MAX_SPLITS; sp++) {
-        /* in 64 bits: bound may be INT_MAX (a naive plan at its capacity) */
+        /* in 64 bits: no overflow near the bound's cap (plan_bound) */
         const long long c_ll = (((long long)bound + sp - 1) / sp + B - 1) / B * B;
         if (c_ll > max_chunk)
             continue; /* too long for one block: needs more splits */
@@ -1018,18 +1025,30 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
         if (m->listed && (units > PLAN_MAX_UNITS || units * heads > PLAN_MAX_SIM_BLOCKS))
             break; /* finer chunks only make more */
         /* A candidate whose floor cannot win is not simulated, and once
-         * the floor's rising part cannot win, no later candidate can: the
-         * same pick, in a small part of the time (most candidates of a
-         * long sequence pay more start-ups than the best one's whole
-         * cost). The floor is shaved by 1e-9 so that rounding never
-         * prunes a candidate the simulation would pick. */
+         * the floor's rising part cannot win, no later simulated candidate
+         * can: the same pick, in a small part of the time (most candidates
+         * of a long sequence pay more start-ups than the best one's whole
+         * cost). The search stops there unless a later candidate is past
+         * PLAN_MAX_SIM_BLOCKS in grid order: that one is estimated, not
+         * simulated, the floor does not bound the estimate, and it is
+         * still weighed. The floor is shaved by 1e-9, more than the
+         * rounding of a sum over at most 2^20 blocks (about 2^20 x 2^-53),
+         * so that rounding never prunes a candidate the simulation would
+         * pick. */
         if (!m->exhaustive && pick.chunk && blocks <= PLAN_MAX_SIM_BLOCKS) {
+            if (simulated_lost)
+                continue;
             double rising;
             const double floor =
                 plan_cost_floor(m->lens, s->num_seqs, bound, heads, c, splits, m->listed,
                                 m->tok_bytes, m->slots, m->shares, merge_bytes, m->merge_ns, &rising);
-            if (rising * (1 - 1e-9) >= best * 0.99)
-                break;
+            if (rising * (1 - 1e-9) >= best * 0.99) {
+                if (!all_simulated)
+                    simulated_lost = 1;
+                else
+                    break;
+                continue;
+            }
             if (floor * (1 - 1e-9) >= best * 0.99)
                 continue;
         }

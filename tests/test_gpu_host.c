@@ -612,6 +612,27 @@ Test(gpu_host, the_planners_shortcuts_change_no_plan)
     /* the draw reaches both kinds of plan */
     cr_assert_gt(same, 300, "%d plans made", same);
     cr_assert_gt(split, 30, "%d of them split", split);
+    /* Grid order past 2^20 blocks: a candidate is estimated, not
+     * simulated, and the floor does not bound the estimate, so the
+     * search may not stop where no simulated candidate can win (the
+     * review's counterexamples: the first form of the stop picked 1 x 2048
+     * here where the exhaustive search picks 9 x 240). */
+    static const int big[][4] = {{16384, 2048, 5, 16}, {32768, 1024, 0, 8}};
+    for (int k = 0; k < 2; k++) {
+        const pf_gpu_attn_shape s = {big[k][0], 32, 8, 128, 16, big[k][1] / 16, big[k][1], PF_GPU_BF16,
+                                     0};
+        pf_gpu_attn_plan fast, slow;
+        memset(&fast, 0, sizeof fast);
+        memset(&slow, 0, sizeof slow);
+        cr_assert_eq(pf_gpu__plan_compute_occ(&fast, &s, 1, NULL, big[k][1], big[k][2], 132, big[k][3],
+                                              big[k][3]),
+                     PF_OK);
+        cr_assert_eq(pf_gpu__plan_compute_exhaustive(&slow, &s, 1, NULL, big[k][1], big[k][2], 132,
+                                                     big[k][3], big[k][3]),
+                     PF_OK);
+        cr_assert(plans_equal(&fast, &slow), "%d x %d: %d x %d tokens against %d x %d", big[k][0],
+                  big[k][1], fast.splits, fast.chunk, slow.splits, slow.chunk);
+    }
 }
 
 Test(gpu_host, plan_fills_the_machine_for_few_long_sequences)
