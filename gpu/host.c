@@ -531,12 +531,20 @@ static int seq_units(int len, int seq, int chunk, int tail, pf_gpu_unit *out)
     return u;
 }
 
+/* Sequence i's length as the planner reads it: up to bound (every
+ * sequence at bound without host lengths). */
+static int plan_len(const int *lens, int i, int bound)
+{
+    const int len = lens ? lens[i] : bound;
+    return len > bound ? bound : len;
+}
+
 /* Units a list at `chunk` tokens has; lengths read up to bound. */
 static long long plan_units_count(const int *lens, int n, int bound, int chunk, int tail)
 {
     long long u = 0;
     for (int i = 0; i < n; i++)
-        u += seq_units(lens[i] > bound ? bound : lens[i], i, chunk, tail, NULL);
+        u += seq_units(plan_len(lens, i, bound), i, chunk, tail, NULL);
     return u;
 }
 
@@ -548,20 +556,20 @@ static long long plan_units_ordered(const int *lens, int n, int bound, int chunk
 {
     long long u = 0;
     for (int i = 0; i < n; i++) {
-        const int len = lens[i] > bound ? bound : lens[i];
+        const int len = plan_len(lens, i, bound);
         const int nch = len > 0 ? (len + chunk - 1) / chunk : 1;
         for (int c = 0; c < (len > 0 ? len / chunk : 0); c++)
             out[u++] = (pf_gpu_unit){chunk, i, c, nch, 1};
     }
     const long long parts = u;
     for (int i = 0; i < n; i++) {
-        const int len = lens[i] > bound ? bound : lens[i];
+        const int len = plan_len(lens, i, bound);
         if (len > 0 && len % chunk)
             out[u++] = (pf_gpu_unit){len % chunk, i, len / chunk, (len + chunk - 1) / chunk, 1};
     }
     qsort(out + parts, (size_t)(u - parts), sizeof *out, unit_cmp);
     for (int i = 0; i < n; i++)
-        if ((lens[i] > bound ? bound : lens[i]) <= 0)
+        if (plan_len(lens, i, bound) <= 0)
             out[u++] = (pf_gpu_unit){0, i, 0, 1, 1};
     return u;
 }
@@ -573,7 +581,7 @@ static long long plan_units_sorted(const int *lens, int n, int bound, int chunk,
 {
     long long u = 0;
     for (int i = 0; i < n; i++)
-        u += seq_units(lens[i] > bound ? bound : lens[i], i, chunk, tail, out + u);
+        u += seq_units(plan_len(lens, i, bound), i, chunk, tail, out + u);
     qsort(out, (size_t)u, sizeof *out, unit_cmp);
     return u;
 }
@@ -596,6 +604,15 @@ static unsigned long long lens_hash(const int *lens, int n)
             h *= 0x100000001b3ull;
         }
     return h;
+}
+
+/* A block's work alone (ns at a lone block's rate blk_rate): a start-up,
+ * extra (a pack's further sequences) and its tokens' bytes; an empty
+ * block only starts and exits. The simulation and its floor both cost
+ * blocks this way. */
+static double plan_block_ns(int tok, double extra, double tok_bytes, double blk_rate)
+{
+    return tok ? PLAN_BLOCK_NS + extra + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
 }
 
 /* Time (ns) to run the blocks of one candidate chunk. Every resident block
@@ -633,17 +650,14 @@ static double plan_cost(const int *lens, int n, int bound, int heads, int chunk,
             } else { /* block `next` in grid order: chunk fastest, then head, then sequence */
                 const int c = (int)(next % splits);
                 const int s = (int)(next / ((long long)splits * heads));
-                int len = lens ? lens[s] : bound;
-                len = len > bound ? bound : len;
-                tok = len - c * chunk;
+                tok = plan_len(lens, s, bound) - c * chunk;
                 tok = tok < 0 ? 0 : tok > chunk ? chunk : tok;
             }
             /* a packed block (version 33: span is its sequences) pays one
              * start-up and PLAN_PACK_SEQ_NS at each further sequence */
             const double seqs_ns = list ? (list[next / heads].span - 1) * PLAN_PACK_SEQ_NS : 0.0;
             next++;
-            const double w =
-                tok ? PLAN_BLOCK_NS + seqs_ns + tok * tok_bytes / blk_rate : PLAN_EMPTY_NS;
+            const double w = plan_block_ns(tok, seqs_ns, tok_bytes, blk_rate);
             live++;
             if (group && pend.n && pend.end == W + w) {
                 pend.n++;
@@ -694,15 +708,15 @@ static double plan_cost_floor(const int *lens, int n, int bound, int heads, int 
     double work = 0;
     int longest = 0;
     for (int i = 0; i < n; i++) {
-        int len = lens ? lens[i] : bound;
-        len = len > bound ? bound : len < 0 ? 0 : len;
+        int len = plan_len(lens, i, bound);
+        len = len < 0 ? 0 : len;
         const int full = len ? (len + chunk - 1) / chunk : 0; /* chunks with tokens */
         const int empty = listed ? !len : splits - full;
         work += full * PLAN_BLOCK_NS + len * tok_bytes / blk_rate + empty * PLAN_EMPTY_NS;
         longest = len > longest ? len : longest;
     }
     const int top = longest < chunk ? longest : chunk;
-    const double w_max = top ? PLAN_BLOCK_NS + top * tok_bytes / blk_rate : PLAN_EMPTY_NS;
+    const double w_max = plan_block_ns(top, 0.0, tok_bytes, blk_rate);
     const double span = work * heads / (slots < sms ? slots : sms);
     const double merge = splits > 1 ? merge_ns + 2.0 * (double)merge_bytes / PLAN_BW_BYTES_PER_NS : 0;
     *rising = span + merge;
@@ -1043,10 +1057,9 @@ static int plan_search(const plan_model *m, plan_pick *best_pick)
                 plan_cost_floor(m->lens, s->num_seqs, bound, heads, c, splits, m->listed,
                                 m->tok_bytes, m->slots, m->shares, merge_bytes, m->merge_ns, &rising);
             if (rising * (1 - 1e-9) >= best * 0.99) {
-                if (!all_simulated)
-                    simulated_lost = 1;
-                else
+                if (all_simulated)
                     break;
+                simulated_lost = 1;
                 continue;
             }
             if (floor * (1 - 1e-9) >= best * 0.99)

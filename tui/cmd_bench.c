@@ -894,11 +894,8 @@ static pf_gpu_bench_cfg bench_config(const bench_args *a, const int *lens, int n
 static int bench_gpu_run(const pf_gpu_bench_cfg *cfg, pf_gpu_bench_result *res)
 {
     char err[300] = "";
-    if (!pf_gpu_available(err, sizeof err)) {
-        fprintf(stderr, "%s: no GPU: %s\n", PROG, err);
-        return 3;
-    }
-    int rc = pf_gpu_bench_run(cfg, res, err, sizeof err);
+    const int rc = pf_gpu_available(err, sizeof err) ? pf_gpu_bench_run(cfg, res, err, sizeof err)
+                                                     : PF_ERR_UNAVAILABLE;
     if (rc == PF_OK)
         return 0;
     if (rc == PF_ERR_UNAVAILABLE) {
