@@ -10,7 +10,9 @@
 #                checked and not timed (bench --check-only)
 #                (SAN_KERNELS="1 4", SAN_DTYPES="bf16", SAN_LENGTHS=1,17,300,5000,
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
-#                skips memcheck over the whole device test suite; SAN_EXTRA more
+#                skips memcheck over the whole device test suite, SAN_FILTER
+#                runs it on the tests a Criterion glob names (e.g. 'gpu/[a-m]*':
+#                the suite takes more than one call's 600 s under memcheck); SAN_EXTRA more
 #                bench flags, e.g. "--splits 1 --pack 2" for version 33's packs)
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
@@ -103,8 +105,9 @@ if [ "${SAN:-0}" = 1 ]; then
             done
         done
         if [ "${SAN_TESTS:-1}" = 1 ]; then
-            echo "== memcheck on the device tests"
-            timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 2>&1 | tail -3
+            echo "== memcheck on the device tests ${SAN_FILTER:-(all)}"
+            timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 \
+                ${SAN_FILTER:+--filter "$SAN_FILTER"} 2>&1 | tail -3
             echo "memcheck test_gpu status ${PIPESTATUS[0]}"
         fi
     } >"$OUT/extra.txt" 2>&1
