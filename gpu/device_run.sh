@@ -106,8 +106,9 @@ if [ "${SAN:-0}" = 1 ]; then
         done
         if [ "${SAN_TESTS:-1}" = 1 ]; then
             echo "== memcheck on the device tests ${SAN_FILTER:-(all)}"
+            # each test's pass line, so a run cut at the timeout still says how far it got
             timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 \
-                ${SAN_FILTER:+--filter "$SAN_FILTER"} 2>&1 | tail -3
+                --verbose ${SAN_FILTER:+--filter "$SAN_FILTER"} 2>&1 | grep -E "PASS|FAIL|CRASH|SUMMARY|Synthesis"
             echo "memcheck test_gpu status ${PIPESTATUS[0]}"
         fi
     } >"$OUT/extra.txt" 2>&1
