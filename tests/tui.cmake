@@ -2,6 +2,8 @@
 # no curses); the end-to-end test drives the real binary in tmux (skipped,
 # 77, when tmux is not installed).
 pf_criterion_test(test_tui_render SOURCES test_tui_render.c LIBS pf_tui_view)
+# Recordings read back, and a damaged file's values refused (tui/record.c).
+pf_criterion_test(test_tui_record SOURCES test_tui_record.c LIBS pf_tui_view)
 
 add_test(NAME e2e_dashboard
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/e2e_dashboard.sh $<TARGET_FILE:pagefault>)

@@ -25,6 +25,19 @@ int pf_record_begin(FILE *f)
     return fwrite(h, 1, sizeof h, f) == sizeof h ? 0 : PF_ERR_IO;
 }
 
+/* The parameters' pointers (the cost model's names of the model and the
+ * GPU) set to NULL: a recording holds no address of the process that made
+ * it, and a replay reads none from a file. Nothing a replay draws reads
+ * them. The profile's device name is a string again whatever the file
+ * held. */
+static void params_unlink(pf_sim_params *p)
+{
+    p->cost.model.name = NULL;
+    p->cost.gpu.name = NULL;
+    p->cost.gpu.long_name = NULL;
+    p->cost.profile_device[sizeof p->cost.profile_device - 1] = '\0';
+}
+
 /* A growable byte buffer for one record's payload. */
 typedef struct {
     unsigned char *p;
@@ -60,7 +73,9 @@ int pf_record_put(FILE *f, const pf_sim_snapshot *s, int tick, int final)
     put_i32(&b, tick);
     uint8_t fin = (uint8_t)(final != 0);
     put(&b, &fin, 1);
-    put(&b, &s->params, sizeof s->params);
+    pf_sim_params params = s->params;
+    params_unlink(&params);
+    put(&b, &params, sizeof params);
     put(&b, &s->stats, sizeof s->stats);
     put_i32(&b, s->paused);
     put_i32(&b, s->nframes);
@@ -216,9 +231,22 @@ static int get_frames(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, 
     return 0;
 }
 
+/* A sequence view as a simulator makes one: its state one of the enum's,
+ * its counts not negative, its frames within what a recording can hold
+ * (the renderer sums them) and its shared frames among them. Its block
+ * table is not recorded, so it is marked not there. */
+static int seq_sane(pf_seq_view *q)
+{
+    q->table_at = -1;
+    return q->state <= PF_SEQ_PREFILLING && q->prompt >= 0 && q->output >= 0 &&
+           q->generated >= 0 && q->preemptions >= 0 && q->computed >= 0 && q->frames >= 0 &&
+           q->frames <= REC_MAX_FRAMES && q->shared_frames >= 0 && q->shared_frames <= q->frames;
+}
+
 /* The sequences, events, history and first tokens, each count checked
- * against its array before a byte is copied. 0, or PF_ERR_IO after a line
- * in err. */
+ * against its array before a byte is copied, and the values that the
+ * history and the renderer do arithmetic on checked in range. 0, or
+ * PF_ERR_IO after a line in err. */
 static int get_lists(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, size_t errlen)
 {
     int nseqs = get_i32(r);
@@ -229,6 +257,11 @@ static int get_lists(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, s
     }
     get(r, s->seqs, (size_t)nseqs * sizeof *s->seqs);
     s->nseqs = nseqs;
+    for (int i = 0; i < nseqs && !r->bad; i++)
+        if (!seq_sane(&s->seqs[i])) {
+            snprintf(err, errlen, "%s: a damaged record (sequence %d)", name, i);
+            return PF_ERR_IO;
+        }
     int nev = get_i32(r);
     if (r->bad || nev < 0 || nev > PF_SIM_EVENTS) {
         snprintf(err, errlen, "%s: a damaged record (%d events)", name, nev);
@@ -242,6 +275,13 @@ static int get_lists(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, s
         return PF_ERR_IO;
     }
     get(r, &s->hist_step0, sizeof s->hist_step0);
+    /* the history adds its length to its first step, and a step to the
+     * first tokens' first index (tui/hist.c): in range, no sum overflows */
+    if (s->hist_step0 < 0 || s->hist_step0 > INT64_MAX - PF_SIM_HISTORY) {
+        snprintf(err, errlen, "%s: a damaged record (history from step %lld)", name,
+                 (long long)s->hist_step0);
+        return PF_ERR_IO;
+    }
     size_t hn = (size_t)nh * sizeof(float);
     get(r, s->hist_decoding, hn);
     get(r, s->hist_stalled, hn);
@@ -255,8 +295,13 @@ static int get_lists(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, s
     s->nhistory = nh;
     get(r, &s->ft_first, sizeof s->ft_first);
     int nft = get_i32(r);
-    if (r->bad || nft < 0 || nft > PF_SIM_FIRSTS || s->ft_first < 0) {
+    if (r->bad || nft < 0 || nft > PF_SIM_FIRSTS) {
         snprintf(err, errlen, "%s: a damaged record (%d first tokens)", name, nft);
+        return PF_ERR_IO;
+    }
+    if (s->ft_first < 0 || s->ft_first > INT64_MAX - PF_SIM_FIRSTS) {
+        snprintf(err, errlen, "%s: a damaged record (first tokens from index %lld)", name,
+                 (long long)s->ft_first);
         return PF_ERR_IO;
     }
     get(r, s->ft, (size_t)nft * sizeof s->ft[0]);
@@ -315,6 +360,7 @@ int pf_record_get(FILE *f, const char *name, pf_sim_snapshot *s, int *tick, int 
     get(&r, &fin, 1);
     *final = fin;
     get(&r, &s->params, sizeof s->params);
+    params_unlink(&s->params); /* a file's pointers point nowhere here */
     get(&r, &s->stats, sizeof s->stats);
     s->paused = get_i32(&r);
     if ((rc = get_frames(&r, name, s, err, errlen)) != 0 || (rc = get_lists(&r, name, s, err, errlen)) != 0)

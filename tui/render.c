@@ -1214,7 +1214,10 @@ static void meter(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s, in
     if (!s || w < 30)
         return;
     const int F = s->nframes > 0 ? s->nframes : 1;
-    int swapping = 0, host = 0;
+    /* a live run's swapped frames fit the host pool; a recording's are as
+     * many as its sequences say (each checked on reading, not their sum) */
+    int swapping = 0;
+    long long host = 0;
     for (int i = 0; i < s->nseqs; i++) {
         if (s->seqs[i].state != PF_SEQ_SWAPPED)
             continue;
@@ -1226,7 +1229,7 @@ static void meter(pf_cells *b, int x, int y, int w, const pf_sim_snapshot *s, in
     snprintf(tail, sizeof tail, "] %.1f%% %d/%d", 100.0 * used / F, used, F);
     int cap = s->params.swap_host_blocks;
     if (s->params.preempt == PF_PREEMPT_SWAP || host > 0)
-        snprintf(swp, sizeof swp, " Swp %d/%d", host, cap);
+        snprintf(swp, sizeof swp, " Swp %lld/%d", host, cap);
     int bw = w - 3 - (int)strlen(tail) - (int)strlen(swp);
     if (bw < 8)
         return;
