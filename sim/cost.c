@@ -1,13 +1,13 @@
 /* sim/cost.c - the roofline cost model (formulas and contract in cost.h). */
 #include "sim/cost.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h> /* ssize_t, getline's */
 
 #include "core/err.h"
 
@@ -259,10 +259,12 @@ static char *trim(char *s)
     return s;
 }
 
-/* A number that is the whole of text, finite. */
+/* A number that is the whole of text, finite, written out plainly as the
+ * command line takes one (tui/cli.c): no leading blank or plus sign, no
+ * hexadecimal, which strtod would take. */
 static int parse_number(const char *text, double *out)
 {
-    if (!*text)
+    if (!*text || isspace((unsigned char)text[0]) || text[0] == '+' || strpbrk(text, "xX"))
         return 0;
     errno = 0;
     char *end;
@@ -338,21 +340,40 @@ static int prof_line(const prof_ctx *x, int lineno, char *line, prof_read *r)
     return PF_OK;
 }
 
-/* Every line of f through prof_line. getline, not fgets: its length counts
- * a NUL byte, which fgets's strlen stopped at (a NUL mid-line was called a
- * line too long, one at a line's start dropped the setting unseen). */
+/* One line of f into buf (cap bytes: PROF_LINE_MAX, its newline and the
+ * terminator), its newline kept. Returns its length, -1 at the end of the
+ * file, or -2 for a line longer than PROF_LINE_MAX. Read a byte at a time,
+ * not by fgets, whose strlen stops at a NUL byte (a NUL mid-line would be
+ * called a line too long, one at a line's start would drop the setting
+ * unseen); nor by getline, which grows an endless line (/dev/zero's) until
+ * memory runs out: the rest of a line too long is not read. */
+static long prof_getline(FILE *f, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (n + 2 > cap)
+            return -2;
+        buf[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    buf[n] = '\0';
+    return n == 0 && c == EOF ? -1 : (long)n;
+}
+
+/* Every line of f through prof_line. */
 static int prof_lines(const prof_ctx *x, FILE *f, prof_read *r)
 {
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    char buf[PROF_LINE_MAX + 2];
+    long n;
     int lineno = 0, rc = PF_OK;
-    while (rc == PF_OK && (n = getline(&buf, &cap, f)) >= 0) {
+    while (rc == PF_OK && (n = prof_getline(f, buf, sizeof buf)) != -1) {
         lineno++;
-        if (memchr(buf, '\0', (size_t)n))
-            rc = prof_fail(x, lineno, PF_ERR_ARG, "a NUL byte (a binary or UTF-16 file?)");
-        else if (n > PROF_LINE_MAX)
+        if (n == -2)
             rc = prof_fail(x, lineno, PF_ERR_ARG, "line longer than %d bytes", PROF_LINE_MAX);
+        else if (memchr(buf, '\0', (size_t)n))
+            rc = prof_fail(x, lineno, PF_ERR_ARG, "a NUL byte (a binary or UTF-16 file?)");
         else {
             char *hash = strchr(buf, '#');
             if (hash)
@@ -362,7 +383,6 @@ static int prof_lines(const prof_ctx *x, FILE *f, prof_read *r)
                 rc = prof_line(x, lineno, line, r);
         }
     }
-    free(buf);
     if (rc == PF_OK && ferror(f))
         rc = prof_fail(x, 0, PF_ERR_IO, "read error");
     return rc;

@@ -363,8 +363,20 @@ static int parse_header(const char *s, size_t n, trace_fmt *fmt)
     return 0;
 }
 
-/* A field as a message quotes it: its first 40 bytes at most. */
-#define FIELD_ARGS(f) (int)((f).n < 40 ? (f).n : 40), (f).p
+/* A field as a message quotes it: its first 40 bytes at most, a control
+ * byte (an escape sequence's ESC among them) shown as '?', so that a file's
+ * bytes do not drive the terminal the message is printed on. */
+enum { QUOTE_MAX = 40 };
+static const char *field_quote(field f, char q[QUOTE_MAX + 1])
+{
+    const size_t n = f.n < QUOTE_MAX ? f.n : QUOTE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)f.p[i];
+        q[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    q[n] = '\0';
+    return q;
+}
 
 /* An integer field of a row in [lo, hi], named what in the message: 0, or
  * -1 with "NAME:LINE: what must be a whole number" or "... out of range"
@@ -373,12 +385,13 @@ static int row_int(field f, long long lo, long long hi, const char *what, const 
                    long lineno, long long *out, char *err, size_t errlen)
 {
     const int r = parse_int(f, lo, hi, out);
+    char q[QUOTE_MAX + 1];
     if (r == INT_BAD)
-        snprintf(err, errlen, "%s:%ld: %s must be a whole number, got '%.*s'", name, lineno, what,
-                 FIELD_ARGS(f));
+        snprintf(err, errlen, "%s:%ld: %s must be a whole number, got '%s'", name, lineno, what,
+                 field_quote(f, q));
     else if (r == INT_RANGE)
-        snprintf(err, errlen, "%s:%ld: %s %.*s out of range [%lld, %lld]", name, lineno, what,
-                 FIELD_ARGS(f), lo, hi);
+        snprintf(err, errlen, "%s:%ld: %s %s out of range [%lld, %lld]", name, lineno, what,
+                 field_quote(f, q), lo, hi);
     return r == INT_OK ? 0 : -1;
 }
 
@@ -397,6 +410,7 @@ static int parse_row(trace_fmt fmt, const char *s, size_t ln, const char *name, 
     } while (0)
     field fld[5];
     const int nf = split(s, ln, fld, 4);
+    char q[QUOTE_MAX + 1];
     int r;
     *prio = 0;
     if (fmt == FMT_AZURE) {
@@ -406,11 +420,11 @@ static int parse_row(trace_fmt fmt, const char *s, size_t ln, const char *name, 
         char why[64] = "";
         r = parse_timestamp(fld[0], t, why, sizeof why);
         if (r == -1)
-            ROW_FAIL("%s:%ld: bad timestamp '%.*s' (expected YYYY-MM-DD HH:MM:SS[.fraction], "
+            ROW_FAIL("%s:%ld: bad timestamp '%s' (expected YYYY-MM-DD HH:MM:SS[.fraction], "
                      "optionally with T, Z or +HH:MM)",
-                     name, lineno, FIELD_ARGS(fld[0]));
+                     name, lineno, field_quote(fld[0], q));
         if (r == -2)
-            ROW_FAIL("%s:%ld: impossible timestamp '%.*s': %s", name, lineno, FIELD_ARGS(fld[0]),
+            ROW_FAIL("%s:%ld: impossible timestamp '%s': %s", name, lineno, field_quote(fld[0], q),
                      why);
     } else {
         if (nf != 3 && nf != 4)
@@ -418,11 +432,11 @@ static int parse_row(trace_fmt fmt, const char *s, size_t ln, const char *name, 
                      name, lineno, nf > 4 ? 5 : nf, nf > 4 ? " or more" : "");
         r = parse_seconds(fld[0], t);
         if (r == -1)
-            ROW_FAIL("%s:%ld: arrival must be a time in seconds (like 12 or 0.25), got '%.*s'",
-                     name, lineno, FIELD_ARGS(fld[0]));
+            ROW_FAIL("%s:%ld: arrival must be a time in seconds (like 12 or 0.25), got '%s'",
+                     name, lineno, field_quote(fld[0], q));
         if (r == -2)
-            ROW_FAIL("%s:%ld: arrival %.*s out of range [0, %lld] seconds", name, lineno,
-                     FIELD_ARGS(fld[0]), PF_TRACE_MAX_S);
+            ROW_FAIL("%s:%ld: arrival %s out of range [0, %lld] seconds", name, lineno,
+                     field_quote(fld[0], q), PF_TRACE_MAX_S);
         if (nf == 4 &&
             row_int(fld[3], 0, PRIO_MAX, "priority", name, lineno, prio, err, errlen) != 0)
             return -1;
@@ -668,7 +682,14 @@ int pf_jobs_read_file(const char *path, char **data, size_t *len, char *err, siz
             cap = ncap;
         }
         size_t got = fread(buf + used, 1, cap - used, f);
+        /* A NUL byte ends the reading: the parser refuses the file at its
+         * line, and a device or pipe that never ends (/dev/zero, or
+         * /dev/urandom, which has one within its first chunk) is refused
+         * now instead of read until memory runs out. */
+        const int nul = got && memchr(buf + used, '\0', got) != NULL;
         used += got;
+        if (nul)
+            break;
         if (got == 0) {
             if (ferror(f)) {
                 snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));

@@ -323,6 +323,10 @@ Test(cost_profile, malformed_files_are_reported_with_their_line)
         {"format = pagefault-gpu-profile/1\nmem_read_gbps =\n", 2, "not a number"},
         {"format = pagefault-gpu-profile/1\nmem_read_gbps = -4600\n", 2, "out of range"},
         {"format = pagefault-gpu-profile/1\nmem_read_gbps = inf\n", 2, "not a number"},
+        /* numbers as the command line takes them: strtod took these */
+        {"format = pagefault-gpu-profile/1\nmem_read_gbps = +4600\n", 2, "not a number"},
+        {"format = pagefault-gpu-profile/1\nmem_read_gbps = 0x1p12\n", 2, "not a number"},
+        {"format = pagefault-gpu-profile/1\nmem_read_gbps = \v4600\n", 2, "not a number"},
         {"format = pagefault-gpu-profile/1\nattn_fixed_us = -1\n", 2, "out of range"},
         /* a bandwidth of 3e-308 GB/s made every step infinite, the run all zeros */
         {"format = pagefault-gpu-profile/1\nmem_read_gbps = 3e-308\n", 2, "out of range"},
@@ -392,6 +396,15 @@ Test(cost_profile, long_lines_and_missing_files)
         cr_assert_not_null(strstr(err, nul[i].where), "NUL case %zu: %s", i, err);
         cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "NUL case %zu changed the model", i);
     }
+
+    /* a line that never ends is refused at its limit, not read until
+     * memory runs out (getline grew it, then the message named the file
+     * as empty) */
+    const pf_cost before = c;
+    rc = pf_cost_load_profile(&c, "/dev/zero", err, sizeof err);
+    cr_assert_eq(rc, PF_ERR_ARG);
+    cr_assert_not_null(strstr(err, "/dev/zero:1: line longer"), "%s", err);
+    cr_assert_eq(memcmp(&c, &before, sizeof c), 0);
 
     cr_assert_eq(pf_cost_load_profile(&c, "/nonexistent/pf.profile", err, sizeof err), PF_ERR_IO);
     cr_assert_not_null(strstr(err, "/nonexistent/pf.profile: cannot open"), "%s", err);

@@ -122,6 +122,10 @@ Test(sim_jobs, malformed_lines_name_file_and_line)
     expect_error("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 18:17:03.97,1,1\n", 2, "timestamp");
     expect_error("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,1\n", 2, "fields");
     expect_error("", 1, "empty");
+    /* a field's control bytes are quoted as '?' (a trace's ESC sequence
+     * drove the terminal the message was printed on) */
+    expect_error("arrival,prompt,output\n0,\x1b[2J7,1\n", 2, "got '?[2J7'");
+    expect_error("arrival,prompt,output\n\v\v1,1,1\n", 2, "got '??1'");
 }
 
 Test(sim_jobs, missing_file)
@@ -130,6 +134,21 @@ Test(sim_jobs, missing_file)
     char err[256];
     cr_assert_eq(pf_jobs_load_trace(&j, "/nonexistent/trace.csv", 2048, err, sizeof err), PF_ERR_IO);
     cr_assert(strstr(err, "/nonexistent/trace.csv") != NULL, "%s", err);
+}
+
+/* A device or pipe that never ends is refused at its first NUL byte, not
+ * read until memory runs out (a fuzzer's /dev/zero grew to gigabytes before
+ * the parser saw the NUL); /dev/urandom has one in its first chunk. */
+Test(sim_jobs, endless_binary_input_refused_at_its_first_nul)
+{
+    const char *dev[] = {"/dev/zero", "/dev/urandom"};
+    for (int i = 0; i < 2; i++) {
+        pf_jobs j;
+        char err[256];
+        cr_assert_eq(pf_jobs_load_trace(&j, dev[i], 2048, err, sizeof err), PF_ERR_IO);
+        cr_assert(strstr(err, dev[i]) == err && strstr(err, "NUL byte") != NULL, "%s", err);
+        cr_assert_null(j.jobs);
+    }
 }
 
 /* Audit regression: a header with no jobs said "no job fits (rejected 0
