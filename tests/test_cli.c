@@ -112,6 +112,11 @@ Test(cli, leading_blank) { expect_usage((char *[]){"x", "--seqs", " 5"}, 3, "got
 Test(cli, plus_sign) { expect_usage((char *[]){"x", "--seqs", "+5"}, 3, "got '+5'"); }
 Test(cli, hex_int) { expect_usage((char *[]){"x", "--seqs", "0x10"}, 3, "got '0x10'"); }
 Test(cli, hex_double) { expect_usage((char *[]){"x", "--watermark", "0x1p-3"}, 3, "got '0x1p-3'"); }
+/* a value's control bytes (a newline, an escape sequence's ESC) are shown
+ * as '?': the message stays one line and does not drive the terminal */
+Test(cli, newline_in_value) { expect_usage((char *[]){"x", "--seqs", "1\n2"}, 3, "got '1?2'"); }
+Test(cli, escape_in_choice) { expect_usage((char *[]){"x", "--color", "\x1b[31mred"}, 3, "got '?[31mred'"); }
+Test(cli, delete_in_argument) { expect_usage((char *[]){"x", "stray\x7f"}, 2, "unexpected argument 'stray?'"); }
 
 Test(cli, help_is_reported)
 {

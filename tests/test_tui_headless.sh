@@ -138,6 +138,12 @@ for view in "" "--coloring state" "--coloring age --ascii"; do
     sed '/^summary/,$d' "$TMP/live" | cmp -s - "$TMP/replay" || fail "replay $view: the frames differ"
     [ "$(grep -c '^--- tick' "$TMP/replay")" -eq 4 ] || fail "replay $view: want 4 frames"
 done
+# FILE first, then any number of flags (past 248 of them FILE was refused
+# as an unexpected argument: a fixed copy of argv)
+# shellcheck disable=SC2046
+"$BIN" replay "$TMP/r.pfrec" --headless $(i=0; while [ $i -lt 300 ]; do echo --ascii; i=$((i + 1)); done) \
+    >"$TMP/replay" 2>"$TMP/err" || fail "replay FILE with 301 flags: $(cat "$TMP/err")"
+[ "$(grep -c '^--- tick' "$TMP/replay")" -eq 4 ] || fail "replay FILE with 301 flags: want 4 frames"
 head -c 3000 "$TMP/r.pfrec" >"$TMP/cut.pfrec"
 printf 'not a recording\n' >"$TMP/junk.pfrec"
 # the header alone (a recording cut before its first snapshot): it replayed

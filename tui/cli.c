@@ -18,12 +18,19 @@
 
 int pf_cli_error(const char *prog, const char *fmt, ...)
 {
+    /* The message quotes what the user gave (a flag's value, an argument),
+     * so a control byte in it is shown as '?': it stays one line, and an
+     * escape sequence in a value does not drive the terminal. A message
+     * longer than the buffer is cut. */
+    char msg[1024];
     va_list ap;
-    fprintf(stderr, "%s: ", prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    fprintf(stderr, "%s: %s\n", prog, msg);
     return PF_CLI_USAGE;
 }
 

@@ -301,13 +301,12 @@ int pf_cmd_replay(int argc, char **argv)
     /* `pagefault replay FILE [flags]`: the file may come first */
     char **av = argv;
     int ac = argc;
-    char *tmp[256];
-    if (argc >= 2 && argv[1][0] != '-' && argc < 250) {
+    if (argc >= 2 && argv[1][0] != '-') {
+        /* the flags parsed as argv[1..] with the program's name in FILE's
+         * slot (argv's pointers are the program's to change, C11 5.1.2.2.1) */
         o.file = argv[1];
-        tmp[0] = argv[0];
-        for (int i = 2; i < argc; i++)
-            tmp[i - 1] = argv[i];
-        av = tmp;
+        argv[1] = argv[0];
+        av = argv + 1;
         ac = argc - 1;
     }
     const char *first = o.file;
