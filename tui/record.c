@@ -73,7 +73,8 @@ int pf_record_put(FILE *f, const pf_sim_snapshot *s, int tick, int final)
     put_i32(&b, tick);
     uint8_t fin = (uint8_t)(final != 0);
     put(&b, &fin, 1);
-    pf_sim_params params = s->params;
+    pf_sim_params params;
+    memcpy(&params, &s->params, sizeof params); /* its padding too, not this stack's bytes */
     params_unlink(&params);
     put(&b, &params, sizeof params);
     put(&b, &s->stats, sizeof s->stats);
