@@ -27,3 +27,11 @@ const char *pf_strerror(int err)
         return "unknown error";
     }
 }
+
+char *pf_err_visible(char *s)
+{
+    for (char *c = s; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return s;
+}

@@ -22,4 +22,11 @@ typedef enum {
 /* Human-readable, static string for a pf_err (never NULL). */
 const char *pf_strerror(int err);
 
+/* Text that a message quotes from outside (a flag's value, a file's field)
+ * made safe to print, in place: each control byte (below 0x20, or DEL)
+ * becomes '?', so the message stays one line and an escape sequence in the
+ * input does not drive the terminal. Returns s. Callers: tui/cli.c's usage
+ * errors, sim/jobs.c's trace messages. */
+char *pf_err_visible(char *s);
+
 #endif

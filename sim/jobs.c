@@ -363,19 +363,16 @@ static int parse_header(const char *s, size_t n, trace_fmt *fmt)
     return 0;
 }
 
-/* A field as a message quotes it: its first 40 bytes at most, a control
- * byte (an escape sequence's ESC among them) shown as '?', so that a file's
- * bytes do not drive the terminal the message is printed on. */
+/* A field as a message quotes it: its first 40 bytes at most, made
+ * visible (pf_err_visible: a file's control bytes do not reach the
+ * terminal; a NUL byte ends the reading before a field is parsed). */
 enum { QUOTE_MAX = 40 };
 static const char *field_quote(field f, char q[QUOTE_MAX + 1])
 {
     const size_t n = f.n < QUOTE_MAX ? f.n : QUOTE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        const unsigned char c = (unsigned char)f.p[i];
-        q[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-    }
+    memcpy(q, f.p, n);
     q[n] = '\0';
-    return q;
+    return pf_err_visible(q);
 }
 
 /* An integer field of a row in [lo, hi], named what in the message: 0, or

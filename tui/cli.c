@@ -7,6 +7,7 @@
  */
 #include "tui/cli.h"
 
+#include "core/err.h"
 #include "tui/report.h"
 
 #include <ctype.h>
@@ -19,18 +20,14 @@
 int pf_cli_error(const char *prog, const char *fmt, ...)
 {
     /* The message quotes what the user gave (a flag's value, an argument),
-     * so a control byte in it is shown as '?': it stays one line, and an
-     * escape sequence in a value does not drive the terminal. A message
-     * longer than the buffer is cut. */
+     * so it is made visible (pf_err_visible). A message longer than the
+     * buffer is cut. */
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *c = msg; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    fprintf(stderr, "%s: %s\n", prog, msg);
+    fprintf(stderr, "%s: %s\n", prog, pf_err_visible(msg));
     return PF_CLI_USAGE;
 }
 

@@ -234,11 +234,9 @@ static int get_frames(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, 
 
 /* A sequence view as a simulator makes one: its state one of the enum's,
  * its counts not negative, its frames within what a recording can hold
- * (the renderer sums them) and its shared frames among them. Its block
- * table is not recorded, so it is marked not there. */
-static int seq_sane(pf_seq_view *q)
+ * (the renderer sums them) and its shared frames among them. */
+static int seq_sane(const pf_seq_view *q)
 {
-    q->table_at = -1;
     return q->state <= PF_SEQ_PREFILLING && q->prompt >= 0 && q->output >= 0 &&
            q->generated >= 0 && q->preemptions >= 0 && q->computed >= 0 && q->frames >= 0 &&
            q->frames <= REC_MAX_FRAMES && q->shared_frames >= 0 && q->shared_frames <= q->frames;
@@ -258,11 +256,13 @@ static int get_lists(rbuf *r, const char *name, pf_sim_snapshot *s, char *err, s
     }
     get(r, s->seqs, (size_t)nseqs * sizeof *s->seqs);
     s->nseqs = nseqs;
-    for (int i = 0; i < nseqs && !r->bad; i++)
+    for (int i = 0; i < nseqs && !r->bad; i++) {
         if (!seq_sane(&s->seqs[i])) {
             snprintf(err, errlen, "%s: a damaged record (sequence %d)", name, i);
             return PF_ERR_IO;
         }
+        s->seqs[i].table_at = -1; /* its block table is not recorded */
+    }
     int nev = get_i32(r);
     if (r->bad || nev < 0 || nev > PF_SIM_EVENTS) {
         snprintf(err, errlen, "%s: a damaged record (%d events)", name, nev);
