@@ -12,7 +12,8 @@
 #                each run cut at SAN_TIMEOUT seconds (400; status 124); SAN_TESTS=0
 #                skips memcheck over the whole device test suite, SAN_FILTER
 #                runs it on the tests a Criterion glob names (e.g. 'gpu/[a-m]*':
-#                the suite takes more than one call's 600 s under memcheck); SAN_EXTRA more
+#                the suite takes more than one call's 600 s under memcheck), each
+#                test its own process, SAN_PAR at once (default 1); SAN_EXTRA more
 #                bench flags, e.g. "--splits 1 --pack 2" for version 33's packs)
 #   WORKLOADS="llama long"  KERNELS="1 2"  ITERS=30   pagefault bench runs
 #   SPLIT_WORKLOADS="single seed"  SPLIT_KERNELS="5 6"  SPLITS="1 2 4"
@@ -105,17 +106,28 @@ if [ "${SAN:-0}" = 1 ]; then
             done
         done
         if [ "${SAN_TESTS:-1}" = 1 ]; then
-            echo "== memcheck on the device tests ${SAN_FILTER:-(all)}"
-            # each test's pass line, so a run cut at the timeout still says how
-            # far it got. Into a file, not a pipe: a cut run's Criterion
-            # children outlive compute-sanitizer and held a pipe's reader (and
-            # the call) until the call's own limit; they are killed after it.
-            timeout ${SAN_TIMEOUT:-400} compute-sanitizer --tool memcheck --error-exitcode 9 .dev-bin/test_gpu --jobs=1 \
-                --verbose ${SAN_FILTER:+--filter "$SAN_FILTER"} >"$OUT/memcheck.log" 2>&1
-            st=$?
+            echo "== memcheck on the device tests ${SAN_FILTER:-(all)}, ${SAN_PAR:-1} at a time"
+            # One compute-sanitizer process a test, SAN_PAR of them at once,
+            # sharing the GPU: one at a time the suite outlasts a call under
+            # memcheck (block_sizes alone took 105 s), most of it host-side
+            # instrumentation of each launch, which runs side by side.
+            # Each test's log is its own file (a cut run's Criterion child
+            # outlives compute-sanitizer and held a pipe's reader, and the
+            # call, until the call's limit; what is left is killed after);
+            # the logs are joined into memcheck.log, one test after another.
+            mkdir -p "$OUT/mc"
+            sed -n 's/^Test(gpu, *\([a-z_0-9]*\).*/gpu\/\1/p' tests/test_gpu.c |
+                while read -r t; do
+                    case "$t" in ${SAN_FILTER:-*}) echo "$t" ;; esac
+                done |
+                xargs -P "${SAN_PAR:-1}" -I{} sh -c 'n=$(basename {});
+                    timeout '"${SAN_TIMEOUT:-400}"' compute-sanitizer --tool memcheck --error-exitcode 9 \
+                        .dev-bin/test_gpu --jobs=1 --verbose --filter {} >"$1/mc/$n.log" 2>&1
+                    echo "memcheck {} status $?" >>"$1/mc/$n.log"' sh "$OUT"
             pkill -f .dev-bin/test_gpu
-            grep -E "PASS|FAIL|CRASH|SUMMARY|Synthesis" "$OUT/memcheck.log"
-            echo "memcheck test_gpu status $st"
+            for f in "$OUT"/mc/*.log; do echo "=== $f"; cat "$f"; done >"$OUT/memcheck.log"
+            rm -rf "$OUT/mc"
+            grep -E "PASS|FAIL|CRASH|SUMMARY|Synthesis|memcheck gpu/" "$OUT/memcheck.log"
         fi
     } >"$OUT/extra.txt" 2>&1
 fi

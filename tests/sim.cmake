@@ -6,7 +6,7 @@ pf_criterion_test(test_sim_sched SOURCES test_sim_sched.c LIBS pf_sim)
 pf_criterion_test(test_sim_loadctl SOURCES test_sim_loadctl.c LIBS pf_sim)
 pf_criterion_test(test_sim_jobs SOURCES test_sim_jobs.c LIBS pf_sim)
 pf_criterion_test(test_sim_cli SOURCES test_sim_cli.c ${CMAKE_SOURCE_DIR}/tui/cmd_sim.c
-                  LIBS pf_simpub pf_simflags pf_sim pf_cli)
+                  LIBS pf_progress pf_simpub pf_simflags pf_sim pf_cli)
 
 # The public Azure trace lives outside the repository (../shared/traces);
 # the test is a plain executable that exits 77 (skip) when it is absent.

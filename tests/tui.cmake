@@ -15,6 +15,9 @@ set_tests_properties(test_tui_headless PROPERTIES TIMEOUT 120)
 
 # The control thread between the UI and the simulator, under TSan in CI.
 pf_race_test(race_tui_bridge SOURCES race_tui_bridge.c LIBS pf_dash)
+# `pagefault sim`'s progress lines: the reporter reads a run's statistics
+# while the run steps (also under TSan in CI).
+pf_race_test(test_tui_progress SOURCES test_tui_progress.c LIBS pf_progress)
 
 # The simulator's figures as vLLM's metrics, rendered and served over HTTP.
 pf_criterion_test(test_tui_simmetrics SOURCES test_tui_simmetrics.c LIBS pf_simmetrics pf_net_http)

@@ -28,6 +28,9 @@
  * too). Each run is a deterministic simulator of its own, so the rows,
  * printed in order once all are done, are the bytes a serial run prints.
  *
+ * A run still going 5 s in gets a line on stderr every 10 s (requests
+ * done, step), where stderr is a terminal (tui/progress.h).
+ *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
  * line on stderr, nothing on stdout); 1 a run stopped in a livelock
  * (sequences kept preempting one another and none produced a token). A
@@ -49,6 +52,7 @@
 #include "sim/sim.h"
 #include "tui/cli.h"
 #include "tui/commands.h"
+#include "tui/progress.h"
 #include "tui/report.h"
 #include "tui/simflags.h"
 #include "tui/simpub.h"
@@ -159,8 +163,9 @@ static int run_published(const sim_args *a, pf_sim *s, pf_sim_stats *st)
     return rc == 1 ? PF_OK : rc;
 }
 
+/* One run, shown by `prog` (may be NULL) as `label` while it goes. */
 static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, double naive_tput,
-                   pf_sim_stats *st, decisions *dec)
+                   pf_sim_stats *st, decisions *dec, pf_progress *prog, const char *label)
 {
     pf_sim_params p;
     if (pf_simflags_params(PROG, &a->f, &p) != 0)
@@ -177,11 +182,13 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
         dec->start = p.watermark;
         pf_sim_on_event(s, keep_decision, dec);
     }
+    int slot = pf_progress_add(prog, s, label);
     int rc;
     if (mode == PF_SIM_PAGED && a->pub)
         rc = run_published(a, s, st);
     else
         rc = pf_sim_run(s, st);
+    pf_progress_remove(prog, slot);
     pf_sim_destroy(s);
     if (rc == PF_ERR_RANGE) {
         fprintf(stderr,
@@ -366,6 +373,7 @@ typedef struct {
     int n;
     _Atomic int next;
     const char *sweep_name;
+    pf_progress *prog; /* NULL: no progress lines */
 } sweep_work;
 
 /* Task 2k runs point k's naive baseline (if it is its own), task 2k + 1
@@ -382,10 +390,16 @@ static void task_run(sweep_work *w, int task)
         fprintf(stderr, "%s: %s=%s (%d/%d)\n", PROG, w->sweep_name, p->val, k + 1, w->n);
     pf_jobs jobs = {0};
     int st = pf_simflags_jobs(PROG, &p->cur.f, &jobs, 0);
+    char label[96]; /* the run in a progress line: "paged", "paged watermark=0.05" */
+    const char *mode = naive ? "naive" : "paged";
+    if (w->sweep_name)
+        snprintf(label, sizeof label, "%s %s=%s", mode, w->sweep_name, p->val);
+    else
+        snprintf(label, sizeof label, "%s", mode);
     /* the baseline passed in only stops pf_sim_run from running its own */
     if (!st)
         st = run_one(&p->cur, &jobs, naive ? PF_SIM_NAIVE : PF_SIM_PAGED, 1.0,
-                     naive ? &p->naive : &p->paged, naive ? NULL : &p->dec);
+                     naive ? &p->naive : &p->paged, naive ? NULL : &p->dec, w->prog, label);
     pf_jobs_free(&jobs);
     if (naive)
         p->status_naive = st;
@@ -410,7 +424,13 @@ static int run_sweep(sweep_point *pt, int n, int threads, const char *sweep_name
         threads = 1;
     if (threads > 2 * n)
         threads = 2 * n;
-    sweep_work w = {pt, n, 0, sweep_name};
+    int runs = 0;
+    for (int k = 0; k < n; k++)
+        runs += 1 + (pt[k].naive_of == k);
+    pf_progress *prog = isatty(STDERR_FILENO) ? pf_progress_start(stderr, PROG, runs, PF_PROGRESS_FIRST_S,
+                                                                   PF_PROGRESS_EVERY_S)
+                                              : NULL;
+    sweep_work w = {pt, n, 0, sweep_name, prog};
     pthread_t th[SIM_MAX_PARALLEL];
     int started = 0;
     for (int t = 1; t < threads; t++) {
@@ -421,6 +441,7 @@ static int run_sweep(sweep_point *pt, int n, int threads, const char *sweep_name
     sweep_worker(&w);
     for (int t = 1; t <= started; t++)
         pthread_join(th[t], NULL);
+    pf_progress_stop(w.prog);
     for (int k = 0; k < n; k++) {
         if (pt[k].status_naive)
             return pt[k].status_naive;
