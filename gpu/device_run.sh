@@ -109,8 +109,9 @@ if [ "${SAN:-0}" = 1 ]; then
             echo "== memcheck on the device tests ${SAN_FILTER:-(all)}, ${SAN_PAR:-1} at a time"
             # One compute-sanitizer process a test, SAN_PAR of them at once,
             # sharing the GPU: one at a time the suite outlasts a call under
-            # memcheck (block_sizes alone took 105 s), most of it host-side
-            # instrumentation of each launch, which runs side by side.
+            # memcheck (block_sizes alone took 105 s). How much side by side
+            # saves is not yet measured: it does where the time is the
+            # host's (the tool's work at each launch), not the GPU's.
             # Each test's log is its own file (a cut run's Criterion child
             # outlives compute-sanitizer and held a pipe's reader, and the
             # call, until the call's limit; what is left is killed after);
