@@ -29,7 +29,7 @@
  * printed in order once all are done, are the bytes a serial run prints.
  *
  * A run still going 5 s in gets a line on stderr every 10 s (requests
- * done, step), where stderr is a terminal (tui/progress.h).
+ * finished, step), where stderr is a terminal (tui/progress.h).
  *
  * Exit status: 0 done; 2 usage error or unreadable/malformed trace (one
  * line on stderr, nothing on stdout); 1 a run stopped in a livelock

@@ -39,11 +39,6 @@ struct pf_progress {
  * its statistics are read. */
 static void progress_line(pf_progress *p)
 {
-    int any = p->unshown > 0;
-    for (int i = 0; i < PROGRESS_SLOTS && !any; i++)
-        any = p->run[i].sim != NULL;
-    if (!any)
-        return; /* between runs, or before the first: nothing to say */
     char line[1024];
     size_t n = (size_t)snprintf(line, sizeof line, "%s: %.0f s:", p->prog, pf_clock_s() - p->t0);
     int shown = 0, going = p->unshown;
@@ -62,6 +57,8 @@ static void progress_line(pf_progress *p)
     }
     if (n < sizeof line && going > shown)
         n += (size_t)snprintf(line + n, sizeof line - n, "; %d more going", going - shown);
+    if (going == 0)
+        return; /* between runs, or before the first: nothing to say */
     if (n < sizeof line)
         snprintf(line + n, sizeof line - n, " (%d of %d runs done)", p->done, p->total);
     fprintf(p->out, "%s\n", line);
@@ -74,16 +71,12 @@ static void *progress_main(void *arg)
     double next = p->first_s;
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double wait = p->t0 + next - pf_clock_s();
-        if (wait > 0) {
-            ts.tv_sec += (time_t)wait;
-            ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+        /* the condition variable's clock is pf_clock_s's (CLOCK_MONOTONIC),
+         * so the deadline converts to its timespec directly */
+        const double deadline = p->t0 + next;
+        if (pf_clock_s() < deadline) {
+            const time_t sec = (time_t)deadline;
+            const struct timespec ts = {sec, (long)((deadline - (double)sec) * 1e9)};
             pthread_cond_timedwait(&p->cv, &p->mu, &ts);
             continue; /* woken early, or a stop: look again */
         }
