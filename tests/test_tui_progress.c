@@ -116,7 +116,7 @@ static void lines_follow_a_run(void)
     }
     pf_progress *p = pf_progress_start(k.wr, "t", 1, 0.001, 0.01);
     CHECK(p != NULL, "the reporter did not start");
-    int slot = pf_progress_add(p, s, "paged");
+    int slot = pf_progress_add(p, s, 0, "paged");
     CHECK(slot >= 0, "a free reporter gave no slot");
     pf_sim_stats st;
     CHECK(pf_sim_run(s, &st) == PF_OK, "the run failed");
@@ -155,7 +155,7 @@ static void nothing_before_the_first_line(void)
         return;
     }
     pf_progress *p = pf_progress_start(k.wr, "t", 1, 3600.0, 3600.0);
-    int slot = pf_progress_add(p, s, "paged");
+    int slot = pf_progress_add(p, s, 0, "paged");
     pf_sim_stats st;
     CHECK(pf_sim_run(s, &st) == PF_OK, "the run failed");
     pf_progress_remove(p, slot);
@@ -181,7 +181,7 @@ static void runs_past_the_slots_are_counted(void)
     pf_progress *p = pf_progress_start(k.wr, "t", NRUNS + 1, 0.2, 3600.0);
     int slot[NRUNS], unslotted = 0;
     for (int i = 0; i < NRUNS; i++) {
-        slot[i] = pf_progress_add(p, s, i == 0 ? "naive" : "paged x=1");
+        slot[i] = pf_progress_add(p, s, i, i == 0 ? "naive" : "paged x=1");
         unslotted += slot[i] < 0;
     }
     pf_progress_remove(p, slot[NRUNS - 1]); /* one done before the first line */
@@ -206,10 +206,43 @@ static void runs_past_the_slots_are_counted(void)
     pf_jobs_free(&j);
 }
 
+/* Runs registered last-first, with a tie and a freed slot reused: the
+ * line names them by order, the tie by slot, whatever came first. */
+static void runs_listed_by_order(void)
+{
+    pf_jobs j;
+    pf_sim *s = make_sim(&j, 10);
+    sink k;
+    if (!s || sink_open(&k) != 0) {
+        CHECK(0, "set-up failed");
+        return;
+    }
+    pf_progress *p = pf_progress_start(k.wr, "t", 6, 0.2, 3600.0);
+    int gone = pf_progress_add(p, s, 9, "r9");  /* slot 0, freed below */
+    int s5 = pf_progress_add(p, s, 5, "r5");    /* slot 1 */
+    int s3a = pf_progress_add(p, s, 3, "r3a");  /* slot 2 */
+    pf_progress_remove(p, gone);
+    int s1 = pf_progress_add(p, s, 1, "r1");    /* slot 0 again */
+    int s3b = pf_progress_add(p, s, 3, "r3b");  /* slot 3: after r3a */
+    int s7 = pf_progress_add(p, s, 7, "r7");    /* slot 4: past the four named */
+    sink_drain(&k, 5000);
+    int all[] = {s5, s3a, s1, s3b, s7};
+    for (int i = 0; i < 5; i++)
+        pf_progress_remove(p, all[i]);
+    pf_progress_stop(p);
+    sink_close(&k);
+    const char *want = " r1 0 of 10 requests finished, step 0; r3a 0 of 10 requests finished, step 0; r3b 0 of "
+                       "10 requests finished, step 0; r5 0 of 10 requests finished, step 0; 1 more going (1 of "
+                       "6 runs done)\n";
+    CHECK(strstr(k.text, want) != NULL, "not in order:\n%s", k.text);
+    pf_sim_destroy(s);
+    pf_jobs_free(&j);
+}
+
 /* NULL is "no reporting" everywhere. */
 static void null_reporter(void)
 {
-    CHECK(pf_progress_add(NULL, NULL, "x") == -1, "add to NULL gave a slot");
+    CHECK(pf_progress_add(NULL, NULL, 0, "x") == -1, "add to NULL gave a slot");
     pf_progress_remove(NULL, 0);
     pf_progress_stop(NULL);
 }
@@ -219,6 +252,7 @@ int main(void)
     lines_follow_a_run();
     nothing_before_the_first_line();
     runs_past_the_slots_are_counted();
+    runs_listed_by_order();
     null_reporter();
     if (failures)
         fprintf(stderr, "test_tui_progress: %d failures\n", failures);

@@ -163,9 +163,10 @@ static int run_published(const sim_args *a, pf_sim *s, pf_sim_stats *st)
     return rc == 1 ? PF_OK : rc;
 }
 
-/* One run, shown by `prog` (may be NULL) as `label` while it goes. */
+/* One run, shown by `prog` (may be NULL) as `label`, in place `order` of
+ * its line, while it goes. */
 static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, double naive_tput,
-                   pf_sim_stats *st, decisions *dec, pf_progress *prog, const char *label)
+                   pf_sim_stats *st, decisions *dec, pf_progress *prog, int order, const char *label)
 {
     pf_sim_params p;
     if (pf_simflags_params(PROG, &a->f, &p) != 0)
@@ -182,7 +183,7 @@ static int run_one(const sim_args *a, const pf_jobs *jobs, pf_sim_mode mode, dou
         dec->start = p.watermark;
         pf_sim_on_event(s, keep_decision, dec);
     }
-    int slot = pf_progress_add(prog, s, label);
+    int slot = pf_progress_add(prog, s, order, label);
     int rc;
     if (mode == PF_SIM_PAGED && a->pub)
         rc = run_published(a, s, st);
@@ -399,7 +400,7 @@ static void task_run(sweep_work *w, int task)
     /* the baseline passed in only stops pf_sim_run from running its own */
     if (!st)
         st = run_one(&p->cur, &jobs, naive ? PF_SIM_NAIVE : PF_SIM_PAGED, 1.0,
-                     naive ? &p->naive : &p->paged, naive ? NULL : &p->dec, w->prog, label);
+                     naive ? &p->naive : &p->paged, naive ? NULL : &p->dec, w->prog, task, label);
     pf_jobs_free(&jobs);
     if (naive)
         p->status_naive = st;

@@ -1,6 +1,7 @@
 /* tui/progress.c - the reporter thread of tui/progress.h. */
 #include "tui/progress.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 typedef struct {
     pf_sim *sim; /* NULL: a free slot */
+    int order;   /* the caller's place for it in the line */
     char label[96];
 } progress_run;
 
@@ -32,22 +34,39 @@ struct pf_progress {
     pthread_t th;
 };
 
-/* One line: the elapsed wall time, up to PROGRESS_SHOWN runs going (each
- * its requests finished of its total and its step), the rest counted;
- * none while no run is going.
+/* The going run after (`order`, `slot`) in the line's order, the slot as
+ * the tie-break; -1 when none is left. Pass order INT_MIN, slot -1 for the
+ * first. At most PROGRESS_SHOWN passes over the slots a line. */
+static int progress_next(const pf_progress *p, int order, int slot)
+{
+    int best = -1;
+    for (int i = 0; i < PROGRESS_SLOTS; i++) {
+        const progress_run *r = &p->run[i];
+        if (!r->sim || r->order < order || (r->order == order && i <= slot))
+            continue;
+        if (best < 0 || r->order < p->run[best].order)
+            best = i; /* ties keep the lower slot, met first */
+    }
+    return best;
+}
+
+/* One line: the elapsed wall time, up to PROGRESS_SHOWN runs going in the
+ * callers' order (each its requests finished of its total and its step),
+ * the rest counted; none while no run is going.
  * Called with p->mu held, so no run is removed, and so destroyed, while
  * its statistics are read. */
 static void progress_line(pf_progress *p)
 {
+    int going = p->unshown;
+    for (int i = 0; i < PROGRESS_SLOTS; i++)
+        going += p->run[i].sim != NULL;
+    if (going == 0)
+        return; /* between runs, or before the first: nothing to say */
     char line[1024];
     size_t n = (size_t)snprintf(line, sizeof line, "%s: %.0f s:", p->prog, pf_clock_s() - p->t0);
-    int shown = 0, going = p->unshown;
-    for (int i = 0; i < PROGRESS_SLOTS; i++) {
-        if (!p->run[i].sim)
-            continue;
-        going++;
-        if (shown == PROGRESS_SHOWN || n >= sizeof line)
-            continue;
+    int shown = 0;
+    for (int i = progress_next(p, INT_MIN, -1); i >= 0 && shown < PROGRESS_SHOWN && n < sizeof line;
+         i = progress_next(p, p->run[i].order, i)) {
         pf_sim_stats st;
         pf_sim_get_stats(p->run[i].sim, &st);
         n += (size_t)snprintf(line + n, sizeof line - n, "%s %s %lld of %d requests finished, step %lld",
@@ -57,8 +76,6 @@ static void progress_line(pf_progress *p)
     }
     if (n < sizeof line && going > shown)
         n += (size_t)snprintf(line + n, sizeof line - n, "; %d more going", going - shown);
-    if (going == 0)
-        return; /* between runs, or before the first: nothing to say */
     if (n < sizeof line)
         snprintf(line + n, sizeof line - n, " (%d of %d runs done)", p->done, p->total);
     fprintf(p->out, "%s\n", line);
@@ -121,7 +138,7 @@ fail:
     return NULL;
 }
 
-int pf_progress_add(pf_progress *p, pf_sim *sim, const char *label)
+int pf_progress_add(pf_progress *p, pf_sim *sim, int order, const char *label)
 {
     if (!p || !sim)
         return -1;
@@ -132,6 +149,7 @@ int pf_progress_add(pf_progress *p, pf_sim *sim, const char *label)
             slot = i;
     if (slot >= 0) {
         p->run[slot].sim = sim;
+        p->run[slot].order = order;
         snprintf(p->run[slot].label, sizeof p->run[slot].label, "%s", label);
     } else {
         p->unshown++;

@@ -38,9 +38,12 @@ pf_progress *pf_progress_start(FILE *out, const char *prog, int total_runs, doub
                                double every_s);
 
 /* Registers a run about to start; `label` (copied) names it in the line,
- * e.g. "paged" or "paged watermark=0.05". Returns the slot to remove, or
- * -1 when every slot is taken (that run is not shown). */
-int pf_progress_add(pf_progress *p, pf_sim *sim, const char *label);
+ * e.g. "paged" or "paged watermark=0.05". A line lists the runs going by
+ * `order`, smallest first, whatever thread registered first: the same
+ * runs read in the same order from one invocation to the next. Returns
+ * the slot to remove, or -1 when every slot is taken (that run is
+ * counted, not named). */
+int pf_progress_add(pf_progress *p, pf_sim *sim, int order, const char *label);
 
 /* The run of `slot` has ended (before its pf_sim_destroy); -1 is ignored. */
 void pf_progress_remove(pf_progress *p, int slot);
