@@ -145,12 +145,17 @@ int pf_zpub_open(const pf_zpub_config *cfg, pf_zpub **out, const char **why)
     snprintf(p->topic, sizeof p->topic, "%s", cfg->topic ? cfg->topic : "");
     p->ring = calloc(cfg->buffer_steps, sizeof *p->ring);
     p->ctx = zmq_ctx_new();
-    int rc = PF_ERR_NOMEM;
-    if (p->ring && p->ctx) {
+    int rc;
+    if (!p->ring) {
+        *why = "out of memory for the replay buffer";
+        rc = PF_ERR_NOMEM;
+    } else if (!p->ctx) {
+        *why = "cannot create a ZeroMQ context";
+        rc = PF_ERR_IO; /* as pf_zsub_open says it */
+    } else {
         rc = bind_sock(p->ctx, ZMQ_PUB, cfg->endpoint, cfg->dp_rank, &p->pub, p->ep, why);
         if (rc == 0 && cfg->replay_endpoint)
             rc = bind_sock(p->ctx, ZMQ_ROUTER, cfg->replay_endpoint, cfg->dp_rank, &p->router, p->rep, why);
-
     }
     if (rc) {
         pf_zpub_close(p);
